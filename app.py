@@ -1,0 +1,16 @@
+"""Entry point: ``streamlit run app.py``.
+
+Each view is one thin script under ``pages/``: widgets in, one dpcore call,
+render.  All computation lives in :mod:`dpcore`.
+"""
+
+import streamlit as st
+
+st.set_page_config(page_title="DP-ERM explorer", page_icon="🔒", layout="wide")
+
+PAGES = [
+    st.Page("pages/start.py", title="Start here", icon="🏁", default=True),
+    st.Page("pages/datasets.py", title="Datasets", icon="🗂️"),
+]
+
+st.navigation(PAGES).run()

@@ -1,0 +1,183 @@
+"""Command line (SPEC §7): ``python -m dpcore <command> … [--json]``.
+
+With ``--json`` one strict JSON document goes to stdout (an infinite ε is
+``null``).  Bad input exits with code 2 and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Sequence
+
+from .exceptions import DPCoreError
+from .jsonutil import dumps
+from .params import PARAMS, validate
+
+__all__ = ["main", "build_parser"]
+
+
+class _Exit(Exception):
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit code 2
+        raise _Exit(f"{self.prog}: {message}")
+
+
+def _ptype(name: str):
+    """argparse type converting and validating through the declared constraint."""
+    kind = getattr(PARAMS[name].constraint, "kind", str)
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text) if kind is not int else int(float(text))
+            if kind is int and float(text) != value:
+                raise ValueError
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"The {name!r} parameter must be {PARAMS[name].constraint.describe()}. Got {text!r} instead."
+            ) from None
+        try:
+            return validate(name, value, "run")
+        except DPCoreError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = name
+    return convert
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dpcore", description="Differentially private ERM: datasets, mechanisms, runs.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("datasets", help="list the bundled datasets")
+    s.add_argument("--json", action="store_true", help="print one JSON document")
+
+    s = sub.add_parser("mechanisms", help="list the registered mechanisms")
+    s.add_argument("--json", action="store_true", help="print one JSON document")
+
+    s = sub.add_parser("run", help="run one configuration R times (batched)")
+    s.add_argument("--dataset", required=True, help="dataset id (see `dpcore datasets`)")
+    s.add_argument("--model", default="logreg", help="logreg, linreg or mlp")
+    s.add_argument("--mechanism", default="non-private", help="mechanism id (see `dpcore mechanisms`)")
+    s.add_argument("--epsilon", type=_ptype("epsilon"), default=PARAMS["epsilon"].default)
+    s.add_argument("--delta", type=_ptype("delta"), default=PARAMS["delta"].default)
+    s.add_argument("--iterations", "-T", type=_ptype("iterations"), default=PARAMS["iterations"].default)
+    s.add_argument("--repeats", "-R", type=_ptype("repeats"), default=PARAMS["repeats"].default)
+    s.add_argument("--seed", type=_ptype("seed"), default=0)
+    s.add_argument("--calibration", choices=PARAMS["calibration"].constraint.values, default="certified")
+    s.add_argument("--c", type=_ptype("c"), default=1.0, help="constant c of a published formula")
+    s.add_argument("--lam", type=_ptype("lam"), default=None, help="L2 regularisation λ")
+    s.add_argument("--lr", type=_ptype("learning_rate"), default=PARAMS["learning_rate"].default,
+                   help="learning rate")
+    s.add_argument("--batch", type=_ptype("batch_size"), default=None, help="mini-batch size")
+    s.add_argument("--sample-rate", type=_ptype("sample_rate"), default=None, help="Poisson rate q")
+    s.add_argument("--clip", type=_ptype("clip_norm"), default=None, help="clipping norm C")
+    s.add_argument("--clients", type=_ptype("clients"), default=None, help="number of parties m")
+    s.add_argument("--skew", type=_ptype("skew"), default=None, help="client-size skew u")
+    s.add_argument("--radius", type=_ptype("radius"), default=None, help="parameter ball radius (linreg)")
+    s.add_argument("--n", type=_ptype("n"), default=None, help="rows (synthetic data)")
+    s.add_argument("--d", type=_ptype("d"), default=None, help="features (synthetic data)")
+    s.add_argument("--noise", type=_ptype("noise"), default=None, help="noise level (synthetic data)")
+    s.add_argument("--json", action="store_true", help="print one JSON document")
+    return p
+
+
+def _cmd_datasets(args) -> Any:
+    from .datasets import list_datasets
+
+    rows = [s.summary() for s in list_datasets()]
+    if args.json:
+        return rows
+    lines = [f"{'id':26} {'n_train':>8} {'d':>5}  name"]
+    for r in rows:
+        n = "any" if r["synthetic"] else r["n_train"]
+        d = "any" if r["synthetic"] else r["d"]
+        lines.append(f"{r['id']:26} {n!s:>8} {d!s:>5}  {r['name']}")
+    return "\n".join(lines)
+
+
+def _cmd_mechanisms(args) -> Any:
+    from .mechanisms import REGISTRY
+
+    rows = [cls.metadata() for cls in REGISTRY.values()]
+    if args.json:
+        return rows
+    lines = [f"{'id':24} {'family':12} {'notion':8} models"]
+    for r in rows:
+        lines.append(f"{r['id']:24} {r['family']:12} {r['privacy_notion']:8} {', '.join(r['models'])}")
+    return "\n".join(lines)
+
+
+def _cmd_run(args) -> Any:
+    from .experiment import RunConfig, run
+
+    config = RunConfig(
+        dataset=args.dataset, model=args.model, mechanism=args.mechanism,
+        epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
+        repeats=args.repeats, seed=args.seed, calibration=args.calibration, c=args.c,
+        lam=args.lam, learning_rate=args.lr, batch_size=args.batch,
+        sample_rate=args.sample_rate, clip_norm=args.clip, clients=args.clients,
+        skew=args.skew, radius=args.radius, n=args.n, d=args.d, noise=args.noise,
+    )
+    result = run(config)
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    record = result.to_dict()
+    if args.json:
+        return record
+
+    def eps(v):
+        return "∞ (none)" if v is None or v == float("inf") else f"{v:.4g}"
+
+    lines = [
+        f"{record['mechanism_name']} on {record['dataset_name']} ({record['model']}), "
+        f"n = {record['n_train']}, d = {record['d']}, {record['repeats']} runs",
+        f"  ε target {eps(record['epsilon_target'])}   ε certified {eps(record['epsilon_certified'])}"
+        f"   ε local {eps(record['epsilon_local'])}   σ = {record['sigma']}",
+    ]
+    if "accuracy_mean" in record:
+        lines.append(f"  accuracy {record['accuracy_mean']:.4f} ± {record['accuracy_std']:.4f}"
+                     f"   (non-private {record['accuracy_nonprivate']:.4f})")
+    if "rmse_mean" in record:
+        lines.append(f"  RMSE {record['rmse_mean']:.4f} ± {record['rmse_std']:.4f}"
+                     f"   (non-private {record['rmse_nonprivate']:.4f})")
+    lines.append(f"  gap L(θ) − L* {record['gap_mean']:.3e} ± {record['gap_std']:.3e}"
+                 f"   ({record['seconds']:.3f} s)")
+    return "\n".join(lines)
+
+
+COMMANDS = {"datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        out = COMMANDS[args.command](args)
+    except _Exit as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.code
+    except DPCoreError as exc:
+        print(f"dpcore: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dpcore: interrupted", file=sys.stderr)
+        return 130
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except Exception as exc:  # a bug, not bad input: still one line unless debugging
+        if os.environ.get("DPCORE_DEBUG"):
+            raise
+        print(f"dpcore: internal error ({type(exc).__name__}): {exc}; "
+              "set DPCORE_DEBUG=1 for the traceback", file=sys.stderr)
+        return 1
+    if isinstance(out, str):
+        print(out)
+    else:
+        print(dumps(out, indent=None))
+    return 0

@@ -1,0 +1,147 @@
+"""Exact non-private ERM: the reference minimiser θ* and ``L* = L(θ*)`` (SPEC §1).
+
+* ``logreg``: damped Newton in float64 until ‖∇L‖ ≤ 1e-12 (checked ≤ 1e-10).
+* ``linreg``: the ball-constrained least-squares problem solved in the
+  eigenbasis of the Hessian (a trust-region subproblem), optimal to rounding;
+  its optimality measure is the projected-gradient norm ‖θ − Π(θ − ∇L)‖.
+* ``mlp``: best of a few seeded L-BFGS restarts — a **local** optimum, so
+  the "gap" of an MLP is measured against the best point found, not a
+  certified minimum.
+
+``exact_solution(dataset, model)`` caches one solution per (dataset, model).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import brentq, minimize
+
+from .exceptions import ModelError
+from .models import LinReg, LogReg, MLP, Model
+
+__all__ = ["ErmSolution", "solve_erm", "exact_solution", "GRAD_TOL"]
+
+GRAD_TOL = 1e-10
+
+
+@dataclass(frozen=True)
+class ErmSolution:
+    theta: np.ndarray  # (p,)
+    loss: float  # L* on the training data
+    grad_norm: float  # ‖∇L(θ*)‖ (projected gradient for constrained problems)
+    iterations: int
+    method: str
+    certified_optimum: bool  # False for the MLP's local optimum
+
+
+def _newton_logreg(model: LogReg, X: np.ndarray, y: np.ndarray, max_iter: int = 100) -> ErmSolution:
+    if model.lam <= 0:
+        raise ModelError(
+            "exact logistic ERM needs λ > 0 (without it the minimiser may not exist on "
+            "separable data): set lam to a positive value."
+        )
+    theta = np.zeros((1, X.shape[1]))
+    f = model.loss(theta, X, y)[0]
+    gnorm = np.inf
+    for it in range(1, max_iter + 1):
+        g = model.grad(theta, X, y)[0]
+        gnorm = float(np.linalg.norm(g))
+        if gnorm <= 1e-12:
+            break
+        H = model.hessian(theta, X, y)[0]
+        step = np.linalg.solve(H, g)
+        t = 1.0
+        while True:  # Armijo backtracking; Newton's full step is taken near θ*
+            cand = theta - t * step[None]
+            fc = model.loss(cand, X, y)[0]
+            if fc <= f - 1e-4 * t * g @ step or t < 1e-10:
+                break
+            t *= 0.5
+        if fc > f and t < 1e-10:
+            break  # rounding floor reached
+        theta, f = cand, fc
+    g = model.grad(theta, X, y)[0]
+    return ErmSolution(theta[0], float(model.loss(theta, X, y)[0]),
+                       float(np.linalg.norm(g)), it, "newton", True)
+
+
+def _ball_least_squares(model: LinReg, X: np.ndarray, y: np.ndarray) -> ErmSolution:
+    """min ½θᵀAθ − bᵀθ over ‖θ‖ ≤ η, A = XᵀX/n + λI, b = Xᵀy/n."""
+    n = X.shape[0]
+    A = X.T @ X / n + model.lam * np.eye(X.shape[1])
+    b = X.T @ y / n
+    eta = float(model.radius)
+    evals, Q = np.linalg.eigh(A)
+    evals = np.maximum(evals, 0.0)
+    c = Q.T @ b
+
+    def norm_at(mu: float) -> float:
+        with np.errstate(divide="ignore"):
+            return float(np.linalg.norm(c / (evals + mu)))
+
+    if evals.min() > 1e-14 * max(evals.max(), 1.0) and norm_at(0.0) <= eta:
+        theta = Q @ (c / evals)
+        method = "normal equations (interior)"
+    else:
+        # Boundary solution: find μ > 0 with ‖(A + μI)⁻¹b‖ = η (‖·‖ decreases in μ).
+        lo = max(0.0, -evals.min()) + 1e-300
+        hi = max(np.linalg.norm(c) / eta, 1e-12)
+        while norm_at(hi) > eta:
+            hi *= 2.0
+        mu = brentq(lambda m: norm_at(m) - eta, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+        theta = Q @ (c / (evals + mu))
+        theta *= min(1.0, eta / np.linalg.norm(theta))
+        method = "trust-region secular equation (boundary)"
+    th = theta[None]
+    g = model.grad(th, X, y)
+    pg = float(np.linalg.norm(th - model.project(th - g)))
+    return ErmSolution(theta, float(model.loss(th, X, y)[0]), pg, 0, method, True)
+
+
+def _lbfgs_mlp(model: MLP, X: np.ndarray, y: np.ndarray, restarts: int = 3,
+               max_iter: int = 300, seed: int = 0) -> ErmSolution:
+    best = None
+    d = X.shape[1]
+    for k in range(restarts):
+        theta0 = model.init(1, d, [np.random.default_rng([seed, k])])[0]
+
+        def fg(t):
+            tt = t[None]
+            return float(model.loss(tt, X, y)[0]), model.grad(tt, X, y)[0]
+
+        res = minimize(fg, theta0, jac=True, method="L-BFGS-B",
+                       options={"maxiter": max_iter, "gtol": 1e-10, "ftol": 1e-15})
+        if best is None or res.fun < best.fun:
+            best = res
+    g = model.grad(best.x[None], X, y)[0]
+    return ErmSolution(best.x, float(best.fun), float(np.linalg.norm(g)), int(best.nit),
+                       f"L-BFGS, best of {restarts} seeded restarts (local optimum)", False)
+
+
+def solve_erm(model: Model, X: np.ndarray, y: np.ndarray) -> ErmSolution:
+    """Minimise the model's regularised objective on (X, y) in float64."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if isinstance(model, LogReg):
+        sol = _newton_logreg(model, X, y)
+    elif isinstance(model, LinReg):
+        sol = _ball_least_squares(model, X, y)
+    elif isinstance(model, MLP):
+        return _lbfgs_mlp(model, X, y)
+    else:  # pragma: no cover - registry guards this
+        raise ModelError(f"no exact solver for model {model.id!r}")
+    if not sol.grad_norm <= GRAD_TOL:
+        raise ModelError(
+            f"exact ERM for {model.id} stopped at gradient norm {sol.grad_norm:.2e} > {GRAD_TOL:g}; "
+            "increase λ or check the data."
+        )
+    return sol
+
+
+@functools.lru_cache(maxsize=32)
+def exact_solution(dataset, model: Model) -> ErmSolution:
+    """Cached :func:`solve_erm` on a dataset's training split."""
+    return solve_erm(model, dataset.X_train, dataset.y_train)

@@ -1,0 +1,249 @@
+"""One configuration, R batched runs: the function behind ``dpcore run`` and the app.
+
+:class:`RunConfig` holds every setting (validated against
+:mod:`dpcore.params`); :func:`run` loads the data, solves the exact ERM once
+(cached), lets the mechanism train R runs at once and returns a frozen
+:class:`RunResult` with every number the UI shows.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import datasets as _datasets
+from .erm import exact_solution
+from .exceptions import PrivacyWarning
+from .mechanisms import Problem, get_mechanism
+from .metrics import accuracy, optimality_gap, rmse, summarize
+from .models import make_model
+from .optim import BatchRNG, run_seeds
+from .params import validate
+
+__all__ = ["RunConfig", "RunResult", "run", "load_problem"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every setting of one run; ``None`` means "the model's or mechanism's default"."""
+
+    dataset: str = "breast-cancer"
+    model: str = "logreg"
+    mechanism: str = "non-private"
+    epsilon: float = 1.0
+    delta: float = 1e-5
+    iterations: int = 100
+    repeats: int = 5
+    seed: int = 0
+    calibration: str = "certified"
+    c: float = 1.0
+    lam: float | None = None
+    learning_rate: float = 1.0
+    batch_size: int | None = None
+    sample_rate: float | None = None
+    clip_norm: float | None = None
+    clients: int | None = None
+    skew: float | None = None
+    radius: float | None = None
+    # synthetic data only
+    n: int | None = None
+    d: int | None = None
+    noise: float | None = None
+    options: tuple[tuple[str, Any], ...] = ()  # mechanism-specific extras, as (key, value) pairs
+
+    def __post_init__(self) -> None:
+        owner = "run"
+        for name in ("epsilon", "delta", "iterations", "repeats", "seed", "calibration", "c",
+                     "learning_rate"):
+            object.__setattr__(self, name, validate(name, getattr(self, name), owner))
+        for name in ("lam", "batch_size", "sample_rate", "clip_norm", "clients", "skew",
+                     "radius", "n", "d", "noise"):
+            v = getattr(self, name)
+            if v is not None:
+                object.__setattr__(self, name, validate(name, v, owner))
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return dict(self.options).get(key, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["options"] = dict(self.options)
+        return out
+
+
+@dataclass(frozen=True)
+class RunResult:
+    config: RunConfig
+    dataset_name: str
+    mechanism_name: str
+    task: str
+    n_train: int
+    d: int
+    p: int
+    seeds: list[int]
+    accuracy: np.ndarray | None  # (R,) test accuracy (classification)
+    rmse: np.ndarray | None  # (R,) test RMSE (regression)
+    gap: np.ndarray  # (R,) optimality gap on the training data
+    loss_star: float
+    accuracy_nonprivate: float | None
+    rmse_nonprivate: float | None
+    sigma: float | None
+    epsilon_target: float
+    epsilon_certified: float
+    epsilon_local: float
+    seconds: float
+    erm_method: str
+    erm_certified: bool
+    loss_trace: np.ndarray | None = None
+    trace_steps: np.ndarray | None = None
+    client_sizes: list[int] | None = None
+    warnings: list[str] = field(default_factory=list)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The command line's JSON record (SPEC §7); infinite ε become ``null`` on output."""
+        out: dict[str, Any] = {
+            "dataset": self.config.dataset,
+            "dataset_name": self.dataset_name,
+            "model": self.config.model,
+            "mechanism": self.config.mechanism,
+            "mechanism_name": self.mechanism_name,
+            "task": self.task,
+            "calibration": self.config.calibration,
+            "n_train": self.n_train,
+            "d": self.d,
+            "p": self.p,
+            "repeats": len(self.seeds),
+            "sigma": self.sigma,
+            "epsilon_target": self.epsilon_target,
+            "epsilon_certified": self.epsilon_certified,
+            "epsilon_local": self.epsilon_local,
+            "loss_star": self.loss_star,
+            "erm_method": self.erm_method,
+            "erm_certified_optimum": self.erm_certified,
+            "accuracy_nonprivate": self.accuracy_nonprivate,
+            "rmse_nonprivate": self.rmse_nonprivate,
+            "seconds": self.seconds,
+            "client_sizes": self.client_sizes,
+            "warnings": list(self.warnings),
+            "config": self.config.to_dict(),
+        }
+        metrics = {"gap": self.gap}
+        if self.accuracy is not None:
+            metrics["accuracy"] = self.accuracy
+        if self.rmse is not None:
+            metrics["rmse"] = self.rmse
+        for name, values in metrics.items():
+            s = summarize(values)
+            out[f"{name}_mean"] = s["mean"]
+            out[f"{name}_std"] = s["std"]
+            out[f"{name}_ci95"] = [s["ci_low"], s["ci_high"]]
+        runs = []
+        for r, seed in enumerate(self.seeds):
+            row = {"seed": seed, "gap": float(self.gap[r])}
+            if self.accuracy is not None:
+                row["accuracy"] = float(self.accuracy[r])
+            if self.rmse is not None:
+                row["rmse"] = float(self.rmse[r])
+            runs.append(row)
+        out["runs"] = runs
+        for k, v in self.extras.items():
+            out.setdefault(k, v)
+        return out
+
+
+def load_problem(config: RunConfig) -> Problem:
+    """Dataset, model and cached exact ERM for a configuration."""
+    kw: dict[str, Any] = {}
+    for k in ("n", "d", "noise"):
+        if getattr(config, k) is not None:
+            kw[k] = getattr(config, k)
+    dataset = _datasets.load(config.dataset, **kw)
+    model = make_model(config.model, lam=config.lam, radius=config.radius)
+    if model.task != dataset.task:
+        from .exceptions import ModelError
+
+        raise ModelError(
+            f"model {model.id!r} is for {model.task} but dataset {dataset.id!r} is a "
+            f"{dataset.task} task; pick a {dataset.task} model"
+            + (" (linreg)" if dataset.task == "regression" else " (logreg or mlp)")
+        )
+    return Problem(dataset=dataset, model=model, erm=exact_solution(dataset, model))
+
+
+def run(config: RunConfig) -> RunResult:
+    """Run ``config.repeats`` batched runs of one mechanism and measure them."""
+    mechanism = get_mechanism(config.mechanism)
+    problem = load_problem(config)
+    mechanism.check(problem, config)
+    caught: list[str] = []
+    with warnings.catch_warnings(record=True) as wlist:
+        warnings.simplefilter("always", PrivacyWarning)
+        if mechanism.private:
+            if config.delta >= 1.0 / problem.n:
+                warnings.warn(
+                    f"δ = {config.delta:g} ≥ 1/n = {1.0 / problem.n:.3g}: a mechanism could publish "
+                    "a whole record and still meet (ε, δ); choose δ well below 1/n.",
+                    PrivacyWarning,
+                )
+            max_norm = float(np.max(np.linalg.norm(problem.X, axis=1)))
+            if max_norm > 1.0 + 1e-9:
+                warnings.warn(
+                    f"a training row has norm {max_norm:.4g} > 1: the sensitivity bounds assume "
+                    "‖x‖ ≤ 1, so the stated guarantee does not hold.",
+                    PrivacyWarning,
+                )
+        seeds = run_seeds(config.seed, config.repeats)
+        rngs = BatchRNG(seeds)
+        t0 = time.perf_counter()
+        out = mechanism.run(problem, config, rngs)
+        seconds = time.perf_counter() - t0
+    for w in wlist:
+        if issubclass(w.category, PrivacyWarning):
+            caught.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+    ds, model = problem.dataset, problem.model
+    theta = out.theta
+    gap = optimality_gap(model, theta, ds.X_train, ds.y_train, problem.erm.loss)
+    star = problem.erm.theta[None, :]
+    if ds.task == "classification":
+        acc, err = accuracy(model, theta, ds.X_test, ds.y_test), None
+        acc_np, err_np = float(accuracy(model, star, ds.X_test, ds.y_test)[0]), None
+    else:
+        acc, err = None, rmse(model, theta, ds.X_test, ds.y_test)
+        acc_np, err_np = None, float(rmse(model, star, ds.X_test, ds.y_test)[0])
+    return RunResult(
+        config=config,
+        dataset_name=ds.name,
+        mechanism_name=mechanism.name,
+        task=ds.task,
+        n_train=ds.n,
+        d=ds.d,
+        p=problem.p,
+        seeds=seeds,
+        accuracy=acc,
+        rmse=err,
+        gap=gap,
+        loss_star=problem.erm.loss,
+        accuracy_nonprivate=acc_np,
+        rmse_nonprivate=err_np,
+        sigma=out.sigma,
+        epsilon_target=config.epsilon if mechanism.private else math.inf,
+        epsilon_certified=out.epsilon_certified,
+        epsilon_local=out.epsilon_local,
+        seconds=seconds,
+        erm_method=problem.erm.method,
+        erm_certified=problem.erm.certified_optimum,
+        loss_trace=out.loss_trace,
+        trace_steps=out.trace_steps,
+        client_sizes=out.client_sizes,
+        warnings=caught,
+        extras=dict(out.extras),
+    )

@@ -1,0 +1,142 @@
+"""The mechanism interface and its registry.
+
+A mechanism is one registered class: metadata as class attributes, and a
+``run`` that trains R runs at once on top of :mod:`dpcore.optim` and says what
+noise actually ran.  Pages, the command line and the test suites enumerate
+:data:`REGISTRY`, so a new mechanism shows up everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..exceptions import ModelError
+
+__all__ = ["Mechanism", "MechanismOutput", "Problem", "REGISTRY", "register", "get_mechanism"]
+
+NEIGHBOURING = "replace-one"  # SPEC §1: neighbours differ by replacing one record
+
+FAMILIES = ("baseline", "output", "objective", "gradient", "input", "local", "distributed")
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """What a mechanism trains on: the data, the model and the exact reference solution."""
+
+    dataset: Any  # dpcore.datasets.Dataset
+    model: Any  # dpcore.models.Model
+    erm: Any  # dpcore.erm.ErmSolution
+
+    @property
+    def X(self) -> np.ndarray:
+        return self.dataset.X_train
+
+    @property
+    def y(self) -> np.ndarray:
+        return self.dataset.y_train
+
+    @property
+    def n(self) -> int:
+        return self.dataset.n
+
+    @property
+    def d(self) -> int:
+        return self.dataset.d
+
+    @property
+    def p(self) -> int:
+        return self.model.n_params(self.dataset.d)
+
+
+@dataclass(frozen=True)
+class MechanismOutput:
+    """What ran: the released parameters and the privacy that the noise gives.
+
+    ``epsilon_certified`` is what the noise that ran provably gives (``inf``
+    where no valid proof applies); ``epsilon_local`` the per-record guarantee
+    against the server (``inf`` for central mechanisms).
+    """
+
+    theta: np.ndarray  # (R, p)
+    epsilon_certified: float
+    epsilon_local: float = float("inf")
+    sigma: float | None = None
+    loss_trace: np.ndarray | None = None  # (K, R)
+    trace_steps: np.ndarray | None = None  # (K,)
+    client_sizes: list[int] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class Mechanism:
+    """Base class.  Subclasses set the metadata and implement :meth:`run`."""
+
+    id: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    models: ClassVar[tuple[str, ...]] = ()
+    notion: ClassVar[str] = ""  # "(ε, 0)", "(ε, δ)" or "none"
+    calibrations: ClassVar[tuple[str, ...]] = ("certified",)
+    private: ClassVar[bool] = True
+    description: ClassVar[str] = ""
+    formula: ClassVar[str] = ""  # LaTeX of the noise calibration
+    heuristic: ClassVar[bool] = False
+
+    def check(self, problem: Problem, config) -> None:
+        """Refuse a model or setting the mechanism cannot handle, saying why."""
+        if problem.model.id not in self.models:
+            raise ModelError(
+                f"mechanism {self.id!r} does not support model {problem.model.id!r} "
+                f"(supported: {', '.join(self.models)})"
+            )
+        if config.calibration not in self.calibrations:
+            raise ModelError(
+                f"mechanism {self.id!r} has no {config.calibration!r} calibration "
+                f"(available: {', '.join(self.calibrations)})"
+            )
+
+    def run(self, problem: Problem, config, rngs) -> MechanismOutput:
+        raise NotImplementedError
+
+    @classmethod
+    def metadata(cls) -> dict[str, Any]:
+        return {
+            "id": cls.id,
+            "name": cls.name,
+            "family": cls.family,
+            "paper": cls.paper,
+            "models": list(cls.models),
+            "privacy_notion": cls.notion,
+            "calibrations": list(cls.calibrations),
+            "neighbouring": NEIGHBOURING,
+            "heuristic": cls.heuristic,
+            "description": cls.description,
+            "formula": cls.formula,
+        }
+
+
+REGISTRY: dict[str, type[Mechanism]] = {}
+
+
+def register(cls: type[Mechanism]) -> type[Mechanism]:
+    """Class decorator adding a mechanism to :data:`REGISTRY`; duplicates are refused."""
+    if not cls.id:
+        raise ValueError(f"{cls.__name__} has no id")
+    if cls.id in REGISTRY:
+        raise ValueError(f"mechanism id {cls.id!r} is already registered by {REGISTRY[cls.id].__name__}")
+    if cls.family not in FAMILIES:
+        raise ValueError(f"{cls.__name__}: unknown family {cls.family!r}")
+    REGISTRY[cls.id] = cls
+    return cls
+
+
+def get_mechanism(mechanism_id: str) -> Mechanism:
+    try:
+        return REGISTRY[mechanism_id]()
+    except KeyError:
+        raise ModelError(
+            f"unknown mechanism {mechanism_id!r}; choose one of: {', '.join(REGISTRY)}"
+        ) from None

@@ -1,0 +1,43 @@
+"""Metrics over R runs and their summaries (SPEC §1).
+
+Accuracy is measured on the test split; the optimality gap ``L(θ) − L*`` on
+the original training data in float64; RMSE on the test split.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["accuracy", "rmse", "optimality_gap", "summarize"]
+
+
+def accuracy(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Share of correct ±1 predictions per run, (R,)."""
+    return np.mean(model.predict(theta, X) == y[None, :], axis=1)
+
+
+def rmse(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Root mean squared error of real-valued predictions per run, (R,)."""
+    return np.sqrt(np.mean((model.scores(theta, X) - y[None, :]) ** 2, axis=1))
+
+
+def optimality_gap(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, loss_star: float) -> np.ndarray:
+    """``L(θ_r) − L*`` per run on the given (training) data, (R,)."""
+    return model.loss(np.asarray(theta, dtype=np.float64), X, y) - loss_star
+
+
+def summarize(values, confidence: float = 0.95) -> dict:
+    """Mean, sample std and a Student-t confidence interval for the mean.
+
+    With one run the std is 0 and the interval is undefined (``None``).
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    mean = float(np.mean(v))
+    if v.size < 2:
+        return {"mean": mean, "std": 0.0, "ci_low": None, "ci_high": None, "n": int(v.size)}
+    std = float(np.std(v, ddof=1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, v.size - 1)) * std / math.sqrt(v.size)
+    return {"mean": mean, "std": std, "ci_low": mean - half, "ci_high": mean + half, "n": int(v.size)}

@@ -1,0 +1,410 @@
+"""Models, batched over R independent runs (SPEC §2).
+
+Parameters are shaped ``(R, p)``.  Data are either shared by all runs,
+``X`` of shape ``(n, d)`` with ``y`` of shape ``(n,)``, or drawn per run (a
+mini-batch per run), ``X`` of shape ``(R, B, d)`` with ``y`` of shape ``(R, B)``.
+Losses and gradients are means over the rows plus ``(lam/2)‖θ‖²``;
+per-example gradients carry no regularisation (it is data-independent).
+
+``logreg`` and ``linreg`` are generalised linear models: the loss depends on the
+margin ``z = θᵀx`` only, so per-example gradients are ``φ'(z_i, y_i)·x_i`` and
+clipping needs only the norms ``|φ'_i|·‖x_i‖`` — nothing of shape ``(R, B, p)``
+is formed.  ``mlp`` forms per-example quantities in chunks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+from .exceptions import ModelError
+from .params import validate
+
+__all__ = ["Model", "LogReg", "LinReg", "MLP", "MODELS", "make_model"]
+
+
+def _margins(theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``θᵀx`` for every run and row: (R, n) from (R, p) and (n, p) or (R, B, p)."""
+    if X.ndim == 2:
+        return theta @ X.T
+    return np.einsum("rp,rbp->rb", theta, X)
+
+
+def _weighted_rows(coef: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``Σ_i coef_{r,i} x_i`` for every run: (R, p)."""
+    if X.ndim == 2:
+        return coef @ X
+    return np.einsum("rb,rbp->rp", coef, X)
+
+
+def _row_norms(X: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(X, axis=-1)
+
+
+@dataclass(frozen=True)
+class Model:
+    """Base class; subclasses define the loss.  Instances are immutable and hashable."""
+
+    lam: float = 1e-3
+    radius: float | None = None  # parameter domain ‖θ‖ ≤ radius (None: unconstrained)
+
+    id: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    convex: ClassVar[bool] = True
+    task: ClassVar[str] = "classification"
+
+    def __post_init__(self) -> None:
+        validate("lam", self.lam, self.id)
+        if self.radius is not None:
+            validate("radius", self.radius, self.id)
+
+    # -- shape ---------------------------------------------------------------
+    def n_params(self, d: int) -> int:
+        return d
+
+    def init(self, runs: int, d: int, rngs=None) -> np.ndarray:
+        """Starting point of iterative training (zeros for convex models)."""
+        return np.zeros((runs, self.n_params(d)))
+
+    # -- constants of the per-record loss on ‖x‖ ≤ 1 -------------------------
+    @property
+    def lipschitz(self) -> float:
+        """G: bound on ‖∇ℓ(θ; x, y)‖ for ‖x‖ ≤ 1 (and θ in the domain)."""
+        raise NotImplementedError
+
+    @property
+    def smoothness(self) -> float:
+        """β: bound on ‖∇²ℓ(θ; x, y)‖ for ‖x‖ ≤ 1."""
+        raise NotImplementedError
+
+    @property
+    def strong_convexity(self) -> float:
+        """λ of the objective (0 for a non-convex model)."""
+        return self.lam if self.convex else 0.0
+
+    # -- interface -----------------------------------------------------------
+    def scores(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        return _margins(theta, X)
+
+    def data_loss(self, theta, X, y) -> np.ndarray:
+        raise NotImplementedError
+
+    def loss(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Objective per run, (R,): mean loss + (lam/2)‖θ‖²."""
+        return self.data_loss(theta, X, y) + 0.5 * self.lam * np.sum(theta**2, axis=1)
+
+    def grad(self, theta, X, y) -> np.ndarray:
+        """Gradient of :meth:`loss`, (R, p)."""
+        raise NotImplementedError
+
+    def per_example_grads(self, theta, X, y) -> np.ndarray:
+        """Per-example gradients of the unregularised loss, (R, n, p)."""
+        raise NotImplementedError
+
+    def clipped_grad_sum(self, theta, X, y, clip_norm: float, weights=None) -> np.ndarray:
+        """``Σ_i w_i · g_i · min(1, C/‖g_i‖)`` per run, (R, p); ``weights`` mask padding."""
+        g = self.per_example_grads(theta, X, y)
+        norms = np.linalg.norm(g, axis=-1)
+        scale = np.minimum(1.0, clip_norm / np.maximum(norms, 1e-300))
+        if weights is not None:
+            scale = scale * weights
+        return np.einsum("rb,rbp->rp", scale, g)
+
+    def project(self, theta: np.ndarray) -> np.ndarray:
+        """Euclidean projection onto the parameter domain."""
+        if self.radius is None:
+            return theta
+        norms = np.linalg.norm(theta, axis=1, keepdims=True)
+        return theta * np.minimum(1.0, self.radius / np.maximum(norms, 1e-300))
+
+    def predict(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Labels in {−1, +1} (classification) or real predictions, (R, n)."""
+        s = self.scores(theta, X)
+        return np.where(s >= 0, 1.0, -1.0) if self.task == "classification" else s
+
+
+class _GLM(Model):
+    """Loss ``φ(z, y)`` of the margin; subclasses give φ, φ' and φ''."""
+
+    def phi(self, z, y):
+        raise NotImplementedError
+
+    def dphi(self, z, y):
+        raise NotImplementedError
+
+    def d2phi(self, z, y):
+        raise NotImplementedError
+
+    def data_loss(self, theta, X, y):
+        return np.mean(self.phi(_margins(theta, X), y), axis=-1)
+
+    def grad(self, theta, X, y):
+        z = _margins(theta, X)
+        coef = self.dphi(z, y) / z.shape[-1]
+        return _weighted_rows(coef, X) + self.lam * theta
+
+    def per_example_grads(self, theta, X, y):
+        coef = self.dphi(_margins(theta, X), y)
+        if X.ndim == 2:
+            return coef[:, :, None] * X[None, :, :]
+        return coef[:, :, None] * X
+
+    def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None):
+        coef = self.dphi(_margins(theta, X), y)
+        norms = np.abs(coef) * _row_norms(X)
+        scale = np.minimum(1.0, clip_norm / np.maximum(norms, 1e-300))
+        if weights is not None:
+            scale = scale * weights
+        return _weighted_rows(coef * scale, X)
+
+    def hessian(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Hessian of :meth:`loss` per run, (R, p, p); ``X`` shared, (n, p)."""
+        if X.ndim != 2:
+            raise ValueError("hessian needs shared data X of shape (n, p)")
+        w = self.d2phi(_margins(theta, X), y) / X.shape[0]
+        H = np.einsum("rn,ni,nj->rij", w, X, X, optimize=True)
+        H += self.lam * np.eye(X.shape[1])[None]
+        return H
+
+
+@dataclass(frozen=True)
+class LogReg(_GLM):
+    """Logistic regression, ``ℓ = log(1 + e^{−y θᵀx})``; G = 1, β = 1/4 on ‖x‖ ≤ 1."""
+
+    id: ClassVar[str] = "logreg"
+    name: ClassVar[str] = "Logistic regression"
+
+    @property
+    def lipschitz(self) -> float:
+        return 1.0
+
+    @property
+    def smoothness(self) -> float:
+        return 0.25
+
+    def phi(self, z, y):
+        return -log_expit(y * z)
+
+    def dphi(self, z, y):
+        return -y * expit(-y * z)
+
+    def d2phi(self, z, y):
+        s = expit(z)
+        return s * (1.0 - s)
+
+
+@dataclass(frozen=True)
+class LinReg(_GLM):
+    """Least squares ``ℓ = ½(y − θᵀx)²`` on the ball ``‖θ‖ ≤ radius``.
+
+    With ‖x‖ ≤ 1, |y| ≤ 1: G = radius + 1, β = 1.
+    """
+
+    lam: float = 0.0
+    radius: float | None = 1.0
+
+    id: ClassVar[str] = "linreg"
+    name: ClassVar[str] = "Linear regression"
+    task: ClassVar[str] = "regression"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.radius is None:
+            raise ModelError("linreg needs a bounded parameter domain: give a radius > 0")
+
+    @property
+    def lipschitz(self) -> float:
+        return float(self.radius) + 1.0
+
+    @property
+    def smoothness(self) -> float:
+        return 1.0
+
+    def phi(self, z, y):
+        return 0.5 * (y - z) ** 2
+
+    def dphi(self, z, y):
+        return z - y
+
+    def d2phi(self, z, y):
+        return np.ones_like(z)
+
+
+@dataclass(frozen=True)
+class MLP(Model):
+    """One hidden layer of width ``hidden`` (default d, as in the papers), tanh, logistic output.
+
+    θ packs ``W1 (h×d), b1 (h), w2 (h), b2`` in that order.  Non-convex: only
+    mechanisms whose proofs need no convexity apply.
+    """
+
+    hidden: int | None = None
+
+    id: ClassVar[str] = "mlp"
+    name: ClassVar[str] = "One-hidden-layer network"
+    convex: ClassVar[bool] = False
+
+    # rows per chunk × runs × hidden kept below this many floats
+    _CHUNK_FLOATS: ClassVar[int] = 4_000_000
+
+    def width(self, d: int) -> int:
+        return int(self.hidden or d)
+
+    def n_params(self, d: int) -> int:
+        h = self.width(d)
+        return h * d + 2 * h + 1
+
+    def _d_from_p(self, p: int) -> int:
+        if self.hidden:
+            d = (p - 2 * self.hidden - 1) // self.hidden
+        else:  # p = d² + 2d + 1 = (d + 1)²
+            d = int(round(np.sqrt(p))) - 1
+        if self.n_params(d) != p:
+            raise ValueError(f"parameter vector of length {p} does not fit an MLP")
+        return d
+
+    def init(self, runs: int, d: int, rngs=None) -> np.ndarray:
+        """Glorot-style seeded start, one generator per run."""
+        if rngs is None:
+            raise ValueError("MLP.init needs one random generator per run")
+        h = self.width(d)
+        out = np.zeros((runs, self.n_params(d)))
+        for r in range(runs):
+            g = rngs[r]
+            out[r, : h * d] = g.normal(0.0, 1.0 / np.sqrt(d), size=h * d)
+            out[r, h * d + h : h * d + 2 * h] = g.normal(0.0, 1.0 / np.sqrt(h), size=h)
+        return out
+
+    def unpack(self, theta: np.ndarray, d: int):
+        h = self.width(d)
+        R = theta.shape[0]
+        W1 = theta[:, : h * d].reshape(R, h, d)
+        b1 = theta[:, h * d : h * d + h]
+        w2 = theta[:, h * d + h : h * d + 2 * h]
+        b2 = theta[:, -1]
+        return W1, b1, w2, b2
+
+    @property
+    def lipschitz(self) -> float:
+        return float("inf")  # unbounded weights: per-example clipping supplies the bound
+
+    @property
+    def smoothness(self) -> float:
+        return float("inf")
+
+    def _forward(self, theta, X):
+        d = X.shape[-1]
+        W1, b1, w2, b2 = self.unpack(theta, d)
+        if X.ndim == 2:
+            A = np.einsum("nd,rhd->rnh", X, W1, optimize=True)
+        else:
+            A = np.einsum("rnd,rhd->rnh", X, W1, optimize=True)
+        H = np.tanh(A + b1[:, None, :])
+        out = np.einsum("rnh,rh->rn", H, w2) + b2[:, None]
+        return H, out
+
+    def _chunks(self, theta, X):
+        R = theta.shape[0]
+        h = self.width(X.shape[-1])
+        n = X.shape[-2]
+        step = max(1, self._CHUNK_FLOATS // max(1, R * h))
+        for s in range(0, n, step):
+            yield s, min(n, s + step)
+
+    @staticmethod
+    def _take(X, y, s, e):
+        if X.ndim == 2:
+            return X[s:e], y[s:e]
+        return X[:, s:e], y[:, s:e]
+
+    def scores(self, theta, X):
+        parts = [self._forward(theta, self._take(X, X[..., 0], s, e)[0])[1]
+                 for s, e in self._chunks(theta, X)]
+        return np.concatenate(parts, axis=-1)
+
+    def data_loss(self, theta, X, y):
+        n = X.shape[-2]
+        total = np.zeros(theta.shape[0])
+        for s, e in self._chunks(theta, X):
+            Xc, yc = self._take(X, y, s, e)
+            _, out = self._forward(theta, Xc)
+            total += np.sum(-log_expit(yc * out), axis=-1)
+        return total / n
+
+    def _backward_terms(self, theta, X, y):
+        """Per-example pieces: g = dℓ/dout (R,n), δ1 = g·w2·(1−H²) (R,n,h), H."""
+        H, out = self._forward(theta, X)
+        g = -y * expit(-y * out)
+        _, _, w2, _ = self.unpack(theta, X.shape[-1])
+        delta1 = g[:, :, None] * w2[:, None, :] * (1.0 - H**2)
+        return g, delta1, H
+
+    def _assemble(self, coef, g, delta1, H, X):
+        """``Σ_i coef_i ∇ℓ_i`` from the per-example pieces, (R, p)."""
+        cd = coef[:, :, None] * delta1
+        if X.ndim == 2:
+            dW1 = np.einsum("rnh,nd->rhd", cd, X, optimize=True)
+        else:
+            dW1 = np.einsum("rnh,rnd->rhd", cd, X, optimize=True)
+        db1 = cd.sum(axis=1)
+        dw2 = np.einsum("rn,rnh->rh", coef * g, H)
+        db2 = (coef * g).sum(axis=1)
+        R = coef.shape[0]
+        return np.concatenate([dW1.reshape(R, -1), db1, dw2, db2[:, None]], axis=1)
+
+    def grad(self, theta, X, y):
+        n = X.shape[-2]
+        total = np.zeros_like(theta)
+        for s, e in self._chunks(theta, X):
+            Xc, yc = self._take(X, y, s, e)
+            g, delta1, H = self._backward_terms(theta, Xc, yc)
+            total += self._assemble(np.ones_like(g), g, delta1, H, Xc)
+        return total / n + self.lam * theta
+
+    def per_example_grads(self, theta, X, y):
+        g, delta1, H = self._backward_terms(theta, X, y)
+        R, n = g.shape
+        if X.ndim == 2:
+            dW1 = delta1[:, :, :, None] * X[None, :, None, :]
+        else:
+            dW1 = delta1[:, :, :, None] * X[:, :, None, :]
+        return np.concatenate(
+            [dW1.reshape(R, n, -1), delta1, g[:, :, None] * H, g[:, :, None]], axis=2
+        )
+
+    def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None):
+        # ‖∇ℓ_i‖² = ‖δ1‖²(‖x‖² + 1) + g²(‖H‖² + 1), so no (R, n, p) array is needed.
+        total = np.zeros_like(theta)
+        for s, e in self._chunks(theta, X):
+            Xc, yc = self._take(X, y, s, e)
+            g, delta1, H = self._backward_terms(theta, Xc, yc)
+            xx = np.sum(Xc**2, axis=-1)
+            sq = np.sum(delta1**2, axis=-1) * (xx + 1.0) + g**2 * (np.sum(H**2, axis=-1) + 1.0)
+            scale = np.minimum(1.0, clip_norm / np.maximum(np.sqrt(sq), 1e-300))
+            if weights is not None:
+                scale = scale * (weights[:, s:e] if weights.ndim == 2 else weights[s:e])
+            total += self._assemble(scale, g, delta1, H, Xc)
+        return total
+
+    def predict(self, theta, X):
+        return np.where(self.scores(theta, X) >= 0, 1.0, -1.0)
+
+
+MODELS: dict[str, type[Model]] = {m.id: m for m in (LogReg, LinReg, MLP)}
+
+
+def make_model(model_id: str, *, lam: float | None = None, radius: float | None = None) -> Model:
+    """Build a model by id with its defaults, overriding λ and the radius if given."""
+    try:
+        cls = MODELS[model_id]
+    except KeyError:
+        raise ModelError(f"unknown model {model_id!r}; choose one of: {', '.join(MODELS)}") from None
+    kw = {}
+    if lam is not None:
+        kw["lam"] = lam
+    if radius is not None:
+        kw["radius"] = radius
+    return cls(**kw)

@@ -1,0 +1,179 @@
+"""Batched optimisers with the hooks that mechanisms use.
+
+One call trains R independent runs at once; run r draws all of its
+randomness (batches, noise) from its own generator in the same order whatever
+R is, so R batched runs equal R separate runs with the same seeds.
+
+Hooks, in the order they act on one step:
+
+* ``X``/``y`` — the data the optimiser sees (input perturbation passes
+  perturbed data here);
+* ``clip_norm`` — per-example clipping (SGD);
+* ``noise_std`` — Gaussian noise added to the averaged gradient, per
+  coordinate (a float, or an array of shape (R,) for a per-run σ);
+* ``grad_hook(t, grad, rngs)`` — any other transformation of the noisy
+  gradient (smoothing, for instance), returning the new gradient;
+* projection onto the model's domain after the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .models import Model
+
+__all__ = ["BatchRNG", "OptResult", "gradient_descent", "sgd", "run_seeds"]
+
+
+def run_seeds(seed: int, repeats: int) -> list[int]:
+    """Repeat r of a batch with base seed S uses seed S + r."""
+    return [int(seed) + r for r in range(int(repeats))]
+
+
+class BatchRNG:
+    """One ``numpy.random.Generator`` per run; draws are stacked along axis 0."""
+
+    def __init__(self, seeds: Sequence[int], stream: int = 0):
+        self.seeds = [int(s) for s in seeds]
+        # ``stream`` separates independent uses of one seed (data split vs noise ...).
+        self.gens = [np.random.default_rng([s, stream]) for s in self.seeds]
+
+    def __len__(self) -> int:
+        return len(self.gens)
+
+    def __getitem__(self, r: int) -> np.random.Generator:
+        return self.gens[r]
+
+    def normal(self, shape: tuple[int, ...] | int, scale=1.0) -> np.ndarray:
+        out = np.stack([g.standard_normal(shape) for g in self.gens])
+        scale = np.asarray(scale, dtype=float)
+        if scale.ndim == 1:
+            scale = scale.reshape((-1,) + (1,) * (out.ndim - 1))
+        return out * scale
+
+    def sample_batch(self, n: int, batch_size: int) -> np.ndarray:
+        """Uniform mini-batch without replacement per run, (R, B) indices."""
+        return np.stack([g.choice(n, size=batch_size, replace=False) for g in self.gens])
+
+    def poisson_batch(self, n: int, rate: float) -> tuple[np.ndarray, np.ndarray]:
+        """Poisson sampling (each row independently with probability ``rate``).
+
+        Drawn as a Binomial(n, rate) size then a uniform subset of that size,
+        which has the same distribution.  Returns padded indices (R, B_max) and
+        a 0/1 weight mask of the same shape.
+        """
+        sizes = [int(g.binomial(n, rate)) for g in self.gens]
+        bmax = max(1, max(sizes))
+        idx = np.zeros((len(self.gens), bmax), dtype=np.int64)
+        mask = np.zeros((len(self.gens), bmax))
+        for r, (g, k) in enumerate(zip(self.gens, sizes)):
+            if k:
+                idx[r, :k] = g.choice(n, size=k, replace=False)
+                mask[r, :k] = 1.0
+        return idx, mask
+
+
+@dataclass(frozen=True)
+class OptResult:
+    theta: np.ndarray  # (R, p) final iterate
+    loss_trace: np.ndarray  # (K, R) training objective on the data the optimiser saw
+    trace_steps: np.ndarray  # (K,) step index of each trace row
+    average: np.ndarray | None = None  # (R, p) iterate average, when asked for
+
+
+def _trace_points(iterations: int, points: int) -> set[int]:
+    if points <= 0:
+        return set()
+    return set(np.unique(np.linspace(0, iterations, min(points, iterations + 1)).round().astype(int)))
+
+
+def _noisy_step(model, theta, grad, t, lr, noise_std, grad_hook, rngs):
+    if noise_std is not None and np.any(np.asarray(noise_std) > 0):
+        grad = grad + rngs.normal(theta.shape[1], noise_std)
+    if grad_hook is not None:
+        grad = grad_hook(t, grad, rngs)
+    step = lr(t) if callable(lr) else lr
+    return model.project(theta - step * grad)
+
+
+def gradient_descent(
+    model: Model,
+    X: np.ndarray,
+    y: np.ndarray,
+    theta0: np.ndarray,
+    *,
+    iterations: int,
+    learning_rate: float | Callable[[int], float],
+    rngs: BatchRNG,
+    noise_std: float | np.ndarray | None = None,
+    grad_hook: Callable | None = None,
+    trace_points: int = 50,
+) -> OptResult:
+    """Full-batch (noisy) gradient descent, T steps, for R runs at once."""
+    theta = np.array(theta0, dtype=float, copy=True)
+    marks = _trace_points(iterations, trace_points)
+    trace, steps = [], []
+    for t in range(iterations):
+        if t in marks:
+            trace.append(model.loss(theta, X, y)); steps.append(t)
+        grad = model.grad(theta, X, y)
+        theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
+    if iterations in marks:
+        trace.append(model.loss(theta, X, y)); steps.append(iterations)
+    return OptResult(theta, np.array(trace).reshape(len(steps), -1), np.array(steps))
+
+
+def sgd(
+    model: Model,
+    X: np.ndarray,
+    y: np.ndarray,
+    theta0: np.ndarray,
+    *,
+    iterations: int,
+    learning_rate: float | Callable[[int], float],
+    rngs: BatchRNG,
+    batch_size: int | None = None,
+    sample_rate: float | None = None,
+    clip_norm: float | None = None,
+    noise_std: float | np.ndarray | None = None,
+    grad_hook: Callable | None = None,
+    trace_points: int = 50,
+    average: bool = False,
+) -> OptResult:
+    """Mini-batch or Poisson-sampled SGD with optional per-example clipping.
+
+    Exactly one of ``batch_size`` (uniform batches without replacement) and
+    ``sample_rate`` (Poisson sampling) is given.  The step direction is
+    ``(Σ_{i∈B} clip(g_i)) / B̄ + λθ + noise``, where ``B̄`` is the batch size,
+    or its expectation ``q·n`` under Poisson sampling (so the sum's
+    sensitivity is what the accountant sees).
+    """
+    if (batch_size is None) == (sample_rate is None):
+        raise ValueError("give exactly one of batch_size and sample_rate")
+    n = X.shape[0]
+    theta = np.array(theta0, dtype=float, copy=True)
+    marks = _trace_points(iterations, trace_points)
+    trace, steps = [], []
+    avg = np.zeros_like(theta) if average else None
+    denom = float(batch_size) if batch_size is not None else float(sample_rate) * n
+    for t in range(iterations):
+        if t in marks:
+            trace.append(model.loss(theta, X, y)); steps.append(t)
+        if batch_size is not None:
+            idx = rngs.sample_batch(n, batch_size)
+            weights = None
+        else:
+            idx, weights = rngs.poisson_batch(n, sample_rate)
+        Xb, yb = X[idx], y[idx]
+        clip = np.inf if clip_norm is None else clip_norm
+        g_sum = model.clipped_grad_sum(theta, Xb, yb, clip, weights)
+        grad = g_sum / denom + model.lam * theta
+        theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
+        if average:
+            avg += (theta - avg) / (t + 1)
+    if iterations in marks:
+        trace.append(model.loss(theta, X, y)); steps.append(iterations)
+    return OptResult(theta, np.array(trace).reshape(len(steps), -1), np.array(steps), avg)

@@ -1,0 +1,162 @@
+"""Parameter constraints, declared once.
+
+The core's validation, the command line's argument checks and the app's
+widget limits all read :data:`PARAMS`, so they cannot disagree.  Messages
+follow scikit-learn's form::
+
+    The 'epsilon' parameter of run must be a float in (0, inf). Got -1 instead.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+from .exceptions import ParameterError
+
+__all__ = ["Interval", "Options", "Param", "PARAMS", "validate", "validate_all"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A numeric range; ``closed`` is one of 'both', 'left', 'right', 'neither'."""
+
+    kind: type  # int or float
+    low: float | None
+    high: float | None
+    closed: str = "both"
+
+    def contains(self, value: float) -> bool:
+        lo_ok = (
+            self.low is None
+            or value > self.low
+            or (value == self.low and self.closed in ("both", "left"))
+        )
+        hi_ok = (
+            self.high is None
+            or value < self.high
+            or (value == self.high and self.closed in ("both", "right"))
+        )
+        return lo_ok and hi_ok
+
+    def describe(self) -> str:
+        left = "[" if self.closed in ("both", "left") and self.low is not None else "("
+        right = "]" if self.closed in ("both", "right") and self.high is not None else ")"
+        lo = "-inf" if self.low is None else _fmt(self.low)
+        hi = "inf" if self.high is None else _fmt(self.high)
+        name = "an int" if self.kind is int else "a float"
+        return f"{name} in {left}{lo}, {hi}{right}"
+
+
+@dataclass(frozen=True)
+class Options:
+    """A closed set of allowed values."""
+
+    values: tuple
+
+    def contains(self, value: Any) -> bool:
+        return value in self.values
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One named parameter: its constraint, default and UI hints."""
+
+    name: str
+    constraint: Interval | Options
+    default: Any
+    help: str
+    ui_min: float | None = None  # widget range (may be narrower than the constraint)
+    ui_max: float | None = None
+    log_scale: bool = False
+
+
+def _fmt(x: float) -> str:
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    return repr(x) if not isinstance(x, float) else f"{x:g}"
+
+
+_P = [
+    Param("epsilon", Interval(float, 0.0, None, "neither"), 1.0,
+          "privacy budget ε (finite, > 0)", 0.01, 10.0, log_scale=True),
+    Param("delta", Interval(float, 0.0, 1.0, "neither"), 1e-5,
+          "privacy parameter δ in (0, 1); keep it below 1/n", 1e-10, 1e-2, log_scale=True),
+    Param("iterations", Interval(int, 1, 1_000_000, "both"), 100,
+          "number of optimisation steps T", 1, 5000),
+    Param("repeats", Interval(int, 1, 100_000, "both"), 5,
+          "independent runs R (batched)", 1, 200),
+    Param("seed", Interval(int, 0, 2**32 - 1, "both"), 0,
+          "base seed; repeat r uses seed + r", 0, 2**31 - 1),
+    Param("lam", Interval(float, 0.0, None, "left"), 1e-3,
+          "L2 regularisation λ (strong convexity)", 1e-6, 1.0, log_scale=True),
+    Param("learning_rate", Interval(float, 0.0, None, "neither"), 1.0,
+          "step size η of the optimiser", 1e-3, 10.0, log_scale=True),
+    Param("batch_size", Interval(int, 1, None, "both"), 256,
+          "mini-batch size", 1, 10_000),
+    Param("sample_rate", Interval(float, 0.0, 1.0, "right"), 0.01,
+          "Poisson sampling rate q", 1e-4, 1.0, log_scale=True),
+    Param("clip_norm", Interval(float, 0.0, None, "neither"), 1.0,
+          "per-example gradient clipping norm C", 0.01, 10.0, log_scale=True),
+    Param("c", Interval(float, 0.0, None, "neither"), 1.0,
+          "constant c of a published noise formula", 1e-4, 100.0, log_scale=True),
+    Param("clients", Interval(int, 1, None, "both"), 4,
+          "number of parties m", 1, 64),
+    Param("skew", Interval(float, 1.0, None, "both"), 1.0,
+          "client-size skew u = n_max / n_min", 1.0, 100.0, log_scale=True),
+    Param("radius", Interval(float, 0.0, None, "neither"), 1.0,
+          "radius η of the parameter ball (linreg)", 0.1, 100.0, log_scale=True),
+    Param("test_fraction", Interval(float, 0.0, 1.0, "neither"), 0.2,
+          "share of rows held out for testing", 0.05, 0.5),
+    Param("n", Interval(int, 2, 2**24, "both"), 10_000,
+          "number of training rows (synthetic data)", 16, 2**21),
+    Param("d", Interval(int, 1, 10_000, "both"), 14,
+          "number of features (synthetic data)", 1, 200),
+    Param("noise", Interval(float, 0.0, None, "left"), 0.1,
+          "label / target noise level (synthetic data)", 0.0, 2.0),
+    Param("calibration", Options(("certified", "published")), "certified",
+          "certified: exact accountant; published: the paper's formula with constant c"),
+]
+
+PARAMS: dict[str, Param] = {p.name: p for p in _P}
+
+
+def validate(name: str, value: Any, owner: str = "dpcore") -> Any:
+    """Check ``value`` against the declared constraint of ``name`` and return it.
+
+    Ints are accepted for float parameters (and returned as float); bools and
+    non-finite floats are refused except where the interval is open to infinity
+    only by its description (it never admits inf itself).
+    """
+    param = PARAMS[name]
+    cons = param.constraint
+    if isinstance(cons, Options):
+        if not cons.contains(value):
+            raise ParameterError(
+                f"The {name!r} parameter of {owner} must be {cons.describe()}. "
+                f"Got {value!r} instead."
+            )
+        return value
+    ok_type = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if ok_type and cons.kind is int:
+        ok_type = isinstance(value, numbers.Integral) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if ok_type and not math.isfinite(float(value)):
+        ok_type = False
+    if not ok_type or not cons.contains(value):
+        raise ParameterError(
+            f"The {name!r} parameter of {owner} must be {cons.describe()}. "
+            f"Got {value!r} instead."
+        )
+    return int(value) if cons.kind is int else float(value)
+
+
+def validate_all(owner: str = "dpcore", **values: Any) -> dict[str, Any]:
+    """Validate several parameters at once; ``None`` values are passed through."""
+    return {k: (None if v is None else validate(k, v, owner)) for k, v in values.items()}

@@ -1,0 +1,166 @@
+"""Datasets: checksums, shapes, preprocessing contract, user CSVs."""
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore import datasets as D
+from dpcore.exceptions import DatasetError
+
+BUNDLED = [s.id for s in D.list_datasets() if not s.synthetic]
+
+
+@pytest.mark.parametrize("dataset_id", BUNDLED)
+def test_bundled_dataset_contract(dataset_id):
+    spec = D.DATASETS[dataset_id]
+    ds = D.load(dataset_id)
+    # documented shapes
+    assert (ds.n, ds.n_test, ds.d) == (spec.n_train, spec.n_test, spec.d)
+    assert len(ds.feature_names) == ds.d
+    for X, y in ((ds.X_train, ds.y_train), (ds.X_test, ds.y_test)):
+        assert X.dtype == np.float64 and np.isfinite(X).all()
+        assert np.linalg.norm(X, axis=1).max() <= 1 + 1e-12
+        assert set(np.unique(y)) == {-1.0, 1.0}
+    assert ds.feature_names[-1] == "bias"
+    assert ds.citation and ds.license and ds.description
+    # stratified split: class shares agree to within one row's worth
+    assert abs(np.mean(ds.y_train > 0) - np.mean(ds.y_test > 0)) < 2.0 / ds.n_test + 1e-9
+
+
+def test_documented_raw_counts():
+    # data/README.md: breast cancer has 699 rows, 16 with '?', so 683 remain.
+    ds = D.load("breast-cancer")
+    assert ds.n + ds.n_test == 683
+    assert int((ds.y_train > 0).sum() + (ds.y_test > 0).sum()) == 239  # malignant among the 683
+    adult = D.load("adult")
+    assert adult.n + adult.n_test == 45222
+    assert int((adult.y_train > 0).sum() + (adult.y_test > 0).sum()) == 11208
+    iris = D.load("iris")
+    assert int((iris.y_train > 0).sum() + (iris.y_test > 0).sum()) == 50
+
+
+def test_cached_load_is_fast_and_read_only():
+    import time
+
+    D.load("adult")
+    t = time.perf_counter()
+    ds = D.load("adult")
+    assert time.perf_counter() - t < 0.05
+    with pytest.raises(ValueError):
+        ds.X_train[0, 0] = 1.0
+
+
+def test_split_seed_changes_split_but_not_shapes():
+    a = D.load("breast-cancer", seed=0)
+    b = D.load("breast-cancer", seed=1)
+    assert a.n == b.n and not np.array_equal(a.y_train, b.y_train)
+
+
+def test_bias_option():
+    ds = D.load("iris", bias=False)
+    assert ds.d == 4 and "bias" not in ds.feature_names
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_synthetic_generators(task):
+    ds = D.load(f"synthetic-{task}", n=500, d=7, noise=0.2, seed=3)
+    assert (ds.n, ds.d) == (500, 8)
+    assert np.linalg.norm(ds.X_train, axis=1).max() <= 1 + 1e-12
+    if task == "classification":
+        assert set(np.unique(ds.y_train)) == {-1.0, 1.0}
+    else:
+        assert np.abs(ds.y_train).max() <= 1.0
+    again = D._synthetic(task, 500, 7, 0.2, 3, 10_000, True)
+    np.testing.assert_array_equal(again.X_train, ds.X_train)
+
+
+def test_synthetic_scales_to_two_to_the_21():
+    import time
+
+    t = time.perf_counter()
+    ds = D._synthetic("regression", 2**21, 14, 0.1, 0, 1000, True)
+    assert ds.n == 2**21 and ds.d == 15
+    assert time.perf_counter() - t < 30  # generous: a guard against accidental Python loops
+
+
+def test_missing_file_message(tmp_path, monkeypatch):
+    monkeypatch.setattr(D, "DATA_DIR", tmp_path)
+    with pytest.raises(DatasetError, match="missing"):
+        D.verify_file(D.DATASETS["breast-cancer"].files[0])
+
+
+def test_altered_file_message(tmp_path, monkeypatch):
+    f = D.DATASETS["breast-cancer"].files[0]
+    shutil.copy(D.DATA_DIR / f.filename, tmp_path / f.filename)
+    with open(tmp_path / f.filename, "ab") as fh:
+        fh.write(b"x")
+    monkeypatch.setattr(D, "DATA_DIR", tmp_path)
+    with pytest.raises(DatasetError, match="altered or corrupted"):
+        D.verify_file(f)
+
+
+def test_unknown_dataset():
+    with pytest.raises(DatasetError, match="unknown dataset 'nope'"):
+        D.load("nope")
+
+
+# -- user data -------------------------------------------------------------
+
+GOOD = "age,colour,score,label\n" + "30,red,1.5,yes\n40,blue,2.5,no\n50,red,3.5,yes\n20,green,0.5,no\n" * 5
+
+
+def test_from_csv_roundtrip(tmp_path):
+    p = tmp_path / "good.csv"
+    p.write_text(GOOD)
+    ds = D.from_csv(p, "label", "yes", test_fraction=0.25)
+    assert ds.n + ds.n_test == 20
+    assert ds.feature_names == ("age", "score", "colour_blue", "colour_green", "colour_red", "bias")
+    assert np.linalg.norm(ds.X_train, axis=1).max() <= 1 + 1e-12
+    assert ds.positive_class == "yes"
+
+
+def test_from_csv_bytes_and_regression():
+    text = "a,b,y\n" + "".join(f"{i},{i % 3},{2 * i + 1}\n" for i in range(30))
+    ds = D.from_csv(text.encode(), "y", task="regression")
+    assert ds.task == "regression" and np.abs(ds.y_train).max() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "content, kwargs, message",
+    [
+        ("", {}, "empty"),
+        ("age,label\n", {}, "no data rows"),
+        ("age,label\n?,yes\n,no\n", {}, "no rows left after dropping"),
+        ("age,label\n1,yes\n2,yes\n3,yes\n", {}, "only one class"),
+        ("age,label\n1,yes\n2,no\n", {"label_column": "target"}, "label column 'target' is not in the data"),
+        ("age,label\n" + "1,yes\n2,no\n" * 10 + "abc,no\n", {}, "column 'age' is numeric but row 21 holds the non-numeric value 'abc'"),
+    ],
+    ids=["empty", "header-only", "all-missing", "one-class", "unknown-label", "non-numeric"],
+)
+def test_bad_csvs_get_clear_errors(tmp_path, content, kwargs, message):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    kwargs = {"label_column": "label", **kwargs}
+    with pytest.raises(DatasetError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        D.from_csv(p, **kwargs)
+
+
+def test_unknown_positive_class_and_multiclass():
+    df = pd.DataFrame({"x": range(12), "y": ["a", "b", "c"] * 4})
+    with pytest.raises(DatasetError, match="choose the positive class"):
+        D.from_dataframe(df, "y")
+    with pytest.raises(DatasetError, match="positive class 'z' does not occur"):
+        D.from_dataframe(df, "y", "z")
+    ds = D.from_dataframe(df, "y", "c", test_fraction=0.25)
+    assert ds.n_test == 3
+
+
+def test_impute_keeps_rows():
+    df = pd.DataFrame({"x": [1.0, np.nan, 3.0, 4.0] * 5, "c": ["u", None, "v", "u"] * 5, "y": [0, 1] * 10})
+    ds = D.from_dataframe(df, "y", "1", missing="impute", test_fraction=0.25)
+    assert ds.n + ds.n_test == 20
+    assert "c_missing" in ds.feature_names
+    dropped = D.from_dataframe(df, "y", "1", test_fraction=0.25)
+    assert dropped.n + dropped.n_test == 15
