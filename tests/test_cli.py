@@ -1,0 +1,78 @@
+"""The command-line contract (SPEC §7)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpcore.cli import main
+from dpcore.experiment import RunConfig, run
+
+
+def _cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "dpcore", *args], capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_adult_nonprivate_baseline_json():
+    code, out, err = _cli("run", "--dataset", "adult", "--model", "logreg", "--mechanism", "non-private", "--json")
+    assert code == 0, err
+    rec = json.loads(out)
+    assert 0.83 <= rec["accuracy_mean"] <= 0.86
+    assert rec["gap_mean"] <= 1e-8
+    assert rec["epsilon_target"] is None and rec["epsilon_certified"] is None and rec["epsilon_local"] is None
+    for key in ("accuracy_std", "gap_std", "sigma", "n_train", "d", "seconds", "client_sizes", "runs"):
+        assert key in rec
+    assert rec["n_train"] == 36177 and len(rec["runs"]) == 5
+    assert "NaN" not in out and "Infinity" not in out
+
+
+def test_datasets_and_mechanisms_json(capsys):
+    assert main(["datasets", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["id"] for r in rows} >= {"adult", "bank", "kddcup99", "kddcup99-full", "breast-cancer",
+                                       "credit-card", "iris", "synthetic-classification",
+                                       "synthetic-regression"}
+    assert main(["mechanisms", "--json"]) == 0
+    mechs = json.loads(capsys.readouterr().out)
+    assert any(m["id"] == "non-private" for m in mechs)
+    for m in mechs:
+        assert {"id", "family", "paper", "models", "privacy_notion"} <= set(m)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--dataset", "nope"], "unknown dataset 'nope'"),
+        (["run", "--dataset", "iris", "--epsilon", "0"], "'epsilon' parameter of run must be a float in (0, inf)"),
+        (["run", "--dataset", "iris", "--epsilon", "abc"], "'epsilon' parameter"),
+        (["run", "--dataset", "iris", "--delta", "1"], "'delta' parameter of run must be a float in (0, 1)"),
+        (["run", "--dataset", "iris", "--iterations", "0"], "'iterations' parameter"),
+        (["run", "--dataset", "iris", "--iterations", "2.5"], "'iterations' parameter"),
+        (["run", "--dataset", "iris", "--mechanism", "magic"], "unknown mechanism 'magic'"),
+        (["run", "--dataset", "iris", "--model", "linreg"], "pick a classification model"),
+        (["run"], "required: --dataset"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(capsys, args, message):
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0]
+    assert "Traceback" not in captured.err
+
+
+def test_human_readable_run(capsys):
+    assert main(["run", "--dataset", "iris", "--repeats", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy" in out and "ε certified ∞" in out
+
+
+def test_run_config_validation_and_result_dict():
+    res = run(RunConfig(dataset="synthetic-regression", model="linreg", n=300, d=3, repeats=3))
+    rec = res.to_dict()
+    assert rec["rmse_mean"] == pytest.approx(rec["rmse_nonprivate"])
+    assert rec["gap_mean"] == 0.0 and len(rec["runs"]) == 3

@@ -1,0 +1,73 @@
+"""Exact non-private ERM against independent solvers."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from dpcore import datasets as D
+from dpcore.erm import GRAD_TOL, exact_solution, solve_erm
+from dpcore.exceptions import ModelError
+from dpcore.models import LinReg, LogReg, MLP
+
+
+@pytest.mark.parametrize("dataset_id", ["adult", "breast-cancer", "credit-card", "iris"])
+def test_logreg_matches_sklearn(dataset_id):
+    from sklearn.linear_model import LogisticRegression
+
+    ds = D.load(dataset_id)
+    lam = 1e-3
+    sol = solve_erm(LogReg(lam=lam), ds.X_train, ds.y_train)
+    assert sol.grad_norm <= GRAD_TOL
+    # sklearn: C Σ log-loss + ½‖w‖² ⇔ mean log-loss + (λ/2)‖w‖² with C = 1/(nλ); bias is a feature.
+    clf = LogisticRegression(C=1.0 / (ds.n * lam), fit_intercept=False, tol=1e-14, max_iter=10_000,
+                             solver="lbfgs")
+    clf.fit(ds.X_train, ds.y_train)
+    theta_sk = clf.coef_[0]
+    loss_sk = LogReg(lam=lam).loss(theta_sk[None], ds.X_train, ds.y_train)[0]
+    assert abs(sol.loss - loss_sk) <= 1e-8 * abs(sol.loss)
+    assert sol.loss <= loss_sk + 1e-15
+
+
+def test_logreg_matches_scipy_lbfgs():
+    ds = D.load("breast-cancer")
+    m = LogReg(lam=1e-2)
+    sol = solve_erm(m, ds.X_train, ds.y_train)
+    res = minimize(lambda t: m.loss(t[None], ds.X_train, ds.y_train)[0], np.zeros(ds.d),
+                   jac=lambda t: m.grad(t[None], ds.X_train, ds.y_train)[0], method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-16, "maxiter": 10_000})
+    assert abs(sol.loss - res.fun) <= 1e-8 * res.fun
+    np.testing.assert_allclose(sol.theta, res.x, atol=1e-5)
+
+
+@pytest.mark.parametrize("radius", [0.3, 50.0])
+def test_linreg_ball_constrained_optimum(radius):
+    ds = D.load("synthetic-regression", n=2000, d=6, noise=0.2)
+    m = LinReg(radius=radius)
+    sol = solve_erm(m, ds.X_train, ds.y_train)
+    assert sol.grad_norm <= GRAD_TOL
+    assert np.linalg.norm(sol.theta) <= radius * (1 + 1e-12)
+    cons = {"type": "ineq", "fun": lambda t: radius**2 - t @ t}
+    res = minimize(lambda t: m.loss(t[None], ds.X_train, ds.y_train)[0], np.zeros(ds.d),
+                   jac=lambda t: m.grad(t[None], ds.X_train, ds.y_train)[0], method="SLSQP",
+                   constraints=[cons], options={"ftol": 1e-15, "maxiter": 1000})
+    assert sol.loss <= res.fun + 1e-12
+    assert abs(sol.loss - res.fun) <= 1e-7 * res.fun
+
+
+def test_mlp_local_optimum_is_documented():
+    ds = D.load("iris")
+    sol = solve_erm(MLP(lam=1e-3), ds.X_train, ds.y_train)
+    assert not sol.certified_optimum and "local optimum" in sol.method
+    start = MLP(lam=1e-3).init(1, ds.d, [np.random.default_rng([0, 0])])
+    assert sol.loss < MLP(lam=1e-3).loss(start, ds.X_train, ds.y_train)[0]
+
+
+def test_logreg_without_regularisation_is_refused():
+    ds = D.load("iris")
+    with pytest.raises(ModelError, match="λ > 0"):
+        solve_erm(LogReg(lam=0.0), ds.X_train, ds.y_train)
+
+
+def test_exact_solution_is_cached():
+    ds = D.load("breast-cancer")
+    assert exact_solution(ds, LogReg()) is exact_solution(ds, LogReg())

@@ -1,0 +1,109 @@
+"""Models: gradients, per-example gradients, clipping and Hessian against finite differences."""
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+
+from dpcore.exceptions import ModelError
+from dpcore.models import LinReg, LogReg, MLP, make_model
+
+
+def _data(seed=0, n=40, d=5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return rng, X, np.where(rng.standard_normal(n) > 0, 1.0, -1.0), rng.uniform(-1, 1, n)
+
+
+CASES = [(LogReg(lam=0.05), "cls"), (LinReg(lam=0.05, radius=2.0), "reg"), (MLP(lam=0.05), "cls")]
+
+
+@pytest.mark.parametrize("model, kind", CASES, ids=lambda c: getattr(c, "id", ""))
+def test_gradient_matches_finite_differences(model, kind):
+    rng, X, yc, yr = _data()
+    y = yc if kind == "cls" else yr
+    theta = 0.5 * rng.standard_normal((3, model.n_params(X.shape[1])))
+    G = model.grad(theta, X, y)
+    for r in range(3):
+        num = approx_fprime(theta[r], lambda t: model.loss(t[None], X, y)[0], 1e-7)
+        np.testing.assert_allclose(G[r], num, atol=5e-7)
+
+
+@pytest.mark.parametrize("model, kind", CASES, ids=lambda c: getattr(c, "id", ""))
+def test_per_example_grads_and_clipping(model, kind):
+    rng, X, yc, yr = _data(1)
+    y = yc if kind == "cls" else yr
+    theta = 0.5 * rng.standard_normal((2, model.n_params(X.shape[1])))
+    pe = model.per_example_grads(theta, X, y)
+    assert pe.shape == (2, X.shape[0], theta.shape[1])
+    np.testing.assert_allclose(pe.mean(axis=1) + model.lam * theta, model.grad(theta, X, y), atol=1e-14)
+    C = 0.2
+    norms = np.linalg.norm(pe, axis=-1)
+    ref = np.einsum("rn,rnp->rp", np.minimum(1, C / norms), pe)
+    np.testing.assert_allclose(model.clipped_grad_sum(theta, X, y, C), ref, atol=1e-13)
+    # per-run mini-batches, with a padding mask
+    idx = rng.integers(0, X.shape[0], size=(2, 6))
+    w = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1.0]])
+    got = model.clipped_grad_sum(theta, X[idx], y[idx], C, w)
+    for r in range(2):
+        keep = idx[r][w[r] > 0]
+        g = model.per_example_grads(theta[r : r + 1], X[keep], y[keep])[0]
+        exp = (g * np.minimum(1, C / np.linalg.norm(g, axis=1))[:, None]).sum(0)
+        np.testing.assert_allclose(got[r], exp, atol=1e-13)
+    # clipped norms never exceed C
+    assert np.all(np.linalg.norm(pe * np.minimum(1, C / norms)[..., None], axis=-1) <= C + 1e-12)
+
+
+@pytest.mark.parametrize("model", [LogReg(lam=0.05), LinReg(lam=0.05, radius=2.0)], ids=["logreg", "linreg"])
+def test_hessian_matches_finite_differences(model):
+    rng, X, yc, yr = _data(2)
+    y = yc if model.id == "logreg" else yr
+    theta = 0.5 * rng.standard_normal((2, X.shape[1]))
+    H = model.hessian(theta, X, y)
+    for r in range(2):
+        num = np.array([approx_fprime(theta[r], lambda t, i=i: model.grad(t[None], X, y)[0, i], 1e-7)
+                        for i in range(X.shape[1])])
+        np.testing.assert_allclose(H[r], num, atol=1e-6)
+
+
+def test_logistic_constants_hold_on_unit_ball():
+    rng, X, y, _ = _data(3, n=500)
+    m = LogReg(lam=0.0)
+    theta = 3 * rng.standard_normal((4, X.shape[1]))
+    assert np.linalg.norm(m.per_example_grads(theta, X, y), axis=-1).max() <= m.lipschitz
+    assert m.d2phi(np.linspace(-5, 5, 101), 1.0).max() <= m.smoothness
+
+
+def test_linreg_projection_and_constants():
+    m = LinReg(radius=0.5)
+    th = np.array([[3.0, 4.0], [0.1, 0.1]])
+    out = m.project(th)
+    np.testing.assert_allclose(np.linalg.norm(out[0]), 0.5)
+    np.testing.assert_array_equal(out[1], th[1])
+    assert m.lipschitz == 1.5
+
+
+def test_mlp_shapes_and_seeded_init():
+    m = MLP()
+    assert m.n_params(4) == 4 * 4 + 2 * 4 + 1
+    a = m.init(2, 4, [np.random.default_rng(1), np.random.default_rng(2)])
+    b = m.init(1, 4, [np.random.default_rng(2)])
+    np.testing.assert_array_equal(a[1], b[0])
+
+
+def test_mlp_chunking_does_not_change_results(monkeypatch):
+    rng, X, y, _ = _data(4, n=97)
+    m = MLP(lam=0.01)
+    theta = m.init(3, X.shape[1], [np.random.default_rng(i) for i in range(3)])
+    full = m.grad(theta, X, y), m.loss(theta, X, y), m.clipped_grad_sum(theta, X, y, 0.1)
+    monkeypatch.setattr(MLP, "_CHUNK_FLOATS", 50)
+    chunked = m.grad(theta, X, y), m.loss(theta, X, y), m.clipped_grad_sum(theta, X, y, 0.1)
+    for a, b in zip(full, chunked):
+        np.testing.assert_allclose(a, b, atol=1e-13)
+
+
+def test_make_model_errors():
+    with pytest.raises(ModelError, match="unknown model 'svm'"):
+        make_model("svm")
+    with pytest.raises(Exception, match="'lam' parameter"):
+        make_model("logreg", lam=-1.0)
