@@ -189,7 +189,11 @@ class LogReg(_GLM):
         return -log_expit(y * z)
 
     def dphi(self, z, y):
-        return -y * expit(-y * z)
+        t = np.multiply(z, y)  # in place from here: this is the hot path of batched GD
+        np.negative(t, out=t)
+        expit(t, out=t)
+        t *= -y
+        return t
 
     def d2phi(self, z, y):
         s = expit(z)

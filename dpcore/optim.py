@@ -123,7 +123,7 @@ def gradient_descent(
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
     if iterations in marks:
         trace.append(model.loss(theta, X, y)); steps.append(iterations)
-    return OptResult(theta, np.array(trace).reshape(len(steps), -1), np.array(steps))
+    return OptResult(theta, np.array(trace).reshape(len(steps), theta.shape[0]), np.array(steps))
 
 
 def sgd(
@@ -176,4 +176,4 @@ def sgd(
             avg += (theta - avg) / (t + 1)
     if iterations in marks:
         trace.append(model.loss(theta, X, y)); steps.append(iterations)
-    return OptResult(theta, np.array(trace).reshape(len(steps), -1), np.array(steps), avg)
+    return OptResult(theta, np.array(trace).reshape(len(steps), theta.shape[0]), np.array(steps), avg)
