@@ -68,12 +68,8 @@ def _newton_logreg(model: LogReg, X: np.ndarray, y: np.ndarray, max_iter: int = 
                        float(np.linalg.norm(g)), it, "newton", True)
 
 
-def _ball_least_squares(model: LinReg, X: np.ndarray, y: np.ndarray) -> ErmSolution:
-    """min ½θᵀAθ − bᵀθ over ‖θ‖ ≤ η, A = XᵀX/n + λI, b = Xᵀy/n."""
-    n = X.shape[0]
-    A = X.T @ X / n + model.lam * np.eye(X.shape[1])
-    b = X.T @ y / n
-    eta = float(model.radius)
+def quadratic_ball(A: np.ndarray, b: np.ndarray, eta: float) -> tuple[np.ndarray, str]:
+    """argmin ½θᵀAθ − bᵀθ over ‖θ‖ ≤ η for a symmetric PSD A (trust-region subproblem)."""
     evals, Q = np.linalg.eigh(A)
     evals = np.maximum(evals, 0.0)
     c = Q.T @ b
@@ -95,6 +91,14 @@ def _ball_least_squares(model: LinReg, X: np.ndarray, y: np.ndarray) -> ErmSolut
         theta = Q @ (c / (evals + mu))
         theta *= min(1.0, eta / np.linalg.norm(theta))
         method = "trust-region secular equation (boundary)"
+    return theta, method
+
+
+def _ball_least_squares(model: LinReg, X: np.ndarray, y: np.ndarray) -> ErmSolution:
+    """min ½θᵀAθ − bᵀθ over ‖θ‖ ≤ η, A = XᵀX/n + λI, b = Xᵀy/n."""
+    n = X.shape[0]
+    A = X.T @ X / n + model.lam * np.eye(X.shape[1])
+    theta, method = quadratic_ball(A, X.T @ y / n, float(model.radius))
     th = theta[None]
     g = model.grad(th, X, y)
     pg = float(np.linalg.norm(th - model.project(th - g)))
@@ -119,6 +123,64 @@ def _lbfgs_mlp(model: MLP, X: np.ndarray, y: np.ndarray, restarts: int = 3,
     g = model.grad(best.x[None], X, y)[0]
     return ErmSolution(best.x, float(best.fun), float(np.linalg.norm(g)), int(best.nit),
                        f"L-BFGS, best of {restarts} seeded restarts (local optimum)", False)
+
+
+def solve_perturbed(model: Model, X: np.ndarray, y: np.ndarray, linear: np.ndarray,
+                    extra_l2: float = 0.0, start: np.ndarray | None = None) -> np.ndarray:
+    """Exact minimisers of ``L(θ) + linearᵣᵀθ + (extra_l2/2)‖θ‖²`` for R runs, (R, p).
+
+    The objective-perturbation mechanisms need the exact argmin of a randomly
+    tilted objective; ``linear`` is that tilt per run, (R, p).  logreg: batched
+    damped Newton to ‖∇‖ ≤ 1e-10; linreg: the ball-constrained quadratic.
+    """
+    R, p = linear.shape
+    if isinstance(model, LinReg):
+        n = X.shape[0]
+        A = X.T @ X / n + (model.lam + extra_l2) * np.eye(p)
+        base = X.T @ y / n
+        return np.stack([quadratic_ball(A, base - linear[r], float(model.radius))[0] for r in range(R)])
+    if not isinstance(model, LogReg):
+        raise ModelError(f"no exact perturbed solver for model {model.id!r}")
+    lam = model.lam + extra_l2
+    if lam <= 0:
+        raise ModelError("objective perturbation needs a strongly convex objective: set λ > 0")
+    m = LogReg(lam=lam)
+    theta = np.zeros((R, p)) if start is None else np.array(np.broadcast_to(start, (R, p)))
+
+    def f(th):
+        return m.loss(th, X, y) + np.sum(linear * th, axis=1)
+
+    fval = f(theta)
+    for _ in range(200):
+        g = m.grad(theta, X, y) + linear
+        gn = np.linalg.norm(g, axis=1)
+        active = gn > 1e-12
+        if not active.any():
+            break
+        H = m.hessian(theta[active], X, y)
+        step = np.zeros_like(theta)
+        step[active] = np.linalg.solve(H, g[active][:, :, None])[:, :, 0]
+        t = np.ones(R)
+        for _ in range(60):  # per-run Armijo backtracking
+            cand = theta - t[:, None] * step
+            fc = f(cand)
+            ok = (fc <= fval - 1e-4 * t * np.sum(g * step, axis=1)) | ~active | (t < 1e-12)
+            if ok.all():
+                break
+            t = np.where(ok, t, t * 0.5)
+        improved = fc <= fval
+        theta = np.where(improved[:, None], cand, theta)
+        fval = np.where(improved, fc, fval)
+        if not improved[active].any():
+            break
+    g = m.grad(theta, X, y) + linear
+    worst = float(np.linalg.norm(g, axis=1).max())
+    if worst > GRAD_TOL:
+        raise ModelError(
+            f"the perturbed objective was minimised only to gradient norm {worst:.2e}; "
+            "increase λ (the privacy proof needs the exact minimiser)."
+        )
+    return theta
 
 
 def solve_erm(model: Model, X: np.ndarray, y: np.ndarray) -> ErmSolution:

@@ -165,7 +165,9 @@ class _GLM(Model):
         if X.ndim != 2:
             raise ValueError("hessian needs shared data X of shape (n, p)")
         w = self.d2phi(_margins(theta, X), y) / X.shape[0]
-        H = np.einsum("rn,ni,nj->rij", w, X, X, optimize=True)
+        H = np.empty((theta.shape[0], X.shape[1], X.shape[1]))
+        for r in range(theta.shape[0]):  # one BLAS product per run beats a 3-index einsum
+            H[r] = (X * w[r][:, None]).T @ X
         H += self.lam * np.eye(X.shape[1])[None]
         return H
 

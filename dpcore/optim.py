@@ -41,6 +41,10 @@ class BatchRNG:
         # ``stream`` separates independent uses of one seed (data split vs noise ...).
         self.gens = [np.random.default_rng([s, stream]) for s in self.seeds]
 
+    def spawn_stream(self, stream: int) -> "BatchRNG":
+        """Independent generators for the same seeds (e.g. initialisation vs noise)."""
+        return BatchRNG(self.seeds, stream=stream)
+
     def __len__(self) -> int:
         return len(self.gens)
 
@@ -110,16 +114,25 @@ def gradient_descent(
     rngs: BatchRNG,
     noise_std: float | np.ndarray | None = None,
     grad_hook: Callable | None = None,
+    clip_norm: float | None = None,
     trace_points: int = 50,
 ) -> OptResult:
-    """Full-batch (noisy) gradient descent, T steps, for R runs at once."""
+    """Full-batch (noisy) gradient descent, T steps, for R runs at once.
+
+    With ``clip_norm`` the data part of the gradient is the mean of per-example
+    gradients clipped to that norm (for models without a Lipschitz bound).
+    """
     theta = np.array(theta0, dtype=float, copy=True)
     marks = _trace_points(iterations, trace_points)
     trace, steps = [], []
+    n = X.shape[0]
     for t in range(iterations):
         if t in marks:
             trace.append(model.loss(theta, X, y)); steps.append(t)
-        grad = model.grad(theta, X, y)
+        if clip_norm is None:
+            grad = model.grad(theta, X, y)
+        else:
+            grad = model.clipped_grad_sum(theta, X, y, clip_norm) / n + model.lam * theta
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
     if iterations in marks:
         trace.append(model.loss(theta, X, y)); steps.append(iterations)

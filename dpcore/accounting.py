@@ -1,0 +1,181 @@
+"""Privacy accounting on top of Google's ``dp-accounting``.
+
+Neighbouring datasets differ by **replacing** one record (SPEC §1).  Every
+function states the sensitivity it assumes under that relation.
+
+* :func:`sigma_ag` — the analytic Gaussian calibration σ_AG(ε, δ) (Balle &
+  Wang 2018) for sensitivity 1, from ``dp_accounting.get_sigma_gaussian``;
+* :func:`gdp_epsilon` — ε(δ) of a μ-GDP mechanism; T Gaussian steps with
+  sensitivity Δ and noise σ compose exactly to μ = √T·Δ/σ;
+* :func:`pld_gaussian_epsilon` — the same through the PLD accountant (a
+  second, independent computation used by the tests);
+* :func:`sampled_gaussian_epsilon` / :func:`calibrate_sampled_gaussian` —
+  T Poisson-sampled Gaussian steps (DP-SGD) through the PLD accountant under
+  ``REPLACE_ONE``; :func:`rdp_sampled_gaussian_epsilon` gives RDP's
+  add/remove figure as a second opinion.
+
+Pitfall (STYLE.md): under ``REPLACE_ONE`` the PLD accountant reads
+``GaussianDpEvent(z)`` as sensitivity 2 (in units of the clipping norm), which is
+right for a sum of clipped gradients; for an unsampled Gaussian with a known
+replace-one sensitivity Δ we pass ``σ/Δ`` under ``ADD_OR_REMOVE_ONE`` instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import dp_accounting as dpa
+from dp_accounting.pld import pld_privacy_accountant as _pld
+from dp_accounting.rdp import rdp_privacy_accountant as _rdp
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+__all__ = [
+    "NEIGHBOURING",
+    "sigma_ag",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gaussian_epsilon",
+    "pld_gaussian_epsilon",
+    "sampled_gaussian_event",
+    "sampled_gaussian_epsilon",
+    "rdp_sampled_gaussian_epsilon",
+    "calibrate_sampled_gaussian",
+]
+
+NEIGHBOURING = "replace-one"
+_NR = dpa.NeighboringRelation
+# Relative safety margin so that rounding never lets a calibrated σ undershoot.
+_SAFETY = 1e-9
+PLD_DISCRETIZATION = 1e-3
+
+
+def gdp_delta(mu: float, epsilon: float) -> float:
+    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)  (Dong, Roth, Su 2019)."""
+    if mu == 0:
+        return 0.0
+    if math.isinf(mu):
+        return 1.0
+    a = -epsilon / mu
+    # e^ε Φ(a − μ/2) evaluated in log space to avoid overflow.
+    second = math.exp(epsilon + norm.logcdf(a - mu / 2)) if epsilon < 700 else 0.0
+    return max(0.0, float(norm.cdf(a + mu / 2) - second))
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """Smallest ε ≥ 0 with δ(ε) ≤ delta for μ-GDP (inf for μ = inf, 0 for μ = 0)."""
+    if mu <= 0:
+        return 0.0
+    if math.isinf(mu):
+        return math.inf
+    if gdp_delta(mu, 0.0) <= delta:
+        return 0.0
+    hi = max(1.0, mu * mu)
+    while gdp_delta(mu, hi) > delta:
+        hi *= 2.0
+        if hi > 1e9:
+            return math.inf
+    eps = brentq(lambda e: gdp_delta(mu, e) - delta, 0.0, hi, xtol=1e-14, rtol=1e-13)
+    return float(eps) * (1 + _SAFETY)  # round up: never understate ε
+
+
+def sigma_ag(epsilon: float, delta: float) -> float:
+    """Analytic Gaussian: smallest σ giving (ε, δ)-DP for sensitivity 1 (rounded up)."""
+    if math.isinf(epsilon):
+        return 0.0
+    return float(dpa.get_sigma_gaussian(epsilon, delta)) * (1 + _SAFETY)
+
+
+def gaussian_epsilon(sensitivity: float, sigma: float, steps: int, delta: float) -> float:
+    """ε of ``steps`` Gaussian releases with replace-one sensitivity Δ and noise σ (exact, GDP)."""
+    if sigma is None or sigma <= 0:
+        return math.inf
+    return gdp_epsilon(math.sqrt(steps) * sensitivity / sigma, delta)
+
+
+def pld_gaussian_epsilon(sensitivity: float, sigma: float, steps: int, delta: float,
+                         discretization: float = 1e-4) -> float:
+    """Same as :func:`gaussian_epsilon` through dp-accounting's PLD accountant."""
+    acc = _pld.PLDAccountant(_NR.ADD_OR_REMOVE_ONE, value_discretization_interval=discretization)
+    acc.compose(dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(sigma / sensitivity), int(steps)))
+    return float(acc.get_epsilon(delta))
+
+
+def sampled_gaussian_event(noise_multiplier: float, sample_rate: float, steps: int) -> dpa.DpEvent:
+    """The event of DP-SGD: T Poisson-sampled Gaussians, σ = z·C on the clipped sum."""
+    inner = dpa.GaussianDpEvent(noise_multiplier)
+    if sample_rate < 1:
+        inner = dpa.PoissonSampledDpEvent(sample_rate, inner)
+    return dpa.SelfComposedDpEvent(inner, int(steps))
+
+
+def _pld_epsilon(event: dpa.DpEvent, delta: float, discretization: float) -> float:
+    acc = _pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=discretization)
+    acc.compose(event)
+    return float(acc.get_epsilon(delta))
+
+
+@functools.lru_cache(maxsize=512)
+def sampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
+                             delta: float) -> float:
+    """ε (replace-one) of T Poisson-sampled Gaussian steps with noise multiplier z.
+
+    PLD accountant; its discretisation is pessimistic, so the value is an upper
+    bound.  Very weak noise (huge ε) is evaluated on a coarser grid first, which
+    keeps it fast and still an upper bound.
+    """
+    if noise_multiplier <= 0:
+        return math.inf
+    event = sampled_gaussian_event(noise_multiplier, sample_rate, steps)
+    coarse = _pld_epsilon(event, delta, 1e-1)
+    if coarse > 50:
+        return _pld_epsilon(event, delta, 1e-2)
+    return _pld_epsilon(event, delta, PLD_DISCRETIZATION)
+
+
+def rdp_sampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
+                                 delta: float) -> float:
+    """RDP (add/remove-one) ε of the same event: a second opinion, not replace-one."""
+    acc = _rdp.RdpAccountant(neighboring_relation=_NR.ADD_OR_REMOVE_ONE)
+    acc.compose(sampled_gaussian_event(noise_multiplier, sample_rate, steps))
+    return float(acc.get_epsilon(delta))
+
+
+@functools.lru_cache(maxsize=512)
+def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
+    """Smallest noise multiplier z (to 1e-4) whose certified ε is ≤ the target.
+
+    ``dp_accounting.calibrate_dp_mechanism`` on the PLD accountant, then
+    nudged up until the accountant confirms the target (never overshoot).
+    """
+    def fresh():
+        return _pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=PLD_DISCRETIZATION)
+
+    def make(z):
+        return sampled_gaussian_event(z, sample_rate, steps)
+
+    # Our own bracket: tiny z makes PLD slow, so never evaluate far below the root.
+    lo = hi = 1.0
+    if sampled_gaussian_epsilon(hi, sample_rate, steps, delta) > epsilon:
+        while sampled_gaussian_epsilon(hi, sample_rate, steps, delta) > epsilon:
+            lo, hi = hi, hi * 2.0
+    else:
+        while sampled_gaussian_epsilon(lo, sample_rate, steps, delta) <= epsilon:
+            lo, hi = lo / 2.0, lo
+            if lo < 1e-3:
+                return hi
+    tol = 1e-4
+    z = float(dpa.calibrate_dp_mechanism(
+        fresh, make, epsilon, delta,
+        bracket_interval=dpa.ExplicitBracketInterval(lo, hi), tol=tol))
+    z += tol
+    while sampled_gaussian_epsilon(z, sample_rate, steps, delta) > epsilon:
+        z *= 1.001
+    return z
+
+
+def pure_epsilon_from_scale(sensitivity: float, scale: float) -> float:
+    """ε of Gamma-norm (ℓ2-Laplace) noise of scale s for ℓ2 sensitivity Δ: Δ/s."""
+    return math.inf if scale <= 0 else sensitivity / scale
+
