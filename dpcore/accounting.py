@@ -26,6 +26,7 @@ import functools
 import math
 
 import dp_accounting as dpa
+import numpy as np
 from dp_accounting.pld import pld_privacy_accountant as _pld
 from dp_accounting.rdp import rdp_privacy_accountant as _rdp
 from scipy.optimize import brentq
@@ -49,6 +50,7 @@ _NR = dpa.NeighboringRelation
 # Relative safety margin so that rounding never lets a calibrated σ undershoot.
 _SAFETY = 1e-9
 PLD_DISCRETIZATION = 1e-3
+_PLD_MIN_MULTIPLIER = 0.005
 
 
 def gdp_delta(mu: float, epsilon: float) -> float:
@@ -127,11 +129,41 @@ def sampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps:
     """
     if noise_multiplier <= 0:
         return math.inf
+    if noise_multiplier < _PLD_MIN_MULTIPLIER:
+        # So little noise that the PLD grid would not fit in memory.  Subsampling never
+        # hurts, so the unsampled composition (μ = 2√T/z, replace-one) is a valid bound.
+        return gaussian_epsilon(2.0, noise_multiplier, steps, delta)
+    bound = gaussian_epsilon(2.0, noise_multiplier, steps, delta)
+    discretization = _pld_grid(noise_multiplier, sample_rate, steps)
+    if discretization is None:
+        return bound
     event = sampled_gaussian_event(noise_multiplier, sample_rate, steps)
-    coarse = _pld_epsilon(event, delta, 1e-1)
-    if coarse > 50:
-        return _pld_epsilon(event, delta, 1e-2)
-    return _pld_epsilon(event, delta, PLD_DISCRETIZATION)
+    return min(bound, _pld_epsilon(event, delta, discretization))
+
+
+def _pld_grid(noise_multiplier: float, sample_rate: float, steps: int) -> float | None:
+    """A PLD grid step that keeps the composed distribution below ~2e6 points.
+
+    The composed privacy loss spans about ``T·|m| + 20·√T·s`` (m, s: mean and
+    std of one step's loss, read off a coarse one-step PLD).  A coarser grid is
+    still an upper bound; when even 0.5 is too fine, ``None`` (use the bound).
+    """
+    from dp_accounting.pld import privacy_loss_distribution as _pl
+
+    one = _pl.from_gaussian_mechanism(
+        standard_deviation=noise_multiplier, sampling_prob=sample_rate,
+        value_discretization_interval=1e-2, neighboring_relation=_NR.REPLACE_ONE)
+    pmf = one._pmf_remove
+    probs = np.asarray(getattr(pmf, "_probs", []), dtype=float)
+    if probs.size == 0 or probs.sum() <= 0:
+        return PLD_DISCRETIZATION
+    losses = (pmf._lower_loss + np.arange(probs.size)) * 1e-2
+    probs = probs / probs.sum()
+    mean = float(losses @ probs)
+    std = float(np.sqrt(((losses - mean) ** 2) @ probs))
+    span = steps * abs(mean) + 20.0 * math.sqrt(steps) * std
+    grid = max(PLD_DISCRETIZATION, span / 2e6)
+    return None if grid > 0.5 else grid
 
 
 def rdp_sampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
@@ -149,9 +181,6 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
     ``dp_accounting.calibrate_dp_mechanism`` on the PLD accountant, then
     nudged up until the accountant confirms the target (never overshoot).
     """
-    def fresh():
-        return _pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=PLD_DISCRETIZATION)
-
     def make(z):
         return sampled_gaussian_event(z, sample_rate, steps)
 
@@ -163,8 +192,22 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
     else:
         while sampled_gaussian_epsilon(lo, sample_rate, steps, delta) <= epsilon:
             lo, hi = lo / 2.0, lo
-            if lo < 1e-3:
+            if lo < _PLD_MIN_MULTIPLIER:
                 return hi
+    grid = _pld_grid(lo, sample_rate, steps)  # the coarsest grid any bracketed z needs
+    if grid is None:
+        # So little noise suffices that the PLD grid cannot resolve it: calibrate on the
+        # unsampled bound instead (conservative: it gives up the amplification by sampling).
+        return 2.0 * math.sqrt(steps) * sigma_ag(epsilon, delta)
+
+    def fresh():
+        return _pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=grid)
+
+    def on_grid(z):
+        return fresh().compose(make(z)).get_epsilon(delta)
+
+    while on_grid(hi) > epsilon:  # the coarser grid may need a little more noise
+        hi *= 1.5
     tol = 1e-4
     z = float(dpa.calibrate_dp_mechanism(
         fresh, make, epsilon, delta,

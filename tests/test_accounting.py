@@ -1,0 +1,102 @@
+"""Accounting: analytic Gaussian, exact composition, sampled Gaussian, calibration."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from dpcore import accounting as acc
+from dpcore.mechanisms.gradient import dpgd_certified_sigma, dpgd_published_sigma
+
+
+def _delta_scipy(sigma, eps):
+    """Balle & Wang 2018, Thm 8, written independently with scipy."""
+    return norm.cdf(-eps * sigma + 1 / (2 * sigma)) - math.exp(eps) * norm.cdf(-eps * sigma - 1 / (2 * sigma))
+
+
+@pytest.mark.parametrize("eps, delta", [(0.1, 1e-5), (1.0, 1e-5), (1.0, 1e-8), (5.0, 1e-6), (10.0, 1e-3)])
+def test_sigma_ag_is_the_smallest_sigma(eps, delta):
+    s = acc.sigma_ag(eps, delta)
+    assert _delta_scipy(s, eps) <= delta
+    assert _delta_scipy(s * (1 - 1e-6), eps) > delta  # a hair less noise would break (ε, δ)
+    own = brentq(lambda x: _delta_scipy(x, eps) - delta, 1e-3, 1e3, xtol=1e-14)
+    assert s == pytest.approx(own, rel=1e-8)
+
+
+def test_known_value():
+    # Balle & Wang 2018: for ε = 1, δ = 1e-5 the analytic Gaussian needs σ ≈ 3.73 (classic bound: 4.84).
+    assert acc.sigma_ag(1.0, 1e-5) == pytest.approx(3.7306, abs=1e-3)
+
+
+@pytest.mark.parametrize("sens, sigma, T, delta", [(2 / 1000, 0.05, 100, 1e-5), (0.02, 0.5, 10, 1e-6),
+                                                   (1.0, 3.0, 1, 1e-5), (2 / 546, 0.05, 500, 1e-5)])
+def test_gdp_composition_matches_pld(sens, sigma, T, delta):
+    exact = acc.gaussian_epsilon(sens, sigma, T, delta)
+    pld = acc.pld_gaussian_epsilon(sens, sigma, T, delta)
+    # PLD is a pessimistic discretisation of the same quantity
+    assert exact <= pld * (1 + 1e-8)
+    assert pld == pytest.approx(exact, rel=2e-3, abs=2e-4)
+
+
+def test_sampled_gaussian_pld_against_rdp():
+    z, q, T, delta = 1.1, 0.01, 1000, 1e-5
+    replace = acc.sampled_gaussian_epsilon(z, q, T, delta)
+    rdp_add_remove = acc.rdp_sampled_gaussian_epsilon(z, q, T, delta)
+    from dp_accounting.pld import pld_privacy_accountant as pld
+    import dp_accounting as dpa
+
+    a = pld.PLDAccountant(dpa.NeighboringRelation.ADD_OR_REMOVE_ONE, value_discretization_interval=1e-3)
+    a.compose(acc.sampled_gaussian_event(z, q, T))
+    pld_add_remove = a.get_epsilon(delta)
+    assert pld_add_remove <= rdp_add_remove  # RDP is looser than PLD for the same relation
+    assert rdp_add_remove < 1.5 * pld_add_remove
+    assert replace > pld_add_remove  # replacing is a larger change than adding or removing
+
+
+def test_full_batch_sampling_is_the_plain_gaussian():
+    # q = 1: T steps of a sum with replace-one sensitivity 2 (units of C) and σ = z.
+    z, T, delta = 4.0, 20, 1e-5
+    assert acc.sampled_gaussian_epsilon(z, 1.0, T, delta) == pytest.approx(
+        acc.gaussian_epsilon(2.0, z, T, delta), rel=5e-3)
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(eps=st.floats(0.01, 20), delta=st.floats(1e-10, 1e-2), T=st.integers(1, 100_000),
+       n=st.integers(10, 10**7))
+def test_certified_dpgd_never_overshoots(eps, delta, T, n):
+    sigma = dpgd_certified_sigma(1.0, T, n, eps, delta)
+    got = acc.gaussian_epsilon(2.0 / n, sigma, T, delta)
+    assert got <= eps
+    assert got >= eps * (1 - 1e-6)
+
+
+@settings(max_examples=12, derandomize=True, deadline=None)
+@given(eps=st.floats(0.2, 8), delta=st.sampled_from([1e-7, 1e-5, 1e-3]), T=st.integers(1, 2000),
+       q=st.floats(0.002, 1.0))
+def test_certified_sampled_calibration_never_overshoots(eps, delta, T, q):
+    z = acc.calibrate_sampled_gaussian(eps, delta, q, T)
+    got = acc.sampled_gaussian_epsilon(z, q, T, delta)
+    assert got <= eps
+    assert got >= 0.98 * eps or z <= 2e-3  # tight up to the search tolerance
+
+
+@pytest.mark.parametrize("eps, delta, T", [(1.0, 1e-5, 100), (0.1, 1e-6, 10), (3.0, 1e-5, 1000)])
+def test_published_dpgd_under_and_zcdp_constant(eps, delta, T):
+    n = 10_000
+    pub = dpgd_published_sigma(1.0, 1.0, T, n, eps, delta)
+    assert acc.gaussian_epsilon(2.0 / n, pub, T, delta) > eps  # c = 1 under-calibrates
+    c_zcdp = 2 * (1 + math.sqrt(1 + eps / math.log(1 / delta))) ** 2
+    assert 8 <= c_zcdp <= 12.5
+    ok = dpgd_published_sigma(c_zcdp, 1.0, T, n, eps, delta)
+    assert acc.gaussian_epsilon(2.0 / n, ok, T, delta) <= eps  # zCDP's constant is valid (if loose)
+
+
+def test_degenerate_cases():
+    assert acc.gdp_epsilon(0.0, 1e-5) == 0.0
+    assert math.isinf(acc.gdp_epsilon(math.inf, 1e-5))
+    assert math.isinf(acc.gaussian_epsilon(1.0, 0.0, 10, 1e-5))
+    assert acc.sigma_ag(math.inf, 1e-5) == 0.0
+    assert np.isclose(acc.gdp_delta(1.0, 0.0), 2 * norm.cdf(0.5) - 1)
