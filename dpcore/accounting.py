@@ -43,6 +43,11 @@ __all__ = [
     "sampled_gaussian_epsilon",
     "rdp_sampled_gaussian_epsilon",
     "calibrate_sampled_gaussian",
+    "pure_epsilon_from_scale",
+    "rr_keep_probability",
+    "record_release_epsilon",
+    "feature_release_epsilon",
+    "calibrate_record_sigma",
 ]
 
 NEIGHBOURING = "replace-one"
@@ -222,3 +227,79 @@ def pure_epsilon_from_scale(sensitivity: float, scale: float) -> float:
     """ε of Gamma-norm (ℓ2-Laplace) noise of scale s for ℓ2 sensitivity Δ: Δ/s."""
     return math.inf if scale <= 0 else sensitivity / scale
 
+
+
+# --------------------------------------------------------------------------
+# per-record releases (input perturbation and local DP)
+
+
+def rr_keep_probability(label_epsilon: float) -> float:
+    """Binary randomized response keeps the label with probability e^ε/(1 + e^ε)."""
+    return 1.0 / (1.0 + math.exp(-label_epsilon))
+
+
+def _record_event(sigmas, label_epsilon: float | None) -> dpa.DpEvent:
+    # REPLACE_ONE reads GaussianDpEvent(z) as sensitivity 2 — exactly ‖x − x'‖ ≤ 2 on
+    # the unit ball — so z is the feature noise σ itself.
+    events = [dpa.GaussianDpEvent(float(s)) for s in sigmas]
+    if label_epsilon is not None:
+        # RR replaces the label by a uniform one of 2 with probability 2/(1 + e^ε).
+        events.append(dpa.RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(label_epsilon)), 2))
+    return dpa.ComposedDpEvent(events)
+
+
+def record_release_epsilon(sigmas, delta: float, label_epsilon: float | None = None) -> float:
+    """ε (replace-one) of releasing one record as ``x + N(0, σ_j² I)`` (once per σ_j) and,
+    if ``label_epsilon`` is given, its label through binary randomized response.
+
+    With the label released raw a replaced record can change its label, so the
+    guarantee is void: ε = ∞ (``label_epsilon=None``).  Use
+    :func:`feature_release_epsilon` for the features-only figure.
+    """
+    if label_epsilon is None:
+        return math.inf
+    sigmas = [float(s) for s in np.atleast_1d(sigmas)]
+    if any(s <= 0 for s in sigmas):
+        return math.inf
+    return _pld_epsilon(_record_event(sigmas, label_epsilon), delta, 1e-4)
+
+
+def feature_release_epsilon(sigmas, delta: float) -> float:
+    """ε of the feature releases alone (neighbours that keep the label): μ = √Σ(2/σ_j)²."""
+    sigmas = np.atleast_1d(np.asarray(sigmas, dtype=float))
+    if np.any(sigmas <= 0):
+        return math.inf
+    return gdp_epsilon(float(np.sqrt(np.sum((2.0 / sigmas) ** 2))), delta)
+
+
+@functools.lru_cache(maxsize=256)
+def calibrate_record_sigma(epsilon: float, delta: float, label_epsilon: float | None) -> float:
+    """Smallest feature noise σ such that one record's release meets (ε, δ).
+
+    Without label protection this is ``2·σ_AG(ε, δ)`` for the features alone; with
+    randomized response at ``label_epsilon`` (< ε) the two are composed exactly
+    (PLD) and σ comes from ``dp_accounting.calibrate_dp_mechanism``.
+    """
+    if label_epsilon is None:
+        return 2.0 * sigma_ag(epsilon, delta)
+    if not 0 < label_epsilon < epsilon:
+        from .exceptions import ParameterError
+
+        raise ParameterError(
+            f"the label budget ε_y = {label_epsilon:g} must be in (0, ε = {epsilon:g}): "
+            "the features need the rest."
+        )
+
+    def fresh():
+        return _pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=1e-4)
+
+    lo = 2.0 * sigma_ag(epsilon, delta)  # features alone already need this much
+    hi = lo * 2.0
+    while record_release_epsilon([hi], delta, label_epsilon) > epsilon:
+        hi *= 2.0
+    sigma = float(dpa.calibrate_dp_mechanism(
+        fresh, lambda s: _record_event([s], label_epsilon), epsilon, delta,
+        bracket_interval=dpa.ExplicitBracketInterval(lo, hi), tol=1e-6))
+    while record_release_epsilon([sigma], delta, label_epsilon) > epsilon:
+        sigma *= 1.0001
+    return sigma

@@ -45,6 +45,13 @@ class BatchRNG:
         """Independent generators for the same seeds (e.g. initialisation vs noise)."""
         return BatchRNG(self.seeds, stream=stream)
 
+    def subset(self, runs) -> "BatchRNG":
+        """The generators of some runs (shared, so their streams continue)."""
+        out = BatchRNG.__new__(BatchRNG)
+        out.seeds = [self.seeds[r] for r in runs]
+        out.gens = [self.gens[r] for r in runs]
+        return out
+
     def __len__(self) -> int:
         return len(self.gens)
 
@@ -125,7 +132,7 @@ def gradient_descent(
     theta = np.array(theta0, dtype=float, copy=True)
     marks = _trace_points(iterations, trace_points)
     trace, steps = [], []
-    n = X.shape[0]
+    n = X.shape[-2]
     for t in range(iterations):
         if t in marks:
             trace.append(model.loss(theta, X, y)); steps.append(t)
@@ -166,7 +173,7 @@ def sgd(
     """
     if (batch_size is None) == (sample_rate is None):
         raise ValueError("give exactly one of batch_size and sample_rate")
-    n = X.shape[0]
+    n = X.shape[-2]
     theta = np.array(theta0, dtype=float, copy=True)
     marks = _trace_points(iterations, trace_points)
     trace, steps = [], []
@@ -180,7 +187,12 @@ def sgd(
             weights = None
         else:
             idx, weights = rngs.poisson_batch(n, sample_rate)
-        Xb, yb = X[idx], y[idx]
+        if X.ndim == 3:  # per-run data (input perturbation): gather each run's rows
+            rows = np.arange(X.shape[0])[:, None]
+            Xb = X[rows, idx]
+            yb = y[rows, idx] if y.ndim == 2 else y[idx]
+        else:
+            Xb, yb = X[idx], y[idx]
         clip = np.inf if clip_norm is None else clip_norm
         g_sum = model.clipped_grad_sum(theta, Xb, yb, clip, weights)
         grad = g_sum / denom + model.lam * theta

@@ -68,6 +68,9 @@ class MechanismOutput:
     trace_steps: np.ndarray | None = None  # (K,)
     client_sizes: list[int] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    # What the server receives besides the model (input perturbation's D_priv), per run:
+    # (X (R, n, d), y (R, n)).  Never serialised.
+    released_data: tuple[np.ndarray, np.ndarray] | None = None
 
 
 class Mechanism:
