@@ -7,6 +7,7 @@ With ``--json`` one strict JSON document goes to stdout (an infinite ε is
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import Any, Sequence
@@ -84,8 +85,41 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--n", type=_ptype("n"), default=None, help="rows (synthetic data)")
     s.add_argument("--d", type=_ptype("d"), default=None, help="features (synthetic data)")
     s.add_argument("--noise", type=_ptype("noise"), default=None, help="noise level (synthetic data)")
+    s.add_argument("--label-epsilon", type=_ptype("epsilon"), default=None,
+                   help="randomized-response budget for labels (input / local mechanisms)")
+    s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="mechanism-specific option, e.g. smoothing=2 or variant=pl (repeatable)")
+    s.add_argument("--json", action="store_true", help="print one JSON document")
+
+    s = sub.add_parser("tradeoff", help="local vs central privacy of every mechanism at one ε")
+    _common_run_args(s)
+    s.add_argument("--mechanisms", default=None, help="comma-separated ids (default: all applicable)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
     return p
+
+
+def _common_run_args(s) -> None:
+    s.add_argument("--dataset", required=True)
+    s.add_argument("--model", default="logreg")
+    s.add_argument("--epsilon", type=_ptype("epsilon"), default=PARAMS["epsilon"].default)
+    s.add_argument("--delta", type=_ptype("delta"), default=PARAMS["delta"].default)
+    s.add_argument("--iterations", "-T", type=_ptype("iterations"), default=PARAMS["iterations"].default)
+    s.add_argument("--repeats", "-R", type=_ptype("repeats"), default=3)
+    s.add_argument("--seed", type=_ptype("seed"), default=0)
+    s.add_argument("--lr", type=_ptype("learning_rate"), default=PARAMS["learning_rate"].default)
+
+
+def _parse_options(items) -> tuple:
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise DPCoreError(f"--option needs KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return tuple(sorted(out.items()))
 
 
 def _cmd_datasets(args) -> Any:
@@ -124,6 +158,8 @@ def _cmd_run(args) -> Any:
         lam=args.lam, learning_rate=args.lr, batch_size=args.batch,
         sample_rate=args.sample_rate, clip_norm=args.clip, clients=args.clients,
         skew=args.skew, radius=args.radius, n=args.n, d=args.d, noise=args.noise,
+        options=_parse_options(args.option + ([f"label_epsilon={args.label_epsilon}"]
+                                              if args.label_epsilon is not None else [])),
     )
     result = run(config)
     for w in result.warnings:
@@ -152,7 +188,36 @@ def _cmd_run(args) -> Any:
     return "\n".join(lines)
 
 
-COMMANDS = {"datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run}
+def _progress(done: int, total: int, label: str) -> None:
+    print(f"[{done}/{total}] {label}", file=sys.stderr, flush=True)
+
+
+def _cmd_tradeoff(args) -> Any:
+    from .tradeoff import tradeoff
+
+    mechs = [m.strip() for m in args.mechanisms.split(",")] if args.mechanisms else None
+    out = tradeoff(args.dataset, args.epsilon, args.delta, model=args.model,
+                   iterations=args.iterations, repeats=args.repeats, seed=args.seed,
+                   learning_rate=args.lr, mechanisms=mechs, progress=_progress)
+    if args.json:
+        return out
+
+    def e(v):
+        return "∞" if v is None or v == float("inf") else f"{v:.3g}"
+
+    lines = [f"{'mechanism':22} {'ε local':>10} {'ε certified':>12} {'accuracy':>9} {'gap':>10}"]
+    for r in out["rows"]:
+        if "error" in r:
+            lines.append(f"{r['mechanism']:22} error: {r['error']}")
+            continue
+        acc_v = r.get("accuracy_mean")
+        lines.append(f"{r['mechanism']:22} {e(r['epsilon_local']):>10} {e(r['epsilon_certified']):>12} "
+                     f"{(acc_v if acc_v is not None else float('nan')):9.4f} {r['gap_mean']:10.3e}")
+    return "\n".join(lines)
+
+
+COMMANDS = {"datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,
+            "tradeoff": _cmd_tradeoff}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -76,3 +76,22 @@ def test_run_config_validation_and_result_dict():
     rec = res.to_dict()
     assert rec["rmse_mean"] == pytest.approx(rec["rmse_nonprivate"])
     assert rec["gap_mean"] == 0.0 and len(rec["runs"]) == 3
+
+
+def test_tradeoff_json(capsys):
+    code = main(["tradeoff", "--dataset", "iris", "--epsilon", "1", "--repeats", "1", "--iterations", "20",
+                 "--mechanisms", "gradient-dpgd,local-duchi", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["mechanism"]: r for r in out["rows"]}
+    assert rows["gradient-dpgd"]["epsilon_local"] is None  # ∞: no protection against the server
+    assert rows["local-duchi"]["epsilon_local"] == 1.0
+    assert len(out["curve"]) >= 3
+
+
+def test_run_with_options_and_label_epsilon(capsys):
+    assert main(["run", "--dataset", "iris", "--mechanism", "input-kang", "--label-epsilon", "0.3",
+                 "--option", "variant=pl", "--json", "--repeats", "1"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["label_epsilon"] == 0.3 and rec["config"]["options"]["variant"] == "pl"
+    assert main(["run", "--dataset", "iris", "--option", "novalue"]) == 2

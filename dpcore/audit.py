@@ -1,0 +1,589 @@
+"""Privacy audit: an empirical lower bound on ε from a membership test (SPEC §5).
+
+A certified ε is a proof; an audited ε is evidence.  The audit builds two
+neighbouring training sets under the project's relation (replace-one, SPEC §1):
+
+* ``D``  – the training data (or a seeded subsample of it, see ``max_rows``);
+* ``D'`` – ``D`` with one record, index ``k``, replaced by a *canary*.
+
+It runs the mechanism ``trials`` times on each (batched, in chunks), scores
+every released θ by how much it "remembers" the canary, and turns the two
+score samples into a statistical test "was the canary in the training set?".
+For an (ε, δ)-DP mechanism every such test has false-positive and
+false-negative rates with ``FPR + e^ε·FNR ≥ 1 − δ`` and ``FNR + e^ε·FPR ≥ 1 − δ``
+(Kairouz, Oh & Viswanath 2015), so upper confidence bounds on the two rates give
+a lower confidence bound on ε:
+
+    ε_LB = max( ln((1 − δ − FNR_u)/FPR_u), ln((1 − δ − FPR_u)/FNR_u) ),  floored at 0.
+
+Procedure (Jagielski, Ullman & Oprea 2020):
+
+1. each side's runs are split in half; on the first halves the threshold and
+   its direction ("canary present when the score is above / below t") are
+   chosen to maximise the bound;
+2. on the second halves the false positives (runs on ``D`` judged "canary
+   present") and false negatives (runs on ``D'`` judged "absent") are counted;
+3. one-sided Clopper–Pearson upper bounds at confidence ``1 − α/2`` each give
+   ``FPR_u`` and ``FNR_u``; by the union bound both hold together with
+   probability ≥ 1 − α, so ``P(ε_LB > ε_true) ≤ α``.  The threshold was chosen
+   on independent runs, so the evaluation counts are honest binomials.
+
+Canaries (``canary=``):
+
+* ``"lowest-variance"`` (default) – the unit vector ``v`` minimising the mean
+  squared projection ``(1/n)Σ(vᵀx_i)²`` of the training rows, i.e. the
+  eigenvector of the smallest eigenvalue of ``XᵀX/n`` (uncentred: the model
+  has no intercept other than the bias feature, so the second moment about 0 is
+  what its Hessian sees).  Other records barely pull θ along ``v``, so the
+  canary's influence is easiest to see.  Label ``canary_label`` (default +1);
+* ``"random-unit"`` – a seeded uniformly random unit vector, label ``canary_label``;
+* ``"mislabeled"`` – a real training record with its label flipped (``D'``
+  replaces record ``k`` by itself with ``−y_k``).
+
+For the first two, the replaced record ``k`` is a seeded choice among records
+whose label equals the canary's (classification), so label-stratified steps of
+a mechanism (e.g. a stratified client split) see the same label counts on ``D``
+and ``D'``.
+
+Scores (``score=``): ``"margin"`` – ``y_c·f_θ(x_c)`` (``y_c θᵀx_c`` for the
+linear models); ``"loss"`` – the canary's loss ``ℓ(θ; x_c, y_c)``.
+
+Verdict.  An audit tests two claims: the target ε (what the calibration
+promised) and the certified ε (what the noise that ran provably gives).  The
+claim tested is the stronger (smaller) of the two:
+
+* ``"claim not met"`` – ``ε_LB`` exceeds it; ``refuted`` names which claims
+  (``"target"``, ``"certified"``) the evidence contradicts.  A refuted
+  *certified* ε means a bug or an event of probability ≤ α;
+* ``"consistent"`` – ``ε_LB ≥ 0.5 × claim``: the audit is tight enough to
+  support the claim;
+* ``"no evidence either way"`` – otherwise (the common case for small ε: a
+  thousand runs cannot tell ε = 1 from ε = 0.1);
+* ``"no guarantee claimed"`` – the non-private baseline.
+
+References: Jagielski, Ullman & Oprea 2020, "Auditing Differentially Private
+Machine Learning: How Private is Private SGD?" (NeurIPS), Alg. 2; Kairouz, Oh &
+Viswanath 2015, Thm 2.1; Clopper & Pearson 1934.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from scipy.stats import beta as _beta
+
+from .erm import solve_erm
+from .exceptions import ModelError, ParameterError, PrivacyWarning
+from .experiment import RunConfig, load_problem
+from .mechanisms import Problem, get_mechanism
+from .optim import BatchRNG
+from .params import Interval, Options
+
+__all__ = [
+    "AuditResult",
+    "Canary",
+    "CANARIES",
+    "SCORES",
+    "VERDICTS",
+    "audit",
+    "make_canary",
+    "replace_record",
+    "subsample",
+    "clopper_pearson_upper",
+    "epsilon_lower_bound",
+    "choose_threshold",
+    "verdict",
+]
+
+NEIGHBOURING = "replace-one"
+CANARIES = ("lowest-variance", "random-unit", "mislabeled")
+SCORES = ("margin", "loss")
+CONSISTENT, NOT_MET, NO_EVIDENCE, NO_GUARANTEE = (
+    "consistent", "claim not met", "no evidence either way", "no guarantee claimed")
+VERDICTS = (CONSISTENT, NOT_MET, NO_EVIDENCE, NO_GUARANTEE)
+# ε_LB at least this share of the claimed ε counts as evidence *for* the claim.
+CONSISTENT_FRACTION = 0.5
+DEFAULT_CHUNK = 250
+
+# Independent random streams of one audit seed (run noise uses the seeds below).
+_STREAM_SUBSAMPLE, _STREAM_CANARY = 0xA0D1, 0xA0D2
+
+# Constraints of the audit's own parameters, in the form of dpcore.params.
+AUDIT_PARAMS: dict[str, Interval | Options] = {
+    "trials": Interval(int, 2, 1_000_000, "both"),
+    "alpha": Interval(float, 0.0, 1.0, "neither"),
+    "canary": Options(CANARIES),
+    "score": Options(SCORES),
+    "max_rows": Interval(int, 2, None, "both"),
+    "chunk_size": Interval(int, 1, 1_000_000, "both"),
+}
+
+
+def _check(name: str, value: Any) -> Any:
+    """Validate an audit parameter; message in dpcore.params' (scikit-learn's) form."""
+    cons = AUDIT_PARAMS[name]
+    bad = ParameterError(f"The {name!r} parameter of audit must be {cons.describe()}. Got {value!r} instead.")
+    if isinstance(cons, Options):
+        if not (isinstance(value, str) and cons.contains(value)):
+            raise bad
+        return value
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if ok and cons.kind is int:
+        ok = isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating))
+                                                      and float(value).is_integer())
+    if not ok or not math.isfinite(float(value)) or not cons.contains(value):
+        raise bad
+    return int(value) if cons.kind is int else float(value)
+
+
+# ---------------------------------------------------------------------------
+# pure statistics
+
+
+def clopper_pearson_upper(k, n, conf: float):
+    """One-sided Clopper–Pearson upper bound on a binomial rate from k of n.
+
+    The smallest p with ``P(Bin(n, p) ≤ k) ≤ 1 − conf``: the ``conf`` quantile of
+    ``Beta(k + 1, n − k)``, and 1 when ``k = n``.  Works elementwise on arrays.
+
+    >>> round(clopper_pearson_upper(0, 100, 0.95), 6)   # = 1 − 0.05^(1/100)
+    0.029513
+    >>> round(clopper_pearson_upper(5, 100, 0.95), 4)
+    0.1023
+    >>> clopper_pearson_upper(10, 10, 0.95)
+    1.0
+
+    References: Clopper & Pearson 1934, Biometrika 26(4).
+    """
+    k_arr, n_arr = np.asarray(k), np.asarray(n)
+    if not 0.0 < conf < 1.0:
+        raise ParameterError(f"confidence must be in (0, 1); got {conf!r}")
+    if np.any(n_arr < 1) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
+        raise ParameterError(f"need 0 ≤ k ≤ n and n ≥ 1; got k = {k!r}, n = {n!r}")
+    k_f, n_f = k_arr.astype(float), n_arr.astype(float)
+    full = k_f >= n_f
+    up = np.where(full, 1.0, _beta.ppf(conf, k_f + 1.0, np.where(full, 1.0, n_f - k_f)))
+    return float(up) if up.ndim == 0 else up
+
+
+def epsilon_lower_bound(fp, n0, fn, n1, delta: float, alpha: float):
+    """ε lower bound at confidence 1 − α from a membership test's error counts.
+
+    ``fp`` of ``n0`` runs without the canary were judged "canary present",
+    ``fn`` of ``n1`` runs with it were judged "absent".  Each rate gets a
+    Clopper–Pearson upper bound at confidence ``1 − α/2`` (union bound: both
+    hold together with probability ≥ 1 − α); then
+
+        ε_LB = max(ln((1 − δ − FNR_u)/FPR_u), ln((1 − δ − FPR_u)/FNR_u)),
+
+    floored at 0.  It never grows with fp or fn.  Works elementwise on arrays.
+
+    >>> round(epsilon_lower_bound(0, 500, 0, 500, 1e-5, 0.05), 4)   # a perfect test
+    4.9056
+    >>> epsilon_lower_bound(250, 500, 250, 500, 1e-5, 0.05)         # a coin flip
+    0.0
+
+    References: Kairouz, Oh & Viswanath 2015, Thm 2.1; Jagielski et al. 2020, Alg. 2.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ParameterError(f"alpha must be in (0, 1); got {alpha!r}")
+    if not 0.0 <= delta < 1.0:
+        raise ParameterError(f"delta must be in [0, 1); got {delta!r}")
+    conf = 1.0 - alpha / 2.0
+    fpr_u = np.asarray(clopper_pearson_upper(fp, n0, conf))
+    fnr_u = np.asarray(clopper_pearson_upper(fn, n1, conf))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.log(np.maximum(1.0 - delta - fnr_u, 0.0) / fpr_u)
+        b = np.log(np.maximum(1.0 - delta - fpr_u, 0.0) / fnr_u)
+    eps = np.maximum(np.maximum(a, b), 0.0)
+    return float(eps) if eps.ndim == 0 else eps
+
+
+def choose_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float) -> tuple[float, str]:
+    """Threshold and direction maximising :func:`epsilon_lower_bound` on (s0, s1).
+
+    ``s0``: scores of runs without the canary, ``s1``: with it.  Candidates are
+    every observed score ``t`` in both directions: "above" judges the canary
+    present when ``score > t``, "below" when ``score < t``.  Ties in the bound
+    go to the smaller balanced error ``FPR + FNR``.
+    """
+    s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
+    best: tuple | None = None
+    for direction, sign in (("above", 1.0), ("below", -1.0)):
+        a0, a1 = np.sort(sign * s0), np.sort(sign * s1)
+        cand = np.unique(np.concatenate([a0, a1]))
+        fp = a0.size - np.searchsorted(a0, cand, side="right")  # runs on D with score > t
+        fn = np.searchsorted(a1, cand, side="right")  # runs on D' with score ≤ t
+        bound = epsilon_lower_bound(fp, a0.size, fn, a1.size, delta, alpha)
+        err = fp / a0.size + fn / a1.size
+        i = np.lexsort((err, -bound))[0]
+        key = (float(bound[i]), -float(err[i]))
+        if best is None or key > best[0]:
+            best = (key, float(sign * cand[i]), direction)
+    return best[1], best[2]
+
+
+def _judge(scores: np.ndarray, threshold: float, direction: str) -> np.ndarray:
+    """True where the test says "canary present"."""
+    return scores > threshold if direction == "above" else scores < threshold
+
+
+def verdict(epsilon_lb: float, epsilon_target: float, epsilon_certified: float,
+            private: bool = True) -> tuple[str, tuple[str, ...]]:
+    """(verdict, refuted claims) for an audit; see the module docstring.
+
+    >>> verdict(3.0, 1.0, 2.4)
+    ('claim not met', ('target', 'certified'))
+    >>> verdict(1.5, 1.0, 2.4)
+    ('claim not met', ('target',))
+    >>> verdict(0.6, 1.0, 1.0)
+    ('consistent', ())
+    >>> verdict(0.1, 1.0, 1.0)
+    ('no evidence either way', ())
+    >>> verdict(4.0, math.inf, math.inf, private=False)
+    ('no guarantee claimed', ())
+    """
+    if not private:
+        return NO_GUARANTEE, ()
+    refuted = tuple(name for name, eps in (("target", epsilon_target), ("certified", epsilon_certified))
+                    if epsilon_lb > eps)
+    claim = min(epsilon_target, epsilon_certified)
+    if refuted:
+        return NOT_MET, refuted
+    if math.isfinite(claim) and epsilon_lb >= CONSISTENT_FRACTION * claim:
+        return CONSISTENT, ()
+    return NO_EVIDENCE, ()
+
+
+# ---------------------------------------------------------------------------
+# neighbouring datasets
+
+
+@dataclass(frozen=True)
+class Canary:
+    """The record that distinguishes ``D'`` from ``D``: it replaces row ``index``."""
+
+    kind: str
+    x: np.ndarray  # (d,), ‖x‖ ≤ 1
+    y: float
+    index: int  # the row of D it replaces
+    description: str
+
+
+def make_canary(dataset, canary: str = "lowest-variance", label: float = 1.0, seed: int = 0) -> Canary:
+    """Build a canary for ``dataset`` (see the module docstring); seeded and deterministic."""
+    canary = _check("canary", canary)
+    X, y = np.asarray(dataset.X_train, float), np.asarray(dataset.y_train, float)
+    n, d = X.shape
+    classification = dataset.task == "classification"
+    label = float(label)
+    if classification and label not in (-1.0, 1.0):
+        raise ParameterError(f"The canary label must be -1 or +1 for a classification task. Got {label!r} instead.")
+    if not classification and not -1.0 <= label <= 1.0:
+        raise ParameterError(f"The canary label must be in [-1, 1] for a regression task. Got {label!r} instead.")
+    rng = np.random.default_rng([int(seed), _STREAM_CANARY])
+    if canary == "mislabeled":
+        pool = np.flatnonzero(y != 0)
+        k = int(rng.choice(pool if pool.size else np.arange(n)))
+        x_c, y_c = X[k].copy(), -float(y[k])
+        desc = (f"training record {k} with its label flipped ({y[k]:+g} → {y_c:+g}); "
+                f"D' replaces record {k} by this copy")
+        return Canary(canary, x_c, y_c, k, desc)
+    pool = np.flatnonzero(y == label) if classification else np.arange(n)
+    k = int(rng.choice(pool if pool.size else np.arange(n)))
+    if canary == "lowest-variance":
+        evals, vecs = np.linalg.eigh(X.T @ X / n)
+        x_c = vecs[:, 0].copy()
+        x_c *= np.sign(x_c[np.argmax(np.abs(x_c))])  # a fixed sign, for reproducibility
+        desc = (f"unit vector along the lowest-variance direction of the training features "
+                f"(smallest eigenvalue {evals[0]:.3g} of XᵀX/n), label {label:+g}, replacing "
+                f"training record {k}")
+    else:
+        x_c = rng.standard_normal(d)
+        x_c /= np.linalg.norm(x_c)
+        desc = f"uniformly random unit vector (seeded), label {label:+g}, replacing training record {k}"
+    return Canary(canary, x_c, label, k, desc)
+
+
+def replace_record(dataset, index: int, x: np.ndarray, y: float):
+    """A copy of ``dataset`` whose training row ``index`` is ``(x, y)`` (replace-one neighbour)."""
+    X = np.array(dataset.X_train, dtype=float, copy=True)
+    Y = np.array(dataset.y_train, dtype=float, copy=True)
+    X[index], Y[index] = x, y
+    X.setflags(write=False)
+    Y.setflags(write=False)
+    return dataclasses.replace(dataset, X_train=X, y_train=Y)
+
+
+def subsample(dataset, rows: int, seed: int = 0):
+    """A seeded random subsample of ``rows`` training rows (order kept), or the dataset itself."""
+    if dataset.n <= rows:
+        return dataset
+    rng = np.random.default_rng([int(seed), _STREAM_SUBSAMPLE])
+    idx = np.sort(rng.choice(dataset.n, size=int(rows), replace=False))
+    X, Y = dataset.X_train[idx], dataset.y_train[idx]
+    X.setflags(write=False)
+    Y.setflags(write=False)
+    note = (f"audited on a seeded random subsample of {rows} of the {dataset.n} training rows "
+            f"(seed {seed}); the certified ε refers to n = {rows}")
+    return dataclasses.replace(dataset, X_train=X, y_train=Y, notes=tuple(dataset.notes) + (note,))
+
+
+def _scores(model, theta: np.ndarray, canary: Canary, score: str) -> np.ndarray:
+    xc, yc = canary.x[None, :], np.array([canary.y])
+    if score == "margin":
+        s = canary.y * model.scores(theta, xc)[:, 0]
+    else:
+        s = model.data_loss(theta, xc, yc)
+    s = np.asarray(s, dtype=float)
+    # A diverged run is one more outcome of the mechanism; map it to one fixed value.
+    return np.where(np.isnan(s), -np.inf, s)
+
+
+# ---------------------------------------------------------------------------
+# the audit
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Everything an audit found; the UI formats these, it does not compute.
+
+    ``scores_without`` / ``scores_with``: the score of every run on ``D`` /
+    ``D'`` (first halves chose the threshold, second halves were counted).
+    ``false_positives`` of ``n_without`` and ``false_negatives`` of ``n_with``
+    are the evaluation counts; ``fpr_upper``/``fnr_upper`` their
+    Clopper–Pearson bounds at confidence ``1 − α/2``.
+    """
+
+    config: RunConfig
+    mechanism_name: str
+    dataset_name: str
+    n_train: int
+    d: int
+    epsilon_target: float
+    epsilon_certified: float
+    epsilon_lower_bound: float
+    verdict: str
+    refuted: tuple[str, ...]
+    delta: float  # δ used in the bound (0 for an (ε, 0) mechanism)
+    alpha: float
+    trials: int
+    score: str
+    canary: str
+    canary_description: str
+    canary_index: int
+    canary_label: float
+    threshold: float
+    direction: str  # "above": canary judged present when score > threshold; "below": <
+    false_positives: int
+    n_without: int
+    false_negatives: int
+    n_with: int
+    fpr_upper: float
+    fnr_upper: float
+    scores_without: np.ndarray  # (trials,)
+    scores_with: np.ndarray  # (trials,)
+    sigma: float | None
+    seconds: float
+    note: str | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self, scores: bool = True) -> dict[str, Any]:
+        """The command line's JSON record (SPEC §7); infinite ε become ``null`` in ``jsonutil.dumps``."""
+        out: dict[str, Any] = {
+            "dataset": self.config.dataset,
+            "dataset_name": self.dataset_name,
+            "model": self.config.model,
+            "mechanism": self.config.mechanism,
+            "mechanism_name": self.mechanism_name,
+            "calibration": self.config.calibration,
+            "epsilon_target": self.epsilon_target,
+            "epsilon_certified": self.epsilon_certified,
+            "epsilon_lower_bound": self.epsilon_lower_bound,
+            "verdict": self.verdict,
+            "refuted": list(self.refuted),
+            "delta": self.delta,
+            "alpha": self.alpha,
+            "trials": self.trials,
+            "score": self.score,
+            "canary": self.canary,
+            "canary_description": self.canary_description,
+            "canary_index": self.canary_index,
+            "canary_label": self.canary_label,
+            "neighbouring": NEIGHBOURING,
+            "threshold": self.threshold,
+            "direction": self.direction,
+            "false_positives": self.false_positives,
+            "n_without": self.n_without,
+            "false_negatives": self.false_negatives,
+            "n_with": self.n_with,
+            "fpr_upper": self.fpr_upper,
+            "fnr_upper": self.fnr_upper,
+            "n_train": self.n_train,
+            "d": self.d,
+            "sigma": self.sigma,
+            "seconds": self.seconds,
+            "note": self.note,
+            "warnings": list(self.warnings),
+            "config": self.config.to_dict(),
+        }
+        if scores:
+            out["scores"] = {"without_canary": [float(v) for v in self.scores_without],
+                             "with_canary": [float(v) for v in self.scores_with]}
+        return out
+
+
+def _run_seeds(seed: int, side: int, trials: int) -> np.ndarray:
+    """Run r on side s (0: D, 1: D') of audit seed S uses seed (2S + s)·trials + r.
+
+    Disjoint between the two sides and between audits with different seeds
+    (and the same number of trials).
+    """
+    return (2 * int(seed) + side) * int(trials) + np.arange(int(trials))
+
+
+def audit(
+    config: RunConfig,
+    trials: int,
+    alpha: float = 0.05,
+    canary: str = "lowest-variance",
+    score: str = "margin",
+    max_rows: int | None = 5000,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    canary_label: float = 1.0,
+    chunk_size: int = DEFAULT_CHUNK,
+) -> AuditResult:
+    """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
+
+    ``config`` names the dataset, model, mechanism and every setting as for
+    :func:`dpcore.experiment.run` (its ``repeats`` is ignored; ``seed`` seeds
+    the canary, the subsample and the runs).  Runs go through the mechanism in
+    batched chunks of ``chunk_size``; ``progress(done, total)`` is called before
+    the first and after every chunk, with ``total = 2·trials``.  With more than
+    ``max_rows`` training rows the audit runs on a seeded random subsample of
+    that many (``note`` says so).  See the module docstring for the test, the
+    bound and the verdict.
+
+    References: Jagielski, Ullman & Oprea 2020, Alg. 2.
+    """
+    t_start = time.perf_counter()
+    if not isinstance(config, RunConfig):
+        raise ParameterError(f"audit needs a dpcore.experiment.RunConfig; got {type(config).__name__}")
+    trials = _check("trials", trials)
+    alpha = _check("alpha", alpha)
+    canary = _check("canary", canary)
+    score = _check("score", score)
+    chunk_size = _check("chunk_size", chunk_size)
+    if max_rows is not None:
+        max_rows = _check("max_rows", max_rows)
+    if progress is not None and not callable(progress):
+        raise ParameterError("progress must be a callable progress(done, total) or None")
+
+    mechanism = get_mechanism(config.mechanism)
+    full = load_problem(config)
+    model = full.model
+    note = None
+    if max_rows is not None and full.n > max_rows:
+        ds = subsample(full.dataset, max_rows, config.seed)
+        note = ds.notes[-1]
+        problem_d = Problem(dataset=ds, model=model, erm=solve_erm(model, ds.X_train, ds.y_train))
+    else:
+        problem_d = full
+    can = make_canary(problem_d.dataset, canary, canary_label, config.seed)
+    ds_prime = replace_record(problem_d.dataset, can.index, can.x, can.y)
+    problem_dp = Problem(dataset=ds_prime, model=model,
+                         erm=solve_erm(model, ds_prime.X_train, ds_prime.y_train))
+    mechanism.check(problem_d, config)
+    mechanism.check(problem_dp, config)
+
+    caught: list[str] = []
+    if mechanism.private and config.delta >= 1.0 / problem_d.n:
+        caught.append(f"δ = {config.delta:g} ≥ 1/n = {1.0 / problem_d.n:.3g}: a mechanism could publish "
+                      "a whole record and still meet (ε, δ); choose δ well below 1/n.")
+    total = 2 * trials
+    done = 0
+    if progress is not None:
+        progress(done, total)
+    seeds = (_run_seeds(config.seed, 0, trials), _run_seeds(config.seed, 1, trials))
+    scores = (np.empty(trials), np.empty(trials))
+    eps_certified, sigma = None, None
+    with warnings.catch_warnings(record=True) as wlist:
+        warnings.simplefilter("always", PrivacyWarning)
+        for start in range(0, trials, chunk_size):
+            stop = min(trials, start + chunk_size)
+            for side, problem in enumerate((problem_d, problem_dp)):
+                out = mechanism.run(problem, config, BatchRNG(seeds[side][start:stop].tolist()))
+                theta = np.asarray(out.theta, dtype=float)
+                if theta.shape[0] != stop - start:
+                    raise ModelError(f"mechanism {mechanism.id!r} returned {theta.shape[0]} runs "
+                                     f"for {stop - start} seeds")
+                scores[side][start:stop] = _scores(model, theta, can, score)
+                if side == 0 and eps_certified is None:
+                    eps_certified, sigma = float(out.epsilon_certified), out.sigma
+                done += stop - start
+                if progress is not None:
+                    progress(done, total)
+    for w in wlist:
+        if issubclass(w.category, PrivacyWarning):
+            if str(w.message) not in caught:
+                caught.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+    delta = 0.0 if mechanism.notion == "(ε, 0)" else float(config.delta)
+    s0, s1 = scores
+    half = trials // 2
+    threshold, direction = choose_threshold(s0[:half], s1[:half], delta, alpha)
+    fp = int(np.sum(_judge(s0[half:], threshold, direction)))
+    fn = int(np.sum(~_judge(s1[half:], threshold, direction)))
+    n0 = n1 = trials - half
+    conf = 1.0 - alpha / 2.0
+    eps_lb = epsilon_lower_bound(fp, n0, fn, n1, delta, alpha)
+    eps_target = float(config.epsilon) if mechanism.private else math.inf
+    v, refuted = verdict(eps_lb, eps_target, eps_certified, mechanism.private)
+    if "certified" in refuted:
+        caught.append("the audited lower bound exceeds the certified ε: either the proof or its "
+                      f"implementation is wrong, or this is an event of probability ≤ α = {alpha:g}")
+    for arr in scores:
+        arr.setflags(write=False)
+    return AuditResult(
+        config=config,
+        mechanism_name=mechanism.name,
+        dataset_name=problem_d.dataset.name,
+        n_train=problem_d.n,
+        d=problem_d.d,
+        epsilon_target=eps_target,
+        epsilon_certified=eps_certified,
+        epsilon_lower_bound=eps_lb,
+        verdict=v,
+        refuted=refuted,
+        delta=delta,
+        alpha=alpha,
+        trials=trials,
+        score=score,
+        canary=canary,
+        canary_description=can.description,
+        canary_index=can.index,
+        canary_label=can.y,
+        threshold=threshold,
+        direction=direction,
+        false_positives=fp,
+        n_without=n0,
+        false_negatives=fn,
+        n_with=n1,
+        fpr_upper=clopper_pearson_upper(fp, n0, conf),
+        fnr_upper=clopper_pearson_upper(fn, n1, conf),
+        scores_without=s0,
+        scores_with=s1,
+        sigma=sigma,
+        seconds=time.perf_counter() - t_start,
+        note=note,
+        warnings=tuple(caught),
+    )

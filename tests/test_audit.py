@@ -1,0 +1,235 @@
+"""Privacy audit (SPEC §5): the statistics, the neighbours, and the three must-haves."""
+
+import doctest
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpcore.audit as audit_mod
+from dpcore import datasets as D
+from dpcore.audit import (
+    CANARIES,
+    VERDICTS,
+    audit,
+    choose_threshold,
+    clopper_pearson_upper,
+    epsilon_lower_bound,
+    make_canary,
+    replace_record,
+    verdict,
+)
+from dpcore.exceptions import DPCoreError, ParameterError
+from dpcore.experiment import RunConfig
+from dpcore.jsonutil import dumps
+
+ALPHA = 0.05
+
+
+def _cfg(mechanism, **kw):
+    base = dict(dataset="breast-cancer", model="logreg", mechanism=mechanism, epsilon=1.0, delta=1e-5)
+    base.update(kw)
+    return RunConfig(**base)
+
+
+# -- pure statistics ---------------------------------------------------------------------------
+
+
+def test_docstring_examples():
+    assert doctest.testmod(audit_mod).failed == 0
+
+
+@pytest.mark.parametrize("n", [1, 7, 250, 1000])
+@pytest.mark.parametrize("conf", [0.9, 0.975, 0.999])
+def test_clopper_pearson_matches_beta_quantiles(n, conf):
+    ks = np.unique(np.linspace(0, n, 12).round().astype(int))
+    got = np.array([clopper_pearson_upper(int(k), n, conf) for k in ks])
+    for k, u in zip(ks, got):
+        if k == n:
+            assert u == 1.0
+            continue
+        # Independent formulas: the beta quantile, and the defining binomial tail P(Bin(n, u) ≤ k) = 1 − conf.
+        assert u == pytest.approx(stats.beta.ppf(conf, k + 1, n - k), rel=1e-12, abs=1e-15)
+        assert stats.binom.cdf(k, n, u) == pytest.approx(1 - conf, rel=1e-6)
+        if k == 0:
+            assert u == pytest.approx(1 - (1 - conf) ** (1 / n), rel=1e-10)
+    # vectorised call gives the same numbers
+    np.testing.assert_allclose(clopper_pearson_upper(ks, n, conf), got, rtol=1e-14)
+
+
+def test_epsilon_lower_bound_formula_and_monotone_in_counts():
+    n0, n1, delta = 60, 80, 1e-5
+    fp, fn = np.meshgrid(np.arange(n0 + 1), np.arange(n1 + 1), indexing="ij")
+    eps = epsilon_lower_bound(fp, n0, fn, n1, delta, ALPHA)
+    assert eps.shape == (n0 + 1, n1 + 1) and np.all(eps >= 0)
+    # Fewer errors never give a smaller bound.
+    assert np.all(np.diff(eps, axis=0) <= 1e-12) and np.all(np.diff(eps, axis=1) <= 1e-12)
+    # The formula, written out with scipy's beta quantiles (α split in two by the union bound).
+    for a, b in [(0, 0), (3, 40), (30, 2), (59, 79)]:
+        fpr_u = stats.beta.ppf(1 - ALPHA / 2, a + 1, n0 - a)
+        fnr_u = stats.beta.ppf(1 - ALPHA / 2, b + 1, n1 - b)
+        want = max(0.0, *(math.log(num / den) for num, den in
+                          [(1 - delta - fnr_u, fpr_u), (1 - delta - fpr_u, fnr_u)] if num > 0))
+        assert epsilon_lower_bound(a, n0, b, n1, delta, ALPHA) == pytest.approx(want, rel=1e-12)
+    # Symmetric in the two error types; more confidence (smaller α) or a larger δ lowers it.
+    assert epsilon_lower_bound(3, 50, 9, 70, delta, ALPHA) == pytest.approx(
+        epsilon_lower_bound(9, 70, 3, 50, delta, ALPHA))
+    assert epsilon_lower_bound(0, 500, 40, 500, delta, 0.01) < epsilon_lower_bound(0, 500, 40, 500, delta, 0.05)
+    assert epsilon_lower_bound(0, 500, 40, 500, 0.1, ALPHA) < epsilon_lower_bound(0, 500, 40, 500, 0.0, ALPHA)
+    # Chance-level counts give nothing.
+    assert epsilon_lower_bound(250, 500, 250, 500, delta, ALPHA) == 0.0
+
+
+def test_choose_threshold_separates_and_finds_direction():
+    s0, s1 = np.zeros(50), np.ones(50)
+    t, direction = choose_threshold(s0, s1, 1e-5, ALPHA)
+    assert direction == "above" and 0 <= t < 1
+    t, direction = choose_threshold(s1, s0, 1e-5, ALPHA)
+    assert direction == "below" and 0 < t <= 1
+
+
+@pytest.mark.parametrize("lb, target, certified, private, want, refuted", [
+    (4.0, math.inf, math.inf, False, "no guarantee claimed", ()),
+    (1.2, 1.0, 2.4, True, "claim not met", ("target",)),  # published formula under-calibrated
+    (0.7, 1.0, 0.5, True, "claim not met", ("certified",)),
+    (0.6, 1.0, 1.0, True, "consistent", ()),
+    (0.2, 1.0, 1.0, True, "no evidence either way", ()),
+    (0.0, 1.0, math.inf, True, "no evidence either way", ()),  # a heuristic: the target is the claim
+    (1.5, 1.0, math.inf, True, "claim not met", ("target",)),
+])
+def test_verdict(lb, target, certified, private, want, refuted):
+    assert verdict(lb, target, certified, private) == (want, refuted)
+    assert want in VERDICTS
+
+
+# -- neighbouring datasets ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", CANARIES)
+def test_canaries_are_replace_one_neighbours(kind):
+    ds = D.load("breast-cancer")
+    can = make_canary(ds, kind, seed=3)
+    again = make_canary(ds, kind, seed=3)
+    assert np.array_equal(can.x, again.x) and (can.y, can.index) == (again.y, again.index)
+    assert np.linalg.norm(can.x) <= 1 + 1e-12 and can.y in (-1.0, 1.0)
+    prime = replace_record(ds, can.index, can.x, can.y)
+    assert prime.n == ds.n and ds.X_train.flags.writeable is False
+    changed = np.flatnonzero(np.any(prime.X_train != ds.X_train, axis=1) | (prime.y_train != ds.y_train))
+    assert changed.tolist() == [can.index]
+    if kind == "mislabeled":
+        assert np.array_equal(can.x, ds.X_train[can.index]) and can.y == -ds.y_train[can.index]
+    else:
+        assert np.linalg.norm(can.x) == pytest.approx(1.0)
+        assert ds.y_train[can.index] == can.y == 1.0  # the replaced record carries the canary's label
+    if kind == "lowest-variance":
+        # No other unit direction has a smaller mean squared projection of the training rows.
+        msq = lambda v: np.mean((ds.X_train @ v) ** 2)  # noqa: E731
+        rng = np.random.default_rng(0)
+        others = rng.standard_normal((2000, ds.d))
+        others /= np.linalg.norm(others, axis=1, keepdims=True)
+        assert msq(can.x) <= min(msq(v) for v in others) + 1e-15
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(trials=1), "'trials' parameter of audit"),
+    (dict(trials=10.5), "'trials' parameter of audit"),
+    (dict(trials=10, alpha=0.0), "'alpha' parameter of audit"),
+    (dict(trials=10, alpha=1.0), "'alpha' parameter of audit"),
+    (dict(trials=10, alpha=-0.1), "'alpha' parameter of audit"),
+    (dict(trials=10, canary="golden"), "'canary' parameter of audit must be one of"),
+    (dict(trials=10, score="accuracy"), "'score' parameter of audit"),
+    (dict(trials=10, max_rows=1), "'max_rows' parameter of audit"),
+    (dict(trials=10, canary_label=0.5), r"canary label must be -1 or \+1"),
+])
+def test_bad_input_raises_dpcore_error(kwargs, message):
+    with pytest.raises(DPCoreError, match=message):
+        audit(_cfg("non-private"), **kwargs)
+
+
+def test_bad_input_unknown_mechanism_and_statistics():
+    with pytest.raises(DPCoreError, match="unknown mechanism"):
+        audit(_cfg("magic"), trials=10)
+    with pytest.raises(ParameterError):
+        clopper_pearson_upper(5, 4, 0.95)
+    with pytest.raises(ParameterError):
+        epsilon_lower_bound(0, 10, 0, 10, 1e-5, 1.5)
+
+
+# -- the must-haves ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("score", ["margin", "loss"])
+def test_non_private_baseline_gets_a_large_lower_bound(score):
+    r = audit(_cfg("non-private"), trials=500, score=score)
+    assert r.epsilon_lower_bound >= 2.0
+    assert r.verdict == "no guarantee claimed" and math.isinf(r.epsilon_certified)
+    assert r.scores_without.shape == r.scores_with.shape == (500,)
+    rec = json.loads(dumps(r.to_dict()))
+    assert rec["epsilon_target"] is None and rec["epsilon_certified"] is None
+    assert rec["epsilon_lower_bound"] >= 2 and rec["verdict"] == "no guarantee claimed"
+    assert len(rec["scores"]["with_canary"]) == 500
+
+
+def _allowed_failures(audits: int, alpha: float, test_error: float = 1e-3) -> int:
+    """Each audit of an (ε, δ)-DP mechanism overshoots ε with probability ≤ α, independently
+    (disjoint seeds), so the number of overshoots F is stochastically below Binomial(audits, α):
+    P(F > k) ≤ P(Bin(audits, α) > k) = binom.sf(k, audits, α).  Allow the smallest k for which
+    this is ≤ test_error; for 20 audits at α = 0.05: P(F ≥ 5) = 2.6e-3, P(F ≥ 6) = 3.3e-4, so k = 5.
+    """
+    k = 0
+    while stats.binom.sf(k, audits, alpha) > test_error:
+        k += 1
+    return k
+
+
+@pytest.mark.parametrize("mechanism", ["output-gaussian", "gradient-dpgd"])
+def test_calibrated_mechanism_is_not_flagged_beyond_alpha(mechanism):
+    audits = 20
+    allowed = _allowed_failures(audits, ALPHA)
+    assert allowed == 5
+    over, flagged = 0, 0
+    for seed in range(audits):
+        canary = CANARIES[seed % len(CANARIES)]
+        r = audit(_cfg(mechanism, iterations=10, seed=seed), trials=200, alpha=ALPHA, canary=canary)
+        assert r.epsilon_certified == pytest.approx(1.0, rel=1e-6)
+        over += r.epsilon_lower_bound > r.epsilon_certified
+        flagged += r.verdict == "claim not met"
+    assert over <= allowed and flagged <= allowed
+
+
+def test_under_calibrated_published_run_is_flagged():
+    r = audit(_cfg("gradient-dpgd", calibration="published", c=1e-4, iterations=50), trials=200)
+    assert r.verdict == "claim not met"
+    assert r.epsilon_lower_bound > r.epsilon_target == 1.0
+    # The published formula's claim fails; the proof on the σ that ran still holds.
+    assert r.refuted == ("target",) and r.epsilon_certified > r.epsilon_lower_bound
+
+
+# -- mechanics ---------------------------------------------------------------------------------
+
+
+def test_chunking_and_progress_do_not_change_the_result():
+    calls = []
+    cfg = _cfg("gradient-dpgd", iterations=5, seed=7)
+    a = audit(cfg, trials=30, chunk_size=7, progress=lambda done, total: calls.append((done, total)))
+    b = audit(cfg, trials=30)
+    np.testing.assert_allclose(a.scores_without, b.scores_without, rtol=1e-10)
+    np.testing.assert_allclose(a.scores_with, b.scores_with, rtol=1e-10)
+    assert calls[0] == (0, 60) and calls[-1] == (60, 60)
+    assert all(d1 <= d2 for (d1, _), (d2, _) in zip(calls, calls[1:])) and len(calls) == 1 + 2 * 5
+    # The two sides ran on different noise.
+    assert not np.allclose(a.scores_without, a.scores_with)
+
+
+def test_large_dataset_is_subsampled_and_says_so():
+    cfg = RunConfig(dataset="synthetic-classification", model="logreg", mechanism="output-laplace",
+                    n=3000, d=5, seed=1)
+    r = audit(cfg, trials=20, max_rows=400)
+    assert r.n_train == 400 and r.note and "subsample of 400 of the 3000" in r.note
+    assert r.delta == 0.0  # an (ε, 0) mechanism is audited against δ = 0
+    assert audit(cfg, trials=4, max_rows=None).n_train == 3000

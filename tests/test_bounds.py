@@ -1,0 +1,554 @@
+"""Theory tables (dpcore.bounds): catalog, hand-checked values, slopes, LaTeX, parameters."""
+
+import dataclasses
+import json
+import math
+from math import log as ln, sqrt
+
+import pytest
+
+from dpcore import bounds as B
+from dpcore.exceptions import DatasetError, DPCoreError, ModelError, ParameterError
+
+ROW_IDS = [r.id for r in B.CATALOG]
+
+# -- two parameter points and hand values -------------------------------------------------
+# Hand values were computed with a calculator from the papers' formulas (written out in the
+# comments; symbols as in dpcore.bounds: β smoothness, λ strong convexity, Fukuchi's d → p,
+# his λ → β, ζ → G), not with dpcore.
+
+P1 = dict(n=1000, d=10, p=10, G=1.0, beta=0.25, lam=0.01, D=2.0, w_hat=2.0, T=100, epsilon=0.5,
+          delta=1e-5, alpha=1.0, q=0.01, m=4, u=1.0, n_min=100, m_svrg=25, fk_alpha=1.0,
+          fk_Delta=20.0, fk_gamma=5e-6, fk_beta=5e-6)
+P2 = dict(n=50000, d=20, p=21, G=2.0, beta=1.0, lam=0.1, D=5.0, w_hat=3.0, T=1000, epsilon=2.0,
+          delta=1e-6, alpha=0.5, q=0.005, m=8, u=3.0, n_min=2000, m_svrg=10, fk_alpha=0.5,
+          fk_Delta=4.0, fk_gamma=5e-7, fk_beta=1e-3)
+
+# row id: (noise, risk, privacy)
+HAND_P1 = {
+    # nλε/(2G) = 1000·0.01·0.5/2 ; p² ln²(p/δ)(β+λ)/(λ²n²ε²) = 100·ln(1e6)²·0.26/(1e-4·1e6·0.25)
+    "001-chaudhuri-output": (2.5, 198.5030652563112, None),
+    # (ε − ln(1 + 2β/(nλ) + β²/(n²λ²)))/2 = (0.5 − ln 1.050625)/2 ; 100·ln(1e6)²/(0.01·1e6·0.25)
+    "001-chaudhuri-objective": (0.22530738740962844, 7.634733279088892, None),
+    # σ² = (ε + ln(4/δ²))/ε² ; pσ²/(n²λ) + λ‖θ̂‖² = 10σ²/(1e6·0.01) + 0.01·4
+    "001-kifer": (99.64858116424139, 0.1396485811642414, None),
+    # n² ln(n/δ) ln(1/δ)/ε² ; p ln²(n/δ) ln(1/δ)/(nλε²)
+    "001-bassily": (848303697.6765436, 15626.331588813895, None),
+    # (1 + β/λ)² ln(2/δ)/(n²β²ε²) = 26²·ln(2e5)/(1e6·0.0625·0.25) ; β p ln(1/δ)/(n²ε²λ²)
+    "001-zhang": (0.5280835269362174, 1.151292546497023, None),
+    # T m ln(1/δ)/(n²ε²) = 100·25·ln(1e5)/(1e6·0.25) ; p ln(n) ln(1/δ)/(n²λε²)
+    "001-wang2017-svrg": (0.11512925464970228, 0.3181138866287039, None),
+    # T ln(1/δ)/(n²ε²) ; p ln(n) ln(1/δ)/(n²ε²)
+    "001-wang2017-gd": (0.004605170185988092, 0.0031811388662870387, None),
+    # Gp/(ε√n) = 10/(0.5·√1000)
+    "001-duchi-ldp": (None, 0.6324555320336759, None),
+    # p n ε² = 10·1000·0.25 ; √p/(√n ε)^(β/(β+2p)) = √10/(√1000·0.5)^(0.25/20.25)
+    "001-wang2018-ldp": (2500.0, 3.0563135100556833, None),
+    # (ln(16/δ) + ε)/(nε²) ; p(ln(16/δ²) + ε)/(β n ε)
+    "001-fukuchi": (0.059142056748840044, 2.103875172174419, None),
+    # T ln(1/δ)/(n(n−1)√λ ε²) ; α(2βD + G) d ln²(n) ln(1/δ)/(n(n−1)√λ ε²) = 2·10·ln(1000)²·ln(1e5)/(999000·0.1·0.25)
+    "001-kang-input": (0.04609779965954045, 0.4399305064418326, None),
+    # the same without √λ
+    "001-kang-input-pl": (0.0046097799659540455, 0.04399305064418326, None),
+    # G/ε
+    "002-song2013": (2.0, None, None),
+    "002-abadi2016": (0.004605170185988092, None, None),
+    # ln(1.25/δ)/(n²ε²) ; (G² + ln n)/n + p/(nε) = (1 + ln 1000)/1000 + 10/500
+    "002-wu2017": (4.6944276065137747e-05, 0.027907755278982135, None),
+    # T(ln(1/δ) + ε)/(n²ε²) ; G√(G² p ln(1/δ))/(nε) = √(10 ln 1e5)/500
+    "002-wang2019": (0.004805170185988091, 0.021459660262893473, None),
+    "002-dbdp-sgd": (0.004605170185988092, 0.003181138866287039, None),
+    "002-dbdp-sgd-if": (0.004605170185988092, 0.003181138866287039, None),
+    # ηζ√(d ln(1/δ))/(εn) = 2·√(10 ln 1e5)/500
+    "003-objective": (None, 0.042919320525786946, None),
+    # ηζ√(d ln²(n/δ))/(εn) = 2·ln(1e8)·√10/500
+    "003-gradient": (None, 0.2330052288067776, None),
+    # same over α ; β√ε = √(αn)·√ε = √500
+    "003-input": (None, 0.042919320525786946, 22.360679774997898),
+    # σ_b² = ζ²(8 ln(2/δ') + 4ε)/ε², δ' = δ/2 ; Lemma 2 term by term with σ_u from Cor. 2:
+    # A = 1 − 2√(ln(4/γ)/n), σ_u = (√(2d)λ√(ln(2/γ)/n) + √(2dλ² ln(2/γ)/n + (2λ/ε)A))/A = 1.3194962…
+    # 4dζ²(8 ln(4/δ)+4ε) ln(1/β)/(nε²Δ) + Δw²/(2n) + (σ_u² − 2λ/ε)w²/(2n) + 2·(σ_u²√ln(4/γ) + σ_uλ√(2d ln(2/γ)))w²/(n√n)
+    "003-lemma2": (420.7750344348838, 10.31646769692243, None),
+    # σ_u as above ; 2c√n(λ/σ_u + ζ/σ_b), c = √(2 ln(1.25/δ))
+    "003-cor1": (1.3194962073412386, None, 72.9924243408618),
+    "004-wddp-convex": (0.004605170185988092, 0.003181138866287039, None),
+    "004-wddp-pl": (0.004605170185988092, 0.003181138866287039, None),
+    # T ln(1/δ)/((m n₁)² ε²) = 100 ln(1e5)/(400²·0.25) ; p ln(1/δ) ln²(400)/(400²·0.25)
+    "004-jayaraman": (0.02878231366242557, 0.10332173477640688, None),
+    # ... ; p ln(1/δ) ln²(n)/(n²ε²)
+    "004-wang2017-central": (0.004605170185988092, 0.02197452879676954, None),
+}
+
+HAND_P2 = {
+    "001-chaudhuri-output": (2500.0, 0.001378948716898653, None),  # 50000·0.1·2/(2·2)
+    "001-chaudhuri-objective": (0.9998000199973338, 0.00012535897426351391, None),
+    "001-kifer": (31.017315477048438, 0.9000026054545002, None),  # 4(2 + ln 4e12)/4 ; … + 0.1·9
+    "001-bassily": (850872732750.8129, 35.2153125062203, None),
+    "001-zhang": (7.022190345445722e-07, 1.160502886868999e-05, None),  # 4·11²·ln(2e6)/(2.5e9·1·4)
+    "001-wang2017-svrg": (5.526204223185709e-05, 1.255638393434064e-05, None),
+    "001-wang2017-gd": (5.526204223185709e-06, 1.255638393434064e-06, None),
+    "001-duchi-ldp": (None, 0.09391485505499117, None),  # 2·21/(2·√50000)
+    "001-wang2018-ldp": (4200000.0, 3.976214124473607, None),  # 21·50000·4 ; √21/(2√50000)^(1/43)
+    "001-fukuchi": (0.0003717619856040811, 0.0272190322640614, None),
+    "001-kang-input": (1.7475741675341827e-05, 0.000491002361584119, None),  # α = 0.5, (2·1·5 + 2)·2³, d = 20
+    "001-kang-input-pl": (5.526314749480699e-06, 0.00015526857991273767, None),
+    "002-song2013": (1.0, None, None),
+    "002-abadi2016": (5.526204223185709e-06, None, None),
+    "002-wu2017": (5.615461643711393e-09, 0.0005063955656882057, None),  # (4 + ln 5e4)/5e4 + 21/1e5
+    "002-wang2019": (6.326204223185709e-06, 0.0006813230913066133, None),
+    "002-dbdp-sgd": (5.526204223185709e-06, 1.2556383934340639e-06, None),
+    "002-dbdp-sgd-if": (5.526204223185709e-06, 1.2556383934340639e-06, None),
+    "003-objective": (None, 0.001703307728266533, None),  # 5·2·√(21 ln 1e6)/(2·5e4)
+    "003-gradient": (None, 0.011289307588728243, None),
+    "003-input": (None, 0.003406615456533066, 223.60679774997897),  # α = 0.5 ; √(0.5·5e4·2)
+    "003-lemma2": (129.61443935267332, 0.3764870888622155, None),
+    "003-cor1": (1.1422220717224123, None, 2490.9273676716707),
+    "004-wddp-convex": (5.526204223185709e-06, 1.2556383934340639e-06, None),
+    "004-wddp-pl": (5.526204223185709e-06, 1.2556383934340639e-06, None),
+    "004-jayaraman": (5.396683811704794e-05, 0.00010620081507312819, None),  # m n₁ = 16000
+    "004-wang2017-central": (5.526204223185709e-06, 1.35857290223497e-05, None),
+}
+
+
+def test_hand_tables_cover_every_row():
+    assert set(HAND_P1) == set(ROW_IDS) == set(HAND_P2)
+
+
+@pytest.mark.parametrize("point, hand", [(P1, HAND_P1), (P2, HAND_P2)], ids=["P1", "P2"])
+def test_every_row_agrees_with_hand_computation(point, hand):
+    for rec in B.evaluate(point):
+        expected = hand[rec["id"]]
+        for part, want in zip(("noise", "risk", "privacy"), expected):
+            got = rec[part]
+            if want is None:
+                assert got is None, (rec["id"], part, got)
+            else:
+                assert got == pytest.approx(want, rel=1e-10), (rec["id"], part)
+        assert rec["issues"] == [], rec
+
+
+def test_chaudhuri_objective_falls_back_to_half_epsilon():
+    # n = 10, λ = 0.01, β = 0.25: ln(1 + 5 + 6.25) = 2.5 > ε = 0.1, so ε' = ε/2 and γ = ε/4
+    assert B.chaudhuri_objective_rate(n=10, lam=0.01, epsilon=0.1, c=0.25) == pytest.approx(0.025)
+
+
+def test_fukuchi_local_level_tends_to_the_published_limit():
+    # Fukuchi §3.3: λ/σ_u + ζ/σ_b → (√(λ/2) + √(ε/(8 log(2/δ') + 4ε)))√ε as n → ∞
+    lam, G, eps, delta, n = 0.25, 1.0, 0.5, 1e-5, 1e14
+    c = sqrt(2 * ln(1.25 / delta))
+    limit = (sqrt(lam / 2) + sqrt(eps / (8 * ln(2 / (delta / 2)) + 4 * eps))) * sqrt(eps)
+    got = B.fukuchi_local_epsilon(d=10, G=G, lam=lam, n=n, epsilon=eps, delta=delta, gamma=delta / 2)
+    assert got / (2 * c * sqrt(n)) == pytest.approx(limit, rel=1e-5)
+
+
+def test_preconditions_become_issues_not_numbers():
+    small = dict(P1, n=40)  # Cor. 2 needs n > 4 ln(4/γ) = 54.4
+    rec = {r["id"]: r for r in B.evaluate(small)}
+    assert rec["003-cor1"]["noise"] is None and "n > 4 log(4/γ)" in rec["003-cor1"]["issues"][0]
+    low = dict(P1, fk_Delta=0.5)  # Lemma 2 needs Δ > 2λ/ε = 1
+    rec = {r["id"]: r for r in B.evaluate(low)}
+    assert rec["003-lemma2"]["risk"] is None and "Δ > 2λ/ε" in rec["003-lemma2"]["issues"][0]
+    zero_lam = dict(P1, lam=0.0)
+    rec = {r["id"]: r for r in B.evaluate(zero_lam)}
+    assert rec["001-zhang"]["noise"] is None and "division by zero" in rec["001-zhang"]["issues"][0]
+    no_beta = dict(P1, beta=None)
+    rec = {r["id"]: r for r in B.evaluate(no_beta)}
+    assert rec["001-zhang"]["noise"] is None and "overrides={'beta'" in rec["001-zhang"]["issues"][0]
+
+
+# -- slopes ---------------------------------------------------------------------------------
+# Base: synthetic data (n = 10 000, d = p = 15), logreg (G = 1, β = 1/4), λ = 0.01, T = 100,
+# ε = 0.5, δ = 1e-5, m = 4 even clients (n₁ = n/4 follows n), Fukuchi's Δ fixed at 20.
+
+DELTA, EPS, BETA, P_ = 1e-5, 0.5, 0.25, 15
+
+
+@pytest.fixture(scope="module")
+def base():
+    return B.infer_parameters("synthetic-classification", "logreg", EPS, DELTA, 100, clients=4,
+                              skew=1, lam=0.01, overrides={"fk_Delta": 20.0})
+
+
+def _logs(x1, x2, factors):
+    """Secant-slope contribution of Π log^k(a·x): Σ k·ln(ln(a x₂)/ln(a x₁))/ln(x₂/x₁)."""
+    return sum(k * ln(ln(a * x2) / ln(a * x1)) / ln(x2 / x1) for k, a in factors)
+
+
+def _adds(x1, x2, factors):
+    """Secant-slope contribution of Π (b + x)^k: Σ k·ln((b + x₂)/(b + x₁))/ln(x₂/x₁)."""
+    return sum(k * ln((b + x2) / (b + x1)) / ln(x2 / x1) for k, b in factors)
+
+
+# Exponent of n in each formula, and its log(a·n) factors as (power k, a).  None: no formula.
+N1, N2 = 100_000, 1_000_000
+N_EXPONENTS = {
+    "001-chaudhuri-output": ((1, []), (-2, [])),
+    "001-chaudhuri-objective": ("asymptotic 0", (-2, [])),
+    "001-kifer": ((0, []), "asymptotic 0"),
+    "001-bassily": ((2, [(1, 1 / DELTA)]), (-1, [(2, 1 / DELTA)])),
+    "001-zhang": ((-2, []), (-2, [])),
+    "001-wang2017-svrg": ((-2, []), (-2, [(1, 1)])),
+    "001-wang2017-gd": ((-2, []), (-2, [(1, 1)])),
+    "001-duchi-ldp": (None, (-0.5, [])),
+    "001-wang2018-ldp": ((1, []), (-BETA / (2 * (BETA + 2 * P_)), [])),
+    "001-fukuchi": ((-1, []), (-1, [])),
+    "001-kang-input": ((-2, []), (-2, [(2, 1)])),
+    "001-kang-input-pl": ((-2, []), (-2, [(2, 1)])),
+    "002-song2013": ((0, []), None),
+    "002-abadi2016": ((-2, []), None),
+    "002-wu2017": ((-2, []), "wu"),
+    "002-wang2019": ((-2, []), (-1, [])),
+    "002-dbdp-sgd": ((-2, []), (-2, [(1, 1)])),
+    "002-dbdp-sgd-if": ((-2, []), (-2, [(1, 1)])),
+    "003-objective": (None, (-1, [])),
+    "003-gradient": (None, (-1, [(1, 1 / DELTA)])),
+    "003-input": (None, (-1, [])),
+    "003-lemma2": ((0, []), "asymptotic -1"),
+    "003-cor1": ("asymptotic 0", None),
+    "004-wddp-convex": ((-2, []), (-2, [(1, 1)])),
+    "004-wddp-pl": ((-2, []), (-2, [(1, 1)])),
+    "004-jayaraman": ((-2, []), (-2, [(2, 1)])),  # m·n₁ = n with even clients
+    "004-wang2017-central": ((-2, []), (-2, [(2, 1)])),
+}
+
+
+def test_slope_table_covers_every_row():
+    assert set(N_EXPONENTS) == set(ROW_IDS) == set(EPS_EXPONENTS)
+
+
+def test_slopes_in_n_equal_the_exponents(base):
+    sc = B.scaling(B.CATALOG, base, "n", [N1, N2])
+    far = {r["id"]: r for r in B.scaling(B.CATALOG, base, "n", [1e10, 1e11])["rows"]}
+    for rec in sc["rows"]:
+        for part, spec in zip(("noise", "risk"), N_EXPONENTS[rec["id"]]):
+            slope = rec[f"{part}_slope"]
+            label = (rec["id"], part)
+            if spec is None:
+                assert slope is None, label
+            elif spec == "wu":  # ((G² + ln n) + p/ε)/n: exponent −1 and an additive log
+                expected = -1 + ln((1 + ln(N2) + P_ / EPS) / (1 + ln(N1) + P_ / EPS)) / ln(N2 / N1)
+                assert slope == pytest.approx(expected, abs=1e-9), label
+            elif isinstance(spec, str):  # a sum of terms: the leading exponent, at large n
+                target = float(spec.split()[1])
+                assert far[rec["id"]][f"{part}_slope"] == pytest.approx(target, abs=2e-3), label
+            else:
+                exponent, logs = spec
+                expected = exponent + _logs(N1, N2, logs)
+                # n(n − 1) differs from n² by 1e-5 in slope at these n
+                assert slope == pytest.approx(expected, abs=1e-4), label
+    # the privacy levels of seed 003 grow as √n
+    priv = {r["id"]: r["privacy_slope"] for r in sc["rows"]}
+    assert priv["003-input"] == pytest.approx(0.5, abs=1e-9)
+    assert far["003-cor1"]["privacy_slope"] == pytest.approx(0.5, abs=2e-3)
+
+
+def test_named_examples_wang_minus_two_and_fukuchi_minus_one(base):
+    sc = {r["id"]: r for r in B.scaling(B.CATALOG, base, "n", [1e6, 1e7])["rows"]}
+    # Wang 2017: G²p log(n) log(1/δ)/(n²ε²): −2, plus ln(ln 1e7/ln 1e6)/ln 10 = ln(7/6)/ln 10 = 0.0669
+    assert sc["001-wang2017-gd"]["risk_slope"] == pytest.approx(-2 + 0.06694678963061322, abs=1e-9)
+    assert sc["001-wang2017-gd"]["noise_slope"] == pytest.approx(-2, abs=1e-9)
+    # Fukuchi: 1/n exactly (seed 001 row and seed 003 Table 1)
+    assert sc["001-fukuchi"]["risk_slope"] == pytest.approx(-1, abs=1e-9)
+    assert sc["003-input"]["risk_slope"] == pytest.approx(-1, abs=1e-9)
+
+
+# Exponent of ε and its additive factors (b + ε) as (power k, b).
+E1, E2 = 0.5, 1.0
+C0 = ln(1 + 2 * BETA / (10_000 * 0.01) + BETA**2 / (10_000 * 0.01) ** 2)  # Chaudhuri's shift
+EPS_EXPONENTS = {
+    "001-chaudhuri-output": ((1, []), (-2, [])),
+    "001-chaudhuri-objective": ((0, [(1, -C0)]), (-2, [])),  # γ = (ε − C0)/2: exponent 1 at large n
+    "001-kifer": ((-2, [(1, ln(4 / DELTA**2))]), "kifer"),
+    "001-bassily": ((-2, []), (-2, [])),
+    "001-zhang": ((-2, []), (-2, [])),
+    "001-wang2017-svrg": ((-2, []), (-2, [])),
+    "001-wang2017-gd": ((-2, []), (-2, [])),
+    "001-duchi-ldp": (None, (-1, [])),
+    "001-wang2018-ldp": ((2, []), (-BETA / (BETA + 2 * P_), [])),
+    "001-fukuchi": ((-2, [(1, ln(16 / DELTA))]), (-1, [(1, ln(16 / DELTA**2))])),
+    "001-kang-input": ((-2, []), (-2, [])),
+    "001-kang-input-pl": ((-2, []), (-2, [])),
+    "002-song2013": ((-1, []), None),
+    "002-abadi2016": ((-2, []), None),
+    "002-wu2017": ((-2, []), "wu"),
+    "002-wang2019": ((-2, [(1, ln(1 / DELTA))]), (-1, [])),
+    "002-dbdp-sgd": ((-2, []), (-2, [])),
+    "002-dbdp-sgd-if": ((-2, []), (-2, [])),
+    "003-objective": (None, (-1, [])),
+    "003-gradient": (None, (-1, [])),
+    "003-input": (None, (-1, [])),
+    "003-lemma2": ((-2, [(1, 2 * ln(4 / DELTA))]), "lemma2"),  # 8 ln(4/δ) + 4ε = 4(2 ln(4/δ) + ε)
+    "003-cor1": ("asymptotic -0.5", None),  # σ_u → √(2λ/ε)
+    "004-wddp-convex": ((-2, []), (-2, [])),
+    "004-wddp-pl": ((-2, []), (-2, [])),
+    "004-jayaraman": ((-2, []), (-2, [])),
+    "004-wang2017-central": ((-2, []), (-2, [])),
+}
+
+
+def _hand_mixed(which, eps, n=10_000):
+    """Rows whose ε-dependence is a sum of powers: the hand formula itself."""
+    p, G, lam, w, delta = P_, 1.0, 0.01, sqrt(2 * ln(2) / 0.01), DELTA
+    if which == "kifer":  # pσ²/(n²λ) + λ‖θ̂‖², σ² = (ε + ln(4/δ²))/ε²
+        return p * (eps + ln(4 / delta**2)) / eps**2 / (n**2 * lam) + lam * w**2
+    if which == "wu":  # (G² + ln n)/n + p/(nε)
+        return (1 + ln(n)) / n + p / (n * eps)
+    if which == "lemma2":  # Lemma 2 with Δ = 20, γ = β = δ/2, Fukuchi's λ = 1/4
+        g, lm, D_ = delta / 2, BETA, 20.0
+        A = 1 - 2 * sqrt(ln(4 / g) / n)
+        su = (sqrt(2 * p) * lm * sqrt(ln(2 / g) / n) + sqrt(2 * p * lm**2 * ln(2 / g) / n + 2 * lm / eps * A)) / A
+        last = (su**2 * sqrt(ln(4 / g)) + su * lm * sqrt(2 * p * ln(2 / g))) / (n * sqrt(n)) * w**2
+        return (4 * p * (8 * ln(4 / delta) + 4 * eps) * ln(1 / g) / (n * eps**2 * D_) + D_ / (2 * n) * w**2
+                + (su**2 - 2 * lm / eps) / (2 * n) * w**2 + 2 * last)
+    raise KeyError(which)
+
+
+def test_slopes_in_epsilon_equal_the_exponents(base):
+    sc = B.scaling(B.CATALOG, base, "epsilon", [E1, E2])
+    far = {r["id"]: r for r in B.scaling(B.CATALOG, dict(base, n=B.ParamValue(
+        "n", 10**12, "override", "n", "")), "epsilon", [E1, E2])["rows"]}
+    for rec in sc["rows"]:
+        for part, spec in zip(("noise", "risk"), EPS_EXPONENTS[rec["id"]]):
+            slope = rec[f"{part}_slope"]
+            label = (rec["id"], part)
+            if spec is None:
+                assert slope is None, label
+            elif spec in ("kifer", "wu", "lemma2"):
+                expected = ln(_hand_mixed(spec, E2) / _hand_mixed(spec, E1)) / ln(E2 / E1)
+                assert slope == pytest.approx(expected, abs=1e-9), label
+            elif isinstance(spec, str):
+                target = float(spec.split()[1])
+                assert far[rec["id"]][f"{part}_slope"] == pytest.approx(target, abs=1e-3), label
+            else:
+                exponent, adds = spec
+                assert slope == pytest.approx(exponent + _adds(E1, E2, adds), abs=1e-9), label
+    priv = {r["id"]: r["privacy_slope"] for r in sc["rows"]}
+    assert priv["003-input"] == pytest.approx(0.5, abs=1e-9)
+
+
+def test_scaling_recomputes_derived_values_and_keeps_overrides(base):
+    # n₁ follows n (derived) unless it is overridden
+    free = {r["id"]: r for r in B.scaling(B.CATALOG, base, "n", [4000, 8000])["rows"]}
+    assert free["004-jayaraman"]["noise_slope"] == pytest.approx(-2, abs=1e-9)
+    pinned = dict(base, n_min=B.ParamValue("n_min", 500, "override", "n_{(1)}", ""))
+    fixed = {r["id"]: r for r in B.scaling(B.CATALOG, pinned, "n", [4000, 8000])["rows"]}
+    assert fixed["004-jayaraman"]["noise_slope"] == pytest.approx(0, abs=1e-12)
+
+
+def test_loglog_slope_and_bad_grids(base):
+    assert B.loglog_slope([1, 10, 100], [1, 0.01, 1e-4]) == pytest.approx(-2)
+    assert B.loglog_slope([1, 10], [None, 3.0]) is None
+    with pytest.raises(ParameterError, match="'n' or 'epsilon'"):
+        B.scaling(B.CATALOG, base, "delta")
+    with pytest.raises(ParameterError, match="at least 2"):
+        B.scaling(B.CATALOG, base, "epsilon", [0.5])
+    with pytest.raises(ParameterError, match="≥ 2"):
+        B.scaling(B.CATALOG, base, "n", [1, 100])
+
+
+# -- LaTeX ------------------------------------------------------------------------------------
+
+
+def test_every_latex_string_renders():
+    from matplotlib.mathtext import MathTextParser  # requirement: matplotlib (requirements-dev)
+
+    parser = MathTextParser("path")
+    n = 0
+    for row in B.CATALOG:
+        for field in ("noise_latex", "risk_latex", "privacy_latex"):
+            tex = getattr(row, field)
+            if tex == B.EMPTY:
+                continue
+            parser.parse(f"${tex}$")  # raises ValueError on bad LaTeX
+            n += 1
+    assert n >= 45
+    with pytest.raises(ValueError):
+        parser.parse(r"$\frac{1}{$")  # the parser does reject broken input
+
+
+# -- the catalog --------------------------------------------------------------------------------
+
+
+def _by_source(fragment, seed):
+    return [r for r in B.CATALOG if r.seed == seed and fragment in r.source]
+
+
+def test_catalog_counts_by_source():
+    f001, f002, f003 = B.PAPERS["001"], B.PAPERS["002"], B.PAPERS["003"]
+    t1 = [r for r in B.CATALOG if r.source.startswith(f"{f001} Table 1 row ")]
+    assert len(t1) == 11
+    assert sorted(int(r.source.split("row ")[1].split()[0]) for r in t1) == list(range(1, 12))
+    assert len(_by_source("Thm 3", "001")) == 1 and len(_by_source("Thm 4", "001")) == 1
+    t2 = [r for r in B.CATALOG if r.source.startswith(f"{f002} Table 1 row ")]
+    assert sorted(int(r.source.split("row ")[1].split()[0]) for r in t2) == list(range(1, 7))
+    t3 = [r for r in B.CATALOG if r.source.startswith(f"{f003} Table 1 row ")]
+    assert sorted(int(r.source.split("row ")[1]) for r in t3) == [1, 2, 3]
+    assert [r.id for r in _by_source("Lemma 2", "003")] == ["003-lemma2"]
+    assert [r.id for r in _by_source("Cor. 1", "003")] == ["003-cor1"]
+    s4 = [r for r in B.CATALOG if r.seed == "004"]
+    assert len(s4) == 4
+    assert len(_by_source("Thm 2 (risk)", "004")) == 1 and len(_by_source("Thm 3 (risk)", "004")) == 1
+    assert {r.mechanism for r in s4} == {"distributed-wddp", "distributed-avg", "gradient-dpgd"}
+    assert {r.reference for r in s4} >= {"Jayaraman et al. 2018", "Wang et al. 2017"}
+    assert len(B.CATALOG) == 12 + 6 + 5 + 4
+    assert all(r.source.startswith(B.PAPERS[r.seed]) for r in B.CATALOG)
+
+
+def test_rows_are_well_formed():
+    for r in B.CATALOG:
+        assert r.exactness in B.EXACTNESS and r.perturbation in B.PERTURBATIONS, r.id
+        assert isinstance(r.pure, bool) and r.method and r.reference and r.note and r.noise_type
+        for latex, fn in ((r.noise_latex, r.noise_fn), (r.risk_latex, r.risk_fn)):
+            assert (latex == B.EMPTY) == (fn is None), r.id
+        assert B.get_row(r.id) is r
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        B.CATALOG[0].note = "x"
+    exact = {r.id: r.exactness for r in B.CATALOG if r.exactness != "order only"}
+    assert exact == {"001-chaudhuri-output": "noise exact, risk order only",
+                     "001-chaudhuri-objective": "noise exact, risk order only",
+                     "003-lemma2": "exact", "003-cor1": "exact"}
+    pure = {r.id for r in B.CATALOG if r.pure}
+    assert pure == {"001-chaudhuri-output", "001-chaudhuri-objective", "001-duchi-ldp",
+                    "001-wang2018-ldp", "002-song2013"}
+    with pytest.raises(ParameterError, match="unknown bound row"):
+        B.get_row("nope")
+
+
+def test_registered_mechanisms_match_the_row_family():
+    from dpcore.mechanisms import REGISTRY
+
+    for r in B.CATALOG:
+        if r.mechanism in REGISTRY:
+            assert REGISTRY[r.mechanism].family == r.perturbation, r.id
+
+
+def test_inconsistencies_are_noted():
+    notes = {r.id: r.note for r in B.CATALOG}
+    assert "(52)" in notes["001-kang-input-pl"]
+    assert "log(16/δ²)" in notes["001-fukuchi"]
+    assert "undefined" in notes["001-wang2018-ldp"]
+    assert "q = 1/n" in notes["002-dbdp-sgd"]
+    assert "twice" in notes["003-lemma2"]
+    assert notes["004-jayaraman"].startswith("Derived")
+
+
+# -- parameters -----------------------------------------------------------------------------------
+
+
+def test_infer_parameters_provenance_for_adult():
+    P = B.infer_parameters("adult", "logreg", 0.1, 1e-5, 1000, clients=8, skew=3)
+    src = {k: v.source for k, v in P.items()}
+    val = {k: v.value for k, v in P.items()}
+    assert (val["n"], val["d"], val["p"]) == (36177, 103, 103)
+    assert src["n"] == src["d"] == "dataset"
+    assert (val["G"], val["beta"], val["lam"]) == (1.0, 0.25, 1e-3)
+    assert src["G"] == src["beta"] == src["lam"] == src["p"] == "model"
+    assert src["epsilon"] == src["delta"] == src["T"] == src["m"] == src["u"] == "user"
+    assert src["alpha"] == src["fk_alpha"] == "default"
+    assert src["n_min"] == src["q"] == src["fk_gamma"] == src["D"] == "derived"
+    assert val["D"] == pytest.approx(sqrt(2 * ln(2) / 1e-3))  # L(θ*) ≤ L(0) = ln 2
+    assert val["n_min"] == 36177 // (4 + 3 * 4) == 2261
+    assert val["fk_gamma"] == 5e-6
+    for k, v in P.items():
+        assert isinstance(v, B.ParamValue) and v.name == k and v.symbol and v.description
+    assert B.infer_parameters("adult", "logreg", 0.1, 1e-5, 1000, lam=0.01)["lam"].source == "user"
+
+
+def test_client_sizes_two_groups():
+    sizes = B.client_sizes(36177, 8, 3)
+    assert sum(sizes) == 36177 and len(sizes) == 8
+    assert min(sizes) == 2261 and max(sizes) / min(sizes) == pytest.approx(3, rel=1e-3)
+    assert B.client_sizes(1000, 4, 1) == [250, 250, 250, 250]
+    assert B.client_sizes(1000, 1) == [1000]
+
+
+def test_overrides_win_and_derived_values_follow():
+    P = B.infer_parameters("adult", "logreg", 0.1, 1e-5, 1000, overrides={"G": 2, "n": 1000})
+    assert P["G"].value == 2.0 and P["G"].source == "override"
+    assert P["n"].value == 1000 and P["n"].source == "override"
+    assert P["n_min"].value == 250 and P["n_min"].source == "derived"  # 4 even clients of n = 1000
+    assert P["q"].value == pytest.approx(0.256)
+    rec = {r["id"]: r for r in B.evaluate(P)}
+    # G²T ln(1/δ)/(n²ε²) = 4·1000·ln(1e5)/(1e6·0.01)
+    assert rec["001-wang2017-gd"]["noise"] == pytest.approx(4.605170185988092, rel=1e-12)
+    P = B.infer_parameters("adult", "logreg", 0.1, 1e-5, 1000, overrides={"lam": 0.1, "n_min": 7})
+    assert P["D"].value == pytest.approx(sqrt(2 * ln(2) / 0.1))  # D follows the overridden λ
+    assert P["n_min"].value == 7 and P["n_min"].source == "override"
+
+
+def test_exact_norm_solves_the_erm():
+    P = B.infer_parameters("breast-cancer", "logreg", 1.0, 1e-5, 100, exact_norm=True)
+    assert P["w_hat"].source == "dataset"
+    assert 0 < P["w_hat"].value <= P["D"].value
+
+
+def test_models_without_constants_give_issues_not_numbers():
+    P = B.infer_parameters("iris", "mlp", 1.0, 1e-3, 100)
+    assert P["beta"].value is None and P["lam"].value == 0.0 and P["G"].source == "default"
+    rec = {r["id"]: r for r in B.evaluate(P)}
+    assert rec["001-zhang"]["noise"] is None and rec["001-zhang"]["issues"]
+    assert rec["001-wang2017-gd"]["noise"] is not None  # needs only G, T, n, ε, δ
+    P = B.infer_parameters("synthetic-regression", "linreg", 1.0, 1e-5, 100)
+    assert (P["G"].value, P["beta"].value, P["D"].value) == (2.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(epsilon=0), ParameterError, "'epsilon' parameter of bounds"),
+    (dict(delta=1.0), ParameterError, "'delta' parameter"),
+    (dict(iterations=0), ParameterError, "'iterations' parameter"),
+    (dict(dataset_id="nope"), DatasetError, "unknown dataset"),
+    (dict(model_id="svm"), ModelError, "svm"),
+    (dict(model_id="linreg"), ModelError, "pick a classification model"),
+    (dict(clients=1, skew=2.0), ParameterError, "at least 2 clients"),
+    (dict(clients=100_000, skew=1.0), ParameterError, "no records"),
+    (dict(overrides={"zeta": 1}), ParameterError, "choose one of"),
+    (dict(overrides={"G": -1}), ParameterError, "'G' of bounds must be a finite number > 0"),
+    (dict(overrides={"G": float("nan")}), ParameterError, "'G'"),
+    (dict(overrides={"delta": 2.0}), ParameterError, r"in \(0, 1\)"),
+    (dict(overrides={"n": 10.5}), ParameterError, "integer"),
+    (dict(overrides={"u": 0.5}), ParameterError, "≥ 1"),
+])
+def test_bad_input_raises_a_clear_dpcore_error(kwargs, exc, match):
+    args = dict(dataset_id="adult", model_id="logreg", epsilon=0.1, delta=1e-5, iterations=100)
+    args.update(kwargs)
+    with pytest.raises(exc, match=match) as info:
+        B.infer_parameters(**args)
+    assert isinstance(info.value, DPCoreError)
+
+
+# -- report and measured gaps ------------------------------------------------------------------
+
+
+def test_bounds_report_is_strict_json_with_provenance():
+    doc = B.bounds_report("adult", "logreg", 0.1, 1e-5, 1000, clients=4, skew=2)
+    text = json.dumps(doc, allow_nan=False)
+    assert json.loads(text) == doc
+    assert len(doc["rows"]) == len(B.CATALOG) and doc["counts"] == {"001": 12, "002": 6, "003": 5, "004": 4}
+    row = {r["id"]: r for r in doc["rows"]}["001-wang2017-gd"]
+    assert row["risk_latex"].startswith(r"O\left(") and row["exactness"] == "order only"
+    # G²T ln(1/δ)/(n²ε²) = 1000·ln(1e5)/(36177²·0.01)
+    assert row["noise"] == pytest.approx(1000 * ln(1e5) / (36177**2 * 0.01), rel=1e-12)
+    assert row["slopes"]["n"]["noise"] == pytest.approx(-2) and row["slopes"]["epsilon"]["risk"] == pytest.approx(-2)
+    assert row["mechanism"] == "gradient-dpgd" and row["mechanism_registered"] is True
+    assert doc["parameters"]["n"] == {"value": 36177, "source": "dataset", "symbol": "n",
+                                      "description": doc["parameters"]["n"]["description"]}
+    assert doc["parameters"]["u"]["source"] == "user" and doc["notes"]
+
+
+def test_compare_measured_small_run():
+    out = B.compare_measured("synthetic-classification", "logreg", 1.0, 1e-5, 100,
+                             mechanisms=["gradient-dpgd", "gradient-dpsvrg"], over="n",
+                             grid=(400, 1600), repeats=2, lam=0.05, learning_rate=2.0)
+    json.dumps(B.to_jsonable(out), allow_nan=False)
+    dpgd, svrg = out["mechanisms"]
+    assert svrg["skipped"] and "not registered" in svrg["skipped"]
+    assert svrg["rows"][0]["id"] == "001-wang2017-svrg"
+    assert dpgd["calibration"] == "published" and len(dpgd["gap_mean"]) == 2
+    assert all(g > 0 for g in dpgd["gap_mean"])
+    assert dpgd["measured_slope"] < -1  # noise-dominated: close to the predicted −2
+    pred = {r["id"]: r for r in dpgd["rows"]}
+    # log(n)/n²: −2 + ln(ln 1600/ln 400)/ln 4
+    assert pred["001-wang2017-gd"]["predicted_slope"] == pytest.approx(
+        -2 + ln(ln(1600) / ln(400)) / ln(4), abs=1e-9)
+    with pytest.raises(ParameterError, match="'n' or 'epsilon'"):
+        B.compare_measured("iris", "logreg", 1.0, 1e-3, 10, over="T")
