@@ -965,7 +965,8 @@ def _infer(dataset_id, n, d, task, model_id, epsilon, delta, iterations, clients
     rec["p"] = (model.n_params(int(rec["d"][0])), "model", f"parameters of {model.id} with d features")
     rec.update(_static_defaults(model, rec["lam"][0]))
     if exact_norm:
-        rec["w_hat"] = (_exact_norm(dataset_id, model), "dataset", "‖θ*‖ of the exact non-private ERM")
+        erm_model = make_model(model_id, lam=rec["lam"][0]) if "lam" in overrides else model
+        rec["w_hat"] = (_exact_norm(dataset_id, erm_model), "dataset", "‖θ*‖ of the exact non-private ERM")
     for k, v in overrides.items():
         if k in ("p", "D", "w_hat"):
             rec[k] = (v, "override", PARAMETERS[k][1])
@@ -1191,7 +1192,6 @@ def compare_measured(
         mechanisms = list(_CHEAP_MECHANISMS)
     elif isinstance(mechanisms, str):
         mechanisms = [mechanisms]
-    lam_run = base["lam"].value if lam is None else lam
     results = []
     for mech in mechanisms:
         entry: dict[str, Any] = {"mechanism": mech, "registered": mech in REGISTRY}
@@ -1217,7 +1217,7 @@ def compare_measured(
             for x in grid:
                 cfg = dict(dataset=run_dataset, model=model_id, mechanism=mech, epsilon=epsilon,
                            delta=delta, iterations=iterations, repeats=repeats, seed=seed,
-                           calibration=calib, lam=lam_run, clients=clients, skew=skew)
+                           calibration=calib, lam=lam, clients=clients, skew=skew)
                 if learning_rate is not None:
                     cfg["learning_rate"] = learning_rate
                 if over == "n":
@@ -1238,7 +1238,7 @@ def compare_measured(
     return {
         "over": over, "grid": grid, "dataset": dataset_id, "run_dataset": run_dataset,
         "dataset_note": dataset_note, "model": model_id, "epsilon": epsilon, "delta": delta,
-        "iterations": iterations, "repeats": repeats, "seed": seed, "lam": lam_run,
+        "iterations": iterations, "repeats": repeats, "seed": seed, "lam": base["lam"].value,
         "mechanisms": results,
     }
 

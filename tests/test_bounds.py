@@ -2,7 +2,6 @@
 
 import dataclasses
 import json
-import math
 from math import log as ln, sqrt
 
 import pytest
