@@ -10,6 +10,10 @@ st.set_page_config(page_title="DP-ERM explorer", page_icon="🔒", layout="wide"
 
 PAGES = [
     st.Page("pages/start.py", title="Start here", icon="🏁", default=True),
+    st.Page("pages/explore.py", title="Explore", icon="🔎"),
+    st.Page("pages/compare.py", title="Compare", icon="📈"),
+    st.Page("pages/local_central.py", title="Local vs central", icon="🏠"),
+    st.Page("pages/distributed.py", title="Distributed", icon="🌐"),
     st.Page("pages/datasets.py", title="Datasets", icon="🗂️"),
 ]
 

@@ -261,7 +261,9 @@ def record_release_epsilon(sigmas, delta: float, label_epsilon: float | None = N
     sigmas = [float(s) for s in np.atleast_1d(sigmas)]
     if any(s <= 0 for s in sigmas):
         return math.inf
-    return _pld_epsilon(_record_event(sigmas, label_epsilon), delta, 1e-4)
+    # A relative grid: weak noise (large ε) needs no 1e-4 resolution and would be slow.
+    grid = min(0.05, 1e-4 * max(1.0, feature_release_epsilon(sigmas, delta)))
+    return _pld_epsilon(_record_event(sigmas, label_epsilon), delta, grid)
 
 
 def feature_release_epsilon(sigmas, delta: float) -> float:

@@ -25,7 +25,7 @@ from .models import make_model
 from .optim import BatchRNG, run_seeds
 from .params import validate
 
-__all__ = ["RunConfig", "RunResult", "run", "load_problem"]
+__all__ = ["RunConfig", "RunResult", "run", "load_problem", "epsilon_sweep"]
 
 
 @dataclass(frozen=True)
@@ -247,3 +247,39 @@ def run(config: RunConfig) -> RunResult:
         warnings=caught,
         extras=dict(out.extras),
     )
+
+
+def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None) -> list[dict]:
+    """Tidy rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
+
+    A mechanism that cannot run a setting contributes a row with ``error``.
+    ``progress(done, total, label)`` is called after each configuration.
+    """
+    from dataclasses import replace
+
+    from .exceptions import DPCoreError
+
+    rows = []
+    total = len(mechanisms) * len(epsilons)
+    k = 0
+    for mech in mechanisms:
+        for eps in epsilons:
+            row = {"mechanism": mech, "epsilon": float(eps)}
+            try:
+                cals = get_mechanism(mech).calibrations
+                cal = base.calibration if base.calibration in cals else cals[0]
+                rec = run(replace(base, mechanism=mech, epsilon=float(eps), calibration=cal)).to_dict()
+                row["calibration"] = cal
+                for key in ("mechanism_name", "accuracy_mean", "accuracy_std", "accuracy_ci95",
+                            "rmse_mean", "rmse_std", "rmse_ci95", "gap_mean", "gap_std", "gap_ci95",
+                            "epsilon_certified", "epsilon_local", "sigma", "seconds",
+                            "accuracy_nonprivate", "rmse_nonprivate"):
+                    if key in rec:
+                        row[key] = rec[key]
+            except DPCoreError as exc:
+                row["error"] = str(exc)
+            rows.append(row)
+            k += 1
+            if progress:
+                progress(k, total, f"{mech} ε={eps:g}")
+    return rows

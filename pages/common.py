@@ -1,19 +1,89 @@
-"""Small helpers shared by the pages (formatting and cached dpcore calls only)."""
+"""App support shared by the pages: widgets built from dpcore's parameter
+declarations, cached dpcore calls, formatting and Plotly figures.  No numerical
+work happens here beyond arranging results for display.
+"""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore import datasets
+from dpcore.exceptions import DPCoreError
+from dpcore.experiment import RunConfig, epsilon_sweep, run
+from dpcore.mechanisms import REGISTRY
+from dpcore.models import MODELS
+from dpcore.params import PARAMS
 
+EPS_OPTIONS = [float(f"{v:.3g}") for v in np.geomspace(0.01, 10, 31)]
+DELTA_OPTIONS = [1e-10, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
+
+
+# -- formatting -------------------------------------------------------------------------
+
+def fmt_eps(value) -> str:
+    """ε for display: ∞ when there is no guarantee."""
+    if value is None or (isinstance(value, float) and math.isinf(value)):
+        return "∞"
+    return f"{value:.3g}"
+
+
+def fmt_num(value, spec: str = ".4f") -> str:
+    return "—" if value is None else format(value, spec)
+
+
+# -- widgets ----------------------------------------------------------------------------
+
+def param_widget(name: str, key: str, *, label: str | None = None, container=st, **kw) -> Any:
+    """One widget for a declared parameter; its range comes from :data:`dpcore.params.PARAMS`."""
+    p = PARAMS[name]
+    label = label or p.help
+    if name == "epsilon":
+        return container.select_slider(label, EPS_OPTIONS, value=kw.pop("value", 1.0), key=key,
+                                       format_func=lambda v: f"{v:g}")
+    if name == "delta":
+        return container.select_slider(label, DELTA_OPTIONS, value=kw.pop("value", 1e-5), key=key,
+                                       format_func=lambda v: f"{v:.0e}")
+    kind = getattr(p.constraint, "kind", float)
+    lo, hi = p.ui_min, p.ui_max
+    value = kw.pop("value", p.default)
+    if p.log_scale and kind is float:
+        opts = sorted({float(f"{v:.3g}") for v in np.geomspace(lo, hi, 25)} | {float(value)})
+        return container.select_slider(label, opts, value=float(value), key=key,
+                                       format_func=lambda v: f"{v:g}")
+    if kind is int:
+        return container.number_input(label, min_value=int(lo), max_value=int(hi), value=int(value),
+                                      step=1, key=key)
+    return container.number_input(label, min_value=float(lo), max_value=float(hi), value=float(value),
+                                  key=key)
+
+
+def dataset_picker(key: str = "dataset", container=st, default: str = "breast-cancer") -> str:
+    ids = list(datasets.DATASETS)
+    return container.selectbox("Dataset", ids, index=ids.index(default), key=key,
+                               format_func=lambda i: datasets.DATASETS[i].name)
+
+
+def model_picker(dataset_id: str, key: str = "model", container=st) -> str:
+    task = datasets.DATASETS[dataset_id].task
+    options = [m for m, cls in MODELS.items() if cls.task == task]
+    return container.selectbox("Model", options, key=key, format_func=lambda m: f"{m} — {MODELS[m].name}")
+
+
+def mechanisms_for(model_id: str, families: tuple[str, ...] | None = None) -> list[str]:
+    return [m for m, cls in REGISTRY.items()
+            if model_id in cls.models and (families is None or cls.family in families)]
+
+
+# -- cached dpcore calls ----------------------------------------------------------------
 
 @st.cache_data(show_spinner="Loading and preprocessing the dataset…")
 def dataset_details(dataset_id: str) -> dict:
-    """Summary, preprocessing notes and row norms of a registered dataset (cached)."""
-    import numpy as np
-
+    """Summary, preprocessing notes and a row-norm histogram of a registered dataset (cached)."""
     ds = datasets.load(dataset_id)
     out = ds.summary()
     out["notes"] = list(ds.notes)
@@ -25,8 +95,75 @@ def dataset_details(dataset_id: str) -> dict:
     return out
 
 
-def fmt_eps(value) -> str:
-    """ε for display: ∞ when there is no guarantee."""
-    if value is None or (isinstance(value, float) and math.isinf(value)):
-        return "∞"
-    return f"{value:.3g}"
+@st.cache_data(show_spinner="Training…", max_entries=256)
+def cached_run(config: RunConfig) -> dict:
+    """``dpcore.experiment.run`` as a record with the loss trace (pure and seed-keyed, so cacheable)."""
+    res = run(config)
+    rec = res.to_dict()
+    rec["loss_trace"] = None if res.loss_trace is None else res.loss_trace.tolist()
+    rec["trace_steps"] = None if res.trace_steps is None else res.trace_steps.tolist()
+    return rec
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_sweep(base: RunConfig, mechanisms: tuple[str, ...], epsilons: tuple[float, ...]) -> list[dict]:
+    return epsilon_sweep(base, list(mechanisms), list(epsilons))
+
+
+def run_or_error(config: RunConfig) -> dict | None:
+    """Run (cached) and show a clear ``st.error`` instead of a traceback on bad settings."""
+    try:
+        return cached_run(config)
+    except DPCoreError as exc:
+        st.error(f"{exc}")
+        return None
+
+
+# -- figures ----------------------------------------------------------------------------
+
+_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+            "#7f7f7f", "#bcbd22"]
+
+
+def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", log_x: bool = True,
+                log_y: bool = False, title: str = "", baseline: float | None = None,
+                x_title: str | None = None, y_title: str | None = None) -> go.Figure:
+    """Lines with ±1 std bands over repeats, one per group."""
+    fig = go.Figure()
+    groups = list(dict.fromkeys(r[group] for r in rows))
+    for k, g in enumerate(groups):
+        pts = sorted((r for r in rows if r[group] == g and r.get(y) is not None), key=lambda r: r[x])
+        if not pts:
+            continue
+        xs = [r[x] for r in pts]
+        ys = np.array([r[y] for r in pts], dtype=float)
+        sd = np.array([r.get(y.replace("_mean", "_std")) or 0.0 for r in pts], dtype=float)
+        colour = _COLOURS[k % len(_COLOURS)]
+        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=list(ys + sd) + list((ys - sd)[::-1]), fill="toself",
+                                 line=dict(width=0), fillcolor=colour, opacity=0.15, showlegend=False,
+                                 hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=str(g), line=dict(color=colour)))
+    if baseline is not None:
+        fig.add_hline(y=baseline, line_dash="dot", annotation_text="non-private")
+    fig.update_layout(title=title, xaxis_title=x_title or x, yaxis_title=y_title or y,
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
+    if log_x:
+        fig.update_xaxes(type="log")
+    if log_y:
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def loss_figure(rec: dict) -> go.Figure | None:
+    trace, steps = rec.get("loss_trace"), rec.get("trace_steps")
+    if not trace:
+        return None
+    arr = np.asarray(trace)
+    fig = go.Figure()
+    for r in range(arr.shape[1]):
+        fig.add_trace(go.Scatter(x=steps, y=arr[:, r], mode="lines", name=f"run {r + 1}",
+                                 line=dict(width=1)))
+    fig.add_hline(y=rec["loss_star"], line_dash="dot", annotation_text="L* (non-private optimum)")
+    fig.update_layout(title="Training objective on the data the optimiser saw", xaxis_title="step t",
+                      yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
+    return fig

@@ -1,4 +1,4 @@
-"""Streamlit pages, exercised with AppTest."""
+"""Streamlit pages, exercised with AppTest (one smoke test per page plus interactions)."""
 
 from pathlib import Path
 
@@ -9,7 +9,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _page(name: str) -> AppTest:
-    return AppTest.from_file(str(ROOT / "pages" / name), default_timeout=60)
+    return AppTest.from_file(str(ROOT / "pages" / name), default_timeout=180)
+
+
+def _metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
 
 
 def test_app_entry_point_runs():
@@ -25,10 +29,83 @@ def test_datasets_page_lists_every_dataset_and_details():
     from dpcore.datasets import DATASETS
 
     assert ids == list(DATASETS)
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["training rows n"] == "36,177"
+    assert _metrics(at)["training rows n"] == "36,177"
     at.selectbox(key="dataset").set_value("breast-cancer").run()
-    metrics = {m.label: m.value for m in at.metric}
+    metrics = _metrics(at)
     assert metrics["training rows n"] == "546"
     assert metrics["features d"] == "10"
     assert not at.error
+
+
+def test_explore_shows_the_three_epsilons_and_flags_under_calibration():
+    at = _page("explore.py").run()
+    assert not at.exception and not at.error
+    m = _metrics(at)
+    assert m["ε target"] == "1" and m["ε certified"] == "1" and m["ε local"] == "∞"
+    assert float(m["test accuracy"]) > 0.8
+    at.radio(key="ex_calibration").set_value("published").run()
+    m = _metrics(at)
+    assert float(m["ε certified"]) > 1.0  # DP-GD with c = 1 under-calibrates
+    assert any("under-delivers" in e.value for e in at.error)
+
+
+def test_explore_input_mechanism_reports_local_epsilon():
+    at = _page("explore.py").run()
+    at.selectbox(key="ex_mechanism").set_value("input-kang").run()
+    assert not at.exception
+    assert _metrics(at)["ε local"] != "∞"
+
+
+def test_explore_bad_setting_gives_an_error_not_a_traceback():
+    at = _page("explore.py").run()
+    at.selectbox(key="ex_mechanism").set_value("distributed-wddp").run()
+    at.number_input(key="ex_m").set_value(64).run()
+    at.select_slider(key="ex_u").set_value(100.0).run()
+    assert not at.exception
+    assert any("small clients empty" in e.value for e in at.error)
+    assert at.number_input(key="ex_m").value == 64  # nothing the user did is lost
+
+
+def test_compare_preset_and_run():
+    at = _page("compare.py").run()
+    assert not at.exception
+    at.selectbox(key="cmp_dataset").set_value("iris").run()
+    at.text_input(key="cmp_eps").set_value("0.5, 5").run()
+    at.multiselect(key="cmp_mechs").set_value(["gradient-dpgd", "output-laplace"]).run()
+    at.number_input(key="cmp_R").set_value(2).run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 2
+    at.button(key="preset_Seed 003, Fig. 1 (synthetic regression, d = 14)").click().run()
+    assert at.selectbox(key="cmp_dataset").value == "synthetic-regression"
+    assert at.text_input(key="cmp_eps").value == "0.1, 0.3, 1, 3"
+
+
+def test_compare_bad_grid_message():
+    at = _page("compare.py").run()
+    at.text_input(key="cmp_eps").set_value("0.1, abc").run()
+    assert not at.exception
+    assert any("Check the settings" in e.value for e in at.error)
+
+
+def test_local_vs_central_page_runs():
+    at = _page("local_central.py").run()
+    assert not at.exception
+    at.selectbox(key="lc_dataset").set_value("iris").run()
+    at.slider(key="lc_T").set_value(20).run()
+    at.number_input(key="lc_R").set_value(1).run()
+    at.button(key="lc_run").click().run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert "input-kang" in list(table["mechanism"])
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_distributed_page_shows_sizes_and_per_client_epsilon():
+    at = _page("distributed.py").run()
+    assert not at.exception and not at.error
+    labels = [m.label for m in at.metric]
+    assert labels.count("max client ε (certified)") == 2
+    at.select_slider(key="dist_u").set_value(4.0).run()
+    at.radio(key="dist_cal").set_value("published").run()
+    assert not at.exception

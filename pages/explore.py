@@ -1,0 +1,89 @@
+import streamlit as st
+
+from dpcore.exceptions import DPCoreError
+from dpcore.experiment import RunConfig
+from dpcore.mechanisms import REGISTRY
+from pages.common import (dataset_picker, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker,
+                          param_widget, run_or_error)
+
+st.title("Explore one configuration")
+
+with st.sidebar:
+    st.header("Settings")
+    dataset = dataset_picker("ex_dataset")
+    model = model_picker(dataset, "ex_model")
+    mechs = mechanisms_for(model)
+    mechanism = st.selectbox("Mechanism", mechs, index=mechs.index("gradient-dpgd") if "gradient-dpgd" in mechs else 0,
+                             key="ex_mechanism", format_func=lambda m: f"{m} — {REGISTRY[m].name}")
+    cls = REGISTRY[mechanism]
+    epsilon = param_widget("epsilon", "ex_epsilon", label="ε (privacy budget)")
+    delta = param_widget("delta", "ex_delta", label="δ")
+    iterations = param_widget("iterations", "ex_T", label="iterations T")
+    lam = param_widget("lam", "ex_lam", label="λ (L2 regularisation)")
+    lr = param_widget("learning_rate", "ex_lr", label="learning rate η")
+    calibration = st.radio("Calibration", list(cls.calibrations), horizontal=True, key="ex_calibration",
+                           help="certified: an exact accountant sets the noise; published: the paper's "
+                                "formula with constant c")
+    c = param_widget("c", "ex_c", label="constant c") if calibration == "published" else 1.0
+    extra = {}
+    if cls.family == "gradient" and mechanism in ("gradient-dpsgd", "gradient-lssgd"):
+        extra["sample_rate"] = param_widget("sample_rate", "ex_q", label="sampling rate q")
+    if mechanism in ("input-dbdp", "output-bolt-on"):
+        extra["batch_size"] = param_widget("batch_size", "ex_batch", label="batch size")
+    if cls.family == "distributed":
+        extra["clients"] = param_widget("clients", "ex_m", label="clients m")
+        extra["skew"] = param_widget("skew", "ex_u", label="skew u = n_max/n_min")
+    repeats = param_widget("repeats", "ex_R", label="repeats R")
+    seed = param_widget("seed", "ex_seed", label="seed")
+
+try:
+    config = RunConfig(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                       iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, c=c,
+                       lam=lam, learning_rate=lr, **extra)
+except DPCoreError as exc:  # a ParameterError from the declared constraints
+    st.error(f"{exc}")
+    st.stop()
+
+st.caption(f"**{cls.name}** — {cls.paper}. {cls.description}")
+if cls.heuristic:
+    st.warning("This mechanism is a heuristic: records it uses raw get no privacy guarantee.")
+st.latex(cls.formula)
+
+rec = run_or_error(config)
+if rec is None:
+    st.stop()
+for w in rec["warnings"]:
+    st.warning(w)
+
+c1, c2, c3, c4 = st.columns(4)
+if "accuracy_mean" in rec:
+    c1.metric("test accuracy", f"{rec['accuracy_mean']:.4f}",
+              delta=f"{rec['accuracy_mean'] - rec['accuracy_nonprivate']:+.4f} vs non-private",
+              help=f"non-private: {rec['accuracy_nonprivate']:.4f}; ± {rec['accuracy_std']:.4f} over runs")
+else:
+    c1.metric("test RMSE", f"{rec['rmse_mean']:.4f}",
+              delta=f"{rec['rmse_mean'] - rec['rmse_nonprivate']:+.4f} vs non-private", delta_color="inverse")
+c2.metric("optimality gap L(θ) − L*", f"{rec['gap_mean']:.3e}", help=f"± {rec['gap_std']:.2e} over runs")
+c3.metric("noise σ", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
+c4.metric("seconds", f"{rec['seconds']:.2f}")
+
+e1, e2, e3 = st.columns(3)
+e1.metric("ε target", fmt_eps(rec["epsilon_target"]))
+e2.metric("ε certified", fmt_eps(rec["epsilon_certified"]),
+          help="what the noise that actually ran provably gives (∞: no valid proof)")
+e3.metric("ε local", fmt_eps(rec["epsilon_local"]),
+          help="protection of each record against the server (∞ for central mechanisms)")
+target, cert = rec["epsilon_target"], rec["epsilon_certified"]
+if target is not None and (cert is None or cert > target * (1 + 1e-6)):
+    st.error(f"The noise that ran certifies ε = {fmt_eps(cert)}, above the target {fmt_eps(target)}: "
+             "this calibration under-delivers.")
+if rec.get("note"):
+    st.info(rec["note"])
+if rec.get("client_sizes"):
+    st.bar_chart({"records": rec["client_sizes"]}, x_label="client", y_label="records")
+
+fig = loss_figure(rec)
+if fig is not None:
+    st.plotly_chart(fig, width="stretch")
+with st.expander("All numbers (JSON)"):
+    st.json({k: v for k, v in rec.items() if k not in ("loss_trace", "trace_steps")})
