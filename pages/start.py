@@ -3,26 +3,42 @@ import streamlit as st
 st.title("Differentially private ERM, explained by running it")
 st.markdown(
     """
-Empirical risk minimisation (ERM) fits a model by minimising its average loss on
-the training data. **Differential privacy** (DP) limits how much the released
-model can reveal about any one training record: replacing one record changes the
-probability of any output by at most a factor $e^\\varepsilon$ (plus a small
-$\\delta$).
+Empirical risk minimisation (ERM) fits a model by minimising its average loss on the
+training data. **Differential privacy** (DP) limits how much the released model can
+reveal about any one training record: replacing one record changes the probability of
+any output by at most a factor $e^\\varepsilon$, up to a small slack $\\delta$.
 
-There are four places to add the noise that buys this guarantee:
+**Four places to add the noise** that buys this guarantee:
 
-* **output** – train exactly, then perturb the model;
-* **objective** – add a random linear term to the loss, then minimise;
-* **gradient** – add noise to every gradient step;
-* **input** – perturb the data themselves, then train normally.
+| where | what happens | example |
+|---|---|---|
+| output | train exactly, then perturb the model | Chaudhuri et al. 2011 |
+| objective | add a random linear term to the loss, then minimise | Kifer et al. 2012 |
+| gradient | add noise to every gradient step | DP-GD, DP-SGD |
+| input | perturb the data themselves, then train normally | Kang et al.; Fukuchi et al. |
 
-Input perturbation also protects each record from the server that collects it
-(**local** privacy), which the other three do not.
+**Local vs central.** A central guarantee protects a record from whoever sees the *model*.
+A local guarantee protects it from the *server* that collects the data. Only input
+perturbation and local DP give the second one.
 
-Every result in this app shows three ε's: the **target** you asked for, the
-**certified** ε that the noise that actually ran provably gives, and (on the audit
-view) an **audited** lower bound measured by attacking the model.
+**Three ε's on every result.**
+* **ε target**: what you asked for.
+* **ε certified**: what the noise that actually ran provably gives. We compute it with an
+  exact accountant (Google's `dp-accounting`), whatever formula chose the noise. It is ∞
+  when no valid proof applies.
+* **ε audited**: an empirical lower bound from attacking the model (the Audit view).
 
-Start with **Datasets** to see the bundled data. More views arrive as the core grows.
+They differ for instructive reasons. A paper's formula "with some constant c" can
+under-deliver when c = 1. A proof can rest on an assumption the data break. An attack can
+only show that privacy is *at least this bad*.
 """
 )
+st.subheader("A one-minute tour")
+for page, text in [
+    ("pages/explore.py", "**Explore**: one mechanism, one setting; see accuracy, gap and the three ε's."),
+    ("pages/compare.py", "**Compare**: several mechanisms over a grid of ε, with the seed papers' presets."),
+    ("pages/local_central.py", "**Local vs central**: what each mechanism gives the record's owner."),
+    ("pages/distributed.py", "**Distributed**: uneven clients, WD-DP against plain averaging."),
+    ("pages/datasets.py", "**Datasets**: the bundled data and how they were prepared."),
+]:
+    st.page_link(page, label=text)

@@ -1,6 +1,7 @@
 """Mechanism registry; importing this package registers every mechanism module."""
 
 from .base import REGISTRY, Mechanism, MechanismOutput, Problem, get_mechanism, register
-from . import baseline, distributed, gradient, input, local, objective, output  # noqa: F401  (registers)
+# Importing registers; this order (the teaching order) is the order users see everywhere.
+from . import baseline, output, objective, gradient, input, local, distributed  # noqa: F401, I001
 
 __all__ = ["REGISTRY", "Mechanism", "MechanismOutput", "Problem", "get_mechanism", "register"]
