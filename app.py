@@ -14,6 +14,7 @@ PAGES = [
     st.Page("pages/compare.py", title="Compare", icon="📈"),
     st.Page("pages/local_central.py", title="Local vs central", icon="🏠"),
     st.Page("pages/distributed.py", title="Distributed", icon="🌐"),
+    st.Page("pages/theory.py", title="Theory", icon="📐"),
     st.Page("pages/datasets.py", title="Datasets", icon="🗂️"),
 ]
 

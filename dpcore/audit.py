@@ -98,6 +98,8 @@ __all__ = [
     "clopper_pearson_upper",
     "epsilon_lower_bound",
     "choose_threshold",
+    "MembershipTest",
+    "membership_test",
     "verdict",
 ]
 
@@ -196,13 +198,16 @@ def epsilon_lower_bound(fp, n0, fn, n1, delta: float, alpha: float):
     if not 0.0 <= delta < 1.0:
         raise ParameterError(f"delta must be in [0, 1); got {delta!r}")
     conf = 1.0 - alpha / 2.0
-    fpr_u = np.asarray(clopper_pearson_upper(fp, n0, conf))
-    fnr_u = np.asarray(clopper_pearson_upper(fn, n1, conf))
+    eps = _epsilon_from_uppers(np.asarray(clopper_pearson_upper(fp, n0, conf)),
+                               np.asarray(clopper_pearson_upper(fn, n1, conf)), delta)
+    return float(eps) if eps.ndim == 0 else eps
+
+
+def _epsilon_from_uppers(fpr_u: np.ndarray, fnr_u: np.ndarray, delta: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.log(np.maximum(1.0 - delta - fnr_u, 0.0) / fpr_u)
         b = np.log(np.maximum(1.0 - delta - fpr_u, 0.0) / fnr_u)
-    eps = np.maximum(np.maximum(a, b), 0.0)
-    return float(eps) if eps.ndim == 0 else eps
+    return np.maximum(np.maximum(a, b), 0.0)
 
 
 def choose_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float) -> tuple[float, str]:
@@ -214,13 +219,19 @@ def choose_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float)
     go to the smaller balanced error ``FPR + FNR``.
     """
     s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
+    if not 0.0 < alpha < 1.0:
+        raise ParameterError(f"alpha must be in (0, 1); got {alpha!r}")
+    # Counts are integers: bound every possible count once, then look them up.
+    conf = 1.0 - alpha / 2.0
+    up0 = np.asarray(clopper_pearson_upper(np.arange(s0.size + 1), s0.size, conf))
+    up1 = np.asarray(clopper_pearson_upper(np.arange(s1.size + 1), s1.size, conf))
     best: tuple | None = None
     for direction, sign in (("above", 1.0), ("below", -1.0)):
         a0, a1 = np.sort(sign * s0), np.sort(sign * s1)
         cand = np.unique(np.concatenate([a0, a1]))
         fp = a0.size - np.searchsorted(a0, cand, side="right")  # runs on D with score > t
         fn = np.searchsorted(a1, cand, side="right")  # runs on D' with score ≤ t
-        bound = epsilon_lower_bound(fp, a0.size, fn, a1.size, delta, alpha)
+        bound = _epsilon_from_uppers(up0[fp], up1[fn], delta)
         err = fp / a0.size + fn / a1.size
         i = np.lexsort((err, -bound))[0]
         key = (float(bound[i]), -float(err[i]))
@@ -232,6 +243,50 @@ def choose_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float)
 def _judge(scores: np.ndarray, threshold: float, direction: str) -> np.ndarray:
     """True where the test says "canary present"."""
     return scores > threshold if direction == "above" else scores < threshold
+
+
+@dataclass(frozen=True)
+class MembershipTest:
+    """Outcome of the split-half test on two score samples (see :func:`membership_test`)."""
+
+    threshold: float
+    direction: str  # "above": canary judged present when score > threshold; "below": <
+    false_positives: int
+    n_without: int
+    false_negatives: int
+    n_with: int
+    fpr_upper: float
+    fnr_upper: float
+    epsilon_lower_bound: float
+
+
+def membership_test(s0, s1, delta: float, alpha: float) -> MembershipTest:
+    """Split-half membership test on scores without (``s0``) and with (``s1``) the canary.
+
+    The first ``⌊N/2⌋`` scores of each sample choose the threshold
+    (:func:`choose_threshold`); the rest are counted and bounded with
+    :func:`epsilon_lower_bound`.  Runs are i.i.d., so a fixed split is a random one.
+
+    >>> t = membership_test(np.zeros(1000), np.ones(1000), 0.0, 0.05)
+    >>> (t.false_positives, t.false_negatives, round(t.epsilon_lower_bound, 4))
+    (0, 0, 4.9056)
+    """
+    s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
+    h0, h1 = s0.size // 2, s1.size // 2
+    if min(h0, h1) < 1:
+        raise ParameterError("the membership test needs at least 2 scores on each side")
+    threshold, direction = choose_threshold(s0[:h0], s1[:h1], delta, alpha)
+    e0, e1 = s0[h0:], s1[h1:]
+    fp = int(np.sum(_judge(e0, threshold, direction)))
+    fn = int(np.sum(~_judge(e1, threshold, direction)))
+    conf = 1.0 - alpha / 2.0
+    return MembershipTest(
+        threshold=threshold, direction=direction,
+        false_positives=fp, n_without=e0.size, false_negatives=fn, n_with=e1.size,
+        fpr_upper=clopper_pearson_upper(fp, e0.size, conf),
+        fnr_upper=clopper_pearson_upper(fn, e1.size, conf),
+        epsilon_lower_bound=epsilon_lower_bound(fp, e0.size, fn, e1.size, delta, alpha),
+    )
 
 
 def verdict(epsilon_lb: float, epsilon_target: float, epsilon_certified: float,
@@ -284,9 +339,11 @@ def make_canary(dataset, canary: str = "lowest-variance", label: float = 1.0, se
     classification = dataset.task == "classification"
     label = float(label)
     if classification and label not in (-1.0, 1.0):
-        raise ParameterError(f"The canary label must be -1 or +1 for a classification task. Got {label!r} instead.")
+        raise ParameterError(
+            f"The canary label must be -1 or +1 for a classification task. Got {label!r} instead.")
     if not classification and not -1.0 <= label <= 1.0:
-        raise ParameterError(f"The canary label must be in [-1, 1] for a regression task. Got {label!r} instead.")
+        raise ParameterError(
+            f"The canary label must be in [-1, 1] for a regression task. Got {label!r} instead.")
     rng = np.random.default_rng([int(seed), _STREAM_CANARY])
     if canary == "mislabeled":
         pool = np.flatnonzero(y != 0)
@@ -333,6 +390,26 @@ def subsample(dataset, rows: int, seed: int = 0):
     note = (f"audited on a seeded random subsample of {rows} of the {dataset.n} training rows "
             f"(seed {seed}); the certified ε refers to n = {rows}")
     return dataclasses.replace(dataset, X_train=X, y_train=Y, notes=tuple(dataset.notes) + (note,))
+
+
+class _LazyErm:
+    """The exact ERM of a neighbouring dataset, solved on first use.
+
+    Only some mechanisms read ``problem.erm`` (the baseline, output and
+    objective perturbation); for the others, an MLP's L-BFGS restarts would be
+    wasted time.
+    """
+
+    def __init__(self, model, X: np.ndarray, y: np.ndarray):
+        self._args = (model, X, y)
+        self._solution = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._solution is None:
+            self._solution = solve_erm(*self._args)
+        return getattr(self._solution, name)
 
 
 def _scores(model, theta: np.ndarray, canary: Canary, score: str) -> np.ndarray:
@@ -493,13 +570,13 @@ def audit(
     if max_rows is not None and full.n > max_rows:
         ds = subsample(full.dataset, max_rows, config.seed)
         note = ds.notes[-1]
-        problem_d = Problem(dataset=ds, model=model, erm=solve_erm(model, ds.X_train, ds.y_train))
+        problem_d = Problem(dataset=ds, model=model, erm=_LazyErm(model, ds.X_train, ds.y_train))
     else:
         problem_d = full
     can = make_canary(problem_d.dataset, canary, canary_label, config.seed)
     ds_prime = replace_record(problem_d.dataset, can.index, can.x, can.y)
     problem_dp = Problem(dataset=ds_prime, model=model,
-                         erm=solve_erm(model, ds_prime.X_train, ds_prime.y_train))
+                         erm=_LazyErm(model, ds_prime.X_train, ds_prime.y_train))
     mechanism.check(problem_d, config)
     mechanism.check(problem_dp, config)
 
@@ -539,14 +616,9 @@ def audit(
 
     delta = 0.0 if mechanism.notion == "(ε, 0)" else float(config.delta)
     s0, s1 = scores
-    half = trials // 2
-    threshold, direction = choose_threshold(s0[:half], s1[:half], delta, alpha)
-    fp = int(np.sum(_judge(s0[half:], threshold, direction)))
-    fn = int(np.sum(~_judge(s1[half:], threshold, direction)))
-    n0 = n1 = trials - half
-    conf = 1.0 - alpha / 2.0
-    eps_lb = epsilon_lower_bound(fp, n0, fn, n1, delta, alpha)
+    test = membership_test(s0, s1, delta, alpha)
     eps_target = float(config.epsilon) if mechanism.private else math.inf
+    eps_lb = test.epsilon_lower_bound
     v, refuted = verdict(eps_lb, eps_target, eps_certified, mechanism.private)
     if "certified" in refuted:
         caught.append("the audited lower bound exceeds the certified ε: either the proof or its "
@@ -572,14 +644,14 @@ def audit(
         canary_description=can.description,
         canary_index=can.index,
         canary_label=can.y,
-        threshold=threshold,
-        direction=direction,
-        false_positives=fp,
-        n_without=n0,
-        false_negatives=fn,
-        n_with=n1,
-        fpr_upper=clopper_pearson_upper(fp, n0, conf),
-        fnr_upper=clopper_pearson_upper(fn, n1, conf),
+        threshold=test.threshold,
+        direction=test.direction,
+        false_positives=test.false_positives,
+        n_without=test.n_without,
+        false_negatives=test.false_negatives,
+        n_with=test.n_with,
+        fpr_upper=test.fpr_upper,
+        fnr_upper=test.fnr_upper,
         scores_without=s0,
         scores_with=s1,
         sigma=sigma,

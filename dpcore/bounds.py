@@ -43,9 +43,12 @@ from .params import PARAMS, validate
 __all__ = [
     "BoundRow",
     "CATALOG",
+    "EMPTY",
+    "EXACTNESS",
     "GLOBAL_NOTES",
     "PAPERS",
     "PARAMETERS",
+    "PERTURBATIONS",
     "ParamValue",
     "bounds_report",
     "chaudhuri_objective_rate",
@@ -709,7 +712,10 @@ assert len(_ROWS_BY_ID) == len(CATALOG), "row ids must be unique"
 
 
 def get_row(row_id: str) -> BoundRow:
-    """The catalog row with this id; a :class:`ParameterError` naming the ids otherwise."""
+    """The catalog row with this id; a :class:`ParameterError` naming the ids otherwise.
+
+    References: SPEC §4.
+    """
     try:
         return _ROWS_BY_ID[row_id]
     except KeyError:
@@ -769,31 +775,15 @@ _DEFAULT_BATCH = 256  # gradient-dpsgd's default batch size (q = 256/n)
 
 
 def client_sizes(n: int, clients: int, skew: float = 1.0) -> list[int]:
-    """Party sizes for ``clients`` parties in two equal-size groups with ``n_max/n_min ≈ skew``.
-
-    ``⌈m/2⌉`` small parties hold ``n_(1) = ⌊n/(⌈m/2⌉ + u⌊m/2⌋)⌋`` records each;
-    the ``⌊m/2⌋`` large ones share the rest (≥ u·n_(1) each).  Sizes sum to n.
+    """Party sizes: the distributed mechanisms' two-group split (one source of truth).
 
     References: seed 004 §Experiments (two groups, level of non-average u); SPEC §3.7.
     """
-    n = int(n)
+    from .mechanisms.distributed import client_sizes as _sizes
+
     m = validate("clients", clients, "client_sizes")
     u = validate("skew", skew, "client_sizes")
-    if m == 1:
-        if u != 1.0:
-            raise ParameterError(
-                f"a skew u = {u:g} needs at least 2 clients; set clients ≥ 2 or skew = 1."
-            )
-        return [n]
-    small, large = m - m // 2, m // 2
-    n_min = int(n // (small + u * large))
-    if n_min < 1:
-        raise ParameterError(
-            f"{m} clients with skew {u:g} leave the smallest party no records (n = {n}): "
-            "use fewer clients or a smaller skew."
-        )
-    base, extra = divmod(n - small * n_min, large)
-    return [n_min] * small + [base + (1 if i < extra else 0) for i in range(large)]
+    return _sizes(int(n), m, u)
 
 
 def _static_defaults(model, lam_value: float) -> dict[str, tuple[Any, str, str]]:
@@ -1056,7 +1046,10 @@ def evaluate(params: Mapping[str, Any], rows: Iterable[BoundRow] = CATALOG) -> l
 
 
 def loglog_slope(x: Sequence[float], y: Sequence[float | None]) -> float | None:
-    """Least-squares slope of log y against log x; ``None`` unless ≥ 2 points are positive and finite."""
+    """Least-squares slope of log y against log x; ``None`` unless ≥ 2 points are positive and finite.
+
+    References: SPEC §4 ("log-log slope vs n and vs ε").
+    """
     pts = [(a, b) for a, b in zip(x, y) if b is not None and math.isfinite(b) and b > 0 and a > 0]
     if len(pts) < 2 or len({a for a, _ in pts}) < 2:
         return None

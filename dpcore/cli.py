@@ -91,6 +91,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mechanism-specific option, e.g. smoothing=2 or variant=pl (repeatable)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
+    s = sub.add_parser("bounds", help="the published noise and excess-risk bounds, evaluated")
+    s.add_argument("--dataset", required=True)
+    s.add_argument("--model", default="logreg")
+    s.add_argument("--epsilon", type=_ptype("epsilon"), default=PARAMS["epsilon"].default)
+    s.add_argument("--delta", type=_ptype("delta"), default=PARAMS["delta"].default)
+    s.add_argument("--iterations", "-T", type=_ptype("iterations"), default=PARAMS["iterations"].default)
+    s.add_argument("--clients", type=_ptype("clients"), default=None)
+    s.add_argument("--skew", type=_ptype("skew"), default=None)
+    s.add_argument("--lam", type=_ptype("lam"), default=None)
+    s.add_argument("--lr", type=_ptype("learning_rate"), default=None)
+    s.add_argument("--json", action="store_true", help="print one JSON document")
+
     s = sub.add_parser("tradeoff", help="local vs central privacy of every mechanism at one ε")
     _common_run_args(s)
     s.add_argument("--mechanisms", default=None, help="comma-separated ids (default: all applicable)")
@@ -216,8 +228,25 @@ def _cmd_tradeoff(args) -> Any:
     return "\n".join(lines)
 
 
+def _cmd_bounds(args) -> Any:
+    from .bounds import bounds_report
+
+    out = bounds_report(args.dataset, args.model, args.epsilon, args.delta, args.iterations,
+                        args.clients, args.skew, args.lam, learning_rate=args.lr)
+    if args.json:
+        return out
+
+    def g(v):
+        return "—" if v is None else f"{v:.3g}"
+
+    lines = [f"{'row':28} {'noise':>10} {'risk':>10}  exactness"]
+    for r in out["rows"]:
+        lines.append(f"{r['id']:28} {g(r.get('noise')):>10} {g(r.get('risk')):>10}  {r['exactness']}")
+    return "\n".join(lines)
+
+
 COMMANDS = {"datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,
-            "tradeoff": _cmd_tradeoff}
+            "tradeoff": _cmd_tradeoff, "bounds": _cmd_bounds}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -241,8 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dpcore: internal error ({type(exc).__name__}): {exc}; "
               "set DPCORE_DEBUG=1 for the traceback", file=sys.stderr)
         return 1
-    if isinstance(out, str):
-        print(out)
-    else:
-        print(dumps(out, indent=None))
+    try:
+        print(out if isinstance(out, str) else dumps(out, indent=None))
+    except BrokenPipeError:  # e.g. piped into `head`
+        sys.stderr.close()
     return 0

@@ -172,14 +172,20 @@ def solve_perturbed(model: Model, X: np.ndarray, y: np.ndarray, linear: np.ndarr
             if ok.all():
                 break
             t = np.where(ok, t, t * 0.5)
-        improved = fc <= fval
+        # Near the optimum the objective changes below rounding: a full Newton step that
+        # shrinks the gradient is accepted even if f does not visibly decrease.
+        g_cand = np.linalg.norm(m.grad(cand, X, y) + linear, axis=1)
+        improved = (fc <= fval) | ((t == 1.0) & (g_cand < 0.5 * gn))
         theta = np.where(improved[:, None], cand, theta)
-        fval = np.where(improved, fc, fval)
+        fval = np.where(improved, np.minimum(fc, fval), fval)
         if not improved[active].any():
             break
     g = m.grad(theta, X, y) + linear
+    # Float64 cannot resolve the gradient below rounding of its largest terms; a large
+    # random tilt (tiny ε) moves that floor, so the tolerance is relative to it.
+    scale = max(1.0, float(np.max(np.linalg.norm(linear, axis=1) + lam * np.linalg.norm(theta, axis=1))))
     worst = float(np.linalg.norm(g, axis=1).max())
-    if worst > GRAD_TOL:
+    if worst > GRAD_TOL * scale:
         raise ModelError(
             f"the perturbed objective was minimised only to gradient norm {worst:.2e}; "
             "increase λ (the privacy proof needs the exact minimiser)."

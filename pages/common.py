@@ -19,7 +19,8 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
 from dpcore.params import PARAMS
 
-EPS_OPTIONS = [float(f"{v:.3g}") for v in np.geomspace(0.01, 10, 31)]
+EPS_OPTIONS = sorted({float(f"{v:.3g}") for v in np.geomspace(0.01, 10, 31)}
+                     | {0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 2.0, 3.0, 5.0, 7.0})
 DELTA_OPTIONS = [1e-10, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
 
 
@@ -38,28 +39,46 @@ def fmt_num(value, spec: str = ".4f") -> str:
 
 # -- widgets ----------------------------------------------------------------------------
 
+def _select_slider(container, label, options, value, key, fmt):
+    """A select_slider whose state (from a URL, say) is snapped to the nearest option.
+
+    The default goes into session state instead of ``value=`` so that the widget's
+    identity never changes between runs (which would reset it).
+    """
+    current = st.session_state.get(key, value)
+    if current not in options:
+        try:
+            current = min(options, key=lambda o: abs(math.log(o) - math.log(float(current))))
+        except (TypeError, ValueError):
+            current = value
+    st.session_state[key] = current
+    return container.select_slider(label, options, key=key, format_func=fmt)
+
+
 def param_widget(name: str, key: str, *, label: str | None = None, container=st, **kw) -> Any:
     """One widget for a declared parameter; its range comes from :data:`dpcore.params.PARAMS`."""
     p = PARAMS[name]
     label = label or p.help
     if name == "epsilon":
-        return container.select_slider(label, EPS_OPTIONS, value=kw.pop("value", 1.0), key=key,
-                                       format_func=lambda v: f"{v:g}")
+        return _select_slider(container, label, EPS_OPTIONS, kw.pop("value", 1.0), key, lambda v: f"{v:g}")
     if name == "delta":
-        return container.select_slider(label, DELTA_OPTIONS, value=kw.pop("value", 1e-5), key=key,
-                                       format_func=lambda v: f"{v:.0e}")
+        return _select_slider(container, label, DELTA_OPTIONS, kw.pop("value", 1e-5), key,
+                              lambda v: f"{v:.0e}")
     kind = getattr(p.constraint, "kind", float)
     lo, hi = p.ui_min, p.ui_max
     value = kw.pop("value", p.default)
     if p.log_scale and kind is float:
         opts = sorted({float(f"{v:.3g}") for v in np.geomspace(lo, hi, 25)} | {float(value)})
-        return container.select_slider(label, opts, value=float(value), key=key,
-                                       format_func=lambda v: f"{v:g}")
+        return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}")
+    current = st.session_state.get(key, value)
+    try:
+        current = kind(min(max(kind(current), kind(lo)), kind(hi)))
+    except (TypeError, ValueError):
+        current = kind(value)
+    st.session_state[key] = current
     if kind is int:
-        return container.number_input(label, min_value=int(lo), max_value=int(hi), value=int(value),
-                                      step=1, key=key)
-    return container.number_input(label, min_value=float(lo), max_value=float(hi), value=float(value),
-                                  key=key)
+        return container.number_input(label, min_value=int(lo), max_value=int(hi), step=1, key=key)
+    return container.number_input(label, min_value=float(lo), max_value=float(hi), key=key)
 
 
 def dataset_picker(key: str = "dataset", container=st, default: str = "breast-cancer") -> str:
@@ -167,3 +186,52 @@ def loss_figure(rec: dict) -> go.Figure | None:
     fig.update_layout(title="Training objective on the data the optimiser saw", xaxis_title="step t",
                       yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
     return fig
+
+
+# -- URL round-trip ---------------------------------------------------------------------
+
+def restore_from_url(defaults: dict[str, Any]) -> None:
+    """Seed widget state from ``st.query_params`` once per session (so a shared link reproduces a view).
+
+    ``defaults`` maps widget keys to a value of the right type; URL strings are
+    converted to that type, and values that do not parse are ignored.
+    """
+    flag = "_url_restored_" + "_".join(sorted(defaults))
+    if st.session_state.get(flag):
+        return
+    st.session_state[flag] = True
+    for key, default in defaults.items():
+        if key not in st.query_params or key in st.session_state:
+            continue
+        raw = st.query_params[key]
+        try:
+            if isinstance(default, bool):
+                value = raw.lower() in ("1", "true", "yes")
+            elif isinstance(default, int):
+                value = int(float(raw))
+            elif isinstance(default, float):
+                value = float(raw)
+            else:
+                value = raw
+        except ValueError:
+            continue
+        st.session_state[key] = value
+
+
+def write_to_url(keys: list[str]) -> None:
+    """Mirror the current widget values into the URL."""
+    for key in keys:
+        if key in st.session_state:
+            st.query_params[key] = str(st.session_state[key])
+
+
+def download_table(rows, name: str, key: str) -> None:
+    import pandas as pd
+
+    st.download_button("Download table (CSV)", pd.DataFrame(rows).to_csv(index=False).encode(),
+                       file_name=f"{name}.csv", mime="text/csv", key=key)
+
+
+def download_figure(fig, name: str, key: str) -> None:
+    st.download_button("Download plot (HTML)", fig.to_html(include_plotlyjs="cdn").encode(),
+                       file_name=f"{name}.html", mime="text/html", key=key)

@@ -3,7 +3,8 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig, epsilon_sweep
 from dpcore.mechanisms import REGISTRY
-from pages.common import band_figure, dataset_picker, mechanisms_for, model_picker, param_widget
+from pages.common import (band_figure, dataset_picker, download_figure, download_table, mechanisms_for,
+                          model_picker, param_widget)
 
 st.title("Compare mechanisms over ε")
 
@@ -73,9 +74,13 @@ if rows:
     ok = [r for r in rows if "error" not in r]
     metric = "accuracy_mean" if any("accuracy_mean" in r for r in ok) else "rmse_mean"
     baseline = next((r.get(metric.replace("_mean", "_nonprivate")) for r in ok), None)
-    st.plotly_chart(band_figure(ok, "epsilon", metric, title=metric.split("_")[0] + " against ε",
-                                baseline=baseline, x_title="ε", y_title=metric.split("_")[0]),
-                    width="stretch")
-    st.plotly_chart(band_figure(ok, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
-                                x_title="ε", y_title="L(θ) − L*"), width="stretch")
+    fig1 = band_figure(ok, "epsilon", metric, title=metric.split("_")[0] + " against ε",
+                       baseline=baseline, x_title="ε", y_title=metric.split("_")[0])
+    fig2 = band_figure(ok, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
+                       x_title="ε", y_title="L(θ) − L*")
+    st.plotly_chart(fig1, width="stretch")
+    download_figure(fig1, "compare_metric", "cmp_dl_fig1")
+    st.plotly_chart(fig2, width="stretch")
+    download_figure(fig2, "compare_gap", "cmp_dl_fig2")
     st.dataframe(ok, width="stretch")
+    download_table(ok, "compare", "cmp_dl_table")

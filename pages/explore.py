@@ -3,10 +3,14 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig
 from dpcore.mechanisms import REGISTRY
-from pages.common import (dataset_picker, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker,
-                          param_widget, run_or_error)
+from pages.common import (dataset_picker, download_figure, fmt_eps, fmt_num, loss_figure, mechanisms_for,
+                          model_picker, param_widget, restore_from_url, run_or_error, write_to_url)
 
 st.title("Explore one configuration")
+URL_KEYS = {"ex_dataset": "breast-cancer", "ex_model": "logreg", "ex_mechanism": "gradient-dpgd",
+            "ex_epsilon": 1.0, "ex_delta": 1e-5, "ex_T": 100, "ex_lam": 1e-3, "ex_lr": 1.0,
+            "ex_calibration": "certified", "ex_c": 1.0, "ex_R": 5, "ex_seed": 0}
+restore_from_url(URL_KEYS)
 
 with st.sidebar:
     st.header("Settings")
@@ -44,6 +48,7 @@ except DPCoreError as exc:  # a ParameterError from the declared constraints
     st.error(f"{exc}")
     st.stop()
 
+write_to_url(list(URL_KEYS))
 st.caption(f"**{cls.name}** — {cls.paper}. {cls.description}")
 if cls.heuristic:
     st.warning("This mechanism is a heuristic: records it uses raw get no privacy guarantee.")
@@ -85,5 +90,6 @@ if rec.get("client_sizes"):
 fig = loss_figure(rec)
 if fig is not None:
     st.plotly_chart(fig, width="stretch")
+    download_figure(fig, "loss_curve", "ex_dl_fig")
 with st.expander("All numbers (JSON)"):
     st.json({k: v for k, v in rec.items() if k not in ("loss_trace", "trace_steps")})

@@ -109,3 +109,32 @@ def test_distributed_page_shows_sizes_and_per_client_epsilon():
     at.select_slider(key="dist_u").set_value(4.0).run()
     at.radio(key="dist_cal").set_value("published").run()
     assert not at.exception
+
+
+def test_explore_url_round_trip():
+    at = _page("explore.py")
+    at.query_params["ex_dataset"] = "iris"
+    at.query_params["ex_epsilon"] = "0.3"
+    at.query_params["ex_mechanism"] = "output-gaussian"
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="ex_dataset").value == "iris"
+    assert at.select_slider(key="ex_epsilon").value == 0.3
+    assert at.selectbox(key="ex_mechanism").value == "output-gaussian"
+    assert _metrics(at)["ε target"] == "0.3"
+    at.select_slider(key="ex_epsilon").set_value(3.0).run()
+    assert at.query_params.get("ex_epsilon") == "3.0"
+    assert _metrics(at)["ε target"] == "3"
+
+
+def test_theory_page_renders_the_catalog_and_measures():
+    at = _page("theory.py").run()
+    assert not at.exception and not at.error
+    rows = list(at.dataframe[1].value["row"])
+    assert len(rows) == 27 and "001-kang-input" in rows
+    at.selectbox(key="th_dataset").set_value("breast-cancer").run()
+    at.select_slider(key="th_epsilon").set_value(1.0).run()
+    at.radio(key="th_over").set_value("epsilon").run()
+    at.button(key="th_measure").click().run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 2

@@ -1,0 +1,98 @@
+import plotly.graph_objects as go
+import streamlit as st
+
+from dpcore.bounds import CATALOG, bounds_report, compare_measured, infer_parameters, scaling
+from dpcore.exceptions import DPCoreError
+from pages.common import dataset_picker, download_figure, download_table, model_picker, param_widget
+
+st.title("Theory: the published bounds, evaluated")
+st.markdown(
+    "Every noise bound and excess-risk bound the seed papers tabulate, **as published** (LaTeX), and "
+    "evaluated at your dataset's n, d, p and your ε, δ, T. Big-O constants are set to 1 and marked "
+    "*order only*: compare **slopes**, not absolute values, for those rows."
+)
+c1, c2, c3, c4 = st.columns(4)
+dataset = dataset_picker("th_dataset", container=c1, default="adult")
+model = model_picker(dataset, "th_model", container=c2)
+epsilon = param_widget("epsilon", "th_epsilon", label="ε", container=c3, value=0.1)
+delta = param_widget("delta", "th_delta", label="δ", container=c4)
+c5, c6, c7 = st.columns(3)
+T = param_widget("iterations", "th_T", label="iterations T", container=c5, value=1000)
+m = param_widget("clients", "th_m", label="clients m (seed 004 rows)", container=c6)
+u = param_widget("skew", "th_u", label="skew u", container=c7)
+
+try:
+    report = bounds_report(dataset, model, epsilon, delta, T, m, u)
+except DPCoreError as exc:
+    st.error(f"{exc}")
+    st.stop()
+
+with st.expander("Parameters and where they came from"):
+    st.dataframe([{"name": k, "value": v["value"], "source": v["source"], "meaning": v["description"]}
+                  for k, v in report["parameters"].items()], hide_index=True, width="stretch")
+
+table = [{"row": r["id"], "method": r["method"], "reference": r["reference"], "perturbation": r["perturbation"],
+          "δ = 0": r["pure"], "noise": r.get("noise"), "noise is": r.get("noise_quantity"),
+          "excess risk": r.get("risk"), "slope in n": r["slopes"]["n"]["risk"],
+          "slope in ε": r["slopes"]["epsilon"]["risk"], "exactness": r["exactness"]}
+         for r in report["rows"]]
+st.dataframe(table, hide_index=True, width="stretch")
+download_table(table, "bounds", "th_dl_table")
+
+seed = st.selectbox("Show the rows of", ["001", "002", "003", "004"], key="th_seed",
+                    format_func=lambda s: f"seed {s}")
+for r in report["rows"]:
+    if r["seed"] != seed:
+        continue
+    with st.expander(f"{r['id']}: {r['method']} ({r['reference']})"):
+        st.caption(r["source"])
+        if r["noise_latex"] != "—":
+            st.latex(r["noise_latex"])
+        if r["risk_latex"] != "—":
+            st.latex(r["risk_latex"])
+        if r.get("note"):
+            st.info(r["note"])
+
+st.subheader("How each bound scales")
+over = st.radio("Vary", ["n", "epsilon"], horizontal=True, key="th_over")
+params = infer_parameters(dataset, model, epsilon, delta, T, m, u)
+sc = scaling(CATALOG, params, over)
+chosen = st.multiselect("Rows", [r["id"] for r in sc["rows"]],
+                        default=["001-wang2017-gd", "001-kang-input", "002-dbdp-sgd", "003-input"],
+                        key="th_rows")
+fig = go.Figure()
+for r in sc["rows"]:
+    if r["id"] in chosen:
+        fig.add_trace(go.Scatter(x=sc["grid"], y=r["risk"], mode="lines+markers",
+                                 name=f"{r['id']} (slope {r['risk_slope']:.2f})" if r["risk_slope"] is not None else r["id"]))
+fig.update_xaxes(type="log", title=over)
+fig.update_yaxes(type="log", title="predicted excess risk")
+fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+st.plotly_chart(fig, width="stretch")
+download_figure(fig, "bounds_scaling", "th_dl_fig")
+
+st.subheader("Measured gap beside the prediction")
+if st.button("Measure (runs the implementing mechanisms)", key="th_measure"):
+    with st.spinner("Running the mechanisms on a grid…"):
+        try:
+            st.session_state["th_measured"] = compare_measured(dataset, model, epsilon, delta, min(T, 200),
+                                                               over=over, repeats=2)
+        except DPCoreError as exc:
+            st.error(f"{exc}")
+meas = st.session_state.get("th_measured")
+if meas:
+    st.caption(meas.get("dataset_note", ""))
+    fig2 = go.Figure()
+    for mrec in meas["mechanisms"]:
+        if not mrec.get("gap_mean"):
+            continue
+        fig2.add_trace(go.Scatter(x=meas["grid"], y=mrec["gap_mean"], mode="lines+markers",
+                                  name=f"{mrec['mechanism']} measured (slope {mrec['measured_slope']:.2f})"))
+        for row in mrec["rows"]:
+            fig2.add_trace(go.Scatter(x=meas["grid"], y=row["predicted_risk"], mode="lines",
+                                      line=dict(dash="dot"),
+                                      name=f"{row['id']} predicted (slope {row['predicted_slope']:.2f})"))
+    fig2.update_xaxes(type="log", title=meas["over"])
+    fig2.update_yaxes(type="log", title="optimality gap / predicted excess risk")
+    fig2.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+    st.plotly_chart(fig2, width="stretch")
