@@ -164,20 +164,23 @@ def solve_perturbed(model: Model, X: np.ndarray, y: np.ndarray, linear: np.ndarr
         H = m.hessian(theta[active], X, y)
         step = np.zeros_like(theta)
         step[active] = np.linalg.solve(H, g[active][:, :, None])[:, :, 0]
+        # Full Newton steps that halve the gradient are taken outright (near the optimum the
+        # objective changes below rounding, so Armijo cannot judge them); the rest backtrack.
+        full = theta - step
+        full_ok = np.linalg.norm(m.grad(full, X, y) + linear, axis=1) < 0.5 * gn
         t = np.ones(R)
         for _ in range(60):  # per-run Armijo backtracking
             cand = theta - t[:, None] * step
             fc = f(cand)
-            ok = (fc <= fval - 1e-4 * t * np.sum(g * step, axis=1)) | ~active | (t < 1e-12)
+            ok = (fc <= fval - 1e-4 * t * np.sum(g * step, axis=1)) | ~active | full_ok | (t < 1e-12)
             if ok.all():
                 break
             t = np.where(ok, t, t * 0.5)
-        # Near the optimum the objective changes below rounding: a full Newton step that
-        # shrinks the gradient is accepted even if f does not visibly decrease.
-        g_cand = np.linalg.norm(m.grad(cand, X, y) + linear, axis=1)
-        improved = (fc <= fval) | ((t == 1.0) & (g_cand < 0.5 * gn))
+        cand = np.where(full_ok[:, None], full, cand)
+        fc = f(cand)
+        improved = full_ok | (fc <= fval)
         theta = np.where(improved[:, None], cand, theta)
-        fval = np.where(improved, np.minimum(fc, fval), fval)
+        fval = np.where(improved, fc, fval)
         if not improved[active].any():
             break
     g = m.grad(theta, X, y) + linear
