@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import datasets as _datasets
-from .erm import exact_solution
+from .erm import exact_solution, solve_erm
 from .exceptions import PrivacyWarning
 from .mechanisms import Problem, get_mechanism
 from .metrics import accuracy, optimality_gap, rmse, summarize
@@ -157,13 +157,19 @@ class RunResult:
         return out
 
 
-def load_problem(config: RunConfig) -> Problem:
-    """Dataset, model and cached exact ERM for a configuration."""
+def load_problem(config: RunConfig, dataset=None) -> Problem:
+    """Dataset, model and exact ERM for a configuration.
+
+    ``dataset`` (optional) is a user's own :class:`~dpcore.datasets.Dataset` (an
+    uploaded CSV); its exact ERM is solved afresh rather than cached process-wide.
+    """
     kw: dict[str, Any] = {}
     for k in ("n", "d", "noise"):
         if getattr(config, k) is not None:
             kw[k] = getattr(config, k)
-    dataset = _datasets.load(config.dataset, **kw)
+    user_data = dataset is not None
+    if not user_data:
+        dataset = _datasets.load(config.dataset, **kw)
     model = make_model(config.model, lam=config.lam, radius=config.radius)
     if model.task != dataset.task:
         from .exceptions import ModelError
@@ -173,13 +179,17 @@ def load_problem(config: RunConfig) -> Problem:
             f"{dataset.task} task; pick a {dataset.task} model"
             + (" (linreg)" if dataset.task == "regression" else " (logreg or mlp)")
         )
-    return Problem(dataset=dataset, model=model, erm=exact_solution(dataset, model))
+    erm = solve_erm(model, dataset.X_train, dataset.y_train) if user_data else exact_solution(dataset, model)
+    return Problem(dataset=dataset, model=model, erm=erm)
 
 
-def run(config: RunConfig) -> RunResult:
-    """Run ``config.repeats`` batched runs of one mechanism and measure them."""
+def run(config: RunConfig, dataset=None) -> RunResult:
+    """Run ``config.repeats`` batched runs of one mechanism and measure them.
+
+    ``dataset`` overrides the registry lookup with the user's own data.
+    """
     mechanism = get_mechanism(config.mechanism)
-    problem = load_problem(config)
+    problem = load_problem(config, dataset)
     mechanism.check(problem, config)
     caught: list[str] = []
     with warnings.catch_warnings(record=True) as wlist:

@@ -81,14 +81,41 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
     return container.number_input(label, min_value=float(lo), max_value=float(hi), key=key)
 
 
+UPLOAD_PREFIX = "upload:"
+
+
+def user_datasets() -> dict:
+    """This session's uploaded datasets (never shared between users)."""
+    return st.session_state.setdefault("user_datasets", {})
+
+
+def user_dataset(dataset_id: str):
+    """The session's Dataset for an ``upload:`` id, else None (a registered dataset)."""
+    if dataset_id.startswith(UPLOAD_PREFIX):
+        return user_datasets().get(dataset_id[len(UPLOAD_PREFIX):])
+    return None
+
+
 def dataset_picker(key: str = "dataset", container=st, default: str = "breast-cancer") -> str:
-    ids = list(datasets.DATASETS)
-    return container.selectbox("Dataset", ids, index=ids.index(default), key=key,
-                               format_func=lambda i: datasets.DATASETS[i].name)
+    ids = list(datasets.DATASETS) + [UPLOAD_PREFIX + name for name in user_datasets()]
+    if st.session_state.get(key) not in ids:
+        st.session_state[key] = default
+    return container.selectbox("Dataset", ids, key=key, format_func=dataset_label)
+
+
+def dataset_label(dataset_id: str) -> str:
+    if dataset_id.startswith(UPLOAD_PREFIX):
+        return f"{dataset_id[len(UPLOAD_PREFIX):]} (uploaded)"
+    return datasets.DATASETS[dataset_id].name
+
+
+def dataset_task(dataset_id: str) -> str:
+    ds = user_dataset(dataset_id)
+    return ds.task if ds is not None else datasets.DATASETS[dataset_id].task
 
 
 def model_picker(dataset_id: str, key: str = "model", container=st) -> str:
-    task = datasets.DATASETS[dataset_id].task
+    task = dataset_task(dataset_id)
     options = [m for m, cls in MODELS.items() if cls.task == task]
     return container.selectbox("Model", options, key=key, format_func=lambda m: f"{m} — {MODELS[m].name}")
 
@@ -130,9 +157,16 @@ def cached_sweep(base: RunConfig, mechanisms: tuple[str, ...], epsilons: tuple[f
 
 
 def run_or_error(config: RunConfig) -> dict | None:
-    """Run (cached) and show a clear ``st.error`` instead of a traceback on bad settings."""
+    """Run (cached; uploads uncached) and show a clear ``st.error`` instead of a traceback."""
     try:
-        return cached_run(config)
+        ds = user_dataset(config.dataset)
+        if ds is None:
+            return cached_run(config)
+        res = run(config, dataset=ds)  # a user's own data: never in the shared cache
+        rec = res.to_dict()
+        rec["loss_trace"] = None if res.loss_trace is None else res.loss_trace.tolist()
+        rec["trace_steps"] = None if res.trace_steps is None else res.trace_steps.tolist()
+        return rec
     except DPCoreError as exc:
         st.error(f"{exc}")
         return None

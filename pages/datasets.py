@@ -1,8 +1,10 @@
+import io
+
 import pandas as pd
 import streamlit as st
 
 from dpcore import datasets
-from pages.common import dataset_details
+from pages.common import dataset_details, user_datasets
 
 st.title("Datasets")
 st.caption(
@@ -52,3 +54,34 @@ st.markdown(f"**Row norms ‖x‖ after preprocessing** (largest {info['max_row_
 st.bar_chart(pd.Series(info["norm_histogram"], name="rows"))
 with st.expander(f"The {info['d']} features"):
     st.write(", ".join(info["feature_names"]))
+
+st.divider()
+st.subheader("Use your own data")
+st.caption("Upload a CSV with a header row. It stays in this browser session only and becomes selectable "
+           "in Explore. It is preprocessed like the bundled data (one-hot, standardise, ‖x‖ ≤ 1).")
+upload = st.file_uploader("CSV file", type=["csv"], key="upload_file")
+if upload is not None:
+    raw = upload.getvalue()
+    try:
+        header = pd.read_csv(io.BytesIO(raw), nrows=200)
+    except Exception as exc:  # pandas' many parse errors: report, don't crash
+        st.error(f"This file cannot be read as CSV ({type(exc).__name__}): check the separator and header row.")
+        header = None
+    if header is not None and header.shape[1] >= 2:
+        label = st.selectbox("Label column", list(header.columns), index=header.shape[1] - 1, key="upload_label")
+        task = st.radio("Task", ["classification", "regression"], horizontal=True, key="upload_task")
+        positive = None
+        if task == "classification":
+            classes = sorted(header[label].dropna().astype(str).str.strip().unique())
+            positive = st.selectbox("Positive class (+1)", classes, key="upload_positive")
+        name = st.text_input("Name", upload.name.rsplit(".", 1)[0], key="upload_name")
+        if st.button("Add dataset", key="upload_add"):
+            try:
+                ds = datasets.from_csv(raw, label, positive, task=task, name=name)
+            except datasets.DatasetError as exc:
+                st.error(f"{exc}")
+            else:
+                user_datasets()[name] = ds
+                st.success(f"Added '{name}': n = {ds.n}, d = {ds.d}. Pick it in Explore.")
+    elif header is not None:
+        st.error("The CSV needs at least two columns: features and a label.")

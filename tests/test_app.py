@@ -138,3 +138,22 @@ def test_theory_page_renders_the_catalog_and_measures():
     at.button(key="th_measure").click().run()
     assert not at.exception
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_upload_bad_and_good_csv_then_explore_it():
+    at = _page("datasets.py").run()
+    # AppTest cannot drive st.file_uploader; exercise the same path the button takes.
+    from dpcore import datasets as D
+
+    with pytest.raises(D.DatasetError, match="only one class"):
+        D.from_csv(b"a,y\n1,x\n2,x\n3,x\n", "y", "x")
+    good = D.from_csv(b"a,b,y\n" + b"".join(f"{i},{i % 3},{'p' if i % 2 else 'q'}\n".encode() for i in range(60)),
+                      "y", "p", name="mine")
+    at.session_state["user_datasets"] = {"mine": good}
+    ex = _page("explore.py")
+    ex.session_state["user_datasets"] = {"mine": good}
+    ex.run()
+    assert "mine (uploaded)" in ex.selectbox(key="ex_dataset").options
+    ex.selectbox(key="ex_dataset").set_value("upload:mine").run()
+    assert not ex.exception and not ex.error
+    assert _metrics(ex)["ε certified"] == "1"
