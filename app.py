@@ -15,6 +15,7 @@ PAGES = [
     st.Page("pages/local_central.py", title="Local vs central", icon="🏠"),
     st.Page("pages/distributed.py", title="Distributed", icon="🌐"),
     st.Page("pages/theory.py", title="Theory", icon="📐"),
+    st.Page("pages/audit.py", title="Audit", icon="🕵️"),
     st.Page("pages/datasets.py", title="Datasets", icon="🗂️"),
 ]
 

@@ -103,6 +103,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--lr", type=_ptype("learning_rate"), default=None)
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
+    s = sub.add_parser("audit", help="empirical lower bound on ε from a canary membership test")
+    s.add_argument("--dataset", required=True)
+    s.add_argument("--model", default="logreg")
+    s.add_argument("--mechanism", required=True)
+    s.add_argument("--epsilon", type=_ptype("epsilon"), default=PARAMS["epsilon"].default)
+    s.add_argument("--delta", type=_ptype("delta"), default=PARAMS["delta"].default)
+    s.add_argument("--trials", type=_ptype("repeats"), default=500, help="runs per side (D and D')")
+    s.add_argument("--iterations", "-T", type=_ptype("iterations"), default=PARAMS["iterations"].default)
+    s.add_argument("--calibration", choices=PARAMS["calibration"].constraint.values, default="certified")
+    s.add_argument("--c", type=_ptype("c"), default=1.0)
+    s.add_argument("--lam", type=_ptype("lam"), default=None)
+    s.add_argument("--lr", type=_ptype("learning_rate"), default=PARAMS["learning_rate"].default)
+    s.add_argument("--seed", type=_ptype("seed"), default=0)
+    s.add_argument("--alpha", type=float, default=0.05, help="confidence 1 − α of the bound")
+    s.add_argument("--canary", default="lowest-variance",
+                   help="lowest-variance, random-unit or mislabeled")
+    s.add_argument("--json", action="store_true", help="print one JSON document")
+
     s = sub.add_parser("tradeoff", help="local vs central privacy of every mechanism at one ε")
     _common_run_args(s)
     s.add_argument("--mechanisms", default=None, help="comma-separated ids (default: all applicable)")
@@ -245,8 +263,29 @@ def _cmd_bounds(args) -> Any:
     return "\n".join(lines)
 
 
+def _cmd_audit(args) -> Any:
+    from .audit import audit
+    from .experiment import RunConfig
+
+    config = RunConfig(dataset=args.dataset, model=args.model, mechanism=args.mechanism,
+                       epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
+                       calibration=args.calibration, c=args.c, lam=args.lam, learning_rate=args.lr,
+                       seed=args.seed, repeats=1)
+    res = audit(config, args.trials, alpha=args.alpha, canary=args.canary,
+                progress=lambda done, total: print(f"[{done}/{total}] runs", file=sys.stderr, flush=True))
+    rec = res.to_dict(scores=False)
+    if args.json:
+        return rec
+
+    def e(v):
+        return "∞" if v is None or v == float("inf") else f"{v:.3g}"
+
+    return (f"ε target {e(rec['epsilon_target'])}   ε certified {e(rec['epsilon_certified'])}   "
+            f"ε audited (lower bound) {e(rec['epsilon_lower_bound'])}   verdict: {rec['verdict']}")
+
+
 COMMANDS = {"datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,
-            "tradeoff": _cmd_tradeoff, "bounds": _cmd_bounds}
+            "tradeoff": _cmd_tradeoff, "bounds": _cmd_bounds, "audit": _cmd_audit}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,6 +39,8 @@ for page, text in [
     ("pages/compare.py", "**Compare**: several mechanisms over a grid of ε, with the seed papers' presets."),
     ("pages/local_central.py", "**Local vs central**: what each mechanism gives the record's owner."),
     ("pages/distributed.py", "**Distributed**: uneven clients, WD-DP against plain averaging."),
+    ("pages/theory.py", "**Theory**: every published bound, evaluated for your settings, beside the measured gap."),
+    ("pages/audit.py", "**Audit**: attack a mechanism and compare the audited ε with the certified one."),
     ("pages/datasets.py", "**Datasets**: the bundled data and how they were prepared."),
 ]:
     st.page_link(page, label=text)

@@ -157,3 +157,15 @@ def test_upload_bad_and_good_csv_then_explore_it():
     ex.selectbox(key="ex_dataset").set_value("upload:mine").run()
     assert not ex.exception and not ex.error
     assert _metrics(ex)["ε certified"] == "1"
+
+
+def test_audit_page_runs_and_flags_under_calibration():
+    at = _page("audit.py").run()
+    assert not at.exception
+    at.selectbox(key="au_dataset").set_value("iris").run()
+    at.select_slider(key="au_trials").set_value(200).run()
+    at.button(key="au_run").click().run()
+    assert not at.exception
+    labels = {m.label: m.value for m in at.metric}
+    assert labels["ε certified"] == "1" and "ε audited (lower bound)" in labels
+    assert len(at.get("plotly_chart")) == 1

@@ -95,3 +95,21 @@ def test_run_with_options_and_label_epsilon(capsys):
     rec = json.loads(capsys.readouterr().out)
     assert rec["label_epsilon"] == 0.3 and rec["config"]["options"]["variant"] == "pl"
     assert main(["run", "--dataset", "iris", "--option", "novalue"]) == 2
+
+
+def test_bounds_json(capsys):
+    assert main(["bounds", "--dataset", "adult", "--epsilon", "0.1", "--delta", "1e-5", "--iterations", "1000",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["counts"] == {"001": 12, "002": 6, "003": 5, "004": 4}
+    assert out["parameters"]["n"]["value"] == 36177
+
+
+def test_audit_json_with_progress(capsys):
+    assert main(["audit", "--dataset", "iris", "--mechanism", "non-private", "--trials", "100", "--json"]) == 0
+    captured = capsys.readouterr()
+    rec = json.loads(captured.out)
+    assert {"epsilon_target", "epsilon_certified", "epsilon_lower_bound", "verdict"} <= set(rec)
+    assert rec["epsilon_certified"] is None and rec["epsilon_lower_bound"] > 1
+    assert "runs" in captured.err  # progress on stderr
+    assert main(["audit", "--dataset", "iris", "--mechanism", "nope", "--trials", "10"]) == 2
