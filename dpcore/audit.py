@@ -83,7 +83,7 @@ from .exceptions import ModelError, ParameterError, PrivacyWarning
 from .experiment import RunConfig, load_problem
 from .mechanisms import Problem, get_mechanism
 from .optim import BatchRNG
-from .params import Interval, Options
+from .params import validate
 
 __all__ = [
     "AuditResult",
@@ -116,32 +116,9 @@ DEFAULT_CHUNK = 250
 # Independent random streams of one audit seed (run noise uses the seeds below).
 _STREAM_SUBSAMPLE, _STREAM_CANARY = 0xA0D1, 0xA0D2
 
-# Constraints of the audit's own parameters, in the form of dpcore.params.
-AUDIT_PARAMS: dict[str, Interval | Options] = {
-    "trials": Interval(int, 2, 1_000_000, "both"),
-    "alpha": Interval(float, 0.0, 1.0, "neither"),
-    "canary": Options(CANARIES),
-    "score": Options(SCORES),
-    "max_rows": Interval(int, 2, None, "both"),
-    "chunk_size": Interval(int, 1, 1_000_000, "both"),
-}
-
-
 def _check(name: str, value: Any) -> Any:
-    """Validate an audit parameter; message in dpcore.params' (scikit-learn's) form."""
-    cons = AUDIT_PARAMS[name]
-    bad = ParameterError(f"The {name!r} parameter of audit must be {cons.describe()}. Got {value!r} instead.")
-    if isinstance(cons, Options):
-        if not (isinstance(value, str) and cons.contains(value)):
-            raise bad
-        return value
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-    if ok and cons.kind is int:
-        ok = isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating))
-                                                      and float(value).is_integer())
-    if not ok or not math.isfinite(float(value)) or not cons.contains(value):
-        raise bad
-    return int(value) if cons.kind is int else float(value)
+    """Validate an audit parameter against its declaration in :data:`dpcore.params.PARAMS`."""
+    return validate(name, value, "audit")
 
 
 # ---------------------------------------------------------------------------

@@ -109,16 +109,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mechanism", required=True)
     s.add_argument("--epsilon", type=_ptype("epsilon"), default=PARAMS["epsilon"].default)
     s.add_argument("--delta", type=_ptype("delta"), default=PARAMS["delta"].default)
-    s.add_argument("--trials", type=_ptype("repeats"), default=500, help="runs per side (D and D')")
+    s.add_argument("--trials", type=_ptype("trials"), default=PARAMS["trials"].default,
+                   help="runs per side (D and D')")
     s.add_argument("--iterations", "-T", type=_ptype("iterations"), default=PARAMS["iterations"].default)
     s.add_argument("--calibration", choices=PARAMS["calibration"].constraint.values, default="certified")
     s.add_argument("--c", type=_ptype("c"), default=1.0)
     s.add_argument("--lam", type=_ptype("lam"), default=None)
     s.add_argument("--lr", type=_ptype("learning_rate"), default=PARAMS["learning_rate"].default)
     s.add_argument("--seed", type=_ptype("seed"), default=0)
-    s.add_argument("--alpha", type=float, default=0.05, help="confidence 1 − α of the bound")
-    s.add_argument("--canary", default="lowest-variance",
-                   help="lowest-variance, random-unit or mislabeled")
+    s.add_argument("--alpha", type=_ptype("alpha"), default=PARAMS["alpha"].default,
+                   help="confidence 1 − α of the bound")
+    s.add_argument("--canary", choices=PARAMS["canary"].constraint.values, default="lowest-variance")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("tradeoff", help="local vs central privacy of every mechanism at one ε")

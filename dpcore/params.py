@@ -121,6 +121,17 @@ _P = [
           "label / target noise level (synthetic data)", 0.0, 2.0),
     Param("calibration", Options(("certified", "published")), "certified",
           "certified: exact accountant; published: the paper's formula with constant c"),
+    # the privacy audit
+    Param("trials", Interval(int, 2, 1_000_000, "both"), 500,
+          "mechanism runs per neighbouring dataset", 100, 5000),
+    Param("alpha", Interval(float, 0.0, 1.0, "neither"), 0.05,
+          "the audit's bound holds with confidence 1 − α", 0.001, 0.2),
+    Param("canary", Options(("lowest-variance", "random-unit", "mislabeled")), "lowest-variance",
+          "the record that differs between the two neighbours"),
+    Param("score", Options(("margin", "loss")), "margin", "statistic of the canary per run"),
+    Param("max_rows", Interval(int, 2, None, "both"), 5000,
+          "larger training sets are audited on a seeded subsample of this many rows", 100, 100_000),
+    Param("chunk_size", Interval(int, 1, 1_000_000, "both"), 250, "runs per batched call", 1, 10_000),
 ]
 
 PARAMS: dict[str, Param] = {p.name: p for p in _P}
