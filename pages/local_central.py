@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.tradeoff import DEFAULT_NOISE_GRID, tradeoff
+from dpcore.tradeoff import tradeoff
 from pages.common import dataset_picker, fmt_eps, mechanisms_for, param_widget
 
 st.title("Local vs central privacy")

@@ -1,6 +1,5 @@
 """Distributed DP-ERM with client-size skew (seed 004)."""
 
-import math
 
 import numpy as np
 import pytest

@@ -7,8 +7,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import accounting as acc
-from dpcore import datasets as D
 from dpcore.erm import solve_erm
 from dpcore.exceptions import ModelError, PrivacyWarning
 from dpcore.experiment import RunConfig, run

@@ -95,7 +95,6 @@ class _InputBase(Mechanism):
     def run(self, problem, config, rngs):
         eps_y = label_budget(config)
         sigma = self.sigma(problem, config, eps_y)
-        model = problem.model
         thetas, traces, released = [], [], ([], [])
         for sub in groups(rngs, problem.n, problem.d):
             Xp = perturb_features(problem.X, sigma, sub)
