@@ -5,9 +5,12 @@ from dpcore.audit import audit
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig
 from dpcore.mechanisms import REGISTRY
-from pages.common import dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget
+from pages.common import (dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget,
+                          restore_from_url, write_to_url)
 
 st.title("Audit: catch a mechanism leaking")
+URL_KEYS = {'au_dataset': 'breast-cancer', 'au_model': 'logreg', 'au_mechanism': 'gradient-dpgd', 'au_epsilon': 1.0, 'au_delta': 1e-05, 'au_cal': 'certified', 'au_c': 1.0, 'au_T': 50, 'au_trials': 500, 'au_canary': 'lowest-variance'}
+restore_from_url(URL_KEYS)
 st.markdown(
     "A **certified** ε is a proof; an **audited** ε is evidence. Two neighbouring datasets differ in one "
     "record, replaced by a *canary*. The mechanism runs many times on each, and a threshold on the "
@@ -27,9 +30,11 @@ with st.sidebar:
     calibration = st.radio("Calibration", cals, horizontal=True, key="au_cal")
     c = param_widget("c", "au_c", label="constant c") if calibration == "published" else 1.0
     T = param_widget("iterations", "au_T", label="iterations T", value=50)
-    trials = st.select_slider("runs per side", [100, 200, 500, 1000, 2000], value=500, key="au_trials")
+    st.session_state.setdefault("au_trials", 500)
+    trials = st.select_slider("runs per side", [100, 200, 500, 1000, 2000], key="au_trials")
     canary = st.selectbox("canary", ["lowest-variance", "random-unit", "mislabeled"], key="au_canary")
 
+write_to_url(list(URL_KEYS))
 if st.button("Run the audit", type="primary", key="au_run"):
     bar = st.progress(0.0, text="starting…")
     try:

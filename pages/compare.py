@@ -4,9 +4,11 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig, epsilon_sweep
 from dpcore.mechanisms import REGISTRY
 from pages.common import (band_figure, dataset_picker, download_figure, download_table, mechanisms_for,
-                          model_picker, param_widget)
+                          model_picker, param_widget, restore_from_url, write_to_url)
 
 st.title("Compare mechanisms over ε")
+URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified'}
+restore_from_url(URL_KEYS)
 
 PRESETS = {
     "Seed 001, Fig. 2 (Adult, LR, ε ≤ 0.25)": dict(
@@ -40,7 +42,8 @@ if "cmp_mechs" in st.session_state:
     st.session_state["cmp_mechs"] = [m for m in st.session_state["cmp_mechs"] if m in available]
 mechs = st.multiselect("Mechanisms", available, default=default, key="cmp_mechs",
                        format_func=lambda m: f"{m} — {REGISTRY[m].name}")
-eps_text = st.text_input("ε grid (comma-separated)", "0.1, 0.3, 1, 3", key="cmp_eps")
+st.session_state.setdefault("cmp_eps", "0.1, 0.3, 1, 3")
+eps_text = st.text_input("ε grid (comma-separated)", key="cmp_eps")
 c3, c4, c5, c6 = st.columns(4)
 delta = param_widget("delta", "cmp_delta", label="δ", container=c3)
 T = param_widget("iterations", "cmp_T", label="iterations T", container=c4)
@@ -59,6 +62,7 @@ except ValueError as exc:
     st.error(f"Check the settings: {exc}")
     st.stop()
 
+write_to_url(list(URL_KEYS))
 if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
     rows = epsilon_sweep(base, mechs, epsilons,

@@ -3,10 +3,13 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig
 from dpcore.mechanisms.distributed import client_sizes, skew_curve
-from pages.common import band_figure, dataset_picker, fmt_eps, param_widget, run_or_error
+from pages.common import (band_figure, dataset_picker, download_figure, fmt_eps, param_widget,
+                          restore_from_url, run_or_error, write_to_url)
 from dpcore import datasets
 
 st.title("Distributed learning with uneven clients")
+URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3}
+restore_from_url(URL_KEYS)
 st.markdown(
     "m parties train locally with noisy gradient descent and the server aggregates once. **WD-DP** "
     "weights each party by its share of the data n_j/n; plain **averaging** (Jayaraman et al.) gives "
@@ -22,6 +25,7 @@ calibration = c5.radio("Calibration", ["certified", "published"], key="dist_cal"
 T = param_widget("iterations", "dist_T", label="local iterations T", container=c6)
 repeats = param_widget("repeats", "dist_R", label="repeats", value=3, container=c7)
 
+write_to_url(list(URL_KEYS))
 n = datasets.DATASETS[dataset].n_train
 try:
     sizes = client_sizes(n, m, u) if n else None
@@ -58,7 +62,9 @@ if curve:
     for r in curve["rows"]:
         if "error" in r:
             st.error(f"{r['mechanism']} at u = {r['skew']:g}: {r['error']}")
-    st.plotly_chart(band_figure(rows, "skew", "accuracy_mean", title="accuracy against skew u",
-                                x_title="u = n_max / n_min", y_title="test accuracy"), width="stretch")
+    fig = band_figure(rows, "skew", "accuracy_mean", title="accuracy against skew u",
+                      x_title="u = n_max / n_min", y_title="test accuracy")
+    st.plotly_chart(fig, width="stretch")
+    download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")
     st.plotly_chart(band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
                                 x_title="u = n_max / n_min", y_title="L(θ) − L*"), width="stretch")

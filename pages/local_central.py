@@ -5,9 +5,12 @@ import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.tradeoff import tradeoff
-from pages.common import dataset_picker, fmt_eps, mechanisms_for, param_widget
+from pages.common import (dataset_picker, download_figure, download_table, fmt_eps, mechanisms_for, param_widget,
+                          restore_from_url, write_to_url)
 
 st.title("Local vs central privacy")
+URL_KEYS = {'lc_dataset': 'breast-cancer', 'lc_epsilon': 1.0, 'lc_delta': 1e-05, 'lc_R': 2, 'lc_T': 100}
+restore_from_url(URL_KEYS)
 st.markdown(
     "A **central** guarantee protects a record from whoever sees the *model*; a **local** one protects "
     "it from the *server* that collects the data. Central mechanisms give no local protection (local "
@@ -19,9 +22,11 @@ dataset = dataset_picker("lc_dataset", container=c1)
 epsilon = param_widget("epsilon", "lc_epsilon", label="central target ε", container=c2)
 delta = param_widget("delta", "lc_delta", label="δ", container=c3)
 repeats = param_widget("repeats", "lc_R", label="repeats", value=2, container=c4)
-T = st.slider("iterations T", 10, 500, 100, key="lc_T")
+st.session_state.setdefault("lc_T", 100)
+T = st.slider("iterations T", 10, 500, key="lc_T")
 mechs = [m for m in mechanisms_for("logreg", ("output", "objective", "gradient", "input", "local"))]
 
+write_to_url(list(URL_KEYS))
 if st.button("Run the trade-off", type="primary", key="lc_run"):
     bar = st.progress(0.0, text="starting…")
     try:
@@ -58,4 +63,6 @@ if out:
     fig.update_yaxes(title="test accuracy")
     fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
     st.plotly_chart(fig, width="stretch")
+    download_figure(fig, "local_vs_central", "lc_dl_fig")
+    download_table(rows + out["curve"], "local_vs_central", "lc_dl_table")
     st.caption(out["note"])

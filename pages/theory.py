@@ -3,9 +3,12 @@ import streamlit as st
 
 from dpcore.bounds import CATALOG, bounds_report, compare_measured, infer_parameters, scaling
 from dpcore.exceptions import DPCoreError
-from pages.common import dataset_picker, download_figure, download_table, model_picker, param_widget
+from pages.common import (dataset_picker, download_figure, download_table, model_picker, param_widget,
+                          restore_from_url, write_to_url)
 
 st.title("Theory: the published bounds, evaluated")
+URL_KEYS = {'th_dataset': 'adult', 'th_model': 'logreg', 'th_epsilon': 0.1, 'th_delta': 1e-05, 'th_T': 1000, 'th_m': 4, 'th_u': 1.0}
+restore_from_url(URL_KEYS)
 st.markdown(
     "Every noise bound and excess-risk bound the seed papers tabulate, **as published** (LaTeX), and "
     "evaluated at your dataset's n, d, p and your ε, δ, T. Big-O constants are set to 1 and marked "
@@ -21,6 +24,7 @@ T = param_widget("iterations", "th_T", label="iterations T", container=c5, value
 m = param_widget("clients", "th_m", label="clients m (seed 004 rows)", container=c6)
 u = param_widget("skew", "th_u", label="skew u", container=c7)
 
+write_to_url(list(URL_KEYS))
 try:
     report = bounds_report(dataset, model, epsilon, delta, T, m, u)
 except DPCoreError as exc:

@@ -169,3 +169,18 @@ def test_audit_page_runs_and_flags_under_calibration():
     labels = {m.label: m.value for m in at.metric}
     assert labels["ε certified"] == "1" and "ε audited (lower bound)" in labels
     assert len(at.get("plotly_chart")) == 1
+
+
+@pytest.mark.parametrize("page, key, widget, value, shown", [
+    ("compare.py", "cmp_eps", "text_input", "0.2, 2", "0.2, 2"),
+    ("local_central.py", "lc_T", "slider", "40", 40),
+    ("distributed.py", "dist_m", "number_input", "6", 6),
+    ("theory.py", "th_T", "number_input", "500", 500),
+    ("audit.py", "au_canary", "selectbox", "random-unit", "random-unit"),
+])
+def test_every_view_restores_its_settings_from_the_url(page, key, widget, value, shown):
+    at = _page(page)
+    at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert getattr(at, widget)(key=key).value == shown
