@@ -1,0 +1,127 @@
+"""App benchmark: Explore latency (computed and cached), the Compare preset, and a load test.
+
+Run: ``python benchmarks/bench_app.py [--skip-compare] [--sessions 10]``.  Prints figures;
+asserts nothing.  The load test needs Debian ``chromium`` and the ``playwright`` package
+(both installed by ``.ci/run`` / requirements-dev); it talks to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def explore_latency() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "explore.py"), default_timeout=300)
+    at.query_params["ex_dataset"] = "adult"
+    t = time.perf_counter()
+    at.run()
+    first = time.perf_counter() - t  # includes loading Adult and its exact ERM
+    at.select_slider(key="ex_epsilon").set_value(3.0).run()
+    t = time.perf_counter()
+    at.select_slider(key="ex_epsilon").set_value(0.5).run()
+    computed = time.perf_counter() - t
+    t = time.perf_counter()
+    at.select_slider(key="ex_epsilon").set_value(3.0).run()
+    cached = time.perf_counter() - t
+    print(f"Explore on Adult (DP-GD, T=100, R=5): first view {first:.2f} s (data load + exact ERM), "
+          f"new ε computed {computed:.2f} s, cached {cached:.3f} s")
+
+
+def compare_preset() -> None:
+    from dpcore.experiment import RunConfig, epsilon_sweep
+    from dpcore.mechanisms import REGISTRY
+
+    central = [m for m, c in REGISTRY.items() if c.family in ("output", "objective", "gradient")]
+    eps = [0.01, 0.03, 0.1, 0.25, 0.5, 1.0, 3.0, 10.0]
+    t = time.perf_counter()
+    rows = epsilon_sweep(RunConfig(dataset="adult", repeats=5, iterations=100), central, eps)
+    sec = time.perf_counter() - t
+    errors = sum("error" in r for r in rows)
+    print(f"Compare, all {len(central)} central mechanisms × {len(eps)} ε × 5 repeats on Adult: "
+          f"{sec:.1f} s ({len(rows)} configurations, {errors} refused)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _sessions(url: str, n: int) -> list[float]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
+        eps_values = [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 2.0, 3.0, 5.0, 7.0]
+
+        async def one(k: int) -> float:
+            page = await browser.new_page()
+            t = time.perf_counter()
+            await page.goto(f"{url}/explore?ex_epsilon={eps_values[k % len(eps_values)]}", timeout=300_000)
+            await page.get_by_text("ε certified").first.wait_for(timeout=300_000)
+            elapsed = time.perf_counter() - t
+            bad = await page.locator('[data-testid="stException"]').count()
+            await page.close()
+            if bad:
+                raise RuntimeError(f"session {k} shows an exception")
+            return elapsed
+
+        times = await asyncio.gather(*(one(k) for k in range(n)))
+        await browser.close()
+        return list(times)
+
+
+def load_test(n: int) -> None:
+    if shutil.which("chromium") is None:
+        print("load test skipped: Debian chromium is not installed")
+        return
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+                             str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(180):
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        times = sorted(asyncio.run(_sessions(url, n)))
+        p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+        print(f"Load test, {n} concurrent sessions opening Explore (breast-cancer) with different ε: "
+              f"p50 {statistics.median(times):.2f} s, p95 {p95:.2f} s, max {times[-1]:.2f} s, errors 0")
+    finally:
+        proc.terminate()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--skip-compare", action="store_true")
+    ap.add_argument("--sessions", type=int, default=10)
+    args = ap.parse_args()
+    explore_latency()
+    if not args.skip_compare:
+        compare_preset()
+    load_test(args.sessions)
+
+
+if __name__ == "__main__":
+    main()
