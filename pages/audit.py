@@ -5,12 +5,24 @@ from dpcore.audit import audit
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig
 from dpcore.mechanisms import REGISTRY
-from pages.common import (dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget,
-                          restore_from_url, write_to_url)
+from pages.common import (
+    dataset_picker,
+    download_figure,
+    fmt_eps,
+    mechanisms_for,
+    model_picker,
+    param_widget,
+    publish_settings,
+    restore_from_url,
+    shared_settings,
+    write_to_url,
+)
 
 st.title("Audit: catch a mechanism leaking")
 URL_KEYS = {'au_dataset': 'breast-cancer', 'au_model': 'logreg', 'au_mechanism': 'gradient-dpgd', 'au_epsilon': 1.0, 'au_delta': 1e-05, 'au_cal': 'certified', 'au_c': 1.0, 'au_T': 50, 'au_trials': 500, 'au_canary': 'lowest-variance'}
 restore_from_url(URL_KEYS)
+SHARED = {'dataset': 'au_dataset', 'epsilon': 'au_epsilon', 'delta': 'au_delta', 'iterations': 'au_T'}
+shared_settings(SHARED)
 st.markdown(
     "A **certified** ε is a proof; an **audited** ε is evidence. Two neighbouring datasets differ in one "
     "record, replaced by a *canary*. The mechanism runs many times on each, and a threshold on the "
@@ -35,6 +47,7 @@ with st.sidebar:
     canary = st.selectbox("canary", ["lowest-variance", "random-unit", "mislabeled"], key="au_canary")
 
 write_to_url(list(URL_KEYS))
+publish_settings(SHARED)
 if st.button("Run the audit", type="primary", key="au_run"):
     bar = st.progress(0.0, text="starting…")
     try:

@@ -269,3 +269,25 @@ def download_table(rows, name: str, key: str) -> None:
 def download_figure(fig, name: str, key: str) -> None:
     st.download_button("Download plot (HTML)", fig.to_html(include_plotlyjs="cdn").encode(),
                        file_name=f"{name}.html", mime="text/html", key=key)
+
+
+# -- settings shared across views -------------------------------------------------------
+
+def shared_settings(mapping: dict[str, str]) -> None:
+    """Carry common settings (dataset, ε, δ, T, seed) from view to view.
+
+    ``mapping`` maps a shared name to this view's widget key.  A widget that has no
+    state yet (first visit, or Streamlit dropped it while another view was shown)
+    starts from the value last set in any view; call :func:`publish_settings` after
+    the widgets to record this view's values.
+    """
+    for name, key in mapping.items():
+        shared = st.session_state.get(f"shared_{name}")
+        if key not in st.session_state and shared is not None:
+            st.session_state[key] = shared
+
+
+def publish_settings(mapping: dict[str, str]) -> None:
+    for name, key in mapping.items():
+        if key in st.session_state:
+            st.session_state[f"shared_{name}"] = st.session_state[key]

@@ -3,12 +3,25 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig, epsilon_sweep
 from dpcore.mechanisms import REGISTRY
-from pages.common import (band_figure, dataset_picker, download_figure, download_table, mechanisms_for,
-                          model_picker, param_widget, restore_from_url, write_to_url)
+from pages.common import (
+    band_figure,
+    dataset_picker,
+    download_figure,
+    download_table,
+    mechanisms_for,
+    model_picker,
+    param_widget,
+    publish_settings,
+    restore_from_url,
+    shared_settings,
+    write_to_url,
+)
 
 st.title("Compare mechanisms over ε")
 URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified'}
 restore_from_url(URL_KEYS)
+SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
+shared_settings(SHARED)
 
 PRESETS = {
     "Seed 001, Fig. 2 (Adult, LR, ε ≤ 0.25)": dict(
@@ -63,6 +76,7 @@ except ValueError as exc:
     st.stop()
 
 write_to_url(list(URL_KEYS))
+publish_settings(SHARED)
 if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
     rows = epsilon_sweep(base, mechs, epsilons,

@@ -1,15 +1,27 @@
 import streamlit as st
 
+from dpcore import datasets
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig
 from dpcore.mechanisms.distributed import client_sizes, skew_curve
-from pages.common import (band_figure, dataset_picker, download_figure, fmt_eps, param_widget,
-                          restore_from_url, run_or_error, write_to_url)
-from dpcore import datasets
+from pages.common import (
+    band_figure,
+    dataset_picker,
+    download_figure,
+    fmt_eps,
+    param_widget,
+    publish_settings,
+    restore_from_url,
+    run_or_error,
+    shared_settings,
+    write_to_url,
+)
 
 st.title("Distributed learning with uneven clients")
 URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3}
 restore_from_url(URL_KEYS)
+SHARED = {'dataset': 'dist_dataset', 'epsilon': 'dist_epsilon', 'iterations': 'dist_T'}
+shared_settings(SHARED)
 st.markdown(
     "m parties train locally with noisy gradient descent and the server aggregates once. **WD-DP** "
     "weights each party by its share of the data n_j/n; plain **averaging** (Jayaraman et al.) gives "
@@ -26,6 +38,7 @@ T = param_widget("iterations", "dist_T", label="local iterations T", container=c
 repeats = param_widget("repeats", "dist_R", label="repeats", value=3, container=c7)
 
 write_to_url(list(URL_KEYS))
+publish_settings(SHARED)
 n = datasets.DATASETS[dataset].n_train
 try:
     sizes = client_sizes(n, m, u) if n else None

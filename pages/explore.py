@@ -3,14 +3,29 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig
 from dpcore.mechanisms import REGISTRY
-from pages.common import (dataset_picker, download_figure, fmt_eps, fmt_num, loss_figure, mechanisms_for,
-                          model_picker, param_widget, restore_from_url, run_or_error, write_to_url)
+from pages.common import (
+    dataset_picker,
+    download_figure,
+    fmt_eps,
+    fmt_num,
+    loss_figure,
+    mechanisms_for,
+    model_picker,
+    param_widget,
+    publish_settings,
+    restore_from_url,
+    run_or_error,
+    shared_settings,
+    write_to_url,
+)
 
 st.title("Explore one configuration")
 URL_KEYS = {"ex_dataset": "breast-cancer", "ex_model": "logreg", "ex_mechanism": "gradient-dpgd",
             "ex_epsilon": 1.0, "ex_delta": 1e-5, "ex_T": 100, "ex_lam": 1e-3, "ex_lr": 1.0,
             "ex_calibration": "certified", "ex_c": 1.0, "ex_R": 5, "ex_seed": 0}
 restore_from_url(URL_KEYS)
+SHARED = {'dataset': 'ex_dataset', 'epsilon': 'ex_epsilon', 'delta': 'ex_delta', 'iterations': 'ex_T', 'seed': 'ex_seed'}
+shared_settings(SHARED)
 
 with st.sidebar:
     st.header("Settings")
@@ -49,6 +64,7 @@ except DPCoreError as exc:  # a ParameterError from the declared constraints
     st.stop()
 
 write_to_url(list(URL_KEYS))
+publish_settings(SHARED)
 st.caption(f"**{cls.name}** — {cls.paper}. {cls.description}")
 if cls.heuristic:
     st.warning("This mechanism is a heuristic: records it uses raw get no privacy guarantee.")

@@ -5,12 +5,24 @@ import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.tradeoff import tradeoff
-from pages.common import (dataset_picker, download_figure, download_table, fmt_eps, mechanisms_for, param_widget,
-                          restore_from_url, write_to_url)
+from pages.common import (
+    dataset_picker,
+    download_figure,
+    download_table,
+    fmt_eps,
+    mechanisms_for,
+    param_widget,
+    publish_settings,
+    restore_from_url,
+    shared_settings,
+    write_to_url,
+)
 
 st.title("Local vs central privacy")
 URL_KEYS = {'lc_dataset': 'breast-cancer', 'lc_epsilon': 1.0, 'lc_delta': 1e-05, 'lc_R': 2, 'lc_T': 100}
 restore_from_url(URL_KEYS)
+SHARED = {'dataset': 'lc_dataset', 'epsilon': 'lc_epsilon', 'delta': 'lc_delta'}
+shared_settings(SHARED)
 st.markdown(
     "A **central** guarantee protects a record from whoever sees the *model*; a **local** one protects "
     "it from the *server* that collects the data. Central mechanisms give no local protection (local "
@@ -27,6 +39,7 @@ T = st.slider("iterations T", 10, 500, key="lc_T")
 mechs = [m for m in mechanisms_for("logreg", ("output", "objective", "gradient", "input", "local"))]
 
 write_to_url(list(URL_KEYS))
+publish_settings(SHARED)
 if st.button("Run the trade-off", type="primary", key="lc_run"):
     bar = st.progress(0.0, text="starting…")
     try:

@@ -1,14 +1,31 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.bounds import CATALOG, bounds_report, compare_measured, infer_parameters, scaling
+from dpcore.bounds import (
+    CATALOG,
+    bounds_report,
+    compare_measured,
+    infer_parameters,
+    scaling,
+)
 from dpcore.exceptions import DPCoreError
-from pages.common import (dataset_picker, download_figure, download_table, model_picker, param_widget,
-                          restore_from_url, write_to_url)
+from pages.common import (
+    dataset_picker,
+    download_figure,
+    download_table,
+    model_picker,
+    param_widget,
+    publish_settings,
+    restore_from_url,
+    shared_settings,
+    write_to_url,
+)
 
 st.title("Theory: the published bounds, evaluated")
 URL_KEYS = {'th_dataset': 'adult', 'th_model': 'logreg', 'th_epsilon': 0.1, 'th_delta': 1e-05, 'th_T': 1000, 'th_m': 4, 'th_u': 1.0}
 restore_from_url(URL_KEYS)
+SHARED = {'dataset': 'th_dataset', 'epsilon': 'th_epsilon', 'delta': 'th_delta', 'iterations': 'th_T'}
+shared_settings(SHARED)
 st.markdown(
     "Every noise bound and excess-risk bound the seed papers tabulate, **as published** (LaTeX), and "
     "evaluated at your dataset's n, d, p and your ε, δ, T. Big-O constants are set to 1 and marked "
@@ -25,6 +42,7 @@ m = param_widget("clients", "th_m", label="clients m (seed 004 rows)", container
 u = param_widget("skew", "th_u", label="skew u", container=c7)
 
 write_to_url(list(URL_KEYS))
+publish_settings(SHARED)
 try:
     report = bounds_report(dataset, model, epsilon, delta, T, m, u)
 except DPCoreError as exc:

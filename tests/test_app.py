@@ -184,3 +184,17 @@ def test_every_view_restores_its_settings_from_the_url(page, key, widget, value,
     at.run()
     assert not at.exception
     assert getattr(at, widget)(key=key).value == shown
+
+
+def test_common_settings_follow_the_user_across_views():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
+    at.switch_page("pages/explore.py").run()
+    at.selectbox(key="ex_dataset").set_value("iris").run()
+    at.select_slider(key="ex_epsilon").set_value(3.0).run()
+    assert not at.exception
+    at.switch_page("pages/theory.py").run()
+    assert not at.exception
+    assert at.selectbox(key="th_dataset").value == "iris"
+    assert at.select_slider(key="th_epsilon").value == 3.0
+    at.switch_page("pages/compare.py").run()
+    assert at.selectbox(key="cmp_dataset").value == "iris"
