@@ -8,6 +8,7 @@ from pages.common import (
     band_figure,
     dataset_picker,
     download_figure,
+    download_table,
     fmt_eps,
     param_widget,
     publish_settings,
@@ -57,11 +58,11 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
         if rec:
             st.metric("test accuracy", f"{rec['accuracy_mean']:.4f}")
             st.metric("max client ε (certified)", fmt_eps(rec["epsilon_certified"]))
-            st.dataframe({"client": list(range(1, len(rec["client_sizes"]) + 1)),
-                          "records": rec["client_sizes"], "weight": rec["weights"],
-                          "σ": rec["client_sigmas"],
-                          "ε certified": [fmt_eps(e) for e in rec["client_epsilons"]]},
-                         hide_index=True, width="stretch")
+            clients = [{"client": j + 1, "records": size, "weight": w, "σ": sig, "ε certified": fmt_eps(e)}
+                       for j, (size, w, sig, e) in enumerate(zip(rec["client_sizes"], rec["weights"],
+                                                                 rec["client_sigmas"], rec["client_epsilons"]))]
+            st.dataframe(clients, hide_index=True, width="stretch")
+            download_table(clients, f"clients_{mech}", f"dist_dl_{mech}")
 
 if st.button("Sweep the skew u ∈ {1, 2, 4, 8, 16}", type="primary", key="dist_run"):
     bar = st.progress(0.0, text="starting…")

@@ -50,8 +50,10 @@ except DPCoreError as exc:
     st.stop()
 
 with st.expander("Parameters and where they came from"):
-    st.dataframe([{"name": k, "value": v["value"], "source": v["source"], "meaning": v["description"]}
-                  for k, v in report["parameters"].items()], hide_index=True, width="stretch")
+    params_table = [{"name": k, "value": v["value"], "source": v["source"], "meaning": v["description"]}
+                    for k, v in report["parameters"].items()]
+    st.dataframe(params_table, hide_index=True, width="stretch")
+    download_table(params_table, "bounds_parameters", "th_dl_params")
 
 table = [{"row": r["id"], "method": r["method"], "reference": r["reference"], "perturbation": r["perturbation"],
           "δ = 0": r["pure"], "noise": r.get("noise"), "noise is": r.get("noise_quantity"),
