@@ -80,5 +80,8 @@ if curve:
                       x_title="u = n_max / n_min", y_title="test accuracy")
     st.plotly_chart(fig, width="stretch")
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")
-    st.plotly_chart(band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
-                                x_title="u = n_max / n_min", y_title="L(θ) − L*"), width="stretch")
+    fig_gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
+                          x_title="u = n_max / n_min", y_title="L(θ) − L*")
+    st.plotly_chart(fig_gap, width="stretch")
+    download_figure(fig_gap, "gap_vs_skew", "dist_dl_fig_gap")
+    download_table(rows, "skew_curve", "dist_dl_curve")

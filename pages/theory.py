@@ -120,3 +120,4 @@ if meas:
     fig2.update_yaxes(type="log", title="optimality gap / predicted excess risk")
     fig2.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
     st.plotly_chart(fig2, width="stretch")
+    download_figure(fig2, "measured_vs_predicted", "th_dl_fig2")
