@@ -50,6 +50,11 @@ class Problem:
     def p(self) -> int:
         return self.model.n_params(self.dataset.d)
 
+    def start(self, rngs) -> np.ndarray:
+        """Starting parameters of iterative training, (R, p): zeros for convex models, a
+        seeded random start (its own stream, apart from the noise) for the MLP."""
+        return self.model.init(len(rngs), self.d, None if self.model.convex else rngs.spawn_stream(1))
+
 
 @dataclass(frozen=True)
 class MechanismOutput:

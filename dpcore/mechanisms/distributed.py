@@ -129,7 +129,7 @@ class _Distributed(Mechanism):
             sag = acc.sigma_ag(config.epsilon, delta)
             sigmas = [(2.0 * G / nj) * math.sqrt(T) * sag for nj in sizes]
         w = self.weights(sizes)
-        theta0 = model.init(len(rngs), problem.d, rngs.spawn_stream(1) if not model.convex else None)
+        theta0 = problem.start(rngs)
         theta = np.zeros_like(theta0)
         eps_clients = []
         for j, idx in enumerate(parts):

@@ -66,7 +66,7 @@ class GradientDPGD(Mechanism):
         else:
             sigma = dpgd_certified_sigma(G, T, n, config.epsilon, config.delta)
         model = problem.model
-        theta0 = model.init(len(rngs), problem.d, rngs.spawn_stream(1) if not model.convex else None)
+        theta0 = problem.start(rngs)
         opt = gradient_descent(model, problem.X, problem.y, theta0, iterations=T,
                                learning_rate=config.learning_rate, rngs=rngs, noise_std=sigma,
                                clip_norm=clip)
@@ -86,7 +86,7 @@ def _sampled_run(mechanism, problem, config, rngs, *, sample_rate, clip, z, lr, 
     n, T = problem.n, config.iterations
     model = problem.model
     noise_mean_space = z * clip / (sample_rate * n)
-    theta0 = model.init(len(rngs), problem.d, rngs.spawn_stream(1) if not model.convex else None)
+    theta0 = problem.start(rngs)
     opt = sgd(model, problem.X, problem.y, theta0, iterations=T, learning_rate=lr, rngs=rngs,
               sample_rate=sample_rate, clip_norm=clip, noise_std=noise_mean_space,
               grad_hook=grad_hook)

@@ -150,7 +150,7 @@ class InputKang(_InputBase):
 
     def train(self, problem, config, Xp, yp, rngs):
         model = problem.model
-        theta0 = model.init(len(rngs), problem.d, rngs.spawn_stream(1) if not model.convex else None)
+        theta0 = problem.start(rngs)
         return gradient_descent(model, Xp, yp, theta0, iterations=config.iterations,
                                 learning_rate=config.learning_rate, rngs=rngs)
 
@@ -183,7 +183,7 @@ class InputDBDP(_InputBase):
 
     def train(self, problem, config, Xp, yp, rngs):
         model = problem.model
-        theta0 = model.init(len(rngs), problem.d, rngs.spawn_stream(1) if not model.convex else None)
+        theta0 = problem.start(rngs)
         return sgd(model, Xp, yp, theta0, iterations=config.iterations,
                    learning_rate=config.learning_rate, rngs=rngs,
                    batch_size=self.batch(problem, config))
@@ -243,6 +243,10 @@ class InputDBDPInfluence(Mechanism):
         G = model.lipschitz
         X = problem.X
         y_used = np.array(randomized_response(problem.y, eps_y, rngs))
+
+        def point_grad(theta, x, y):  # ∇θ ℓ(θ; x, y) of one record per run, (R, d)
+            return model.dphi(np.einsum("rd,rd->r", theta, x), y)[:, None] * x
+
         theta_tilde = problem.erm.theta
         H_inv = np.linalg.inv(model.hessian(theta_tilde[None], X, problem.y)[0])
         theta_g = np.repeat(theta_tilde[None], R, axis=0)
@@ -259,7 +263,7 @@ class InputDBDPInfluence(Mechanism):
             for _ in range(T_local):
                 idx = np.array([g.integers(n) for g in rngs])
                 x, yy = X[idx], y_used[ar, idx]
-                grad_g = -yy[:, None] * expit(-yy * np.einsum("rd,rd->r", theta_g, x))[:, None] * x
+                grad_g = point_grad(theta_g, x, yy)
                 c_t = grad_g @ H_inv.T / n
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.linalg.norm((c_t + theta_g) / theta_g, axis=1) / scale
@@ -277,7 +281,7 @@ class InputDBDPInfluence(Mechanism):
                 inv_sq[ar[pert], idx[pert]] += (2.0 / sig[pert]) ** 2
                 used_raw |= raw
                 n_raw += int(raw.sum())
-                g_l = -yy[:, None] * expit(-yy * np.einsum("rd,rd->r", theta_l, x_used))[:, None] * x_used
+                g_l = point_grad(theta_l, x_used, yy)
                 theta_l = theta_l - config.learning_rate * (g_l + model.lam * theta_l)
                 step += 1
             theta_g = theta_l
