@@ -21,6 +21,7 @@ Loaded datasets are cached per process; their arrays are read-only.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -786,18 +787,45 @@ def load(
     d: int = 14,
     noise: float = 0.1,
     n_test: int = 10_000,
+    subsample: int | None = None,
 ) -> Dataset:
     """Load a registered dataset, preprocessed; cached per process.
 
     ``seed`` drives the train/test split (and the synthetic draw); ``n``,
     ``d``, ``noise`` and ``n_test`` apply to the synthetic generators only.
+    ``subsample`` (bundled data only) keeps that many training rows, drawn
+    without replacement by ``seed`` after preprocessing; the test split is kept
+    whole.  Experiments use it for scaling in n and for quick test runs.
     """
     spec = get_spec(dataset_id)
     seed = validate("seed", seed, "load")
     if spec.synthetic:
         return _load_synthetic(spec.id, int(n), int(d), float(noise), seed, int(n_test), bool(bias))
     test_fraction = validate("test_fraction", test_fraction, "load")
+    if subsample is not None:
+        subsample = validate("n", subsample, "load")
+        return _subsampled(spec.id, bool(bias), seed, float(test_fraction), int(subsample))
     return _load_bundled(spec.id, bool(bias), seed, float(test_fraction))
+
+
+@functools.lru_cache(maxsize=16)
+def _subsampled(dataset_id: str, bias: bool, seed: int, test_fraction: float, n: int) -> Dataset:
+    full = _load_bundled(dataset_id, bias, seed, test_fraction)
+    if n > full.n:
+        raise DatasetError(
+            f"{dataset_id} has {full.n} training rows; a subsample of n = {n} is not possible "
+            f"(choose n ≤ {full.n})"
+        )
+    if n == full.n:
+        return full
+    rows = np.sort(np.random.default_rng([seed, 7013]).choice(full.n, size=n, replace=False))
+    X, y = full.X_train[rows], full.y_train[rows]
+    X.setflags(write=False)
+    y.setflags(write=False)
+    return dataclasses.replace(
+        full, X_train=X, y_train=y,
+        notes=full.notes + (f"training split subsampled to n = {n} rows (seed {seed})",),
+    )
 
 
 @functools.lru_cache(maxsize=16)

@@ -50,8 +50,9 @@ class RunConfig:
     clients: int | None = None
     skew: float | None = None
     radius: float | None = None
-    # synthetic data only
+    # training rows: generated (synthetic data) or a seeded subsample (bundled data)
     n: int | None = None
+    # synthetic data only
     d: int | None = None
     noise: float | None = None
     options: tuple[tuple[str, Any], ...] = ()  # mechanism-specific extras, as (key, value) pairs
@@ -164,11 +165,14 @@ def load_problem(config: RunConfig, dataset=None) -> Problem:
     uploaded CSV); its exact ERM is solved afresh rather than cached process-wide.
     """
     kw: dict[str, Any] = {}
-    for k in ("n", "d", "noise"):
-        if getattr(config, k) is not None:
-            kw[k] = getattr(config, k)
     user_data = dataset is not None
     if not user_data:
+        if _datasets.get_spec(config.dataset).synthetic:
+            for k in ("n", "d", "noise"):
+                if getattr(config, k) is not None:
+                    kw[k] = getattr(config, k)
+        elif config.n is not None:
+            kw["subsample"] = config.n  # a seeded subsample of the training split
         dataset = _datasets.load(config.dataset, **kw)
     model = make_model(config.model, lam=config.lam, radius=config.radius)
     if model.task != dataset.task:

@@ -1,0 +1,314 @@
+"""Named experiments (presets) run as cached, parallel sweeps.
+
+A sweep is a list of :class:`Task` objects, each one :class:`RunConfig` (a
+batch of R repeats of one configuration: the coarse unit of work).  Every task
+is keyed by a content hash of its configuration and the package version; its
+result is written to ``DIR/cache/<hash>.json`` the moment it arrives, so an
+interrupted sweep resumes where it stopped and a repeated one does no
+training.  Tasks run in local worker processes (joblib, ``loky``) or, given a
+scheduler address, on a Dask distributed cluster.  Each task runs with one
+BLAS thread, so the numbers do not depend on how many workers ran it.
+
+Outputs in ``DIR``: ``results.csv`` (tidy, one row per run), ``figure.html``
+(interactive Plotly in the paper's layout) and ``sweep.json`` (the preset,
+every task's configuration, package versions, timings and cache counts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .exceptions import DPCoreError, ParameterError
+from .experiment import RunConfig, run
+from .jsonutil import dumps
+
+__all__ = ["Task", "SweepResult", "task_key", "execute", "run_sweep", "tidy_rows", "CACHE_SCHEMA"]
+
+#: bump when the meaning of a cached result changes (the package version is hashed too)
+CACHE_SCHEMA = 1
+#: how long to wait for a Dask scheduler before giving up with a clear message
+CONNECT_TIMEOUT = "10s"
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One configuration (R batched repeats) plus the labels a plot groups by."""
+
+    config: RunConfig
+    tags: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def key(self) -> str:
+        return task_key(self.config)
+
+    def label(self) -> str:
+        c = self.config
+        bits = [c.mechanism, c.dataset, c.model, f"ε={c.epsilon:g}"]
+        if c.n is not None:
+            bits.append(f"n={c.n}")
+        if c.clients is not None:
+            bits.append(f"m={c.clients} u={c.skew:g}")
+        bits.append(f"lr={c.learning_rate:g}")
+        return " ".join(bits)
+
+
+def _config_record(config: RunConfig) -> dict[str, Any]:
+    rec = config.to_dict()
+    rec["options"] = {k: rec["options"][k] for k in sorted(rec["options"])}
+    return rec
+
+
+def task_key(config: RunConfig) -> str:
+    """Content hash of a configuration (and the code version that computes it)."""
+    payload = json.dumps(
+        {"config": _config_record(config), "dpcore": __version__, "schema": CACHE_SCHEMA},
+        sort_keys=True, allow_nan=True, default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def _config_from_record(rec: dict[str, Any]) -> RunConfig:
+    rec = dict(rec)
+    rec["options"] = tuple(sorted(rec.get("options", {}).items()))
+    names = {f.name for f in fields(RunConfig)}
+    return RunConfig(**{k: v for k, v in rec.items() if k in names})
+
+
+# Keys of RunResult.to_dict() kept per task (the per-run metrics are under "runs").
+_SUMMARY_KEYS = (
+    "dataset_name", "mechanism_name", "task", "n_train", "d", "p", "sigma", "epsilon_target",
+    "epsilon_certified", "epsilon_local", "loss_star", "accuracy_nonprivate", "rmse_nonprivate",
+    "seconds", "warnings", "client_sizes",
+)
+
+
+def execute(config_record: dict[str, Any], threads: int = 1) -> dict[str, Any]:
+    """Run one task (in whatever process this is) and return its JSON-able record.
+
+    A setting the core refuses (a :class:`DPCoreError`) is a result too: the
+    record carries ``error`` and is cached like any other, so the same sweep
+    does not try it again.
+    """
+    from threadpoolctl import threadpool_limits
+
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=threads):
+        try:
+            result = run(_config_from_record(config_record)).to_dict()
+        except DPCoreError as exc:
+            return {"error": str(exc), "wall_seconds": time.perf_counter() - t0}
+    out = {k: result.get(k) for k in _SUMMARY_KEYS}
+    out["runs"] = result["runs"]
+    out["wall_seconds"] = time.perf_counter() - t0
+    out["host"] = platform.node()
+    return out
+
+
+def _execute_keyed(key: str, config_record: dict[str, Any], threads: int) -> tuple[str, dict]:
+    return key, execute(config_record, threads)
+
+
+# --------------------------------------------------------------------------
+# cache
+
+
+class _Cache:
+    def __init__(self, root: Path):
+        self.dir = root / "cache"
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def path(self, key: str) -> Path:
+        return self.dir / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        p = self.path(key)
+        if not p.exists():
+            return None
+        try:
+            return json.loads(p.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None  # a torn or foreign file: compute again
+
+    def put(self, key: str, config: RunConfig, result: dict) -> None:
+        p = self.path(key)
+        tmp = p.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(dumps({"key": key, "config": _config_record(config), "result": result}))
+        os.replace(tmp, p)  # atomic: a killed sweep never leaves half a result
+
+
+# --------------------------------------------------------------------------
+# running
+
+
+@dataclass
+class SweepResult:
+    tasks: list[Task]
+    results: dict[str, dict]  # key -> task record
+    computed: int
+    cached: int
+    wall_seconds: float
+    paths: dict[str, str] = field(default_factory=dict)
+
+    def rows(self, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        return tidy_rows(self.tasks, self.results, extra)
+
+
+def _dispatch_local(pending: list[Task], workers: int, threads: int):
+    if workers == 1:
+        for t in pending:
+            yield _execute_keyed(t.key, _config_record(t.config), threads)
+        return
+    from joblib import Parallel, delayed
+
+    par = Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")
+    yield from par(delayed(_execute_keyed)(t.key, _config_record(t.config), threads) for t in pending)
+
+
+def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int):
+    try:
+        from distributed import Client, as_completed
+    except ImportError:  # pragma: no cover - dask is a listed dependency
+        raise ParameterError("--scheduler needs dask.distributed: pip install 'dask[distributed]'")
+    client = scheduler if isinstance(scheduler, Client) else None
+    own = client is None
+    if own:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except OSError as exc:
+            raise ParameterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+    try:
+        futures = [
+            client.submit(_execute_keyed, t.key, _config_record(t.config), threads,
+                          key=f"dpcore-task-{t.key}", pure=False)
+            for t in pending
+        ]
+        for fut in as_completed(futures):
+            yield fut.result()
+    finally:
+        if own:
+            client.close()
+
+
+def run_sweep(
+    tasks: Sequence[Task],
+    out: str | os.PathLike,
+    *,
+    workers: int | None = None,
+    scheduler: Any = None,
+    threads: int = 1,
+    progress: Progress | None = None,
+) -> SweepResult:
+    """Run every task not already in ``out``'s cache; return all results.
+
+    ``workers``: local processes (default: the number of CPUs; 1 runs in this
+    process).  ``scheduler``: a Dask scheduler address (or ``Client``), which
+    takes the place of local workers.  ``progress(done, total, label)`` is
+    called once per task, cached ones included.
+    """
+    tasks = list(tasks)
+    keys = [t.key for t in tasks]
+    if len(set(keys)) != len(keys):
+        raise ParameterError("the sweep lists the same configuration twice")
+    root = Path(out)
+    cache = _Cache(root)
+    workers = os.cpu_count() or 1 if workers is None else int(workers)
+    if workers < 1:
+        raise ParameterError(f"--workers must be at least 1, got {workers}")
+    t0 = time.perf_counter()
+    results: dict[str, dict] = {}
+    pending: list[Task] = []
+    done = 0
+    for t in tasks:
+        hit = cache.get(t.key)
+        if hit is not None:
+            results[t.key] = hit["result"]
+            done += 1
+            if progress:
+                progress(done, len(tasks), f"{t.label()} (cached)")
+        else:
+            pending.append(t)
+    by_key = {t.key: t for t in pending}
+    if pending:
+        stream = (_dispatch_dask(pending, scheduler, threads) if scheduler is not None
+                  else _dispatch_local(pending, min(workers, len(pending)), threads))
+        for key, rec in stream:
+            cache.put(key, by_key[key].config, rec)
+            results[key] = rec
+            done += 1
+            if progress:
+                status = "error: " + rec["error"] if "error" in rec else f"{rec['wall_seconds']:.2f}s"
+                progress(done, len(tasks), f"{by_key[key].label()} ({status})")
+    return SweepResult(tasks=tasks, results=results, computed=len(pending),
+                       cached=len(tasks) - len(pending), wall_seconds=time.perf_counter() - t0)
+
+
+# --------------------------------------------------------------------------
+# tidy table
+
+_CONFIG_COLUMNS = [f.name for f in fields(RunConfig) if f.name != "options"]
+
+
+def tidy_rows(tasks: Sequence[Task], results: dict[str, dict],
+              extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per run: every setting, the task's tags and every metric.
+
+    A task that the core refused gives one row with ``error`` set.
+    """
+    rows: list[dict[str, Any]] = []
+    for t in tasks:
+        rec = results[t.key]
+        base: dict[str, Any] = dict(extra or {})
+        base["task"] = t.key
+        base.update(dict(t.tags))
+        for name in _CONFIG_COLUMNS:
+            base[name] = getattr(t.config, name)
+        for k, v in t.config.options:
+            base[f"option_{k}"] = v
+        if "error" in rec:
+            rows.append({**base, "run": None, "error": rec["error"]})
+            continue
+        for k in ("mechanism_name", "n_train", "d", "sigma", "epsilon_target", "epsilon_certified",
+                  "epsilon_local", "accuracy_nonprivate", "rmse_nonprivate", "loss_star"):
+            v = rec.get(k)
+            base[k] = math.inf if v is None and k.startswith("epsilon") else v
+        base["task_seconds"] = rec.get("seconds")
+        if rec.get("client_sizes"):
+            base["client_sizes"] = " ".join(str(s) for s in rec["client_sizes"])
+        for r, run_rec in enumerate(rec["runs"]):
+            row = dict(base)
+            row["run"] = r
+            row["run_seed"] = run_rec["seed"]
+            for metric in ("accuracy", "rmse", "gap"):
+                if metric in run_rec:
+                    row[metric] = run_rec[metric]
+            row["error"] = None
+            rows.append(row)
+    return rows
+
+
+def environment() -> dict[str, Any]:
+    """Versions of everything that can change a number."""
+    from importlib import metadata
+
+    pkgs = {}
+    for name in ("numpy", "scipy", "scikit-learn", "pandas", "dp-accounting", "plotly", "joblib",
+                 "dask", "distributed", "threadpoolctl"):
+        try:
+            pkgs[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pkgs[name] = None
+    return {"dpcore": __version__, "python": sys.version.split()[0],
+            "platform": platform.platform(), "packages": pkgs}

@@ -1,0 +1,213 @@
+"""Presets and sweeps: every seed figure end to end (reduced), the cache, parallel runs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dpcore import sweep as sweep_mod
+from dpcore.cli import main
+from dpcore.experiment import RunConfig
+from dpcore.presets import EPS_001, LR_004, N_003, PRESETS, auto_delta, get_preset, run_preset
+from dpcore.sweep import Task, run_sweep, task_key
+
+FIGURES = {  # seed paper -> the figures the issue asks for
+    "001": {"Fig. 2", "Fig. 3", "Fig. 4"},
+    "002": {"Fig. 1", "Fig. 2"},
+    "003": {"Fig. 1", "Fig. 2"},
+    "004": {"Fig. 1", "Fig. 2", "Figs. 4–5", "Figs. 6–7", "Figs. 8–9", "Figs. 10–11", "Figs. 13–14",
+            "Figs. 15–16"},
+}
+
+
+@pytest.fixture(scope="module")
+def shared_out(tmp_path_factory):
+    return tmp_path_factory.mktemp("sweeps")
+
+
+def test_every_seed_figure_has_a_preset():
+    for seed, figs in FIGURES.items():
+        have = " ".join(p.figures for p in PRESETS.values() if p.id.startswith(seed))
+        for fig in figs:
+            assert fig in have, f"seed {seed} {fig} has no preset"
+
+
+@pytest.mark.parametrize("preset_id", list(PRESETS))
+def test_preset_runs_end_to_end_reduced(preset_id, shared_out):
+    preset = get_preset(preset_id)
+    tasks = preset.tasks(quick=True)
+    rec = run_preset(preset, shared_out, quick=True, workers=2)
+    paths = rec["outputs"]
+    df = pd.read_csv(paths["csv"])
+    # one row per run (or one error row per refused task), every task present
+    assert set(df["task"]) == {t.key for t in tasks}
+    ok = df[df["error"].isna()]
+    assert len(ok) == sum(t.config.repeats for t in tasks if t.key in set(ok["task"]))
+    for col in ("dataset", "model", "mechanism", "epsilon", "delta", "iterations", "learning_rate",
+                "seed", "run", "run_seed", "gap", "epsilon_target", "epsilon_certified", "epsilon_local"):
+        assert col in df.columns
+    metric = "rmse" if preset.models == ("linreg",) else "accuracy"
+    assert ok[metric].notna().all() and ok["gap"].notna().all()
+    # every mechanism of the figure produced numbers (a refused corner may exist, not a refused curve)
+    assert set(ok["mechanism"]) == set(preset.mechanisms)
+    assert len(ok) >= 0.9 * len(df)
+    html = Path(paths["html"]).read_text()
+    assert "plotly" in html.lower() and preset.title in html
+    record = json.loads(Path(paths["json"]).read_text())
+    assert record["preset"]["id"] == preset_id and record["quick"] is True
+    assert record["tasks"] == len(tasks) == len(record["configs"])
+    assert record["environment"]["packages"]["numpy"]
+    assert record["preset"]["choices"], "open settings must be documented"
+
+
+def test_presets_carry_the_papers_settings():
+    p = get_preset("001-fig2")
+    tasks = p.tasks()
+    private = [t.config for t in tasks if t.config.mechanism != "non-private"]
+    assert sorted({c.epsilon for c in private}) == list(EPS_001)
+    assert {c.model for c in private} == {"logreg", "mlp"}
+    assert {c.dataset for c in private} == {"kddcup99", "adult", "bank"}
+    assert all(c.delta == 1e-5 and c.delta < 1 / 30_000 for c in private)
+    assert not any(t.config.mechanism == "objective-gaussian" and t.config.model == "mlp" for t in tasks)
+
+    p = get_preset("003-fig1")
+    cfgs = [t.config for t in p.tasks()]
+    assert sorted({c.n for c in cfgs}) == list(N_003) == [2**k for k in range(7, 22, 2)]
+    assert {c.epsilon for c in cfgs if c.mechanism != "non-private"} == {0.1, 1.0}
+    assert {c.delta for c in cfgs} == {0.01} and {c.repeats for c in cfgs} == {100}
+    assert {c.d for c in cfgs} == {14} and {c.dataset for c in cfgs} == {"synthetic-regression"}
+
+    p = get_preset("004-fig1")
+    cfgs = [t.config for t in p.tasks()]
+    assert {c.iterations for c in cfgs} == {1000} and {c.delta for c in cfgs} == {1e-3}
+    assert sorted({c.learning_rate for c in cfgs}) == sorted(LR_004)
+    dist = [c for c in cfgs if c.mechanism.startswith("distributed")]
+    assert {c.clients for c in dist} == {32} and {c.option("partition") for c in dist} == {"random"}
+
+    p = get_preset("004-fig2")
+    cfgs = [t.config for t in p.tasks()]
+    dist = [c for c in cfgs if c.mechanism.startswith("distributed")]
+    assert {c.clients for c in dist} == {16} and {c.epsilon for c in cfgs} == {0.05}
+    assert sorted({c.skew for c in dist if c.dataset == "adult"}) == list(range(1, 10))
+    assert sorted({c.skew for c in dist if c.dataset == "iris" or c.dataset == "credit-card"}) == list(range(1, 6))
+    # the pooled reference does not depend on u: one task per (dataset, lr), not one per u
+    pooled = [c for c in cfgs if c.mechanism == "gradient-dpgd"]
+    assert len(pooled) == 5 * len(LR_004)
+    assert {(m, get_preset(f"004-m{m}").clients) for m in (2, 4, 8, 16)} == {(2, 2), (4, 4), (8, 8), (16, 16)}
+
+
+def test_auto_delta_is_below_one_over_n():
+    for n in (120, 546, 787, 32_950, 36_177, 56_000, 395_216):
+        assert auto_delta(n) < 1 / n <= 10 * auto_delta(n)
+
+
+def test_task_key_is_a_content_hash():
+    a = RunConfig(dataset="iris", mechanism="gradient-dpgd", options=(("x", 1), ("y", 2)))
+    b = RunConfig(dataset="iris", mechanism="gradient-dpgd", options=(("y", 2), ("x", 1)))
+    assert task_key(a) == task_key(b)
+    assert task_key(a) != task_key(RunConfig(dataset="iris", mechanism="gradient-dpgd", epsilon=2.0))
+    with pytest.raises(ValueError, match="twice"):
+        run_sweep([Task(a), Task(b)], "/nonexistent-never-created", workers=1)
+
+
+def test_rerun_uses_the_cache_and_does_no_training(tmp_path, monkeypatch):
+    preset = get_preset("003-fig2")
+    first = run_preset(preset, tmp_path, quick=True, workers=1)
+    assert first["computed"] == first["tasks"] and first["cached"] == 0
+
+    def boom(*a, **k):
+        raise AssertionError("training ran although every result is cached")
+
+    monkeypatch.setattr(sweep_mod, "_execute_keyed", boom)
+    monkeypatch.setattr(sweep_mod, "execute", boom)
+    t0 = time.perf_counter()
+    second = run_preset(preset, tmp_path, quick=True, workers=2)
+    assert second["computed"] == 0 and second["cached"] == second["tasks"]
+    assert time.perf_counter() - t0 < 30
+    a = pd.read_csv(first["outputs"]["csv"])
+    b = pd.read_csv(second["outputs"]["csv"])
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_interrupted_sweep_resumes_with_the_rest_only(tmp_path):
+    preset = get_preset("004-u-m8")
+    tasks = preset.tasks(quick=True)
+    stop_after = 7
+
+    def interrupt(done, total, label):
+        if done == stop_after:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(tasks, tmp_path, workers=1, progress=interrupt)
+    assert len(list((tmp_path / "cache").glob("*.json"))) == stop_after
+    rest = run_sweep(tasks, tmp_path, workers=1)
+    assert rest.cached == stop_after and rest.computed == len(tasks) - stop_after
+
+
+def test_killed_cli_sweep_resumes(tmp_path):
+    """A real SIGKILL halfway: no torn cache file, and the re-run computes only the rest."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "dpcore", "sweep", "--preset", "001-fig4", "--quick", "--out", str(out),
+           "--workers", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cache = out / "cache"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(cache.glob("*.json"))) < 3:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = len(list(cache.glob("*.json")))
+    total = len(get_preset("001-fig4").tasks(quick=True))
+    assert 3 <= done < total, "the sweep should have been killed halfway"
+    for f in cache.glob("*.json"):
+        json.loads(f.read_text())  # every cached result is whole
+    res = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    rec = json.loads(res.stdout)
+    assert rec["cached"] == done and rec["computed"] == total - done
+    assert "[" in res.stderr and f"/{total}]" in res.stderr  # progress on stderr
+
+
+def _frame(path):
+    return pd.read_csv(path).drop(columns=["task_seconds"]).sort_values(["task", "run"]).reset_index(drop=True)
+
+
+def test_one_worker_two_workers_and_dask_agree_exactly(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    preset = get_preset("004-u-m8")
+    a = run_preset(preset, tmp_path / "w1", quick=True, workers=1)
+    b = run_preset(preset, tmp_path / "w2", quick=True, workers=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        c = run_preset(preset, tmp_path / "dask", quick=True, scheduler=cluster.scheduler_address)
+    assert c["scheduler"].startswith("tcp://127.0.0.1:")
+    fa, fb, fc = (_frame(r["outputs"]["csv"]) for r in (a, b, c))
+    pd.testing.assert_frame_equal(fa, fb, check_exact=True)
+    pd.testing.assert_frame_equal(fa, fc, check_exact=True)
+    assert a["computed"] == b["computed"] == c["computed"] == a["tasks"]
+
+
+def test_sweep_cli_lists_and_refuses_bad_input(tmp_path, capsys, monkeypatch):
+    assert main(["sweep", "--list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["id"] for r in rows} == set(PRESETS)
+    assert main(["sweep", "--preset", "nope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown preset 'nope'" in err and err.count("\n") == 1
+    assert main(["sweep", "--preset", "003-fig1"]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert main(["sweep", "--preset", "003-fig1", "--out", str(tmp_path), "--workers", "0"]) == 2
+    assert "--workers" in capsys.readouterr().err
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(sweep_mod, "CONNECT_TIMEOUT", "1s")
+    assert main(["sweep", "--preset", "003-fig1", "--quick", "--out", str(tmp_path),
+                 "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the Dask scheduler" in err and err.count("\n") == 1
