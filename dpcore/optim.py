@@ -18,6 +18,7 @@ Hooks, in the order they act on one step:
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -95,7 +96,25 @@ class OptResult:
     average: np.ndarray | None = None  # (R, p) iterate average, when asked for
 
 
-def _trace_points(iterations: int, points: int) -> set[int]:
+#: loss-curve points recorded by the optimisers when a caller does not say; sweeps set 0
+#: (they never plot a curve, and the extra loss evaluations cost up to a quarter of a run)
+_DEFAULT_TRACE_POINTS = 50
+
+
+@contextlib.contextmanager
+def loss_traces(points: int):
+    """Within the block, optimisers record ``points`` loss-curve points by default."""
+    global _DEFAULT_TRACE_POINTS
+    old, _DEFAULT_TRACE_POINTS = _DEFAULT_TRACE_POINTS, int(points)
+    try:
+        yield
+    finally:
+        _DEFAULT_TRACE_POINTS = old
+
+
+def _trace_points(iterations: int, points: int | None) -> set[int]:
+    if points is None:
+        points = _DEFAULT_TRACE_POINTS
     if points <= 0:
         return set()
     return set(np.unique(np.linspace(0, iterations, min(points, iterations + 1)).round().astype(int)))
@@ -122,7 +141,7 @@ def gradient_descent(
     noise_std: float | np.ndarray | None = None,
     grad_hook: Callable | None = None,
     clip_norm: float | None = None,
-    trace_points: int = 50,
+    trace_points: int | None = None,
 ) -> OptResult:
     """Full-batch (noisy) gradient descent, T steps, for R runs at once.
 
@@ -160,7 +179,7 @@ def sgd(
     clip_norm: float | None = None,
     noise_std: float | np.ndarray | None = None,
     grad_hook: Callable | None = None,
-    trace_points: int = 50,
+    trace_points: int | None = None,
     average: bool = False,
 ) -> OptResult:
     """Mini-batch or Poisson-sampled SGD with optional per-example clipping.

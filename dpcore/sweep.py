@@ -104,8 +104,10 @@ def execute(config_record: dict[str, Any], threads: int = 1) -> dict[str, Any]:
     """
     from threadpoolctl import threadpool_limits
 
+    from .optim import loss_traces
+
     t0 = time.perf_counter()
-    with threadpool_limits(limits=threads):
+    with threadpool_limits(limits=threads), loss_traces(0):
         try:
             result = run(_config_from_record(config_record)).to_dict()
         except DPCoreError as exc:
