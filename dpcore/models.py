@@ -100,6 +100,10 @@ class Model:
         """Gradient of :meth:`loss`, (R, p)."""
         raise NotImplementedError
 
+    def loss_and_grad(self, theta, X, y) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`loss` and :meth:`grad` together (GLMs share one pass over X)."""
+        return self.loss(theta, X, y), self.grad(theta, X, y)
+
     def per_example_grads(self, theta, X, y) -> np.ndarray:
         """Per-example gradients of the unregularised loss, (R, n, p)."""
         raise NotImplementedError
@@ -145,6 +149,12 @@ class _GLM(Model):
         z = _margins(theta, X)
         coef = self.dphi(z, y) / z.shape[-1]
         return _weighted_rows(coef, X) + self.lam * theta
+
+    def loss_and_grad(self, theta, X, y):
+        z = _margins(theta, X)
+        loss = np.mean(self.phi(z, y), axis=-1) + 0.5 * self.lam * np.sum(theta**2, axis=1)
+        coef = self.dphi(z, y) / z.shape[-1]
+        return loss, _weighted_rows(coef, X) + self.lam * theta
 
     def per_example_grads(self, theta, X, y):
         coef = self.dphi(_margins(theta, X), y)

@@ -153,11 +153,14 @@ def gradient_descent(
     trace, steps = [], []
     n = X.shape[-2]
     for t in range(iterations):
-        if t in marks:
-            trace.append(model.loss(theta, X, y)); steps.append(t)
-        if clip_norm is None:
+        if clip_norm is None and t in marks:
+            value, grad = model.loss_and_grad(theta, X, y)  # the trace point shares the pass
+            trace.append(value); steps.append(t)
+        elif clip_norm is None:
             grad = model.grad(theta, X, y)
         else:
+            if t in marks:
+                trace.append(model.loss(theta, X, y)); steps.append(t)
             grad = model.clipped_grad_sum(theta, X, y, clip_norm) / n + model.lam * theta
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
     if iterations in marks:

@@ -33,7 +33,8 @@ from .exceptions import DPCoreError, ParameterError
 from .experiment import RunConfig, run
 from .jsonutil import dumps
 
-__all__ = ["Task", "SweepResult", "task_key", "execute", "run_sweep", "tidy_rows", "CACHE_SCHEMA"]
+__all__ = ["Task", "SweepResult", "task_key", "execute", "dispatch", "run_sweep", "tidy_rows",
+           "CACHE_SCHEMA"]
 
 #: bump when the meaning of a cached result changes (the package version is hashed too)
 CACHE_SCHEMA = 1
@@ -95,7 +96,7 @@ _SUMMARY_KEYS = (
 )
 
 
-def execute(config_record: dict[str, Any], threads: int = 1) -> dict[str, Any]:
+def execute(config_record: dict[str, Any], threads: int | None = 1) -> dict[str, Any]:
     """Run one task (in whatever process this is) and return its JSON-able record.
 
     A setting the core refuses (a :class:`DPCoreError`) is a result too: the
@@ -119,7 +120,7 @@ def execute(config_record: dict[str, Any], threads: int = 1) -> dict[str, Any]:
     return out
 
 
-def _execute_keyed(key: str, config_record: dict[str, Any], threads: int) -> tuple[str, dict]:
+def _execute_keyed(key: str, config_record: dict[str, Any], threads: int | None) -> tuple[str, dict]:
     return key, execute(config_record, threads)
 
 
@@ -168,15 +169,21 @@ class SweepResult:
         return tidy_rows(self.tasks, self.results, extra)
 
 
-def _dispatch_local(pending: list[Task], workers: int, threads: int):
-    if workers == 1:
-        for t in pending:
+def dispatch(tasks: Sequence[Task], workers: int = 1, threads: int | None = 1):
+    """Run tasks (no cache) and yield ``(key, record)`` as each finishes.
+
+    ``workers == 1`` runs them here, in order; more use loky worker processes
+    (``joblib``), which stay alive between calls and keep their data caches warm.
+    ``threads``: BLAS threads per task (``None`` leaves the library's choice).
+    """
+    if workers == 1 or len(tasks) <= 1:
+        for t in tasks:
             yield _execute_keyed(t.key, _config_record(t.config), threads)
         return
     from joblib import Parallel, delayed
 
-    par = Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")
-    yield from par(delayed(_execute_keyed)(t.key, _config_record(t.config), threads) for t in pending)
+    par = Parallel(n_jobs=min(workers, len(tasks)), backend="loky", return_as="generator_unordered")
+    yield from par(delayed(_execute_keyed)(t.key, _config_record(t.config), threads) for t in tasks)
 
 
 def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int):
@@ -245,7 +252,7 @@ def run_sweep(
     by_key = {t.key: t for t in pending}
     if pending:
         stream = (_dispatch_dask(pending, scheduler, threads) if scheduler is not None
-                  else _dispatch_local(pending, min(workers, len(pending)), threads))
+                  else dispatch(pending, workers, threads))
         for key, rec in stream:
             cache.put(key, by_key[key].config, rec)
             results[key] = rec

@@ -1,8 +1,13 @@
+import os
+
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig, epsilon_sweep
 from dpcore.mechanisms import REGISTRY
+from dpcore.datasets import DATASETS
+from dpcore.presets import PRESETS as PAPER_PRESETS
+from dpcore.presets import auto_delta
 from pages.common import (
     band_figure,
     dataset_picker,
@@ -18,27 +23,41 @@ from pages.common import (
 )
 
 st.title("Compare mechanisms over ε")
-URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified'}
+WORKERS = min(2, os.cpu_count() or 1)  # configurations run in parallel worker processes
+URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
 shared_settings(SHARED)
 
+CENTRAL = [m for m, c in REGISTRY.items() if c.family in ("output", "objective", "gradient")]
+
+
+def _from_paper(preset_id: str, dataset: str, **overrides) -> dict:
+    """A Compare setting from a seed figure's preset (dpcore.presets): mechanisms, ε grid, T, δ."""
+    p = PAPER_PRESETS[preset_id]
+    delta = p.delta if p.delta is not None else auto_delta(DATASETS[dataset].n_train)
+    out = dict(cmp_dataset=dataset, cmp_model=p.models[0], cmp_eps=", ".join(f"{e:g}" for e in p.epsilons),
+               cmp_mechs=[m for m in p.mechanisms if m != "non-private"], cmp_T=p.iterations,
+               cmp_delta=delta, cmp_R=5)
+    if p.clients:
+        out.update(cmp_clients=p.clients, cmp_skew=1.0)
+    out.update(overrides)
+    return out
+
+
 PRESETS = {
-    "Seed 001, Fig. 2 (Adult, LR, ε ≤ 0.25)": dict(
-        cmp_dataset="adult", cmp_model="logreg", cmp_eps="0.01, 0.05, 0.1, 0.15, 0.2, 0.25",
-        cmp_mechs=["input-kang", "output-gaussian", "gradient-dpgd", "objective-gaussian"], cmp_T=100),
-    "Seed 002, Fig. 1 (Adult, ε from 0.01 to 7)": dict(
-        cmp_dataset="adult", cmp_model="logreg", cmp_eps="0.01, 0.1, 0.5, 1, 3, 7",
-        cmp_mechs=["input-dbdp", "input-dbdp-if", "gradient-dpsgd", "output-bolt-on"], cmp_T=100),
-    "Seed 003, Fig. 1 (synthetic regression, d = 14)": dict(
-        cmp_dataset="synthetic-regression", cmp_model="linreg", cmp_eps="0.1, 0.3, 1, 3",
-        cmp_mechs=["input-fukuchi", "objective-gaussian", "output-laplace"], cmp_T=100),
-    "Seed 004, Fig. 1 (Adult, 4 clients, skew 4)": dict(
-        cmp_dataset="adult", cmp_model="logreg", cmp_eps="0.1, 0.3, 1, 3",
-        cmp_mechs=["distributed-wddp", "distributed-avg", "gradient-dpgd"], cmp_T=100),
+    "All central mechanisms, Adult (8 ε × 5 repeats)": dict(
+        cmp_dataset="adult", cmp_model="logreg", cmp_eps="0.01, 0.03, 0.1, 0.25, 0.5, 1, 3, 10",
+        cmp_mechs=CENTRAL, cmp_T=100, cmp_delta=1e-5, cmp_R=5),
+    "Seed 001, Fig. 2 (Adult, LR, ε ≤ 0.25)": _from_paper("001-fig2", "adult"),
+    "Seed 002, Fig. 1 (Adult, ε from 0.01 to 7)": _from_paper("002-fig1", "adult"),
+    "Seed 003, Fig. 1 (synthetic regression, d = 14)": _from_paper("003-fig1", "synthetic-regression"),
+    "Seed 004, Fig. 1 (Adult, 32 equal clients, T = 100 not 1000)": _from_paper("004-fig1", "adult",
+                                                                                  cmp_T=100),
 }
 
-st.caption("One click loads a seed paper's setting; then press **Run comparison**.")
+st.caption("One click loads a setting (the seed papers' come from `python -m dpcore sweep --list`, "
+           "which re-runs whole figures); then press **Run comparison**.")
 cols = st.columns(len(PRESETS))
 for col, (name, values) in zip(cols, PRESETS.items()):
     if col.button(name, key=f"preset_{name}"):
@@ -62,11 +81,18 @@ delta = param_widget("delta", "cmp_delta", label="δ", container=c3)
 T = param_widget("iterations", "cmp_T", label="iterations T", container=c4)
 repeats = param_widget("repeats", "cmp_R", label="repeats", value=3, container=c5)
 calibration = c6.radio("Calibration", ["certified", "published"], key="cmp_cal", horizontal=True)
+clients, skew = 4, 4.0
+if any(REGISTRY[m].family == "distributed" for m in mechs):
+    c7, c8 = st.columns(2)
+    clients = param_widget("clients", "cmp_clients", label="clients m (distributed mechanisms)",
+                           value=4, container=c7)
+    skew = param_widget("skew", "cmp_skew", label="client-size skew u = n_max/n_min", value=4.0,
+                        container=c8)
 
 try:
     epsilons = sorted({float(v) for v in eps_text.replace(";", ",").split(",") if v.strip()})
     base = RunConfig(dataset=dataset, model=model, delta=delta, iterations=T, repeats=repeats,
-                     calibration=calibration, clients=4, skew=4.0)
+                     calibration=calibration, clients=clients, skew=skew)
     if not epsilons or any(e <= 0 for e in epsilons):
         raise DPCoreError("the ε grid needs at least one value > 0, e.g. 0.1, 1, 10")
     if not mechs:
@@ -79,7 +105,7 @@ write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
 if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
-    rows = epsilon_sweep(base, mechs, epsilons,
+    rows = epsilon_sweep(base, mechs, epsilons, workers=WORKERS,
                          progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
     bar.empty()
     st.session_state["cmp_rows"] = rows

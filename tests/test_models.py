@@ -107,3 +107,13 @@ def test_make_model_errors():
         make_model("svm")
     with pytest.raises(Exception, match="'lam' parameter"):
         make_model("logreg", lam=-1.0)
+
+
+@pytest.mark.parametrize("model, kind", CASES, ids=lambda c: getattr(c, "id", ""))
+def test_loss_and_grad_is_exactly_loss_and_grad(model, kind):
+    rng, X, yc, yr = _data(seed=3)
+    y = yc if kind == "cls" else yr
+    theta = 0.5 * rng.standard_normal((4, model.n_params(X.shape[1])))
+    value, grad = model.loss_and_grad(theta, X, y)
+    np.testing.assert_array_equal(value, model.loss(theta, X, y))
+    np.testing.assert_array_equal(grad, model.grad(theta, X, y))

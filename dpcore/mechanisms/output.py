@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -107,9 +108,9 @@ class OutputGaussian(Mechanism):
         T = config.iterations
         sens = 2.0 * model.lipschitz / (problem.n * model.lam) * (1.0 - (1.0 - step * model.lam) ** T)
         sigma = sens * acc.sigma_ag(config.epsilon, config.delta)
-        opt = gradient_descent(model, problem.X, problem.y, model.init(len(rngs), problem.d),
-                               iterations=T, learning_rate=step, rngs=rngs)
-        theta = opt.theta + rngs.normal(problem.p, sigma)
+        opt = _nonprivate_gd(problem, step, T)  # deterministic: one run serves all R
+        R = len(rngs)
+        theta = np.repeat(opt.theta, R, axis=0) + rngs.normal(problem.p, sigma)
         extras = {"noise": "Gaussian σ on the released parameters", "sensitivity": sens,
                   "learning_rate_used": step,
                   "accounting_event": f"GaussianDpEvent(noise_multiplier={sigma / sens:.6g}) [add/remove units of Δ]"}
@@ -117,7 +118,29 @@ class OutputGaussian(Mechanism):
             extras["note"] = f"learning rate clamped to 1/β = {step:.4g} (the sensitivity proof needs η ≤ 1/β)"
         return MechanismOutput(theta=theta, sigma=sigma,
                                epsilon_certified=acc.gaussian_epsilon(sens, sigma, 1, config.delta),
-                               loss_trace=opt.loss_trace, trace_steps=opt.trace_steps, extras=extras)
+                               loss_trace=np.repeat(opt.loss_trace, R, axis=1), trace_steps=opt.trace_steps,
+                               extras=extras)
+
+
+def _nonprivate_gd(problem, step: float, T: int):
+    """T noise-free GD steps from the model's zero start, computed once per setting.
+
+    The trajectory involves no randomness, so the R runs (and every ε) share it;
+    cached per (dataset, model, step, T, trace points) for the process.
+    """
+    from ..optim import _trace_points
+
+    key = (problem.dataset, problem.model, float(step), int(T),
+           tuple(sorted(_trace_points(T, None))))
+    return _gd_cache(*key)
+
+
+@functools.lru_cache(maxsize=16)
+def _gd_cache(dataset, model, step, T, _marks):
+    from ..optim import BatchRNG
+
+    return gradient_descent(model, dataset.X_train, dataset.y_train, model.init(1, dataset.d),
+                            iterations=T, learning_rate=step, rngs=BatchRNG([0]))
 
 
 @register
