@@ -211,3 +211,32 @@ def test_sweep_cli_lists_and_refuses_bad_input(tmp_path, capsys, monkeypatch):
                  "--scheduler", "tcp://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert "cannot reach the Dask scheduler" in err and err.count("\n") == 1
+
+
+def test_epsilon_sweep_same_numbers_in_worker_processes():
+    from dpcore.experiment import epsilon_sweep
+
+    base = RunConfig(dataset="iris", repeats=3, iterations=30)
+    mechs = ["gradient-dpgd", "output-gaussian", "objective-chaudhuri", "input-dbdp-if"]
+    one = epsilon_sweep(base, mechs, [0.3, 3.0])
+    two = epsilon_sweep(base, mechs, [0.3, 3.0], workers=2)
+    assert [(r["mechanism"], r["epsilon"]) for r in one] == [(r["mechanism"], r["epsilon"]) for r in two]
+    for a, b in zip(one, two):
+        assert a.get("error") == b.get("error")
+        for k in ("accuracy_mean", "gap_mean", "epsilon_certified", "sigma"):
+            assert a.get(k) == pytest.approx(b.get(k), rel=1e-9, abs=1e-12), (a["mechanism"], k)
+
+
+def test_output_gaussian_shares_one_noise_free_trajectory():
+    """R batched runs (one GD, R noise draws) equal R separate runs with those seeds."""
+    from dataclasses import replace
+
+    from dpcore.experiment import run
+
+    cfg = RunConfig(dataset="breast-cancer", mechanism="output-gaussian", repeats=4, epsilon=0.5)
+    batched = run(cfg)
+    for r in range(4):
+        single = run(replace(cfg, repeats=1, seed=r))
+        assert single.accuracy[0] == batched.accuracy[r]
+        assert single.gap[0] == pytest.approx(batched.gap[r], rel=1e-12)
+    assert batched.loss_trace.shape[1] == 4
