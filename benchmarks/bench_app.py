@@ -45,17 +45,30 @@ def explore_latency() -> None:
 
 
 def compare_preset() -> None:
+    """The Compare view's first preset, run as the view runs it (2 worker processes)."""
+    import os
+
     from dpcore.experiment import RunConfig, epsilon_sweep
     from dpcore.mechanisms import REGISTRY
 
     central = [m for m, c in REGISTRY.items() if c.family in ("output", "objective", "gradient")]
     eps = [0.01, 0.03, 0.1, 0.25, 0.5, 1.0, 3.0, 10.0]
-    t = time.perf_counter()
-    rows = epsilon_sweep(RunConfig(dataset="adult", repeats=5, iterations=100), central, eps)
-    sec = time.perf_counter() - t
-    errors = sum("error" in r for r in rows)
-    print(f"Compare, all {len(central)} central mechanisms × {len(eps)} ε × 5 repeats on Adult: "
-          f"{sec:.1f} s ({len(rows)} configurations, {errors} refused)")
+    workers = min(2, os.cpu_count() or 1)
+    per_mech: dict[str, float] = {}
+    for label in ("cold workers", "warm workers (same ε grid, other repeats)"):
+        R = 5 if label.startswith("cold") else 4
+        t = time.perf_counter()
+        rows = epsilon_sweep(RunConfig(dataset="adult", repeats=R, iterations=100), central, eps,
+                             workers=workers)
+        sec = time.perf_counter() - t
+        errors = sum("error" in r for r in rows)
+        if label.startswith("cold"):
+            for r in rows:
+                per_mech[r["mechanism"]] = per_mech.get(r["mechanism"], 0.0) + r.get("seconds", 0.0)
+        print(f"Compare, all {len(central)} central mechanisms × {len(eps)} ε × {R} repeats on Adult, "
+              f"{workers} workers, {label}: {sec:.1f} s ({len(rows)} configurations, {errors} refused)")
+    print("  compute seconds per mechanism (sum over ε, cold): "
+          + ", ".join(f"{m} {s:.1f}" for m, s in sorted(per_mech.items(), key=lambda kv: -kv[1])))
 
 
 def _free_port() -> int:
@@ -115,12 +128,16 @@ def load_test(n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-compare", action="store_true")
+    ap.add_argument("--only", default="explore,compare,load", help="comma-separated parts")
     ap.add_argument("--sessions", type=int, default=10)
     args = ap.parse_args()
-    explore_latency()
-    if not args.skip_compare:
+    parts = set(args.only.split(","))
+    if "explore" in parts:
+        explore_latency()
+    if "compare" in parts and not args.skip_compare:
         compare_preset()
-    load_test(args.sessions)
+    if "load" in parts:
+        load_test(args.sessions)
 
 
 if __name__ == "__main__":

@@ -108,6 +108,8 @@ class _Distributed(Mechanism):
         raise NotImplementedError
 
     def split(self, problem, config):
+        """Client sizes and record indices, drawn from the base seed: the R repeats of a
+        batched run share one federation and differ in their noise."""
         m = config.clients or 4
         u = config.skew or 1.0
         mode = config.option("partition", "two-groups")
