@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cap the training rows (a seeded subsample)")
     s.add_argument("--quick", action="store_true",
                    help="a reduced rehearsal: 2 repeats, ≤ 10 iterations, a few hundred rows")
+    s.add_argument("--calibration", choices=("certified", "published"), default=None,
+                   help="override the preset's calibration (published: the papers' formulas, c = 1)")
     s.add_argument("--list", action="store_true", help="list the presets and exit")
     s.add_argument("--json", action="store_true", help="print the JSON record")
     return p
@@ -320,7 +322,7 @@ def _cmd_sweep(args) -> Any:
     except OSError as exc:
         raise DPCoreError(f"cannot create the output folder {args.out!r}: {exc.strerror}") from None
     rec = run_preset(preset, args.out, quick=args.quick, repeats=args.repeats, max_n=args.max_n,
-                     workers=args.workers, scheduler=args.scheduler, progress=_progress)
+                     calibration=args.calibration, workers=args.workers, scheduler=args.scheduler, progress=_progress)
     if args.json:
         return rec
     lines = [f"{preset.id}: {rec['tasks']} tasks ({rec['computed']} computed, {rec['cached']} from the "

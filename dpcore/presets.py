@@ -74,10 +74,12 @@ class Preset:
     # ------------------------------------------------------------------ tasks
 
     def tasks(self, *, quick: bool = False, repeats: int | None = None,
-              max_n: int | None = None) -> list[Task]:
+              max_n: int | None = None, calibration: str | None = None) -> list[Task]:
         """The sweep, or (``quick``) a reduced one for tests: 2 repeats, ≤ 10
         iterations, a few hundred rows, the first and last x values and the
-        first learning rate; every dataset, model and mechanism stays."""
+        first learning rate; every dataset, model and mechanism stays.
+        ``calibration`` overrides the preset's (``published`` runs the papers'
+        noise formulas with c = 1 wherever a mechanism has them)."""
         R = repeats or (2 if quick else self.repeats)
         T = min(self.iterations, 10) if quick else self.iterations
         lrs = self.learning_rates[:1] if quick else self.learning_rates
@@ -95,7 +97,7 @@ class Preset:
                         for eps in epsilons:
                             for lr in lrs:
                                 cfg = self._config(dataset, spec, model, mech, xv, eps, lr, T, R,
-                                                   quick, max_n)
+                                                   quick, max_n, calibration)
                                 if not m.private and cfg.learning_rate != lrs[0]:
                                     continue
                                 task = Task(cfg, tags=(("preset", self.id),))
@@ -113,7 +115,8 @@ class Preset:
             return _ends(xs) if quick else xs
         return (None,)
 
-    def _config(self, dataset, spec, model, mech, xv, eps, lr, T, R, quick, max_n) -> RunConfig:
+    def _config(self, dataset, spec, model, mech, xv, eps, lr, T, R, quick, max_n,
+                calibration=None) -> RunConfig:
         kw: dict[str, Any] = dict(self.base)
         kw.update(self.per_mechanism.get(mech, {}))
         options = dict(kw.pop("options", {}))
@@ -136,9 +139,10 @@ class Preset:
             options.setdefault("partition", self.partition)
         if not private:
             eps = 1.0  # ε does not apply: one run serves every ε
-        cal = kw.pop("calibration", "certified")
-        if cal not in mechanism.calibrations:
-            cal = mechanism.calibrations[0]
+        cal = calibration or kw.pop("calibration", "certified")
+        kw.pop("calibration", None)
+        if cal not in mechanism.calibrations or not private:
+            cal = mechanism.calibrations[0]  # the non-private run is shared by both calibrations
         return RunConfig(
             dataset=dataset, model=model, mechanism=mech, epsilon=float(eps), delta=float(delta),
             iterations=int(T), repeats=int(R), seed=0, calibration=cal,
@@ -392,8 +396,8 @@ def with_overrides(preset: Preset, **kw) -> Preset:
 
 
 def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None = None,
-               max_n: int | None = None, workers: int | None = None, scheduler=None,
-               progress=None) -> dict[str, Any]:
+               max_n: int | None = None, calibration: str | None = None,
+               workers: int | None = None, scheduler=None, progress=None) -> dict[str, Any]:
     """Run (or resume) a preset into ``out``: ``<id>.csv``, ``<id>.html``, ``<id>.json``.
 
     Returns the JSON record (also written to disk), with the output paths.
@@ -410,11 +414,11 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
 
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
-    tasks = preset.tasks(quick=quick, repeats=repeats, max_n=max_n)
+    tasks = preset.tasks(quick=quick, repeats=repeats, max_n=max_n, calibration=calibration)
     res = run_sweep(tasks, out, workers=workers, scheduler=scheduler, progress=progress)
     root = Path(out)
     df = pd.DataFrame(res.rows())
-    stem = preset.id + ("-quick" if quick else "")
+    stem = preset.id + ("-quick" if quick else "") + (f"-{calibration}" if calibration else "")
     paths = {"csv": str(root / f"{stem}.csv"), "html": str(root / f"{stem}.html"),
              "json": str(root / f"{stem}.json")}
     df.to_csv(paths["csv"], index=False)
@@ -425,6 +429,7 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
         "preset": preset.describe(),
         "quick": quick,
         "repeats_override": repeats,
+        "calibration_override": calibration,
         "max_n": max_n,
         "started": started,
         "wall_seconds": time.perf_counter() - t0,

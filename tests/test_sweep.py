@@ -240,3 +240,18 @@ def test_output_gaussian_shares_one_noise_free_trajectory():
         assert single.accuracy[0] == batched.accuracy[r]
         assert single.gap[0] == pytest.approx(batched.gap[r], rel=1e-12)
     assert batched.loss_trace.shape[1] == 4
+
+
+def test_published_calibration_override(tmp_path):
+    preset = get_preset("001-fig4")
+    tasks = preset.tasks(quick=True, calibration="published")
+    cals = {(t.config.mechanism, t.config.calibration) for t in tasks}
+    assert ("input-kang", "published") in cals and ("non-private", "certified") in cals
+    # the non-private run is the same task either way
+    shared = {t.key for t in preset.tasks(quick=True)} & {t.key for t in tasks}
+    assert {t.config.mechanism for t in tasks if t.key in shared} == {"non-private"}
+    code = main(["sweep", "--preset", "003-fig1", "--quick", "--calibration", "published",
+                 "--out", str(tmp_path), "--workers", "1"])
+    assert code == 0
+    df = pd.read_csv(tmp_path / "003-fig1-quick-published.csv")
+    assert set(df.loc[df.mechanism != "non-private", "calibration"]) == {"published"}
