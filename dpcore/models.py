@@ -198,7 +198,16 @@ class LogReg(_GLM):
         return 0.25
 
     def phi(self, z, y):
-        return -log_expit(y * z)
+        # log(1 + e^{−yz}) = log1p(e^{−|yz|}) + max(−yz, 0): stable, and faster than log_expit
+        m = np.multiply(y, z)
+        out = np.abs(m)
+        np.negative(out, out=out)
+        np.exp(out, out=out)
+        np.log1p(out, out=out)
+        np.negative(m, out=m)
+        np.maximum(m, 0.0, out=m)
+        out += m
+        return out
 
     def dphi(self, z, y):
         t = np.multiply(z, y)  # in place from here: this is the hot path of batched GD

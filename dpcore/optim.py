@@ -98,7 +98,7 @@ class OptResult:
 
 #: loss-curve points recorded by the optimisers when a caller does not say; sweeps set 0
 #: (they never plot a curve, and the extra loss evaluations cost up to a quarter of a run)
-_DEFAULT_TRACE_POINTS = 50
+_DEFAULT_TRACE_POINTS = 26
 
 
 @contextlib.contextmanager
