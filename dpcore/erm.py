@@ -14,7 +14,11 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import brentq, minimize
@@ -216,7 +220,56 @@ def solve_erm(model: Model, X: np.ndarray, y: np.ndarray) -> ErmSolution:
     return sol
 
 
+#: where :func:`exact_solution` also keeps its answers on disk (None: memory only)
+_DISK_CACHE: Path | None = None
+
+
+def set_disk_cache(path) -> None:
+    """Keep exact solutions in ``path`` too, shared by processes (sweeps use their cache folder).
+
+    Worth it for the MLP, whose multi-start L-BFGS on a large dataset takes minutes and
+    would otherwise be repeated by every worker process.
+    """
+    global _DISK_CACHE
+    _DISK_CACHE = None if path is None else Path(path)
+
+
+def _disk_key(dataset, model: Model) -> str:
+    from . import __version__
+
+    h = hashlib.sha256()
+    for a in (dataset.X_train, dataset.y_train):
+        h.update(np.ascontiguousarray(a).tobytes())
+        h.update(str(a.shape).encode())
+    h.update(repr(model).encode())
+    h.update(__version__.encode())
+    return h.hexdigest()[:24]
+
+
 @functools.lru_cache(maxsize=32)
 def exact_solution(dataset, model: Model) -> ErmSolution:
-    """Cached :func:`solve_erm` on a dataset's training split."""
-    return solve_erm(model, dataset.X_train, dataset.y_train)
+    """Cached :func:`solve_erm` on a dataset's training split (in memory, and on disk
+    after :func:`set_disk_cache`; floats round-trip exactly through JSON)."""
+    path = None
+    if _DISK_CACHE is not None:
+        path = _DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json"
+        try:
+            rec = json.loads(path.read_text())
+            return ErmSolution(theta=np.asarray(rec["theta"], dtype=np.float64), loss=rec["loss"],
+                               grad_norm=rec["grad_norm"], iterations=rec["iterations"],
+                               method=rec["method"], certified_optimum=rec["certified_optimum"])
+        except (OSError, ValueError, KeyError):
+            pass
+    sol = solve_erm(model, dataset.X_train, dataset.y_train)
+    if path is not None:
+        rec = {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
+               "iterations": int(sol.iterations), "method": sol.method,
+               "certified_optimum": bool(sol.certified_optimum)}
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(rec))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache folder only costs the recomputation
+    return sol

@@ -96,7 +96,8 @@ _SUMMARY_KEYS = (
 )
 
 
-def execute(config_record: dict[str, Any], threads: int | None = 1) -> dict[str, Any]:
+def execute(config_record: dict[str, Any], threads: int | None = 1,
+            erm_cache: str | None = None) -> dict[str, Any]:
     """Run one task (in whatever process this is) and return its JSON-able record.
 
     A setting the core refuses (a :class:`DPCoreError`) is a result too: the
@@ -105,8 +106,11 @@ def execute(config_record: dict[str, Any], threads: int | None = 1) -> dict[str,
     """
     from threadpoolctl import threadpool_limits
 
+    from .erm import set_disk_cache
     from .optim import loss_traces
 
+    if erm_cache is not None:
+        set_disk_cache(erm_cache)  # exact solutions shared by every worker and later sweeps
     t0 = time.perf_counter()
     with threadpool_limits(limits=threads), loss_traces(0):
         try:
@@ -120,8 +124,9 @@ def execute(config_record: dict[str, Any], threads: int | None = 1) -> dict[str,
     return out
 
 
-def _execute_keyed(key: str, config_record: dict[str, Any], threads: int | None) -> tuple[str, dict]:
-    return key, execute(config_record, threads)
+def _execute_keyed(key: str, config_record: dict[str, Any], threads: int | None,
+                   erm_cache: str | None = None) -> tuple[str, dict]:
+    return key, execute(config_record, threads, erm_cache)
 
 
 # --------------------------------------------------------------------------
@@ -169,7 +174,8 @@ class SweepResult:
         return tidy_rows(self.tasks, self.results, extra)
 
 
-def dispatch(tasks: Sequence[Task], workers: int = 1, threads: int | None = 1):
+def dispatch(tasks: Sequence[Task], workers: int = 1, threads: int | None = 1,
+             erm_cache: str | None = None):
     """Run tasks (no cache) and yield ``(key, record)`` as each finishes.
 
     ``workers == 1`` runs them here, in order; more use loky worker processes
@@ -178,15 +184,16 @@ def dispatch(tasks: Sequence[Task], workers: int = 1, threads: int | None = 1):
     """
     if workers == 1 or len(tasks) <= 1:
         for t in tasks:
-            yield _execute_keyed(t.key, _config_record(t.config), threads)
+            yield _execute_keyed(t.key, _config_record(t.config), threads, erm_cache)
         return
     from joblib import Parallel, delayed
 
     par = Parallel(n_jobs=min(workers, len(tasks)), backend="loky", return_as="generator_unordered")
-    yield from par(delayed(_execute_keyed)(t.key, _config_record(t.config), threads) for t in tasks)
+    yield from par(delayed(_execute_keyed)(t.key, _config_record(t.config), threads, erm_cache)
+                   for t in tasks)
 
 
-def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int):
+def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int, erm_cache: str | None):
     try:
         from distributed import Client, as_completed
     except ImportError:  # pragma: no cover - dask is a listed dependency
@@ -200,7 +207,7 @@ def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int):
             raise ParameterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     try:
         futures = [
-            client.submit(_execute_keyed, t.key, _config_record(t.config), threads,
+            client.submit(_execute_keyed, t.key, _config_record(t.config), threads, erm_cache,
                           key=f"dpcore-task-{t.key}", pure=False)
             for t in pending
         ]
@@ -251,8 +258,11 @@ def run_sweep(
             pending.append(t)
     by_key = {t.key: t for t in pending}
     if pending:
-        stream = (_dispatch_dask(pending, scheduler, threads) if scheduler is not None
-                  else dispatch(pending, workers, threads))
+        # exact ERM solutions go to the cache folder too (for a Dask cluster, only when its
+        # workers can see this path; otherwise each worker solves, as it would anyway)
+        erm_cache = str((cache.dir / "erm").resolve())
+        stream = (_dispatch_dask(pending, scheduler, threads, erm_cache) if scheduler is not None
+                  else dispatch(pending, workers, threads, erm_cache))
         for key, rec in stream:
             cache.put(key, by_key[key].config, rec)
             results[key] = rec

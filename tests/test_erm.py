@@ -71,3 +71,28 @@ def test_logreg_without_regularisation_is_refused():
 def test_exact_solution_is_cached():
     ds = D.load("breast-cancer")
     assert exact_solution(ds, LogReg()) is exact_solution(ds, LogReg())
+
+
+def test_exact_solution_disk_cache_round_trips_exactly(tmp_path):
+    from dpcore import erm
+    from dpcore.datasets import load
+    from dpcore.models import make_model
+
+    ds, model = load("iris"), make_model("logreg")
+    erm.set_disk_cache(tmp_path)
+    try:
+        erm.exact_solution.cache_clear()
+        first = erm.exact_solution(ds, model)
+        files = list(tmp_path.glob("erm-*.json"))
+        assert len(files) == 1
+        erm.exact_solution.cache_clear()
+        again = erm.exact_solution(ds, model)  # read back from disk
+        assert again is not first
+        np.testing.assert_array_equal(again.theta, first.theta)
+        assert again.loss == first.loss and again.method == first.method
+        files[0].write_text("{torn")  # a damaged file is solved again, not trusted
+        erm.exact_solution.cache_clear()
+        assert erm.exact_solution(ds, model).loss == first.loss
+    finally:
+        erm.set_disk_cache(None)
+        erm.exact_solution.cache_clear()
