@@ -191,6 +191,8 @@ class Preset:
                     s = sub[sub["mechanism"] == mech]
                     if s.empty or metric not in s:
                         continue
+                    if metric == "gap" and mech == "non-private":
+                        continue  # 0 by definition (rounding noise on a log axis)
                     flat = mech in self.reference or (self.x == "epsilon"
                                                       and not REGISTRY[mech].private)
                     pts = _best_points(s, xcol, metric, flat=flat,
@@ -200,12 +202,15 @@ class Preset:
                     if not pts:
                         continue
                     xs, ys, sd = zip(*pts)
+                    # on a log axis a bar below zero means nothing: cap the lower bar at 90 % of the mean
+                    sd_minus = [min(e, 0.9 * y) for e, y in zip(sd, ys)] if metric == "gap" else sd
                     fig.add_trace(go.Scatter(
                         x=xs, y=ys, mode="lines+markers", name=mech, legendgroup=mech,
                         showlegend=(i == 1 and j == 1) or False,
                         line=dict(color=colours[mech],
                                   dash="dash" if not REGISTRY[mech].private else None),
-                        error_y=dict(type="data", array=sd, visible=True, thickness=1),
+                        error_y=dict(type="data", array=sd, arrayminus=sd_minus, visible=True,
+                                     thickness=1),
                         hovertemplate=f"{mech}<br>{xcol}=%{{x}}<br>{metric}=%{{y:.4g}}<extra></extra>",
                     ), row=i, col=j)
                 fig.update_yaxes(title_text=_row_label("metric", metric) if j == 1 else None,
@@ -220,7 +225,8 @@ class Preset:
                 tr.showlegend = True
                 shown.add(tr.name)
         fig.update_layout(title=f"{self.title}<br><sup>{self.paper}: {self.figures}. "
-                                f"Points: mean ± sd over repeats; tuned grids show the best value.</sup>",
+                                f"Points: mean ± sd over repeats; tuned grids show the best value; "
+                                f"the non-private gap is 0 by definition.</sup>",
                           height=330 * len(row_keys) + 120, width=max(700, 330 * len(col_keys)),
                           template="plotly_white")
         return fig
@@ -423,6 +429,8 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
              "json": str(root / f"{stem}.json")}
     df.to_csv(paths["csv"], index=False)
     fig = preset.figure(df)
+    if calibration:
+        fig.layout.title.text = fig.layout.title.text.replace("<br>", f" ({calibration} calibration)<br>", 1)
     fig.write_html(paths["html"], include_plotlyjs=True, full_html=True)
     errors = sorted({e for e in df.get("error", pd.Series(dtype=object)).dropna()})
     record = {
