@@ -141,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a reduced rehearsal: 2 repeats, ≤ 10 iterations, a few hundred rows")
     s.add_argument("--calibration", choices=("certified", "published"), default=None,
                    help="override the preset's calibration (published: the papers' formulas, c = 1)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="change one setting of the preset, e.g. epsilons=0.1,1 or datasets=adult "
+                        "or iterations=500 (repeatable)")
     s.add_argument("--list", action="store_true", help="list the presets and exit")
     s.add_argument("--json", action="store_true", help="print the JSON record")
     return p
@@ -303,7 +306,7 @@ def _cmd_audit(args) -> Any:
 
 
 def _cmd_sweep(args) -> Any:
-    from .presets import PRESETS, get_preset, run_preset
+    from .presets import PRESETS, get_preset, run_preset, with_overrides
 
     if args.list:
         rows = [{"id": p.id, "paper": p.paper, "figures": p.figures, "title": p.title,
@@ -316,7 +319,7 @@ def _cmd_sweep(args) -> Any:
         raise DPCoreError("sweep needs --preset ID and --out DIR (or --list to see the presets)")
     if args.workers is not None and args.workers < 1:
         raise DPCoreError(f"--workers must be at least 1, got {args.workers}")
-    preset = get_preset(args.preset)
+    preset = with_overrides(get_preset(args.preset), args.set)
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as exc:

@@ -255,3 +255,24 @@ def test_published_calibration_override(tmp_path):
     assert code == 0
     df = pd.read_csv(tmp_path / "003-fig1-quick-published.csv")
     assert set(df.loc[df.mechanism != "non-private", "calibration"]) == {"published"}
+
+
+def test_set_changes_one_setting_and_checks_it(tmp_path, capsys):
+    from dpcore.presets import with_overrides
+
+    base = get_preset("001-fig4")
+    p = with_overrides(base, ["epsilons=0.1,1", "datasets=iris", "repeats=3"])
+    assert p.id.startswith("001-fig4-set") and p.epsilons == (0.1, 1.0) and p.datasets == ("iris",)
+    assert any("changed from the paper" in c for c in p.choices)
+    cfgs = [t.config for t in p.tasks()]
+    assert {c.dataset for c in cfgs} == {"iris"} and {c.repeats for c in cfgs} == {3}
+    assert with_overrides(base, []) is base
+    assert main(["sweep", "--preset", "001-fig4", "--set", "datasets=iris", "--set", "epsilons=0.5",
+                 "--set", "repeats=2", "--out", str(tmp_path), "--workers", "1", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["preset"]["datasets"] == ["iris"] and rec["preset"]["epsilons"] == [0.5]
+    for bad, msg in (("foo=1", "KEY one of"), ("epsilons=-1", "epsilon"), ("datasets=nope", "unknown dataset"),
+                     ("iterations=1,2", "takes one value"), ("mechanisms=zzz", "zzz")):
+        assert main(["sweep", "--preset", "001-fig4", "--set", bad, "--out", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1, (bad, err)
