@@ -224,14 +224,16 @@ def solve_erm(model: Model, X: np.ndarray, y: np.ndarray) -> ErmSolution:
 _DISK_CACHE: Path | None = None
 
 
-def set_disk_cache(path) -> None:
-    """Keep exact solutions in ``path`` too, shared by processes (sweeps use their cache folder).
+def set_disk_cache(path) -> Path | None:
+    """Keep exact solutions in ``path`` too, shared by processes (sweeps use their cache
+    folder); ``None`` turns it off.  Returns the previous setting.
 
     Worth it for the MLP, whose multi-start L-BFGS on a large dataset takes minutes and
     would otherwise be repeated by every worker process.
     """
     global _DISK_CACHE
-    _DISK_CACHE = None if path is None else Path(path)
+    previous, _DISK_CACHE = _DISK_CACHE, (None if path is None else Path(path))
+    return previous
 
 
 def _disk_key(dataset, model: Model) -> str:

@@ -9,9 +9,9 @@ training.  Tasks run in local worker processes (joblib, ``loky``) or, given a
 scheduler address, on a Dask distributed cluster.  Each task runs with one
 BLAS thread, so the numbers do not depend on how many workers ran it.
 
-Outputs in ``DIR``: ``results.csv`` (tidy, one row per run), ``figure.html``
-(interactive Plotly in the paper's layout) and ``sweep.json`` (the preset,
-every task's configuration, package versions, timings and cache counts).
+Exact ERM solutions are kept in ``DIR/cache/erm/`` so that workers share them.
+The tidy table comes from :func:`tidy_rows`; :func:`dpcore.presets.run_preset`
+writes it with the figure and the JSON record.
 """
 
 from __future__ import annotations
@@ -109,14 +109,16 @@ def execute(config_record: dict[str, Any], threads: int | None = 1,
     from .erm import set_disk_cache
     from .optim import loss_traces
 
-    if erm_cache is not None:
-        set_disk_cache(erm_cache)  # exact solutions shared by every worker and later sweeps
     t0 = time.perf_counter()
-    with threadpool_limits(limits=threads), loss_traces(0):
-        try:
+    previous = set_disk_cache(erm_cache) if erm_cache is not None else None
+    try:
+        with threadpool_limits(limits=threads), loss_traces(0):
             result = run(_config_from_record(config_record)).to_dict()
-        except DPCoreError as exc:
-            return {"error": str(exc), "wall_seconds": time.perf_counter() - t0}
+    except DPCoreError as exc:
+        return {"error": str(exc), "wall_seconds": time.perf_counter() - t0}
+    finally:
+        if erm_cache is not None:
+            set_disk_cache(previous)  # exact solutions are shared only within the sweep
     out = {k: result.get(k) for k in _SUMMARY_KEYS}
     out["runs"] = result["runs"]
     out["wall_seconds"] = time.perf_counter() - t0
