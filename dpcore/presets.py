@@ -291,7 +291,8 @@ _C_001 = (
     "A non-private line (dashed) is added for reference.",
 )
 _C_002 = (
-    "ε grid: the txt is cut at 'from 0.01 to'; the preset's title says 7, so we use 0.01, 0.05, 0.1, 0.5, 1, 3, 7.",
+    "ε grid: our copy of the paper is cut at 'from 0.01 to'; the project's issue gives 7, so we use "
+    "0.01, 0.05, 0.1, 0.5, 1, 3, 7.",
     "δ: 'set differently according to different datasets'; we use 10^−⌈log10 n⌉.",
     "T and α: 'chosen by cross-validation'; we fix T = 100 and α = 1. input-dbdp-if uses T_local = 10 "
     "(R = T/10 rounds) as the paper says; it has only the published calibration and its certified ε is ∞.",
