@@ -242,7 +242,7 @@ def run_sweep(
         raise ParameterError("the sweep lists the same configuration twice")
     root = Path(out)
     cache = _Cache(root)
-    workers = os.cpu_count() or 1 if workers is None else int(workers)
+    workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if workers < 1:
         raise ParameterError(f"--workers must be at least 1, got {workers}")
     t0 = time.perf_counter()

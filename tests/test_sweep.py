@@ -276,3 +276,18 @@ def test_set_changes_one_setting_and_checks_it(tmp_path, capsys):
         assert main(["sweep", "--preset", "001-fig4", "--set", bad, "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err
         assert msg in err and err.count("\n") == 1, (bad, err)
+
+
+def test_one_worker_runs_in_this_process(tmp_path, monkeypatch):
+    """--workers 1 means no worker processes: every task goes through this process's function."""
+    calls = []
+    real = sweep_mod._execute_keyed
+
+    def counting(*args, **kw):
+        calls.append(args[0])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sweep_mod, "_execute_keyed", counting)
+    tasks = get_preset("003-fig1").tasks(quick=True)
+    res = run_sweep(tasks, tmp_path, workers=1)
+    assert res.computed == len(tasks) and sorted(calls) == sorted(t.key for t in tasks)
