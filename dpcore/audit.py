@@ -80,7 +80,7 @@ from scipy.stats import beta as _beta
 
 from .erm import solve_erm
 from .exceptions import ModelError, ParameterError, PrivacyWarning
-from .experiment import RunConfig, load_problem
+from .experiment import RunConfig, delta_warning, load_problem
 from .mechanisms import Problem, get_mechanism
 from .optim import BatchRNG
 from .params import validate
@@ -558,9 +558,9 @@ def audit(
     mechanism.check(problem_dp, config)
 
     caught: list[str] = []
-    if mechanism.private and config.delta >= 1.0 / problem_d.n:
-        caught.append(f"δ = {config.delta:g} ≥ 1/n = {1.0 / problem_d.n:.3g}: a mechanism could publish "
-                      "a whole record and still meet (ε, δ); choose δ well below 1/n.")
+    message = delta_warning(config.delta, problem_d.n)
+    if mechanism.private and message:
+        caught.append(message)
     total = 2 * trials
     done = 0
     if progress is not None:

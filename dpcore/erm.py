@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize
 
 from .exceptions import ModelError
+from .jsonutil import write_atomic
 from .models import LinReg, LogReg, MLP, Model
 
 __all__ = ["ErmSolution", "solve_erm", "exact_solution", "GRAD_TOL"]
@@ -267,11 +267,9 @@ def exact_solution(dataset, model: Model) -> ErmSolution:
         rec = {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
                "iterations": int(sol.iterations), "method": sol.method,
                "certified_optimum": bool(sol.certified_optimum)}
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(rec))
-            os.replace(tmp, path)
+            write_atomic(path, rec)
         except OSError:
             pass  # a read-only cache folder only costs the recomputation
     return sol

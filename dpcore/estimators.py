@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from .datasets import Dataset, normalize_rows
 from .erm import solve_erm
 from .exceptions import DatasetError, ParameterError, PrivacyWarning
-from .experiment import RunConfig
+from .experiment import RunConfig, delta_warning
 from .mechanisms import Problem, get_mechanism
 from .models import make_model
 from .optim import BatchRNG
@@ -215,12 +215,9 @@ class _DPLinearModel(BaseEstimator):
         model = make_model(self._model_id, lam=config.lam, radius=config.radius)
         problem = Problem(dataset=dataset, model=model, erm=_LazyErm(model, Xa, y_pm))
         mechanism.check(problem, config)
-        if mechanism.private and config.delta >= 1.0 / problem.n:
-            warnings.warn(
-                f"δ = {config.delta:g} ≥ 1/n = {1.0 / problem.n:.3g}: a mechanism could publish "
-                "a whole record and still meet (ε, δ); choose δ well below 1/n.",
-                PrivacyWarning, stacklevel=3,
-            )
+        message = delta_warning(config.delta, problem.n)
+        if mechanism.private and message:
+            warnings.warn(message, PrivacyWarning, stacklevel=3)
         out = mechanism.run(problem, config, BatchRNG([seed]))
         if mechanism.private and out.epsilon_certified > config.epsilon * (1.0 + 1e-6):
             warnings.warn(

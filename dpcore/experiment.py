@@ -25,7 +25,8 @@ from .models import make_model
 from .optim import BatchRNG, run_seeds
 from .params import validate
 
-__all__ = ["RunConfig", "RunResult", "run", "load_problem", "epsilon_sweep"]
+__all__ = ["RunConfig", "RunResult", "run", "load_problem", "epsilon_sweep", "delta_warning",
+           "row_norm_warning"]
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,23 @@ def load_problem(config: RunConfig, dataset=None) -> Problem:
     return Problem(dataset=dataset, model=model, erm=erm)
 
 
+def delta_warning(delta: float, n: int) -> str | None:
+    """Why δ ≥ 1/n is no real guarantee (``None`` when δ < 1/n)."""
+    if delta < 1.0 / n:
+        return None
+    return (f"δ = {delta:g} ≥ 1/n = {1.0 / n:.3g}: a mechanism could publish "
+            "a whole record and still meet (ε, δ); choose δ well below 1/n.")
+
+
+def row_norm_warning(X: np.ndarray) -> str | None:
+    """Why a row with ‖x‖ > 1 voids the sensitivity bounds (``None`` when all rows fit)."""
+    max_norm = float(np.max(np.linalg.norm(X, axis=1)))
+    if max_norm <= 1.0 + 1e-9:
+        return None
+    return (f"a training row has norm {max_norm:.4g} > 1: the sensitivity bounds assume "
+            "‖x‖ ≤ 1, so the stated guarantee does not hold.")
+
+
 def run(config: RunConfig, dataset=None) -> RunResult:
     """Run ``config.repeats`` batched runs of one mechanism and measure them.
 
@@ -199,19 +217,9 @@ def run(config: RunConfig, dataset=None) -> RunResult:
     with warnings.catch_warnings(record=True) as wlist:
         warnings.simplefilter("always", PrivacyWarning)
         if mechanism.private:
-            if config.delta >= 1.0 / problem.n:
-                warnings.warn(
-                    f"δ = {config.delta:g} ≥ 1/n = {1.0 / problem.n:.3g}: a mechanism could publish "
-                    "a whole record and still meet (ε, δ); choose δ well below 1/n.",
-                    PrivacyWarning,
-                )
-            max_norm = float(np.max(np.linalg.norm(problem.X, axis=1)))
-            if max_norm > 1.0 + 1e-9:
-                warnings.warn(
-                    f"a training row has norm {max_norm:.4g} > 1: the sensitivity bounds assume "
-                    "‖x‖ ≤ 1, so the stated guarantee does not hold.",
-                    PrivacyWarning,
-                )
+            for message in (delta_warning(config.delta, problem.n), row_norm_warning(problem.X)):
+                if message:
+                    warnings.warn(message, PrivacyWarning)
         seeds = run_seeds(config.seed, config.repeats)
         rngs = BatchRNG(seeds)
         t0 = time.perf_counter()

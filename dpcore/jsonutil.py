@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,3 +34,12 @@ def to_jsonable(obj: Any) -> Any:
 
 def dumps(obj: Any, **kwargs: Any) -> str:
     return json.dumps(to_jsonable(obj), allow_nan=False, **kwargs)
+
+
+def write_atomic(path: str | os.PathLike, obj: Any, **kwargs: Any) -> None:
+    """Write strict JSON to ``path`` through a temporary file and ``os.replace``, so a
+    reader (or a process killed mid-write) never sees half a file."""
+    path = Path(path)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(dumps(obj, **kwargs))
+    os.replace(tmp, path)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -142,8 +143,8 @@ class Preset:
             options.setdefault("partition", self.partition)
         if not private:
             eps = 1.0  # ε does not apply: one run serves every ε
-        cal = calibration or kw.pop("calibration", "certified")
-        kw.pop("calibration", None)
+        preset_calibration = kw.pop("calibration", "certified")
+        cal = calibration or preset_calibration
         if cal not in mechanism.calibrations or not private:
             cal = mechanism.calibrations[0]  # the non-private run is shared by both calibrations
         return RunConfig(
@@ -502,7 +503,7 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
         "computed": res.computed,
         "cached": res.cached,
         "compute_seconds": sum(r.get("wall_seconds", 0.0) for r in res.results.values()),
-        "workers": None if scheduler is not None else (workers or __import__("os").cpu_count()),
+        "workers": None if scheduler is not None else (workers or os.cpu_count()),
         "scheduler": None if scheduler is None else str(getattr(scheduler, "scheduler", scheduler)),
         "errors": errors,
         "environment": environment(),

@@ -31,7 +31,7 @@ from typing import Any
 from . import __version__
 from .exceptions import DPCoreError, ParameterError
 from .experiment import RunConfig, run
-from .jsonutil import dumps
+from .jsonutil import write_atomic
 
 __all__ = ["Task", "SweepResult", "task_key", "execute", "dispatch", "run_sweep", "tidy_rows",
            "CACHE_SCHEMA"]
@@ -153,10 +153,8 @@ class _Cache:
             return None  # a torn or foreign file: compute again
 
     def put(self, key: str, config: RunConfig, result: dict) -> None:
-        p = self.path(key)
-        tmp = p.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(dumps({"key": key, "config": _config_record(config), "result": result}))
-        os.replace(tmp, p)  # atomic: a killed sweep never leaves half a result
+        # atomic: a killed sweep never leaves half a result
+        write_atomic(self.path(key), {"key": key, "config": _config_record(config), "result": result})
 
 
 # --------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import streamlit as st
 
 from dpcore import datasets
 from dpcore.exceptions import DPCoreError
-from dpcore.experiment import RunConfig, epsilon_sweep, run
+from dpcore.experiment import RunConfig, run
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
 from dpcore.params import PARAMS
@@ -141,19 +141,19 @@ def dataset_details(dataset_id: str) -> dict:
     return out
 
 
-@st.cache_data(show_spinner="Training…", max_entries=256)
-def cached_run(config: RunConfig) -> dict:
-    """``dpcore.experiment.run`` as a record with the loss trace (pure and seed-keyed, so cacheable)."""
-    res = run(config)
+def _record(config: RunConfig, dataset=None) -> dict:
+    """``dpcore.experiment.run`` as a record with the loss trace."""
+    res = run(config, dataset=dataset)
     rec = res.to_dict()
     rec["loss_trace"] = None if res.loss_trace is None else res.loss_trace.tolist()
     rec["trace_steps"] = None if res.trace_steps is None else res.trace_steps.tolist()
     return rec
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def cached_sweep(base: RunConfig, mechanisms: tuple[str, ...], epsilons: tuple[float, ...]) -> list[dict]:
-    return epsilon_sweep(base, list(mechanisms), list(epsilons))
+@st.cache_data(show_spinner="Training…", max_entries=256)
+def cached_run(config: RunConfig) -> dict:
+    """:func:`_record` on a registered dataset (pure and seed-keyed, so cacheable)."""
+    return _record(config)
 
 
 def run_or_error(config: RunConfig) -> dict | None:
@@ -162,11 +162,7 @@ def run_or_error(config: RunConfig) -> dict | None:
         ds = user_dataset(config.dataset)
         if ds is None:
             return cached_run(config)
-        res = run(config, dataset=ds)  # a user's own data: never in the shared cache
-        rec = res.to_dict()
-        rec["loss_trace"] = None if res.loss_trace is None else res.loss_trace.tolist()
-        rec["trace_steps"] = None if res.trace_steps is None else res.trace_steps.tolist()
-        return rec
+        return _record(config, dataset=ds)  # a user's own data: never in the shared cache
     except DPCoreError as exc:
         st.error(f"{exc}")
         return None

@@ -1,7 +1,6 @@
 """Presets and sweeps: every seed figure end to end (reduced), the cache, parallel runs."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
