@@ -33,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from . import linalg
 from .exceptions import DatasetError
 from .params import validate
 
@@ -450,8 +451,10 @@ def from_dataframe(
         "statistics (treated as public); rows with norm > 1 scaled onto the unit sphere"
         + (" after appending a bias feature." if bias else ".")
     )
-    for a in (X_tr, y_tr, X_te, y_te):
+    for a in (y_tr, y_te):
         a.setflags(write=False)
+    for a in (X_tr, X_te):  # read-only; one-hot data also get a sparse twin for fast products
+        linalg.share(a)
     return Dataset(
         id=id,
         name=name,
@@ -820,8 +823,8 @@ def _subsampled(dataset_id: str, bias: bool, seed: int, test_fraction: float, n:
         return full
     rows = np.sort(np.random.default_rng([seed, 7013]).choice(full.n, size=n, replace=False))
     X, y = full.X_train[rows], full.y_train[rows]
-    X.setflags(write=False)
     y.setflags(write=False)
+    linalg.share(X)
     return dataclasses.replace(
         full, X_train=X, y_train=y,
         notes=full.notes + (f"training split subsampled to n = {n} rows (seed {seed})",),

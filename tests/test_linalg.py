@@ -1,0 +1,85 @@
+"""The sparse twin of one-hot data: same products as dense BLAS, never stale."""
+
+import gc
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from dpcore import datasets, linalg
+from dpcore.models import LogReg
+
+
+def _onehot(seed=0, n=4000, d=60, density=0.1):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * (rng.random((n, d)) < density)
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    return rng, X
+
+
+def test_sparse_products_equal_dense_ones():
+    rng, X = _onehot()
+    dense = X.copy()
+    linalg.share(X)
+    assert linalg.is_sparse(X) and not linalg.is_sparse(dense)
+    theta = rng.standard_normal((5, X.shape[1]))
+    coef = rng.standard_normal((5, X.shape[0]))
+    w = rng.random(X.shape[0])
+    np.testing.assert_allclose(linalg.margins(theta, X), theta @ dense.T, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(linalg.weighted_rows(coef, X), coef @ dense, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(linalg.weighted_gram(w, X), (dense * w[:, None]).T @ dense,
+                               rtol=1e-12, atol=1e-12)
+    # the model's gradient and Hessian are the same whichever path ran
+    m = LogReg(lam=1e-3)
+    y = np.where(rng.random(X.shape[0]) < 0.5, -1.0, 1.0)
+    np.testing.assert_allclose(m.grad(theta, X, y), m.grad(theta, dense, y), rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose(m.hessian(theta[:2], X, y), m.hessian(theta[:2], dense, y),
+                               rtol=1e-11, atol=1e-14)
+
+
+def test_dense_and_small_matrices_get_no_twin():
+    rng = np.random.default_rng(1)
+    full = rng.standard_normal((4000, 60))
+    small = _onehot(n=100)[1]
+    for X in (full, small):
+        linalg.share(X)
+        assert not linalg.is_sparse(X)
+        assert not X.flags.writeable  # shared matrices are read-only either way
+
+
+def test_a_shared_matrix_cannot_be_changed_under_its_twin():
+    _, X = _onehot(2)
+    linalg.share(X)
+    with pytest.raises(ValueError, match="read-only"):
+        X[0, 0] = 1.0
+
+
+def test_a_freed_matrix_takes_its_twin_with_it():
+    _, X = _onehot(3)
+    linalg.share(X)
+    key = id(X)
+    assert key in linalg._TWINS
+    del X
+    gc.collect()
+    assert key not in linalg._TWINS
+    # a new array that happens to get the same id is never mistaken for the old one
+    _, Y = _onehot(4)
+    assert not linalg.is_sparse(Y)
+
+
+def test_bundled_one_hot_data_use_the_twin():
+    adult = datasets.load("adult")
+    assert linalg.is_sparse(adult.X_train) and linalg.is_sparse(adult.X_test)
+    assert not linalg.is_sparse(datasets.load("breast-cancer").X_train)  # dense and small
+    assert not datasets.load("bank").X_train.flags.writeable
+
+
+def test_logistic_derivative_equals_expit_form():
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((3, 2000)) * 8
+    z[0, :7] = [-800.0, -40.0, -1e-300, 0.0, 40.0, 709.9, 800.0]
+    y = np.where(rng.random(2000) < 0.5, -1.0, 1.0)
+    got = LogReg().dphi(z, y)
+    ref = -y * expit(-y * z)
+    np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0)
+    assert np.all(np.isfinite(got))
