@@ -140,16 +140,27 @@ class _GLM(Model):
         raise NotImplementedError
 
     def data_loss(self, theta, X, y):
+        fused = linalg.map_rows(theta, X, lambda z, rows: (None, np.sum(self.phi(z, y[rows]), axis=-1)))
+        if fused is not None:
+            return sum(fused[1]) / X.shape[0]
         return np.mean(self.phi(_margins(theta, X), y), axis=-1)
 
     def grad(self, theta, X, y):
+        fused = linalg.map_rows(theta, X, lambda z, rows: (self.dphi(z, y[rows]), None))
+        if fused is not None:
+            return fused[0] / X.shape[0] + self.lam * theta
         z = _margins(theta, X)
         coef = self.dphi(z, y) / z.shape[-1]
         return _weighted_rows(coef, X) + self.lam * theta
 
     def loss_and_grad(self, theta, X, y):
+        reg = 0.5 * self.lam * np.sum(theta**2, axis=1)
+        fused = linalg.map_rows(theta, X, lambda z, rows: (
+            self.dphi(z, y[rows]), np.sum(self.phi(z, y[rows]), axis=-1)))
+        if fused is not None:
+            return sum(fused[1]) / X.shape[0] + reg, fused[0] / X.shape[0] + self.lam * theta
         z = _margins(theta, X)
-        loss = np.mean(self.phi(z, y), axis=-1) + 0.5 * self.lam * np.sum(theta**2, axis=1)
+        loss = np.mean(self.phi(z, y), axis=-1) + reg
         coef = self.dphi(z, y) / z.shape[-1]
         return loss, _weighted_rows(coef, X) + self.lam * theta
 
@@ -172,9 +183,7 @@ class _GLM(Model):
         if X.ndim != 2:
             raise ValueError("hessian needs shared data X of shape (n, p)")
         w = self.d2phi(_margins(theta, X), y) / X.shape[0]
-        H = np.empty((theta.shape[0], X.shape[1], X.shape[1]))
-        for r in range(theta.shape[0]):  # one product per run beats a 3-index einsum
-            H[r] = linalg.weighted_gram(w[r], X)
+        H = linalg.weighted_grams(w, X)  # one product per run beats a 3-index einsum
         H += self.lam * np.eye(X.shape[1])[None]
         return H
 

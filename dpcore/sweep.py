@@ -16,6 +16,8 @@ writes it with the figure and the JSON record.
 
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import json
 import math
@@ -106,13 +108,15 @@ def execute(config_record: dict[str, Any], threads: int | None = 1,
     """
     from threadpoolctl import threadpool_limits
 
+    from . import linalg
     from .erm import set_disk_cache
     from .optim import loss_traces
 
     t0 = time.perf_counter()
     previous = set_disk_cache(erm_cache) if erm_cache is not None else None
     try:
-        with threadpool_limits(limits=threads), loss_traces(0):
+        sparse_threads = linalg.limit_threads(threads) if threads else contextlib.nullcontext()
+        with threadpool_limits(limits=threads), sparse_threads, loss_traces(0):
             result = run(_config_from_record(config_record)).to_dict()
     except DPCoreError as exc:
         return {"error": str(exc), "wall_seconds": time.perf_counter() - t0}

@@ -37,6 +37,30 @@ def test_sparse_products_equal_dense_ones():
                                rtol=1e-11, atol=1e-14)
 
 
+def test_fused_glm_pass_equals_dense_and_is_thread_independent():
+    rng, X = _onehot(6)
+    dense = X.copy()
+    linalg.share(X)
+    y = np.where(rng.random(X.shape[0]) < 0.5, -1.0, 1.0)
+    theta = rng.standard_normal((5, X.shape[1]))
+    m = LogReg(lam=1e-3)
+    value, grad = m.loss_and_grad(theta, X, y)
+    # the fused pass is what loss() and grad() compute, to the bit
+    np.testing.assert_array_equal(value, m.loss(theta, X, y))
+    np.testing.assert_array_equal(grad, m.grad(theta, X, y))
+    np.testing.assert_allclose(value, m.loss(theta, dense, y), rtol=1e-13)
+    np.testing.assert_allclose(grad, m.grad(theta, dense, y), rtol=1e-11, atol=1e-15)
+    # a fixed block split: one thread or several give the same bits
+    with linalg.limit_threads(1):
+        v1, g1 = m.loss_and_grad(theta, X, y)
+        z1 = linalg.margins(theta, X)
+        h1 = m.hessian(theta[:3], X, y)
+    np.testing.assert_array_equal(v1, value)
+    np.testing.assert_array_equal(g1, grad)
+    np.testing.assert_array_equal(z1, linalg.margins(theta, X))
+    np.testing.assert_array_equal(h1, m.hessian(theta[:3], X, y))
+
+
 def test_dense_and_small_matrices_get_no_twin():
     rng = np.random.default_rng(1)
     full = rng.standard_normal((4000, 60))
