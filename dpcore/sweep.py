@@ -20,10 +20,12 @@ import contextlib
 
 import hashlib
 import json
+import logging
 import math
 import os
 import platform
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
@@ -35,8 +37,8 @@ from .exceptions import DPCoreError, ParameterError
 from .experiment import RunConfig, run
 from .jsonutil import write_atomic
 
-__all__ = ["Task", "SweepResult", "task_key", "execute", "dispatch", "run_sweep", "tidy_rows",
-           "CACHE_SCHEMA"]
+__all__ = ["Task", "SweepResult", "task_key", "execute", "dispatch", "warm_workers", "run_sweep",
+           "tidy_rows", "CACHE_SCHEMA"]
 
 #: bump when the meaning of a cached result changes (the package version is hashed too)
 CACHE_SCHEMA = 1
@@ -195,6 +197,51 @@ def dispatch(tasks: Sequence[Task], workers: int = 1, threads: int | None = 1,
     par = Parallel(n_jobs=min(workers, len(tasks)), backend="loky", return_as="generator_unordered")
     yield from par(delayed(_execute_keyed)(t.key, _config_record(t.config), threads, erm_cache)
                    for t in tasks)
+
+
+def _warm(config_record: dict[str, Any]) -> str:
+    from threadpoolctl import threadpool_limits
+
+    from .experiment import load_problem
+
+    with threadpool_limits(limits=1):
+        try:
+            load_problem(_config_from_record(config_record))
+        except DPCoreError as exc:  # the real run will report it where the user sees it
+            return f"not warmed: {exc}"
+    return "warm"
+
+
+_warming = threading.Lock()
+
+
+def warm_workers(config: RunConfig, workers: int) -> threading.Thread | None:
+    """Start :func:`dispatch`'s worker processes in the background and have each load
+    ``config``'s data and exact solution.
+
+    Returns at once (with the background thread, or ``None`` when there is
+    nothing to do or a warm-up is already under way).  A comparison started
+    afterwards finds its workers running with the imports, the dataset and the
+    ERM solution in memory: about 3 s of start-up on Adult that the user would
+    otherwise wait for.  Loky keeps idle workers for 5 minutes.
+    """
+    if workers <= 1 or not _warming.acquire(blocking=False):
+        return None
+    record = _config_record(config)
+
+    def go():
+        try:
+            from joblib import Parallel, delayed
+
+            Parallel(n_jobs=workers, backend="loky")(delayed(_warm)(record) for _ in range(workers))
+        except Exception as exc:  # noqa: BLE001 - a failed warm-up only loses the time it saves
+            logging.getLogger(__name__).info("worker warm-up failed: %s", exc)
+        finally:
+            _warming.release()
+
+    thread = threading.Thread(target=go, name="dpcore-warm-workers", daemon=True)
+    thread.start()
+    return thread
 
 
 def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int, erm_cache: str | None):

@@ -8,6 +8,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.datasets import DATASETS
 from dpcore.presets import PRESETS as PAPER_PRESETS
 from dpcore.presets import auto_delta
+from dpcore.sweep import warm_workers
 from pages.common import (
     band_figure,
     dataset_picker,
@@ -103,6 +104,7 @@ except ValueError as exc:
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
+warm_workers(base, WORKERS)  # in the background: the workers load the data while the user decides
 if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
     rows = epsilon_sweep(base, mechs, epsilons, workers=WORKERS,
