@@ -3,9 +3,10 @@
 One-hot encoded data (Adult is 86 % zeros) spend most of a gradient step
 multiplying zeros: ``θXᵀ`` and ``cX`` for R runs stream the whole dense X
 twice.  :func:`share` gives a bundled dataset's matrix a CSR twin, and the
-model code asks :func:`margins`, :func:`weighted_rows` and
-:func:`weighted_gram` for its products, which use the twin when there is one
-and plain BLAS otherwise.  The twin is built once per matrix and process.
+model code asks :func:`margins`, :func:`weighted_rows`, :func:`map_rows` (a
+GLM's fused loss-and-gradient pass) and :func:`weighted_grams` (Newton's
+Hessians) for its products, which use the twin when there is one and plain
+BLAS otherwise.  The twin is built once per matrix and process.
 
 A twin must never go stale, so :func:`share` makes X read-only; the loaders
 that call it return cached, shared objects that no caller may change anyway.
@@ -31,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["share", "is_sparse", "margins", "weighted_rows", "weighted_gram", "weighted_grams", "map_rows",
+__all__ = ["share", "is_sparse", "margins", "weighted_rows", "map_rows", "weighted_grams",
            "limit_threads", "MAX_DENSITY", "THREADS", "BLOCKS"]
 
 #: Above this share of non-zeros, BLAS on the dense matrix is as fast or faster
@@ -45,10 +46,11 @@ BLOCKS = 4
 #: Threads for sparse products, at most one per CPU.
 THREADS = max(1, min(BLOCKS, os.cpu_count() or 1))
 
-_TWINS: dict[int, tuple] = {}
+_TWINS: dict[int, "_Twin"] = {}
 _limit: contextvars.ContextVar[int] = contextvars.ContextVar("dpcore_linalg_threads", default=THREADS)
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_pairs_lock = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -72,6 +74,48 @@ def _map(fn, items):
     return list(_pool.map(fn, items))
 
 
+def _row_blocks(M: sp.csr_array) -> list[tuple[int, int, sp.csr_array]]:
+    edges = np.linspace(0, M.shape[0], BLOCKS + 1).round().astype(int)
+    return [(int(a), int(b), M[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+
+
+class _Twin:
+    """The CSR copy of one matrix X: row blocks (with their transposes) for the GLM
+    pass and, built on first use, the pair matrix behind :func:`weighted_grams`."""
+
+    def __init__(self, X: np.ndarray):
+        self.ref = weakref.ref(X)
+        csr = sp.csr_array(X)
+        self.shape = X.shape
+        self.blocks = [(a, b, A, A.T.tocsr()) for a, b, A in _row_blocks(csr)]
+        self.csr = csr
+        self._pairs = None
+
+    def pairs(self):
+        """``K`` with ``K[(j,k), i] = x_ij·x_ik`` for j ≤ k (non-empty pairs only), so that
+        ``(K wᵀ)`` holds the upper triangle of ``Xᵀ diag(w) X``: one sparse product for
+        all R Hessians instead of R.  Adult: 3.8 M entries, 46 MB, built in ~0.35 s."""
+        with _pairs_lock:
+            if self._pairs is None:
+                self._pairs = self._build_pairs()
+        return self._pairs
+
+    def _build_pairs(self):
+        csr, (n, p) = self.csr, self.shape
+        per_row = np.diff(csr.indptr)
+        row = np.repeat(np.arange(n, dtype=np.int32), per_row)  # row of every stored entry
+        # entry e pairs with itself and the later entries of its row
+        count = per_row[row] - (np.arange(csr.nnz) - csr.indptr[row])
+        first = np.repeat(np.arange(csr.nnz), count)
+        second = first + np.arange(first.size) - np.repeat(np.cumsum(count) - count, count)
+        pair = csr.indices[first].astype(np.int64) * p + csr.indices[second]
+        # COO → CSR keeps each pair's rows in increasing order: no sort, no duplicates
+        K = sp.csr_array((csr.data[first] * csr.data[second], (pair, row[first])), shape=(p * p, n))
+        used = np.flatnonzero(np.diff(K.indptr))
+        j, k = np.divmod(used, p)
+        return _row_blocks(K[used]), j, k
+
+
 def share(X: np.ndarray) -> np.ndarray:
     """Make ``X`` read-only and, if it is large and sparse enough, give it a CSR twin."""
     X.flags.writeable = False
@@ -79,20 +123,17 @@ def share(X: np.ndarray) -> np.ndarray:
         return X
     if np.count_nonzero(X) > MAX_DENSITY * X.size:
         return X
-    csr = sp.csr_array(X)
-    edges = np.linspace(0, X.shape[0], BLOCKS + 1).round().astype(int)
-    blocks = [(int(a), int(b), csr[a:b], csr[a:b].T.tocsr()) for a, b in zip(edges[:-1], edges[1:])]
     key = id(X)
-    _TWINS[key] = (weakref.ref(X), csr, blocks, csr.T.tocsr())
+    _TWINS[key] = _Twin(X)
     weakref.finalize(X, _TWINS.pop, key, None)
     return X
 
 
-def _twin(X: np.ndarray):
-    entry = _TWINS.get(id(X))
-    if entry is None or entry[0]() is not X:
+def _twin(X: np.ndarray) -> _Twin | None:
+    twin = _TWINS.get(id(X)) if X.ndim == 2 else None
+    if twin is None or twin.ref() is not X:
         return None
-    return entry
+    return twin
 
 
 def is_sparse(X: np.ndarray) -> bool:
@@ -114,8 +155,16 @@ def margins(theta: np.ndarray, X: np.ndarray) -> np.ndarray:
         lo, hi, A, _ = b
         out[lo:hi] = A @ T
 
-    _map(block, twin[2])
+    _map(block, twin.blocks)
     return np.ascontiguousarray(out.T)
+
+
+def _sum_in_order(parts):
+    total = None
+    for part in parts:  # a fixed order: the same bits on any number of threads
+        if part is not None:
+            total = part if total is None else total + part
+    return total
 
 
 def weighted_rows(coef: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -126,11 +175,7 @@ def weighted_rows(coef: np.ndarray, X: np.ndarray) -> np.ndarray:
     if twin is None:
         return coef @ X
     C = np.ascontiguousarray(coef.T)
-    parts = _map(lambda b: b[3] @ C[b[0]:b[1]], twin[2])
-    total = parts[0]
-    for part in parts[1:]:  # a fixed order: the same bits on any number of threads
-        total = total + part
-    return np.ascontiguousarray(total.T)
+    return np.ascontiguousarray(_sum_in_order(_map(lambda b: b[3] @ C[b[0]:b[1]], twin.blocks)).T)
 
 
 def map_rows(theta: np.ndarray, X: np.ndarray, fn):
@@ -141,7 +186,7 @@ def map_rows(theta: np.ndarray, X: np.ndarray, fn):
     ``(Σ_i coef_{r,i} x_i or None, [aux per block])``.  A GLM's loss and gradient
     thus read each block of X once, while it is in cache.
     """
-    twin = _twin(X) if X.ndim == 2 else None
+    twin = _twin(X)
     if twin is None:
         return None
     T = np.ascontiguousarray(theta.T)
@@ -151,24 +196,26 @@ def map_rows(theta: np.ndarray, X: np.ndarray, fn):
         coef, aux = fn(np.ascontiguousarray((A @ T).T), slice(lo, hi))
         return (None if coef is None else AT @ np.ascontiguousarray(coef.T)), aux
 
-    parts = _map(block, twin[2])
-    total = None
-    for part, _ in parts:  # a fixed order: the same bits on any number of threads
-        if part is not None:
-            total = part if total is None else total + part
+    parts = _map(block, twin.blocks)
+    total = _sum_in_order([g for g, _ in parts])
     return (None if total is None else np.ascontiguousarray(total.T)), [aux for _, aux in parts]
 
 
-def weighted_gram(w: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """``Xᵀ diag(w) X`` for one weight vector w, (p, p)."""
+def weighted_grams(W: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``Xᵀ diag(w_r) X`` for every row w_r of W, (R, p, p)."""
     twin = _twin(X)
     if twin is None:
-        return (X * w[:, None]).T @ X
-    return (twin[3] @ (sp.diags_array(w) @ twin[1])).toarray()
+        return np.stack([(X * w[:, None]).T @ X for w in W])
+    blocks, j, k = twin.pairs()
+    Wt = np.ascontiguousarray(W.T)
+    upper = np.empty((j.size, W.shape[0]))
 
+    def block(b):
+        lo, hi, K = b
+        upper[lo:hi] = K @ Wt
 
-def weighted_grams(W: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """``Xᵀ diag(w_r) X`` for every row w_r of W, (R, p, p); runs go to threads when sparse."""
-    if _twin(X) is None:
-        return np.stack([weighted_gram(w, X) for w in W])  # BLAS threads itself
-    return np.stack(_map(lambda w: weighted_gram(w, X), W))
+    _map(block, blocks)
+    H = np.zeros((W.shape[0], X.shape[1], X.shape[1]))
+    H[:, j, k] = upper.T
+    H[:, k, j] = upper.T
+    return H

@@ -27,7 +27,9 @@ def test_sparse_products_equal_dense_ones():
     w = rng.random(X.shape[0])
     np.testing.assert_allclose(linalg.margins(theta, X), theta @ dense.T, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(linalg.weighted_rows(coef, X), coef @ dense, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(linalg.weighted_gram(w, X), (dense * w[:, None]).T @ dense,
+    W = np.stack([w, 1 - w, np.zeros_like(w)])
+    np.testing.assert_allclose(linalg.weighted_grams(W, X),
+                               np.stack([(dense * v[:, None]).T @ dense for v in W]),
                                rtol=1e-12, atol=1e-12)
     # the model's gradient and Hessian are the same whichever path ran
     m = LogReg(lam=1e-3)
