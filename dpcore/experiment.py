@@ -271,14 +271,17 @@ def run(config: RunConfig, dataset=None) -> RunResult:
     )
 
 
-def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None, workers: int = 1) -> list[dict]:
+def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None, workers: int = 1,
+                  per_mechanism: dict[str, dict] | None = None) -> list[dict]:
     """Tidy rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
 
     A mechanism that cannot run a setting contributes a row with ``error``.
     ``progress(done, total, label)`` is called after each configuration.
     ``workers > 1`` spreads the configurations over that many processes (one
     BLAS thread each); the numbers are the same either way.  No loss curves
-    are recorded (nothing here plots them).
+    are recorded (nothing here plots them).  ``per_mechanism`` maps a mechanism
+    to RunConfig fields that differ for it (a seed preset's, e.g. λ for
+    output-laplace); each row lists them under ``overrides``.
     """
     from dataclasses import replace
 
@@ -292,12 +295,16 @@ def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None, workers:
         for eps in epsilons:
             row = {"mechanism": mech, "epsilon": float(eps)}
             rows[(mech, float(eps))] = row
+            extra = dict((per_mechanism or {}).get(mech, {}))
+            if extra:
+                row["overrides"] = ", ".join(f"{k}={v}" for k, v in sorted(extra.items()))
             try:
                 cals = get_mechanism(mech).calibrations
-                cal = base.calibration if base.calibration in cals else cals[0]
+                cal = extra.pop("calibration", base.calibration)
+                cal = cal if cal in cals else cals[0]
                 row["calibration"] = cal
-                tasks.append(Task(replace(base, mechanism=mech, epsilon=float(eps), calibration=cal),
-                                  tags=(("row", (mech, float(eps))),)))
+                config = replace(base, mechanism=mech, epsilon=float(eps), calibration=cal, **extra)
+                tasks.append(Task(config, tags=(("row", (mech, float(eps))),)))
             except DPCoreError as exc:
                 row["error"] = str(exc)
     by_key = {t.key: t for t in tasks}

@@ -47,16 +47,21 @@ def _select_slider(container, label, options, value, key, fmt):
     """
     current = st.session_state.get(key, value)
     if current not in options:
-        try:
-            current = min(options, key=lambda o: abs(math.log(o) - math.log(float(current))))
+        try:  # nearest on a log scale (an option 0 counts as 1e-300)
+            current = min(options, key=lambda o: abs(math.log(max(o, 1e-300))
+                                                     - math.log(max(float(current), 1e-300))))
         except (TypeError, ValueError):
             current = value
     st.session_state[key] = current
     return container.select_slider(label, options, key=key, format_func=fmt)
 
 
-def param_widget(name: str, key: str, *, label: str | None = None, container=st, **kw) -> Any:
-    """One widget for a declared parameter; its range comes from :data:`dpcore.params.PARAMS`."""
+def param_widget(name: str, key: str, *, label: str | None = None, container=st, zero: bool = False,
+                 **kw) -> Any:
+    """One widget for a declared parameter; its range comes from :data:`dpcore.params.PARAMS`.
+
+    ``zero`` adds 0 to a log-scale slider (for a parameter whose range includes it, like λ).
+    """
     p = PARAMS[name]
     label = label or p.help
     if name == "epsilon":
@@ -68,7 +73,8 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
     lo, hi = p.ui_min, p.ui_max
     value = kw.pop("value", p.default)
     if p.log_scale and kind is float:
-        opts = sorted({float(f"{v:.3g}") for v in np.geomspace(lo, hi, 25)} | {float(value)})
+        opts = sorted({float(f"{v:.3g}") for v in np.geomspace(lo, hi, 25)} | {float(value)}
+                      | ({0.0} if zero else set()))
         return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}")
     current = st.session_state.get(key, value)
     try:

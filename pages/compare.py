@@ -5,6 +5,7 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig, epsilon_sweep
 from dpcore.mechanisms import REGISTRY
+from dpcore.models import make_model
 from dpcore.datasets import DATASETS
 from dpcore.presets import PRESETS as PAPER_PRESETS
 from dpcore.presets import auto_delta
@@ -25,7 +26,7 @@ from pages.common import (
 
 st.title("Compare mechanisms over ε")
 WORKERS = min(2, os.cpu_count() or 1)  # configurations run in parallel worker processes
-URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0}
+URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0, 'cmp_lam': 1e-3, 'cmp_paper': ''}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
 shared_settings(SHARED)
@@ -34,12 +35,14 @@ CENTRAL = [m for m, c in REGISTRY.items() if c.family in ("output", "objective",
 
 
 def _from_paper(preset_id: str, dataset: str, **overrides) -> dict:
-    """A Compare setting from a seed figure's preset (dpcore.presets): mechanisms, ε grid, T, δ."""
+    """A Compare setting from a seed figure's preset (dpcore.presets): mechanisms, ε grid, T, δ,
+    λ, and (through ``cmp_paper``) the preset's per-mechanism settings and data options."""
     p = PAPER_PRESETS[preset_id]
     delta = p.delta if p.delta is not None else auto_delta(DATASETS[dataset].n_train)
+    lam = p.base.get("lam", make_model(p.models[0]).lam)
     out = dict(cmp_dataset=dataset, cmp_model=p.models[0], cmp_eps=", ".join(f"{e:g}" for e in p.epsilons),
                cmp_mechs=[m for m in p.mechanisms if m != "non-private"], cmp_T=p.iterations,
-               cmp_delta=delta, cmp_R=5)
+               cmp_delta=delta, cmp_R=5, cmp_lam=lam, cmp_paper=preset_id)
     if p.clients:
         out.update(cmp_clients=p.clients, cmp_skew=1.0)
     out.update(overrides)
@@ -49,7 +52,7 @@ def _from_paper(preset_id: str, dataset: str, **overrides) -> dict:
 PRESETS = {
     "All central mechanisms, Adult (8 ε × 5 repeats)": dict(
         cmp_dataset="adult", cmp_model="logreg", cmp_eps="0.01, 0.03, 0.1, 0.25, 0.5, 1, 3, 10",
-        cmp_mechs=CENTRAL, cmp_T=100, cmp_delta=1e-5, cmp_R=5),
+        cmp_mechs=CENTRAL, cmp_T=100, cmp_delta=1e-5, cmp_R=5, cmp_lam=1e-3, cmp_paper=""),
     "Seed 001, Fig. 2 (Adult, LR, ε ≤ 0.25)": _from_paper("001-fig2", "adult"),
     "Seed 002, Fig. 1 (Adult, ε from 0.01 to 7)": _from_paper("002-fig1", "adult"),
     "Seed 003, Fig. 1 (synthetic regression, d = 14)": _from_paper("003-fig1", "synthetic-regression"),
@@ -77,9 +80,10 @@ mechs = st.multiselect("Mechanisms", available, default=default, key="cmp_mechs"
                        format_func=lambda m: f"{m} — {REGISTRY[m].name}")
 st.session_state.setdefault("cmp_eps", "0.1, 0.3, 1, 3")
 eps_text = st.text_input("ε grid (comma-separated)", key="cmp_eps")
-c3, c4, c5, c6 = st.columns(4)
+c3, c4, c5, c6, c9 = st.columns(5)
 delta = param_widget("delta", "cmp_delta", label="δ", container=c3)
 T = param_widget("iterations", "cmp_T", label="iterations T", container=c4)
+lam = param_widget("lam", "cmp_lam", label="λ (L2 regularisation)", container=c9, zero=True)
 repeats = param_widget("repeats", "cmp_R", label="repeats", value=3, container=c5)
 calibration = c6.radio("Calibration", ["certified", "published"], key="cmp_cal", horizontal=True)
 clients, skew = 4, 4.0
@@ -90,10 +94,22 @@ if any(REGISTRY[m].family == "distributed" for m in mechs):
     skew = param_widget("skew", "cmp_skew", label="client-size skew u = n_max/n_min", value=4.0,
                         container=c8)
 
+# A seed preset's settings for single mechanisms (e.g. output-laplace's λ in seed 003) and its
+# data options (d = 14 for 003's synthetic data) hold while its dataset is selected.
+paper = PAPER_PRESETS.get(st.session_state.get("cmp_paper", ""))
+per_mechanism, data_options = {}, {}
+if paper is not None and dataset in paper.datasets:
+    per_mechanism = {m: v for m, v in paper.per_mechanism.items() if m in mechs}
+    data_options = {k: v for k, v in paper.base.items() if k != "lam"}
+    notes = [f"{k} = {v:g}" for k, v in data_options.items()] + [
+        f"{m} with " + ", ".join(f"{k} = {v}" for k, v in kv.items()) for m, kv in per_mechanism.items()]
+    if notes:
+        st.caption(f"From the preset {paper.id}: " + "; ".join(notes) + ".")
+
 try:
     epsilons = sorted({float(v) for v in eps_text.replace(";", ",").split(",") if v.strip()})
     base = RunConfig(dataset=dataset, model=model, delta=delta, iterations=T, repeats=repeats,
-                     calibration=calibration, clients=clients, skew=skew)
+                     calibration=calibration, clients=clients, skew=skew, lam=lam, **data_options)
     if not epsilons or any(e <= 0 for e in epsilons):
         raise DPCoreError("the ε grid needs at least one value > 0, e.g. 0.1, 1, 10")
     if not mechs:
@@ -107,7 +123,7 @@ publish_settings(SHARED)
 warm_workers(base, WORKERS)  # in the background: the workers load the data while the user decides
 if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
-    rows = epsilon_sweep(base, mechs, epsilons, workers=WORKERS,
+    rows = epsilon_sweep(base, mechs, epsilons, workers=WORKERS, per_mechanism=per_mechanism,
                          progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
     bar.empty()
     st.session_state["cmp_rows"] = rows

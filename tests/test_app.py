@@ -86,6 +86,33 @@ def test_compare_preset_and_run():
                                                           "gradient-dpgd"}
 
 
+def test_compare_seed_preset_keeps_its_per_mechanism_settings():
+    """Seed 003 runs output-laplace with λ = 1e-3 (the rest at λ = 0) on d = 14 synthetic data,
+    as `dpcore sweep --preset 003-fig1` does; an error about λ has a λ control to change."""
+    at = _page("compare.py").run()
+    at.button(key="preset_Seed 003, Fig. 1 (synthetic regression, d = 14)").click().run()
+    assert at.select_slider(key="cmp_lam").value == 0.0
+    assert any("output-laplace with lam = 0.001" in c.value and "d = 14" in c.value for c in at.caption)
+    at.number_input(key="cmp_R").set_value(2).run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value.set_index("mechanism")
+    assert table.loc["output-laplace", "overrides"].iloc[0] == "lam=0.001"
+    # without the preset, output-laplace on λ = 0 is refused, and λ is right there to change
+    at.button(key="preset_All central mechanisms, Adult (8 ε × 5 repeats)").click().run()
+    at.selectbox(key="cmp_dataset").set_value("synthetic-regression").run()
+    at.text_input(key="cmp_eps").set_value("1").run()
+    at.multiselect(key="cmp_mechs").set_value(["output-laplace"]).run()
+    at.select_slider(key="cmp_lam").set_value(0.0).run()
+    at.number_input(key="cmp_R").set_value(2).run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception
+    assert any("set λ > 0" in e.value for e in at.error)
+    at.select_slider(key="cmp_lam").set_value(0.01).run()
+    at.button(key="cmp_run").click().run()
+    assert not at.error
+
+
 def test_compare_bad_grid_message():
     at = _page("compare.py").run()
     at.text_input(key="cmp_eps").set_value("0.1, abc").run()
