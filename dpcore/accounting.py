@@ -165,13 +165,22 @@ class _GaussianLoss(_plm.GaussianPrivacyLoss):
 
 def _sampled_gaussian_pld(noise_multiplier: float, sample_rate: float,
                           discretization: float) -> "_pl.PrivacyLossDistribution":
-    """One step's PLD (replace-one) as ``PLDAccountant`` builds it, only faster."""
+    """One step's PLD (replace-one) as ``PLDAccountant`` builds it, only faster.
+
+    The builder is a private dp-accounting function; should a release drop it,
+    the library's own (slower) public constructor is used instead.
+    """
+    build = getattr(_pl, "_create_pld_pmf_from_monotone_privacy_loss", None)
+    if build is None:  # pragma: no cover - depends on the installed dp-accounting
+        return _pl.from_gaussian_mechanism(
+            standard_deviation=noise_multiplier, sampling_prob=sample_rate,
+            value_discretization_interval=discretization, neighboring_relation=_NR.REPLACE_ONE)
     loss = _GaussianLoss(noise_multiplier, sensitivity=1, pessimistic_estimate=True,
                          log_mass_truncation_bound=-50, sampling_prob=sample_rate,
                          adjacency_type=_plm.AdjacencyType.REPLACE)
-    return _pl.PrivacyLossDistribution(_pl._create_pld_pmf_from_monotone_privacy_loss(
-        loss, pessimistic_estimate=True, value_discretization_interval=discretization,
-        use_connect_dots=True))
+    return _pl.PrivacyLossDistribution(build(loss, pessimistic_estimate=True,
+                                             value_discretization_interval=discretization,
+                                             use_connect_dots=True))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -513,6 +513,7 @@ def audit(
     *,
     canary_label: float = 1.0,
     chunk_size: int = DEFAULT_CHUNK,
+    dataset=None,
 ) -> AuditResult:
     """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
 
@@ -522,8 +523,9 @@ def audit(
     batched chunks of ``chunk_size``; ``progress(done, total)`` is called before
     the first and after every chunk, with ``total = 2·trials``.  With more than
     ``max_rows`` training rows the audit runs on a seeded random subsample of
-    that many (``note`` says so).  See the module docstring for the test, the
-    bound and the verdict.
+    that many (``note`` says so).  ``dataset``: a user's own data in place of
+    ``config.dataset`` (as for :func:`dpcore.experiment.run`).  See the module
+    docstring for the test, the bound and the verdict.
 
     References: Jagielski, Ullman & Oprea 2020, Alg. 2.
     """
@@ -541,7 +543,7 @@ def audit(
         raise ParameterError("progress must be a callable progress(done, total) or None")
 
     mechanism = get_mechanism(config.mechanism)
-    full = load_problem(config)
+    full = load_problem(config, dataset)
     model = full.model
     note = None
     if max_rows is not None and full.n > max_rows:

@@ -272,7 +272,7 @@ def run(config: RunConfig, dataset=None) -> RunResult:
 
 
 def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None, workers: int = 1,
-                  per_mechanism: dict[str, dict] | None = None) -> list[dict]:
+                  per_mechanism: dict[str, dict] | None = None, dataset=None) -> list[dict]:
     """Tidy rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
 
     A mechanism that cannot run a setting contributes a row with ``error``.
@@ -281,7 +281,8 @@ def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None, workers:
     BLAS thread each); the numbers are the same either way.  No loss curves
     are recorded (nothing here plots them).  ``per_mechanism`` maps a mechanism
     to RunConfig fields that differ for it (a seed preset's, e.g. λ for
-    output-laplace); each row lists them under ``overrides``.
+    output-laplace); each row lists them under ``overrides``.  ``dataset`` is a
+    user's own data (as for :func:`run`); it is run in this process.
     """
     from dataclasses import replace
 
@@ -310,7 +311,8 @@ def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None, workers:
     by_key = {t.key: t for t in tasks}
     total = len(rows)
     done = total - len(tasks)
-    for key, rec in dispatch(tasks, workers, threads=1 if workers > 1 else None):
+    for key, rec in dispatch(tasks, workers, threads=1 if workers > 1 and dataset is None else None,
+                             dataset=dataset):
         task = by_key[key]
         row = rows[dict(task.tags)["row"]]
         if "error" in rec:

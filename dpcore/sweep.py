@@ -101,12 +101,12 @@ _SUMMARY_KEYS = (
 
 
 def execute(config_record: dict[str, Any], threads: int | None = 1,
-            erm_cache: str | None = None) -> dict[str, Any]:
+            erm_cache: str | None = None, dataset=None) -> dict[str, Any]:
     """Run one task (in whatever process this is) and return its JSON-able record.
 
     A setting the core refuses (a :class:`DPCoreError`) is a result too: the
     record carries ``error`` and is cached like any other, so the same sweep
-    does not try it again.
+    does not try it again.  ``dataset``: a user's own data (see :func:`run`).
     """
     from threadpoolctl import threadpool_limits
 
@@ -119,7 +119,7 @@ def execute(config_record: dict[str, Any], threads: int | None = 1,
     try:
         sparse_threads = linalg.limit_threads(threads) if threads else contextlib.nullcontext()
         with threadpool_limits(limits=threads), sparse_threads, loss_traces(0):
-            result = run(_config_from_record(config_record)).to_dict()
+            result = run(_config_from_record(config_record), dataset).to_dict()
     except DPCoreError as exc:
         return {"error": str(exc), "wall_seconds": time.perf_counter() - t0}
     finally:
@@ -133,8 +133,8 @@ def execute(config_record: dict[str, Any], threads: int | None = 1,
 
 
 def _execute_keyed(key: str, config_record: dict[str, Any], threads: int | None,
-                   erm_cache: str | None = None) -> tuple[str, dict]:
-    return key, execute(config_record, threads, erm_cache)
+                   erm_cache: str | None = None, dataset=None) -> tuple[str, dict]:
+    return key, execute(config_record, threads, erm_cache, dataset)
 
 
 # --------------------------------------------------------------------------
@@ -181,16 +181,17 @@ class SweepResult:
 
 
 def dispatch(tasks: Sequence[Task], workers: int = 1, threads: int | None = 1,
-             erm_cache: str | None = None):
+             erm_cache: str | None = None, dataset=None):
     """Run tasks (no cache) and yield ``(key, record)`` as each finishes.
 
     ``workers == 1`` runs them here, in order; more use loky worker processes
     (``joblib``), which stay alive between calls and keep their data caches warm.
     ``threads``: BLAS threads per task (``None`` leaves the library's choice).
+    ``dataset``: a user's own data; such tasks run here, never in shared workers.
     """
-    if workers == 1 or len(tasks) <= 1:
+    if workers == 1 or len(tasks) <= 1 or dataset is not None:
         for t in tasks:
-            yield _execute_keyed(t.key, _config_record(t.config), threads, erm_cache)
+            yield _execute_keyed(t.key, _config_record(t.config), threads, erm_cache, dataset)
         return
     from joblib import Parallel, delayed
 

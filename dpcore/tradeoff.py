@@ -24,11 +24,11 @@ DEFAULT_NOISE_GRID = tuple(float(s) for s in np.geomspace(0.05, 20.0, 9))
 _SKIP_FAMILIES = ("baseline", "distributed")
 
 
-def _row(mech_id: str, config: RunConfig) -> dict:
+def _row(mech_id: str, config: RunConfig, data=None) -> dict:
     cls = REGISTRY[mech_id]
     row = {"mechanism": mech_id, "name": cls.name, "family": cls.family, "heuristic": cls.heuristic}
     try:
-        res = run(config).to_dict()
+        res = run(config, data).to_dict()
     except DPCoreError as exc:
         row["error"] = str(exc)
         return row
@@ -51,13 +51,15 @@ def tradeoff(
     noise_grid: Sequence[float] = DEFAULT_NOISE_GRID,
     curve_mechanism: str = "input-kang",
     progress: Callable[[int, int, str], None] | None = None,
+    data=None,
     **config_kw,
 ) -> dict:
     """Rows (one per mechanism) at a fixed central ε and the accuracy-vs-local-ε curve.
 
     ``epsilon_local`` is ``inf`` for central mechanisms (no protection against the
     server).  The curve runs ``curve_mechanism`` with fixed input noise σ (and
-    labels through randomized response at ε/2, as in certified mode).
+    labels through randomized response at ε/2, as in certified mode).  ``data``:
+    a user's own :class:`~dpcore.datasets.Dataset` in place of ``dataset``.
     """
     base = RunConfig(dataset=dataset, model=model, epsilon=epsilon, delta=delta,
                      iterations=iterations, repeats=repeats, seed=seed, **config_kw)
@@ -73,7 +75,7 @@ def tradeoff(
     for m in mechanisms:
         cls = REGISTRY[m]
         cal = "certified" if "certified" in cls.calibrations else "published"
-        rows.append(_row(m, replace(base, mechanism=m, calibration=cal)))
+        rows.append(_row(m, replace(base, mechanism=m, calibration=cal), data))
         done += 1
         if progress:
             progress(done, total, m)
@@ -82,7 +84,7 @@ def tradeoff(
         for s in noise_grid:
             cfg = replace(base, mechanism=curve_mechanism, calibration="certified",
                           options=tuple(sorted({**dict(base.options), "sigma": float(s)}.items())))
-            r = _row(curve_mechanism, cfg)
+            r = _row(curve_mechanism, cfg, data)
             r["input_sigma"] = float(s)
             curve.append(r)
             done += 1

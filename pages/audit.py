@@ -15,6 +15,7 @@ from pages.common import (
     publish_settings,
     restore_from_url,
     shared_settings,
+    user_dataset,
     write_to_url,
 )
 
@@ -54,7 +55,7 @@ if st.button("Run the audit", type="primary", key="au_run"):
         config = RunConfig(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
                            iterations=T, calibration=calibration, c=c, repeats=1)
         st.session_state["au_result"] = audit(
-            config, trials, canary=canary,
+            config, trials, canary=canary, dataset=user_dataset(dataset),
             progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs")).to_dict()
     except DPCoreError as exc:
         st.error(f"{exc}")

@@ -102,8 +102,13 @@ def user_dataset(dataset_id: str):
     return None
 
 
-def dataset_picker(key: str = "dataset", container=st, default: str = "breast-cancer") -> str:
-    ids = list(datasets.DATASETS) + [UPLOAD_PREFIX + name for name in user_datasets()]
+def dataset_picker(key: str = "dataset", container=st, default: str = "breast-cancer",
+                   uploads: bool = True, task: str | None = None) -> str:
+    """The dataset select box: the registry, then (``uploads``) this session's own CSVs;
+    ``task`` keeps only classification or only regression data."""
+    ids = list(datasets.DATASETS) + ([UPLOAD_PREFIX + name for name in user_datasets()] if uploads else [])
+    if task is not None:
+        ids = [i for i in ids if dataset_task(i) == task]
     if st.session_state.get(key) not in ids:
         st.session_state[key] = default
     return container.selectbox("Dataset", ids, key=key, format_func=dataset_label)

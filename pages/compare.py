@@ -21,6 +21,7 @@ from pages.common import (
     publish_settings,
     restore_from_url,
     shared_settings,
+    user_dataset,
     write_to_url,
 )
 
@@ -120,10 +121,13 @@ except ValueError as exc:
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
-warm_workers(base, WORKERS)  # in the background: the workers load the data while the user decides
+own_data = user_dataset(dataset)  # an upload runs in this session's process, not in shared workers
+if own_data is None:
+    warm_workers(base, WORKERS)  # in the background: the workers load the data while the user decides
 if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
     rows = epsilon_sweep(base, mechs, epsilons, workers=WORKERS, per_mechanism=per_mechanism,
+                         dataset=own_data,
                          progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
     bar.empty()
     st.session_state["cmp_rows"] = rows

@@ -58,7 +58,10 @@ with st.expander(f"The {info['d']} features"):
 st.divider()
 st.subheader("Use your own data")
 st.caption("Upload a CSV with a header row. It stays in this browser session only and becomes selectable "
-           "in Explore. It is preprocessed like the bundled data (one-hot, standardise, ‖x‖ ≤ 1).")
+           "in every view that trains (Explore, Compare, Local vs central, Distributed, Audit); the Theory "
+           "view needs a registered dataset's documented shape. It is preprocessed like the bundled data "
+           "(one-hot, standardise, ‖x‖ ≤ 1) and runs in your session's process, never in shared workers "
+           "or caches.")
 upload = st.file_uploader("CSV file", type=["csv"], key="upload_file")
 if upload is not None:
     raw = upload.getvalue()

@@ -10,16 +10,18 @@ from pages.common import (
     download_figure,
     download_table,
     fmt_eps,
+    model_picker,
     param_widget,
     publish_settings,
     restore_from_url,
     run_or_error,
     shared_settings,
+    user_dataset,
     write_to_url,
 )
 
 st.title("Distributed learning with uneven clients")
-URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3}
+URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_model': 'logreg', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'dist_dataset', 'epsilon': 'dist_epsilon', 'iterations': 'dist_T'}
 shared_settings(SHARED)
@@ -28,8 +30,9 @@ st.markdown(
     "weights each party by its share of the data n_j/n; plain **averaging** (Jayaraman et al.) gives "
     "each 1/m. Move the skew u = n_max/n_min to see when the weighting matters."
 )
-c1, c2, c3, c4 = st.columns(4)
+c1, c0, c2, c3, c4 = st.columns(5)
 dataset = dataset_picker("dist_dataset", container=c1)
+model = model_picker(dataset, "dist_model", container=c0)
 m = param_widget("clients", "dist_m", label="clients m", container=c2)
 u = param_widget("skew", "dist_u", label="skew u", container=c3)
 epsilon = param_widget("epsilon", "dist_epsilon", label="ε", container=c4)
@@ -40,7 +43,8 @@ repeats = param_widget("repeats", "dist_R", label="repeats", value=3, container=
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
-n = datasets.DATASETS[dataset].n_train
+own_data = user_dataset(dataset)
+n = own_data.n if own_data is not None else datasets.DATASETS[dataset].n_train
 try:
     sizes = client_sizes(n, m, u) if n else None
 except DPCoreError as exc:
@@ -53,10 +57,14 @@ cols = st.columns(2)
 for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
     with col:
         st.subheader(mech)
-        rec = run_or_error(RunConfig(dataset=dataset, mechanism=mech, epsilon=epsilon, iterations=T,
-                                     repeats=repeats, clients=m, skew=u, calibration=calibration))
+        rec = run_or_error(RunConfig(dataset=dataset, model=model, mechanism=mech, epsilon=epsilon,
+                                     iterations=T, repeats=repeats, clients=m, skew=u,
+                                     calibration=calibration))
         if rec:
-            st.metric("test accuracy", f"{rec['accuracy_mean']:.4f}")
+            if rec.get("accuracy_mean") is not None:
+                st.metric("test accuracy", f"{rec['accuracy_mean']:.4f}")
+            else:
+                st.metric("test RMSE", f"{rec['rmse_mean']:.4f}")
             st.metric("max client ε (certified)", fmt_eps(rec["epsilon_certified"]))
             clients = [{"client": j + 1, "records": size, "weight": w, "σ": sig, "ε certified": fmt_eps(e)}
                        for j, (size, w, sig, e) in enumerate(zip(rec["client_sizes"], rec["weights"],
@@ -67,7 +75,8 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
 if st.button("Sweep the skew u ∈ {1, 2, 4, 8, 16}", type="primary", key="dist_run"):
     bar = st.progress(0.0, text="starting…")
     st.session_state["dist_curve"] = skew_curve(
-        dataset, epsilon, 1e-5, clients=m, iterations=T, repeats=repeats, calibration=calibration,
+        dataset, epsilon, 1e-5, model=model, clients=m, iterations=T, repeats=repeats,
+        calibration=calibration, data=own_data,
         progress=lambda k, total, label: bar.progress(k / total, text=f"{k}/{total}: {label}"))
     bar.empty()
 curve = st.session_state.get("dist_curve")
@@ -76,8 +85,10 @@ if curve:
     for r in curve["rows"]:
         if "error" in r:
             st.error(f"{r['mechanism']} at u = {r['skew']:g}: {r['error']}")
-    fig = band_figure(rows, "skew", "accuracy_mean", title="accuracy against skew u",
-                      x_title="u = n_max / n_min", y_title="test accuracy")
+    metric, label = (("accuracy_mean", "test accuracy") if any(r.get("accuracy_mean") is not None for r in rows)
+                     else ("rmse_mean", "test RMSE"))
+    fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
+                      x_title="u = n_max / n_min", y_title=label)
     st.plotly_chart(fig, width="stretch")
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")
     fig_gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",

@@ -15,6 +15,7 @@ from pages.common import (
     publish_settings,
     restore_from_url,
     shared_settings,
+    user_dataset,
     write_to_url,
 )
 
@@ -30,7 +31,8 @@ st.markdown(
 )
 
 c1, c2, c3, c4 = st.columns(4)
-dataset = dataset_picker("lc_dataset", container=c1)
+# Read in accuracy, with labels through randomized response: classification data only.
+dataset = dataset_picker("lc_dataset", container=c1, task="classification")
 epsilon = param_widget("epsilon", "lc_epsilon", label="central target ε", container=c2)
 delta = param_widget("delta", "lc_delta", label="δ", container=c3)
 repeats = param_widget("repeats", "lc_R", label="repeats", value=2, container=c4)
@@ -45,6 +47,7 @@ if st.button("Run the trade-off", type="primary", key="lc_run"):
     try:
         st.session_state["lc_result"] = tradeoff(
             dataset, epsilon, delta, iterations=T, repeats=repeats, mechanisms=mechs,
+            data=user_dataset(dataset),
             progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
     except DPCoreError as exc:
         st.error(f"{exc}")

@@ -18,6 +18,7 @@ from pages.common import (
     publish_settings,
     restore_from_url,
     shared_settings,
+    user_datasets,
     write_to_url,
 )
 
@@ -32,7 +33,11 @@ st.markdown(
     "*order only*: compare **slopes**, not absolute values, for those rows."
 )
 c1, c2, c3, c4 = st.columns(4)
-dataset = dataset_picker("th_dataset", container=c1, default="adult")
+# The catalog is evaluated at a registered dataset's documented n and d; uploads are for the
+# views that train (Explore, Compare, Local vs central, Distributed, Audit).
+dataset = dataset_picker("th_dataset", container=c1, default="adult", uploads=False)
+if user_datasets():
+    c1.caption("Uploaded data are not listed: the bounds use a registered dataset's documented n and d.")
 model = model_picker(dataset, "th_model", container=c2)
 epsilon = param_widget("epsilon", "th_epsilon", label="ε", container=c3, value=0.1)
 delta = param_widget("delta", "th_delta", label="δ", container=c4)

@@ -141,6 +141,11 @@ def test_distributed_page_shows_sizes_and_per_client_epsilon():
     at.select_slider(key="dist_u").set_value(4.0).run()
     at.radio(key="dist_cal").set_value("published").run()
     assert not at.exception
+    # a regression dataset gets a regression model, not an error with no control to change
+    at.selectbox(key="dist_dataset").set_value("synthetic-regression").run()
+    assert at.selectbox(key="dist_model").value == "linreg"
+    assert not at.exception and not at.error
+    assert [m.label for m in at.metric].count("test RMSE") == 2
 
 
 def test_explore_url_round_trip():
@@ -189,6 +194,49 @@ def test_upload_bad_and_good_csv_then_explore_it():
     ex.selectbox(key="ex_dataset").set_value("upload:mine").run()
     assert not ex.exception and not ex.error
     assert _metrics(ex)["ε certified"] == "1"
+
+
+def test_an_upload_works_in_every_view_that_trains():
+    from dpcore import datasets as D
+
+    rows = "".join(f"{i},{i % 3},{'p' if i % 2 else 'q'}\n" for i in range(200))
+    mine = D.from_csv(("a,b,y\n" + rows).encode(), "y", "p", name="mine")
+
+    def page(name):
+        at = _page(name)
+        at.session_state["user_datasets"] = {"mine": mine}
+        return at.run()
+
+    at = page("compare.py")
+    at.selectbox(key="cmp_dataset").set_value("upload:mine").run()
+    at.number_input(key="cmp_R").set_value(2).run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 2
+    at = page("distributed.py")
+    at.selectbox(key="dist_dataset").set_value("upload:mine").run()
+    assert not at.exception and not at.error
+    at.number_input(key="dist_R").set_value(2).run()
+    at.button(key="dist_run").click().run()
+    assert not at.exception and not at.error
+    at = page("audit.py")
+    at.selectbox(key="au_dataset").set_value("upload:mine").run()
+    at.select_slider(key="au_trials").set_value(100).run()
+    at.button(key="au_run").click().run()
+    assert not at.exception and not at.error
+    assert "ε audited (lower bound)" in _metrics(at)
+    at = page("local_central.py")
+    assert "synthetic-regression" not in at.selectbox(key="lc_dataset").options  # read in accuracy
+    at.selectbox(key="lc_dataset").set_value("upload:mine").run()
+    at.slider(key="lc_T").set_value(20).run()
+    at.button(key="lc_run").click().run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert not table["error"].str.contains("unknown dataset").any()
+    assert (table["error"] == "").sum() >= len(table) - 1  # input-fukuchi may refuse n = 160
+    at = page("theory.py")  # the bounds need a registered dataset's documented shape
+    assert "upload:mine" not in at.selectbox(key="th_dataset").options
+    assert not at.exception
 
 
 def test_audit_page_runs_and_flags_under_calibration():

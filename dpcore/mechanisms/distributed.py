@@ -204,11 +204,12 @@ class DistributedAvg(_Distributed):
 def skew_curve(dataset: str, epsilon: float, delta: float, *, model: str = "logreg", clients: int = 4,
                skews=(1, 2, 4, 8, 16), epsilons=None, iterations: int = 100, repeats: int = 3,
                seed: int = 0, calibration: str = "certified", learning_rate: float = 1.0,
-               progress=None, **config_kw) -> dict:
+               progress=None, data=None, **config_kw) -> dict:
     """Accuracy and gap against skew u (and ε) for WD-DP, averaging and the centralised DP-GD.
 
     The data behind the distributed view and seed 004's Figs 1–2: one row per
-    (ε, u, method); ``epsilons`` defaults to ``[epsilon]``.
+    (ε, u, method); ``epsilons`` defaults to ``[epsilon]``.  ``data``: a user's
+    own :class:`~dpcore.datasets.Dataset` in place of the registered ``dataset``.
     """
     from ..experiment import RunConfig, run
 
@@ -224,7 +225,7 @@ def skew_curve(dataset: str, epsilon: float, delta: float, *, model: str = "logr
                         skew=None if central else float(u), **config_kw)
         row = {"skew": float(u), "epsilon": eps, "mechanism": mech}
         try:
-            r = run(cfg).to_dict()
+            r = run(cfg, data).to_dict()
             row.update({key: r.get(key) for key in (
                 "accuracy_mean", "accuracy_std", "rmse_mean", "gap_mean", "gap_std",
                 "epsilon_certified", "client_sizes", "sigma", "seconds")})
