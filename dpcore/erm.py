@@ -26,7 +26,8 @@ from .exceptions import ModelError
 from .jsonutil import write_atomic
 from .models import LinReg, LogReg, MLP, Model
 
-__all__ = ["ErmSolution", "solve_erm", "exact_solution", "GRAD_TOL"]
+__all__ = ["ErmSolution", "solve_erm", "exact_solution", "set_disk_cache", "disk_cache", "reference_cached",
+           "GRAD_TOL"]
 
 GRAD_TOL = 1e-10
 
@@ -121,8 +122,8 @@ def _lbfgs_mlp(model: MLP, X: np.ndarray, y: np.ndarray, restarts: int = 3,
         theta0 = model.init(1, d, [np.random.default_rng([seed, k])])[0]
 
         def fg(t):
-            tt = t[None]
-            return float(model.loss(tt, X, y)[0]), model.grad(tt, X, y)[0]
+            value, grad = model.loss_and_grad(t[None], X, y)
+            return float(value[0]), grad[0]
 
         res = minimize(fg, theta0, jac=True, method="L-BFGS-B",
                        options={"maxiter": max_iter, "gtol": 1e-10, "ftol": 1e-15})
@@ -236,6 +237,19 @@ def set_disk_cache(path) -> Path | None:
     return previous
 
 
+def disk_cache() -> Path | None:
+    """The folder set by :func:`set_disk_cache` (``None``: memory only)."""
+    return _DISK_CACHE
+
+
+@functools.cache
+def _code_fingerprint() -> bytes:
+    """The solver's and the models' source: a changed solver never reads old answers."""
+    from . import models
+
+    return Path(__file__).read_bytes() + Path(models.__file__).read_bytes()
+
+
 def _disk_key(dataset, model: Model) -> str:
     from . import __version__
 
@@ -245,7 +259,19 @@ def _disk_key(dataset, model: Model) -> str:
         h.update(str(a.shape).encode())
     h.update(repr(model).encode())
     h.update(__version__.encode())
+    h.update(_code_fingerprint())
     return h.hexdigest()[:24]
+
+
+#: (dataset, model) pairs whose exact solution this process already holds
+_HELD: set[tuple[int, Model]] = set()
+
+
+def reference_cached(dataset, model: Model) -> bool:
+    """Whether :func:`exact_solution` would answer at once (in memory or on disk)."""
+    if (id(dataset), model) in _HELD:
+        return True
+    return _DISK_CACHE is not None and (_DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json").exists()
 
 
 @functools.lru_cache(maxsize=32)
@@ -257,12 +283,15 @@ def exact_solution(dataset, model: Model) -> ErmSolution:
         path = _DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json"
         try:
             rec = json.loads(path.read_text())
-            return ErmSolution(theta=np.asarray(rec["theta"], dtype=np.float64), loss=rec["loss"],
-                               grad_norm=rec["grad_norm"], iterations=rec["iterations"],
-                               method=rec["method"], certified_optimum=rec["certified_optimum"])
+            sol = ErmSolution(theta=np.asarray(rec["theta"], dtype=np.float64), loss=rec["loss"],
+                              grad_norm=rec["grad_norm"], iterations=rec["iterations"],
+                              method=rec["method"], certified_optimum=rec["certified_optimum"])
+            _HELD.add((id(dataset), model))
+            return sol
         except (OSError, ValueError, KeyError):
             pass
     sol = solve_erm(model, dataset.X_train, dataset.y_train)
+    _HELD.add((id(dataset), model))
     if path is not None:
         rec = {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
                "iterations": int(sol.iterations), "method": sol.method,

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from . import datasets as _datasets
-from .erm import exact_solution, solve_erm
-from .exceptions import PrivacyWarning
+from .erm import disk_cache, exact_solution, solve_erm
+from .exceptions import DPCoreError, PrivacyWarning
 from .mechanisms import Problem, get_mechanism
 from .metrics import accuracy, optimality_gap, rmse, summarize
 from .models import make_model
@@ -159,22 +159,50 @@ class RunResult:
         return out
 
 
+#: Above this many training rows the MLP's reference solve takes long enough to announce.
+SLOW_REFERENCE_ROWS = 5000
+
+
+def slow_reference(config: RunConfig) -> str | None:
+    """A sentence for the user when this configuration's exact reference (L*, behind every
+    gap) is a slow solve not yet cached, the MLP's multi-start L-BFGS on a large dataset;
+    ``None`` otherwise (also for an invalid configuration: the run will say what is wrong)."""
+    from .erm import reference_cached
+
+    if config.model != "mlp":
+        return None
+    try:
+        dataset = _load_dataset(config)
+        model = make_model(config.model, lam=config.lam, radius=config.radius)
+    except DPCoreError:
+        return None
+    if dataset.n < SLOW_REFERENCE_ROWS or reference_cached(dataset, model):
+        return None
+    return (f"Computing the MLP's reference optimum L* on {dataset.name} (n = {dataset.n:,}): the best of "
+            "3 L-BFGS runs, a few minutes on 2 cores the first time. It is kept (on disk, for the "
+            "app) for every later run on these data.")
+
+
+def _load_dataset(config: RunConfig):
+    kw: dict[str, Any] = {}
+    if _datasets.get_spec(config.dataset).synthetic:
+        for k in ("n", "d", "noise"):
+            if getattr(config, k) is not None:
+                kw[k] = getattr(config, k)
+    elif config.n is not None:
+        kw["subsample"] = config.n  # a seeded subsample of the training split
+    return _datasets.load(config.dataset, **kw)
+
+
 def load_problem(config: RunConfig, dataset=None) -> Problem:
     """Dataset, model and exact ERM for a configuration.
 
     ``dataset`` (optional) is a user's own :class:`~dpcore.datasets.Dataset` (an
     uploaded CSV); its exact ERM is solved afresh rather than cached process-wide.
     """
-    kw: dict[str, Any] = {}
     user_data = dataset is not None
     if not user_data:
-        if _datasets.get_spec(config.dataset).synthetic:
-            for k in ("n", "d", "noise"):
-                if getattr(config, k) is not None:
-                    kw[k] = getattr(config, k)
-        elif config.n is not None:
-            kw["subsample"] = config.n  # a seeded subsample of the training split
-        dataset = _datasets.load(config.dataset, **kw)
+        dataset = _load_dataset(config)
     model = make_model(config.model, lam=config.lam, radius=config.radius)
     if model.task != dataset.task:
         from .exceptions import ModelError
@@ -286,7 +314,6 @@ def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None, workers:
     """
     from dataclasses import replace
 
-    from .exceptions import DPCoreError
     from .metrics import summarize
     from .sweep import Task, dispatch
 
@@ -311,8 +338,9 @@ def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None, workers:
     by_key = {t.key: t for t in tasks}
     total = len(rows)
     done = total - len(tasks)
+    folder = disk_cache()  # worker processes share the exact solutions this process keeps on disk
     for key, rec in dispatch(tasks, workers, threads=1 if workers > 1 and dataset is None else None,
-                             dataset=dataset):
+                             erm_cache=None if folder is None else str(folder), dataset=dataset):
         task = by_key[key]
         row = rows[dict(task.tags)["row"]]
         if "error" in rec:

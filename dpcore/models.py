@@ -391,13 +391,23 @@ class MLP(Model):
         return np.concatenate([dW1.reshape(R, -1), db1, dw2, db2[:, None]], axis=1)
 
     def grad(self, theta, X, y):
+        return self.loss_and_grad(theta, X, y)[1]
+
+    def loss_and_grad(self, theta, X, y):
+        """One forward pass per chunk serves both (the L-BFGS reference solve calls this)."""
         n = X.shape[-2]
         total = np.zeros_like(theta)
+        value = np.zeros(theta.shape[0])
+        _, _, w2, _ = self.unpack(theta, X.shape[-1])
         for s, e in self._chunks(theta, X):
             Xc, yc = self._take(X, y, s, e)
-            g, delta1, H = self._backward_terms(theta, Xc, yc)
+            H, out = self._forward(theta, Xc)
+            value += np.sum(-log_expit(yc * out), axis=-1)
+            g = -yc * expit(-yc * out)
+            delta1 = g[:, :, None] * w2[:, None, :] * (1.0 - H**2)
             total += self._assemble(np.ones_like(g), g, delta1, H, Xc)
-        return total / n + self.lam * theta
+        loss = value / n + 0.5 * self.lam * np.sum(theta**2, axis=1)
+        return loss, total / n + self.lam * theta
 
     def per_example_grads(self, theta, X, y):
         g, delta1, H = self._backward_terms(theta, X, y)

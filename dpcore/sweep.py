@@ -200,16 +200,25 @@ def dispatch(tasks: Sequence[Task], workers: int = 1, threads: int | None = 1,
                    for t in tasks)
 
 
-def _warm(config_record: dict[str, Any]) -> str:
+def _warm(config_record: dict[str, Any], erm_cache: str | None = None) -> str:
     from threadpoolctl import threadpool_limits
 
-    from .experiment import load_problem
+    from .erm import set_disk_cache
+    from .experiment import _load_dataset, load_problem, slow_reference
 
+    config = _config_from_record(config_record)
+    previous = set_disk_cache(erm_cache) if erm_cache is not None else None
     with threadpool_limits(limits=1):
         try:
-            load_problem(_config_from_record(config_record))
+            if slow_reference(config) is not None:
+                _load_dataset(config)  # a minutes-long reference is left to the run that needs it
+                return "data loaded"
+            load_problem(config)
         except DPCoreError as exc:  # the real run will report it where the user sees it
             return f"not warmed: {exc}"
+        finally:
+            if erm_cache is not None:
+                set_disk_cache(previous)
     return "warm"
 
 
@@ -228,13 +237,16 @@ def warm_workers(config: RunConfig, workers: int) -> threading.Thread | None:
     """
     if workers <= 1 or not _warming.acquire(blocking=False):
         return None
+    from .erm import disk_cache
+
     record = _config_record(config)
+    folder = None if disk_cache() is None else str(disk_cache())
 
     def go():
         try:
             from joblib import Parallel, delayed
 
-            Parallel(n_jobs=workers, backend="loky")(delayed(_warm)(record) for _ in range(workers))
+            Parallel(n_jobs=workers, backend="loky")(delayed(_warm)(record, folder) for _ in range(workers))
         except Exception as exc:  # noqa: BLE001 - a failed warm-up only loses the time it saves
             logging.getLogger(__name__).info("worker warm-up failed: %s", exc)
         finally:

@@ -5,16 +5,19 @@ work happens here beyond arranging results for display.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore import datasets
+from dpcore import datasets, erm
 from dpcore.exceptions import DPCoreError
-from dpcore.experiment import RunConfig, run
+from dpcore.experiment import RunConfig, run, slow_reference
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
 from dpcore.params import PARAMS
@@ -22,6 +25,13 @@ from dpcore.params import PARAMS
 EPS_OPTIONS = sorted({float(f"{v:.3g}") for v in np.geomspace(0.01, 10, 31)}
                      | {0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 2.0, 3.0, 5.0, 7.0})
 DELTA_OPTIONS = [1e-10, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
+
+#: Exact reference solutions (L*) of registered data outlive the server (the MLP's takes
+#: minutes); keyed by data, model, version and solver source, so never stale.  Uploads
+#: are never written there.  ``DPCORE_CACHE_DIR`` moves it.
+CACHE_DIR = Path(os.environ.get("DPCORE_CACHE_DIR") or Path.home() / ".cache" / "dpcore")
+if erm.disk_cache() is None:
+    erm.set_disk_cache(CACHE_DIR / "erm")
 
 
 # -- formatting -------------------------------------------------------------------------
@@ -172,11 +182,23 @@ def run_or_error(config: RunConfig) -> dict | None:
     try:
         ds = user_dataset(config.dataset)
         if ds is None:
-            return cached_run(config)
+            with reference_notice(config):
+                return cached_run(config)
         return _record(config, dataset=ds)  # a user's own data: never in the shared cache
     except DPCoreError as exc:
         st.error(f"{exc}")
         return None
+
+
+@contextlib.contextmanager
+def reference_notice(config: RunConfig):
+    """Say why the wait is long when the run first needs the MLP's slow reference solve."""
+    note = slow_reference(config) if user_dataset(config.dataset) is None else None
+    if note is None:
+        yield
+        return
+    with st.spinner(note):
+        yield
 
 
 # -- figures ----------------------------------------------------------------------------

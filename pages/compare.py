@@ -19,6 +19,7 @@ from pages.common import (
     model_picker,
     param_widget,
     publish_settings,
+    reference_notice,
     restore_from_url,
     shared_settings,
     user_dataset,
@@ -126,9 +127,10 @@ if own_data is None:
     warm_workers(base, WORKERS)  # in the background: the workers load the data while the user decides
 if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
-    rows = epsilon_sweep(base, mechs, epsilons, workers=WORKERS, per_mechanism=per_mechanism,
-                         dataset=own_data,
-                         progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
+    with reference_notice(base):
+        rows = epsilon_sweep(base, mechs, epsilons, workers=WORKERS, per_mechanism=per_mechanism,
+                             dataset=own_data,
+                             progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
     bar.empty()
     st.session_state["cmp_rows"] = rows
 

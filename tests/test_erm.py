@@ -79,7 +79,7 @@ def test_exact_solution_disk_cache_round_trips_exactly(tmp_path):
     from dpcore.models import make_model
 
     ds, model = load("iris"), make_model("logreg")
-    erm.set_disk_cache(tmp_path)
+    previous = erm.set_disk_cache(tmp_path)
     try:
         erm.exact_solution.cache_clear()
         first = erm.exact_solution(ds, model)
@@ -94,5 +94,29 @@ def test_exact_solution_disk_cache_round_trips_exactly(tmp_path):
         erm.exact_solution.cache_clear()
         assert erm.exact_solution(ds, model).loss == first.loss
     finally:
-        erm.set_disk_cache(None)
+        erm.set_disk_cache(previous)
         erm.exact_solution.cache_clear()
+
+
+def test_a_slow_reference_is_announced_until_it_is_held(tmp_path, monkeypatch):
+    """The MLP's multi-start L-BFGS on large data takes minutes: the app says so, once."""
+    from dpcore import erm, experiment
+    from dpcore.experiment import RunConfig, slow_reference
+
+    assert slow_reference(RunConfig(dataset="adult")) is None  # logreg: Newton, fast
+    assert "MLP's reference optimum" in slow_reference(RunConfig(dataset="adult", model="mlp"))
+    assert slow_reference(RunConfig(dataset="nope", model="mlp")) is None  # the run will say why
+    monkeypatch.setattr(experiment, "SLOW_REFERENCE_ROWS", 100)
+    cfg = RunConfig(dataset="breast-cancer", model="mlp", lam=2e-3)
+    previous = erm.set_disk_cache(tmp_path)
+    try:
+        assert "n = 546" in slow_reference(cfg)
+        experiment.load_problem(cfg)
+        assert slow_reference(cfg) is None  # held in memory
+        erm._HELD.clear()
+        assert slow_reference(cfg) is None  # and on disk, for the next process
+        for f in tmp_path.glob("erm-*.json"):
+            f.unlink()
+        assert slow_reference(cfg) is not None
+    finally:
+        erm.set_disk_cache(previous)
