@@ -82,7 +82,7 @@ mechs = st.multiselect("Mechanisms", available, default=default, key="cmp_mechs"
                        format_func=lambda m: f"{m} — {REGISTRY[m].name}")
 st.session_state.setdefault("cmp_eps", "0.1, 0.3, 1, 3")
 eps_text = st.text_input("ε grid (comma-separated)", key="cmp_eps")
-c3, c4, c5, c6, c9 = st.columns(5)
+c3, c4, c9, c5, c6 = st.columns(5)  # δ, T, λ, repeats, calibration
 delta = param_widget("delta", "cmp_delta", label="δ", container=c3)
 T = param_widget("iterations", "cmp_T", label="iterations T", container=c4)
 lam = param_widget("lam", "cmp_lam", label="λ (L2 regularisation)", container=c9, zero=True)
