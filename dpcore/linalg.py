@@ -50,6 +50,7 @@ _TWINS: dict[int, "_Twin"] = {}
 _limit: contextvars.ContextVar[int] = contextvars.ContextVar("dpcore_linalg_threads", default=THREADS)
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_POOL_NAME = "dpcore-linalg"
 _pairs_lock = threading.Lock()
 
 
@@ -65,12 +66,13 @@ def limit_threads(n: int):
 
 def _map(fn, items):
     items = list(items)
-    if _limit.get() <= 1 or len(items) <= 1:
+    nested = threading.current_thread().name.startswith(_POOL_NAME)  # never wait on our own pool
+    if _limit.get() <= 1 or len(items) <= 1 or nested:
         return [fn(i) for i in items]
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(THREADS, thread_name_prefix="dpcore-linalg")
+            _pool = ThreadPoolExecutor(THREADS, thread_name_prefix=_POOL_NAME)
     return list(_pool.map(fn, items))
 
 

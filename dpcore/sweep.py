@@ -17,7 +17,6 @@ writes it with the figure and the JSON record.
 from __future__ import annotations
 
 import contextlib
-
 import hashlib
 import json
 import logging
