@@ -194,14 +194,10 @@ def _load_dataset(config: RunConfig):
     return _datasets.load(config.dataset, **kw)
 
 
-def load_problem(config: RunConfig, dataset=None) -> Problem:
-    """Dataset, model and exact ERM for a configuration.
-
-    ``dataset`` (optional) is a user's own :class:`~dpcore.datasets.Dataset` (an
-    uploaded CSV); its exact ERM is solved afresh rather than cached process-wide.
-    """
-    user_data = dataset is not None
-    if not user_data:
+def problem_data(config: RunConfig, dataset=None):
+    """The dataset (``dataset``: a user's own) and model of a configuration, checked
+    against each other, without solving the exact ERM."""
+    if dataset is None:
         dataset = _load_dataset(config)
     model = make_model(config.model, lam=config.lam, radius=config.radius)
     if model.task != dataset.task:
@@ -212,6 +208,17 @@ def load_problem(config: RunConfig, dataset=None) -> Problem:
             f"{dataset.task} task; pick a {dataset.task} model"
             + (" (linreg)" if dataset.task == "regression" else " (logreg or mlp)")
         )
+    return dataset, model
+
+
+def load_problem(config: RunConfig, dataset=None) -> Problem:
+    """Dataset, model and exact ERM for a configuration.
+
+    ``dataset`` (optional) is a user's own :class:`~dpcore.datasets.Dataset` (an
+    uploaded CSV); its exact ERM is solved afresh rather than cached process-wide.
+    """
+    user_data = dataset is not None
+    dataset, model = problem_data(config, dataset)
     erm = solve_erm(model, dataset.X_train, dataset.y_train) if user_data else exact_solution(dataset, model)
     return Problem(dataset=dataset, model=model, erm=erm)
 

@@ -13,7 +13,6 @@ from pages.common import (
     model_picker,
     param_widget,
     publish_settings,
-    reference_notice,
     restore_from_url,
     shared_settings,
     user_dataset,
@@ -55,10 +54,9 @@ if st.button("Run the audit", type="primary", key="au_run"):
     try:
         config = RunConfig(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
                            iterations=T, calibration=calibration, c=c, repeats=1)
-        with reference_notice(config):
-            st.session_state["au_result"] = audit(
-                config, trials, canary=canary, dataset=user_dataset(dataset),
-                progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs")).to_dict()
+        st.session_state["au_result"] = audit(
+            config, trials, canary=canary, dataset=user_dataset(dataset),
+            progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs")).to_dict()
     except DPCoreError as exc:
         st.error(f"{exc}")
     bar.empty()
