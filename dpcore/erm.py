@@ -274,31 +274,32 @@ def reference_cached(dataset, model: Model) -> bool:
     return _DISK_CACHE is not None and (_DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json").exists()
 
 
+def _read_solution(path: Path) -> ErmSolution | None:
+    try:
+        rec = json.loads(path.read_text())
+        return ErmSolution(theta=np.asarray(rec["theta"], dtype=np.float64), loss=rec["loss"],
+                           grad_norm=rec["grad_norm"], iterations=rec["iterations"],
+                           method=rec["method"], certified_optimum=rec["certified_optimum"])
+    except (OSError, ValueError, KeyError):
+        return None  # absent or damaged: solved again, never trusted
+
+
 @functools.lru_cache(maxsize=32)
 def exact_solution(dataset, model: Model) -> ErmSolution:
     """Cached :func:`solve_erm` on a dataset's training split (in memory, and on disk
     after :func:`set_disk_cache`; floats round-trip exactly through JSON)."""
-    path = None
-    if _DISK_CACHE is not None:
-        path = _DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json"
-        try:
-            rec = json.loads(path.read_text())
-            sol = ErmSolution(theta=np.asarray(rec["theta"], dtype=np.float64), loss=rec["loss"],
-                              grad_norm=rec["grad_norm"], iterations=rec["iterations"],
-                              method=rec["method"], certified_optimum=rec["certified_optimum"])
-            _HELD.add((id(dataset), model))
-            return sol
-        except (OSError, ValueError, KeyError):
-            pass
-    sol = solve_erm(model, dataset.X_train, dataset.y_train)
+    path = None if _DISK_CACHE is None else _DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json"
+    sol = None if path is None else _read_solution(path)
+    if sol is None:
+        sol = solve_erm(model, dataset.X_train, dataset.y_train)
+        if path is not None:
+            rec = {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
+                   "iterations": int(sol.iterations), "method": sol.method,
+                   "certified_optimum": bool(sol.certified_optimum)}
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, rec)
+            except OSError:
+                pass  # a read-only cache folder only costs the recomputation
     _HELD.add((id(dataset), model))
-    if path is not None:
-        rec = {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
-               "iterations": int(sol.iterations), "method": sol.method,
-               "certified_optimum": bool(sol.certified_optimum)}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, rec)
-        except OSError:
-            pass  # a read-only cache folder only costs the recomputation
     return sol

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import datasets as _datasets
-from .erm import disk_cache, exact_solution, solve_erm
+from .erm import disk_cache, exact_solution, reference_cached, solve_erm
 from .exceptions import DPCoreError, PrivacyWarning
 from .mechanisms import Problem, get_mechanism
 from .metrics import accuracy, optimality_gap, rmse, summarize
@@ -167,13 +167,10 @@ def slow_reference(config: RunConfig) -> str | None:
     """A sentence for the user when this configuration's exact reference (L*, behind every
     gap) is a slow solve not yet cached, the MLP's multi-start L-BFGS on a large dataset;
     ``None`` otherwise (also for an invalid configuration: the run will say what is wrong)."""
-    from .erm import reference_cached
-
     if config.model != "mlp":
         return None
     try:
-        dataset = _load_dataset(config)
-        model = make_model(config.model, lam=config.lam, radius=config.radius)
+        dataset, model = problem_data(config)
     except DPCoreError:
         return None
     if dataset.n < SLOW_REFERENCE_ROWS or reference_cached(dataset, model):

@@ -369,13 +369,18 @@ class MLP(Model):
             total += np.sum(-log_expit(yc * out), axis=-1)
         return total / n
 
-    def _backward_terms(self, theta, X, y):
-        """Per-example pieces: g = dℓ/dout (R,n), δ1 = g·w2·(1−H²) (R,n,h), H."""
+    def _terms(self, theta, X, y):
+        """The output scores and the per-example pieces: out, g = dℓ/dout (R,n),
+        δ1 = g·w2·(1−H²) (R,n,h), H."""
         H, out = self._forward(theta, X)
         g = -y * expit(-y * out)
         _, _, w2, _ = self.unpack(theta, X.shape[-1])
         delta1 = g[:, :, None] * w2[:, None, :] * (1.0 - H**2)
-        return g, delta1, H
+        return out, g, delta1, H
+
+    def _backward_terms(self, theta, X, y):
+        """Per-example pieces: g = dℓ/dout (R,n), δ1 = g·w2·(1−H²) (R,n,h), H."""
+        return self._terms(theta, X, y)[1:]
 
     def _assemble(self, coef, g, delta1, H, X):
         """``Σ_i coef_i ∇ℓ_i`` from the per-example pieces, (R, p)."""
@@ -398,13 +403,10 @@ class MLP(Model):
         n = X.shape[-2]
         total = np.zeros_like(theta)
         value = np.zeros(theta.shape[0])
-        _, _, w2, _ = self.unpack(theta, X.shape[-1])
         for s, e in self._chunks(theta, X):
             Xc, yc = self._take(X, y, s, e)
-            H, out = self._forward(theta, Xc)
+            out, g, delta1, H = self._terms(theta, Xc, yc)
             value += np.sum(-log_expit(yc * out), axis=-1)
-            g = -yc * expit(-yc * out)
-            delta1 = g[:, :, None] * w2[:, None, :] * (1.0 - H**2)
             total += self._assemble(np.ones_like(g), g, delta1, H, Xc)
         loss = value / n + 0.5 * self.lam * np.sum(theta**2, axis=1)
         return loss, total / n + self.lam * theta
