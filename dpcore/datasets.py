@@ -50,7 +50,17 @@ __all__ = [
     "verify_file",
 ]
 
-DATA_DIR = Path(os.environ.get("DPCORE_DATA_DIR", Path(__file__).resolve().parent.parent / "data"))
+
+
+def _default_data_dir() -> Path:
+    """The bundled files: the repository's ``data/`` in a source checkout (and an editable
+    install), ``dpcore/_data`` in an installed wheel (pyproject.toml maps one onto the other)."""
+    here = Path(__file__).resolve().parent
+    installed = here / "_data"
+    return installed if installed.is_dir() else here.parent / "data"
+
+
+DATA_DIR = Path(os.environ.get("DPCORE_DATA_DIR") or _default_data_dir())
 
 # A column with more distinct values than this is refused as a categorical
 # (it is almost always an identifier, and one-hot encoding would explode).

@@ -36,7 +36,8 @@ VIEWS = {
     "datasets": "Use your own data",
 }
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (.ci/run installs it)")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (.ci/run installs it)")]
 
 
 def _free_port() -> int:

@@ -16,6 +16,8 @@ from dpcore.experiment import RunConfig
 from dpcore.presets import EPS_001, LR_004, N_003, PRESETS, auto_delta, get_preset, run_preset
 from dpcore.sweep import Task, run_sweep, task_key
 
+import plotly_html  # tests/plotly_html.py
+
 FIGURES = {  # seed paper -> the figures the issue asks for
     "001": {"Fig. 2", "Fig. 3", "Fig. 4"},
     "002": {"Fig. 1", "Fig. 2"},
@@ -56,8 +58,9 @@ def test_preset_runs_end_to_end_reduced(preset_id, shared_out):
     # every mechanism of the figure produced numbers (a refused corner may exist, not a refused curve)
     assert set(ok["mechanism"]) == set(preset.mechanisms)
     assert len(ok) >= 0.9 * len(df)
-    html = Path(paths["html"]).read_text()
-    assert "plotly" in html.lower() and preset.title in html
+    figs = plotly_html.figures(Path(paths["html"]).read_text())
+    assert len(figs) == 1 and figs[0]["data"], "one figure with traces"
+    assert preset.title in plotly_html.title(figs[0])
     record = json.loads(Path(paths["json"]).read_text())
     assert record["preset"]["id"] == preset_id and record["quick"] is True
     assert record["tasks"] == len(tasks) == len(record["configs"])
@@ -223,7 +226,10 @@ def test_epsilon_sweep_same_numbers_in_worker_processes():
     for a, b in zip(one, two):
         assert a.get("error") == b.get("error")
         for k in ("accuracy_mean", "gap_mean", "epsilon_certified", "sigma"):
-            assert a.get(k) == pytest.approx(b.get(k), rel=1e-9, abs=1e-12), (a["mechanism"], k)
+            if a.get(k) is None or b.get(k) is None:  # a mechanism without one σ (input-dbdp-if)
+                assert a.get(k) is b.get(k), (a["mechanism"], k)
+            else:
+                assert a[k] == pytest.approx(b[k], rel=1e-9, abs=1e-12), (a["mechanism"], k)
 
 
 def test_sparse_data_same_bits_on_threads_and_in_workers():

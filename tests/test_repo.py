@@ -1,0 +1,104 @@
+"""The repository's promises to a new user: the README's commands, the lock, the package."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands() -> list[str]:
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    return [b.strip() for b in blocks[:2]]
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        spec = line.split(";", 1)[0].strip()
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s=<>!~,]+)", spec)
+        assert m, f"{path.name}: {line!r} is not pinned to one exact version"
+        pins[m.group(1).lower().replace("_", "-")] = m.group(3)
+    return pins
+
+
+def _names(path: Path) -> set[str]:
+    out = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            out.add(re.match(r"[A-Za-z0-9_.\-]+", line).group(0).lower().replace("_", "-"))
+    return out
+
+
+def test_readme_starts_with_the_app_and_the_test_command():
+    app, tests = _readme_commands()
+    assert app == "python -m pip install -r requirements.txt && python -m streamlit run app.py"
+    assert tests == "python -m pip install -r requirements-dev.txt && python -m pytest -q"
+
+
+def test_ci_runs_exactly_the_readme_test_command_in_a_new_environment():
+    ci = (ROOT / ".ci" / "run").read_text()
+    _, tests = _readme_commands()
+    lines = [ln.strip() for ln in ci.splitlines()]
+    assert lines[-1] == tests, "the last step of .ci/run must be the README's test command"
+    venv = next(i for i, ln in enumerate(lines) if ln.startswith("python3 -m venv --clear"))
+    activate = next(i for i, ln in enumerate(lines) if ln.startswith("source ") and "bin/activate" in ln)
+    assert venv < activate < len(lines) - 1
+
+
+def test_the_lock_pins_every_range_exactly_and_the_two_locks_agree():
+    runtime = _pins(ROOT / "requirements.txt")
+    dev = _pins(ROOT / "requirements-dev.txt")
+    assert _names(ROOT / "requirements.in") <= set(runtime)
+    assert _names(ROOT / "requirements.in") | _names(ROOT / "requirements-dev.in") <= set(dev)
+    for name, version in runtime.items():
+        assert dev.get(name) == version, f"{name}: {version} in requirements.txt, {dev.get(name)} in the dev lock"
+
+
+def test_pyproject_reads_the_ranges_and_declares_the_console_command():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    setuptools = meta["tool"]["setuptools"]
+    assert setuptools["dynamic"]["dependencies"] == {"file": ["requirements.in"]}
+    assert meta["project"]["scripts"]["dpcore"] == "dpcore.cli:main"
+    assert setuptools["package-dir"]["dpcore._data"] == "data"
+    # every subpackage of dpcore is listed, or a wheel would silently leave it out
+    found = {".".join(p.relative_to(ROOT).parent.parts) for p in (ROOT / "dpcore").rglob("__init__.py")}
+    assert found <= set(setuptools["packages"])
+
+
+@pytest.mark.slow
+def test_pip_install_gives_the_package_its_data_and_the_dpcore_command(tmp_path):
+    """``pip install .`` (into a folder of its own, on top of this environment's dependencies):
+    the console command answers like ``python -m dpcore`` from any folder, reading the
+    installed copy of the bundled data."""
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+                    str(ROOT)], check=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("DPCORE_DATA_DIR", None)
+
+    def installed(*args):
+        return subprocess.run(args, cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout
+
+    module = subprocess.run([sys.executable, "-m", "dpcore", "datasets", "--json"], cwd=ROOT,
+                            capture_output=True, text=True, check=True)
+    assert json.loads(installed(str(site / "bin" / "dpcore"), "datasets", "--json")) == json.loads(module.stdout)
+    where = installed(sys.executable, "-c", "import dpcore.datasets as d; print(d.__file__, d.DATA_DIR)").split()
+    assert Path(where[0]).is_relative_to(site) and Path(where[1]) == site / "dpcore" / "_data"
+    out = installed(str(site / "bin" / "dpcore"), "run", "--dataset", "breast-cancer",
+                    "--mechanism", "gradient-dpgd", "--json")
+    assert json.loads(out)["n_train"] > 0
