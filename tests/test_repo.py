@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -83,9 +84,12 @@ def test_pip_install_gives_the_package_its_data_and_the_dpcore_command(tmp_path)
     """``pip install .`` (into a folder of its own, on top of this environment's dependencies):
     the console command answers like ``python -m dpcore`` from any folder, reading the
     installed copy of the bundled data."""
+    src = tmp_path / "src"  # pip builds in the source folder: keep the checkout clean
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "*.egg-info", "artifacts", ".hypothesis", "__pycache__", "tests"))
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
-                    str(ROOT)], check=True)
+                    str(src)], check=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
