@@ -69,7 +69,8 @@ def gdp_delta(mu: float, epsilon: float) -> float:
         return 1.0
     a = -epsilon / mu
     # e^ε Φ(a − μ/2) evaluated in log space to avoid overflow.
-    second = math.exp(epsilon + norm.logcdf(a - mu / 2)) if epsilon < 700 else 0.0
+    log_second = epsilon + float(norm.logcdf(a - mu / 2))
+    second = math.exp(log_second) if log_second < 700 else math.inf
     return max(0.0, float(norm.cdf(a + mu / 2) - second))
 
 

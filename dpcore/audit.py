@@ -582,7 +582,7 @@ def audit(
                                      f"for {stop - start} seeds")
                 scores[side][start:stop] = _scores(model, theta, can, score)
                 if side == 0 and eps_certified is None:
-                    eps_certified, sigma = float(out.epsilon_certified), out.sigma
+                    eps_certified, sigma = out.certified(config.delta)[0], out.sigma
                 done += stop - start
                 if progress is not None:
                     progress(done, total)

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import math
+
 import functools
 import hashlib
 import json
@@ -84,8 +86,12 @@ def quadratic_ball(A: np.ndarray, b: np.ndarray, eta: float) -> tuple[np.ndarray
     c = Q.T @ b
 
     def norm_at(mu: float) -> float:
-        with np.errstate(divide="ignore"):
-            return float(np.linalg.norm(c / (evals + mu)))
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            v = c / (evals + mu)
+            top = float(np.max(np.abs(v))) if v.size else 0.0
+            if not np.isfinite(top):
+                return math.inf
+            return 0.0 if top == 0.0 else top * float(np.linalg.norm(v / top))  # no overflow
 
     if evals.min() > 1e-14 * max(evals.max(), 1.0) and norm_at(0.0) <= eta:
         theta = Q @ (c / evals)
@@ -96,7 +102,9 @@ def quadratic_ball(A: np.ndarray, b: np.ndarray, eta: float) -> tuple[np.ndarray
         hi = max(np.linalg.norm(c) / eta, 1e-12)
         while norm_at(hi) > eta:
             hi *= 2.0
-        mu = brentq(lambda m: norm_at(m) - eta, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+        # 1/‖x(μ)‖ − 1/η: finite where ‖x‖ overflows, and nearly linear in μ
+        mu = brentq(lambda m: 1.0 / norm_at(m) - 1.0 / eta, lo, hi, xtol=1e-300,
+                    rtol=4 * np.finfo(float).eps, maxiter=500)
         theta = Q @ (c / (evals + mu))
         theta *= min(1.0, eta / np.linalg.norm(theta))
         method = "trust-region secular equation (boundary)"

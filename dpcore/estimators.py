@@ -219,15 +219,16 @@ class _DPLinearModel(BaseEstimator):
         if mechanism.private and message:
             warnings.warn(message, PrivacyWarning, stacklevel=3)
         out = mechanism.run(problem, config, BatchRNG([seed]))
-        if mechanism.private and out.epsilon_certified > config.epsilon * (1.0 + 1e-6):
+        eps_certified, eps_local = out.certified(config.delta)
+        if mechanism.private and eps_certified > config.epsilon * (1.0 + 1e-6):
             warnings.warn(
-                f"the noise that ran certifies only ε = {out.epsilon_certified:.4g}, above the "
+                f"the noise that ran certifies only ε = {eps_certified:.4g}, above the "
                 f"target ε = {config.epsilon:g} ({mechanism.name}, {config.calibration} "
                 "calibration); see epsilon_certified_.",
                 PrivacyWarning, stacklevel=3,
             )
-        self.epsilon_certified_ = float(out.epsilon_certified)
-        self.epsilon_local_ = float(out.epsilon_local)
+        self.epsilon_certified_ = float(eps_certified)
+        self.epsilon_local_ = float(eps_local)
         self.sigma_ = None if out.sigma is None else float(out.sigma)
         return np.asarray(out.theta, dtype=np.float64)[0]
 

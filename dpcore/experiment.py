@@ -43,6 +43,7 @@ class RunConfig:
     seed: int = 0
     calibration: str = "certified"
     c: float = 1.0
+    noise_scale: float = 1.0
     lam: float | None = None
     learning_rate: float = 1.0
     batch_size: int | None = None
@@ -61,7 +62,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         owner = "run"
         for name in ("epsilon", "delta", "iterations", "repeats", "seed", "calibration", "c",
-                     "learning_rate"):
+                     "noise_scale", "learning_rate"):
             object.__setattr__(self, name, validate(name, getattr(self, name), owner))
         for name in ("lam", "batch_size", "sample_rate", "clip_norm", "clients", "skew",
                      "radius", "n", "d", "noise"):
@@ -257,6 +258,7 @@ def run(config: RunConfig, dataset=None) -> RunResult:
         t0 = time.perf_counter()
         out = mechanism.run(problem, config, rngs)
         seconds = time.perf_counter() - t0
+        eps_certified, eps_local = out.certified(config.delta)
     for w in wlist:
         if issubclass(w.category, PrivacyWarning):
             caught.append(str(w.message))
@@ -290,8 +292,8 @@ def run(config: RunConfig, dataset=None) -> RunResult:
         rmse_nonprivate=err_np,
         sigma=out.sigma,
         epsilon_target=config.epsilon if mechanism.private else math.inf,
-        epsilon_certified=out.epsilon_certified,
-        epsilon_local=out.epsilon_local,
+        epsilon_certified=eps_certified,
+        epsilon_local=eps_local,
         seconds=seconds,
         erm_method=problem.erm.method,
         erm_certified=problem.erm.certified_optimum,
@@ -299,7 +301,8 @@ def run(config: RunConfig, dataset=None) -> RunResult:
         trace_steps=out.trace_steps,
         client_sizes=out.client_sizes,
         warnings=caught,
-        extras=dict(out.extras),
+        extras={**out.extras, "privacy_event": out.plan.describe(),
+                "neighbouring": out.plan.neighbouring},
     )
 
 

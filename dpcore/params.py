@@ -119,6 +119,10 @@ _P = [
           "number of features (synthetic data)", 1, 200),
     Param("noise", Interval(float, 0.0, None, "left"), 0.1,
           "label / target noise level (synthetic data)", 0.0, 2.0),
+    Param("noise_scale", Interval(float, 0.0, None, "neither"), 1.0,
+          "multiplies every noise the mechanism draws; below 1 it deliberately under-noises "
+          "(the certified ε reads the noise that ran, the target stays what was asked)",
+          0.05, 1.0, log_scale=True),
     Param("calibration", Options(("certified", "published")), "certified",
           "certified: exact accountant; published: the paper's formula with constant c"),
     # the privacy audit

@@ -75,7 +75,7 @@ def test_run_config_validation_and_result_dict():
     res = run(RunConfig(dataset="synthetic-regression", model="linreg", n=300, d=3, repeats=3))
     rec = res.to_dict()
     assert rec["rmse_mean"] == pytest.approx(rec["rmse_nonprivate"])
-    assert rec["gap_mean"] == 0.0 and len(rec["runs"]) == 3
+    assert abs(rec["gap_mean"]) <= 1e-15 and len(rec["runs"]) == 3  # L(θ*) − L*, to rounding
 
 
 def test_tradeoff_json(capsys):

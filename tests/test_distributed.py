@@ -30,7 +30,7 @@ def test_random_sizes_above_minimum():
 def test_partition_is_stratified_and_complete():
     y = np.where(np.arange(1000) % 4 == 0, 1.0, -1.0)
     sizes = client_sizes(1000, 6, 4.0)
-    parts = partition(y, sizes, seed=0, need_both_classes=True)
+    parts = partition(y, sizes, seed=0, need_both_classes=True, split="stratified")
     allidx = np.concatenate(parts)
     assert sorted(allidx.tolist()) == list(range(1000))
     for p, s in zip(parts, sizes):
@@ -111,3 +111,18 @@ def test_cli_client_sizes_in_json(capsys):
                  "--skew", "2", "--repeats", "1", "--iterations", "10", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert sum(rec["client_sizes"]) == rec["n_train"] and len(rec["client_sizes"]) == 3
+
+
+def test_partition_is_random_by_default_as_in_the_papers():
+    """The default split ignores the labels: the client's positive shares vary like a
+    hypergeometric draw (a stratified split would pin every share to 1/4 within a row)."""
+    y = np.where(np.arange(4000) % 4 == 0, 1.0, -1.0)
+    sizes = [250] * 16
+    parts = partition(y, sizes, seed=3, need_both_classes=True)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(4000))
+    counts = np.array([np.sum(y[p] > 0) for p in parts])
+    # hypergeometric sd ≈ √(250·¼·¾·(3750/3999)) ≈ 6.6 rows; 16 clients all within one row of
+    # 62.5 would happen with probability < 1e-15
+    assert np.ptp(counts) > 2
+    assert parts[0].tolist() != partition(y, sizes, seed=4, need_both_classes=True)[0].tolist()
+    assert partition(np.sort(y), sizes, seed=3, need_both_classes=False)[0].tolist() == parts[0].tolist()

@@ -52,9 +52,16 @@ SAG = 3.730631634  # σ_AG(1, 1e-5), Balle & Wang
 @pytest.mark.parametrize("mech, calibration, expected", [
     ("output-laplace", "certified", 2 * 1 / (N_BC * LAM * 1.0)),
     ("output-gaussian", "certified", 2 / (N_BC * LAM) * (1 - (1 - 1.0 * LAM) ** 50) * SAG),
-    ("output-bolt-on", "certified", 2 / (LAM * N_BC) * SAG),
+    # batches of 50 over 546 records: k = 11 per pass, the smallest holds ⌊546/11⌋ = 49
+    ("output-bolt-on", "certified", 2 / (LAM * 11 * 49) * SAG),
+    ("output-gaussian", "published", 2 / (N_BC * LAM) * (1 - (1 - 1.0 * LAM) ** 50)
+     * math.sqrt(2 * math.log(1.25 / 1e-5))),
+    ("output-bolt-on", "published", 2 / (LAM * 11 * 49) * math.sqrt(2 * math.log(1.25 / 1e-5))),
     ("objective-chaudhuri", "certified", 2 / (1.0 - 2 * math.log(1 + 0.25 / (N_BC * LAM)))),
-    ("objective-gaussian", "certified", math.sqrt(8 * math.log(2 / 1e-5) + 4)),
+    ("objective-chaudhuri", "published", 2 / (1.0 - 2 * math.log(1 + 0.25 / (N_BC * LAM)))),
+    # Kifer et al.'s σ with ζ = 1 (add/remove) and, under replace-one, with 2ζ
+    ("objective-gaussian", "published", math.sqrt(8 * math.log(2 / 1e-5) + 4)),
+    ("objective-gaussian", "certified", 2 * math.sqrt(8 * math.log(2 / 1e-5) + 4)),
     ("gradient-dpgd", "certified", 2 / N_BC * math.sqrt(50) * SAG),
     ("gradient-dpgd", "published", math.sqrt(50 * math.log(1e5)) / N_BC),
     ("gradient-bassily", "published", math.sqrt(32 * 50 * math.log(N_BC / 1e-5) * math.log(1e5)) / N_BC),

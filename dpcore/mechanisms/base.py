@@ -8,16 +8,17 @@ noise actually ran.  Pages, the command line and the test suites enumerate
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..exceptions import ModelError
+from ..privacy import NEIGHBOURING, NoisePlan, calibrate, certify  # replace-one (SPEC §1)
 
 __all__ = ["Mechanism", "MechanismOutput", "Problem", "REGISTRY", "register", "get_mechanism"]
 
-NEIGHBOURING = "replace-one"  # SPEC §1: neighbours differ by replacing one record
 
 FAMILIES = ("baseline", "output", "objective", "gradient", "input", "local", "distributed")
 
@@ -58,16 +59,18 @@ class Problem:
 
 @dataclass(frozen=True)
 class MechanismOutput:
-    """What ran: the released parameters and the privacy that the noise gives.
+    """What ran: the released parameters and the noise plan behind them.
 
-    ``epsilon_certified`` is what the noise that ran provably gives (``inf``
-    where no valid proof applies); ``epsilon_local`` the per-record guarantee
-    against the server (``inf`` for central mechanisms).
+    ``plan`` declares every noisy release with its sensitivity (or why there is
+    no guarantee); :meth:`certified` turns it into the ε it provably gives, in
+    one place for every mechanism (:mod:`dpcore.privacy`).  ``local_plan`` is
+    what a record's owner is protected by against the server (``None``: nothing,
+    ε_local = ∞, the central mechanisms).
     """
 
     theta: np.ndarray  # (R, p)
-    epsilon_certified: float
-    epsilon_local: float = float("inf")
+    plan: NoisePlan
+    local_plan: NoisePlan | None = None
     sigma: float | None = None
     loss_trace: np.ndarray | None = None  # (K, R)
     trace_steps: np.ndarray | None = None  # (K,)
@@ -76,6 +79,11 @@ class MechanismOutput:
     # What the server receives besides the model (input perturbation's D_priv), per run:
     # (X (R, n, d), y (R, n)).  Never serialised.
     released_data: tuple[np.ndarray, np.ndarray] | None = None
+
+    def certified(self, delta: float) -> tuple[float, float]:
+        """(ε certified, ε local) at ``delta``: what the noise that ran provably gives."""
+        local = math.inf if self.local_plan is None else certify(self.local_plan, delta)
+        return certify(self.plan, delta), local
 
 
 class Mechanism:
@@ -92,6 +100,10 @@ class Mechanism:
     description: ClassVar[str] = ""
     formula: ClassVar[str] = ""  # LaTeX of the noise calibration
     heuristic: ClassVar[bool] = False
+    # The privacy event of the noise plan, in words (mechanisms --json).
+    privacy_event: ClassVar[str] = ""
+    # Where the published calibration is not what the paper printed, or equals the certified one.
+    calibration_note: ClassVar[str] = ""
 
     def check(self, problem: Problem, config) -> None:
         """Refuse a model or setting the mechanism cannot handle, saying why."""
@@ -109,6 +121,28 @@ class Mechanism:
     def run(self, problem: Problem, config, rngs) -> MechanismOutput:
         raise NotImplementedError
 
+    # The noise of a mechanism with one noise parameter s: the plan it would run with s,
+    # the paper's s, and the certified s (the inverse of certification, dpcore.privacy).
+    def plan(self, problem: Problem, config, s: float) -> NoisePlan:
+        raise NotImplementedError
+
+    def published_noise(self, problem: Problem, config) -> float:
+        raise NotImplementedError
+
+    def certified_noise(self, problem: Problem, config) -> float:
+        return calibrate(lambda s: self.plan(problem, config, s), config.epsilon, config.delta,
+                         start=self.calibration_start(problem, config))
+
+    def calibration_start(self, problem: Problem, config) -> float:
+        return 1.0
+
+    def noise(self, problem: Problem, config) -> float:
+        """The noise parameter that runs: the calibration's, times ``config.noise_scale``
+        (below 1 deliberately under-noises; the plan then records the noise that ran)."""
+        s = (self.published_noise(problem, config) if config.calibration == "published"
+             else self.certified_noise(problem, config))
+        return s * config.noise_scale
+
     @classmethod
     def metadata(cls) -> dict[str, Any]:
         return {
@@ -121,6 +155,8 @@ class Mechanism:
             "calibrations": list(cls.calibrations),
             "neighbouring": NEIGHBOURING,
             "heuristic": cls.heuristic,
+            "privacy_event": cls.privacy_event,
+            "calibration_note": cls.calibration_note,
             "description": cls.description,
             "formula": cls.formula,
         }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import privacy
 from .base import Mechanism, MechanismOutput, register
 
 
@@ -24,8 +25,10 @@ class NonPrivate(Mechanism):
     calibrations = ("certified", "published")
     private = False
     description = "Exact minimiser of the regularised training objective; no privacy (ε = ∞)."
+    privacy_event = "none: the exact minimiser is released as it is (NonPrivateDpEvent)"
     formula = r"\hat\theta = \arg\min_\theta \frac1n\sum_i \ell(\theta; x_i, y_i) + \frac{\lambda}{2}\|\theta\|^2"
 
     def run(self, problem, config, rngs):
         theta = np.repeat(problem.erm.theta[None, :], len(rngs), axis=0)
-        return MechanismOutput(theta=theta, epsilon_certified=float("inf"), sigma=0.0)
+        return MechanismOutput(theta=theta, plan=privacy.void("the exact minimiser is released as it is"),
+                               sigma=0.0)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import accounting as acc
+from .. import privacy
 from ..optim import gradient_descent, sgd
 from .base import Mechanism, MechanismOutput, register
 
@@ -57,14 +58,27 @@ class GradientDPGD(Mechanism):
                    "μ = √T·(2G/n)/σ Gaussian DP.")
     formula = (r"\sigma^2_{pub} = \frac{c\,G^2 T\log(1/\delta)}{n^2\varepsilon^2},\quad "
                r"\sigma_{cert} = \frac{2G}{n}\sqrt{T}\,\sigma_{AG}(\varepsilon,\delta)")
+    privacy_event = ("T Gaussian releases of the (clipped) mean gradient, replace-one sensitivity 2G/n: "
+                     "exact composition, μ = √T·(2G/n)/σ Gaussian DP")
+    calibration_note = "Published is the paper's σ with the constant c (c = 1 under-calibrates)."
+
+    def plan(self, problem, config, sigma):
+        G, _ = _bound(problem, config)
+        return privacy.gaussian("the mean gradient, every step", 2.0 * G / problem.n, sigma,
+                                config.iterations)
+
+    def published_noise(self, problem, config):
+        G, _ = _bound(problem, config)
+        return dpgd_published_sigma(config.c, G, config.iterations, problem.n, config.epsilon, config.delta)
+
+    def calibration_start(self, problem, config):
+        G, _ = _bound(problem, config)
+        return dpgd_certified_sigma(G, config.iterations, problem.n, config.epsilon, config.delta)
 
     def run(self, problem, config, rngs):
         n, T = problem.n, config.iterations
         G, clip = _bound(problem, config)
-        if config.calibration == "published":
-            sigma = dpgd_published_sigma(config.c, G, T, n, config.epsilon, config.delta)
-        else:
-            sigma = dpgd_certified_sigma(G, T, n, config.epsilon, config.delta)
+        sigma = self.noise(problem, config)
         model = problem.model
         theta0 = problem.start(rngs)
         opt = gradient_descent(model, problem.X, problem.y, theta0, iterations=T,
@@ -72,13 +86,20 @@ class GradientDPGD(Mechanism):
                                clip_norm=clip)
         sens = 2.0 * G / n
         return MechanismOutput(
-            theta=opt.theta, sigma=sigma,
-            epsilon_certified=acc.gaussian_epsilon(sens, sigma, T, config.delta),
+            theta=opt.theta, sigma=sigma, plan=self.plan(problem, config, sigma),
             loss_trace=opt.loss_trace, trace_steps=opt.trace_steps,
             extras={"noise": "Gaussian σ on the mean gradient, every step", "sensitivity": sens,
-                    "clip_norm": clip, "mu_gdp": math.sqrt(T) * sens / sigma,
-                    "accounting_event": f"SelfComposed(GaussianDpEvent({sigma / sens:.6g}), {T}) [add/remove units of Δ]"},
+                    "clip_norm": clip, "mu_gdp": math.sqrt(T) * sens / sigma},
         )
+
+
+_SAMPLED_EVENT = ("T Poisson-sampled Gaussian releases of the sum of clipped per-record gradients "
+                  "(replace-one sensitivity 2C, noise σ = zC): PLD accountant, replace-one")
+
+
+def _sampled_plan(config, sample_rate, clip, z):
+    return privacy.sampled_gaussian("the sum of clipped per-record gradients, every step", clip, z,
+                                    sample_rate, config.iterations)
 
 
 def _sampled_run(mechanism, problem, config, rngs, *, sample_rate, clip, z, lr, grad_hook=None):
@@ -90,13 +111,11 @@ def _sampled_run(mechanism, problem, config, rngs, *, sample_rate, clip, z, lr, 
     opt = sgd(model, problem.X, problem.y, theta0, iterations=T, learning_rate=lr, rngs=rngs,
               sample_rate=sample_rate, clip_norm=clip, noise_std=noise_mean_space,
               grad_hook=grad_hook)
-    eps = acc.sampled_gaussian_epsilon(z, sample_rate, T, config.delta)
     return MechanismOutput(
-        theta=opt.theta, sigma=z * clip, epsilon_certified=eps,
+        theta=opt.theta, sigma=z * clip, plan=_sampled_plan(config, sample_rate, clip, z),
         loss_trace=opt.loss_trace, trace_steps=opt.trace_steps,
         extras={"noise": "Gaussian σ = z·C on the sum of clipped gradients, every step",
-                "noise_multiplier": z, "sample_rate": sample_rate, "clip_norm": clip,
-                "accounting_event": f"SelfComposed(PoissonSampled({sample_rate:.6g}, GaussianDpEvent({z:.6g})), {T}) [replace-one, PLD]"},
+                "noise_multiplier": z, "sample_rate": sample_rate, "clip_norm": clip},
     )
 
 
@@ -124,20 +143,27 @@ class GradientBassily(Mechanism):
     formula = (r"\theta_{t+1}=\Pi\left(\theta_t-\eta_t\,(n\nabla\ell(\theta_t;x)+b_t)\right),\ "
                r"\sigma^2 = \frac{32\,c\,G^2T\log(n/\delta)\log(1/\delta)}{\varepsilon^2}")
 
-    def run(self, problem, config, rngs):
-        n, T = problem.n, config.iterations
+    privacy_event = _SAMPLED_EVENT + " (q = 1/n)"
+    calibration_note = "Published is the paper's σ with the user's T (the paper takes T = n²)."
+
+    # the noise parameter is the multiplier z on the sampled sum, in units of G (or the clip)
+    def plan(self, problem, config, z):
         G, clip = _bound(problem, config)
-        q = 1.0 / n
-        if config.calibration == "published":
-            sigma_paper = math.sqrt(config.c * 32.0 * G**2 * T * math.log(n / config.delta)
-                                    * math.log(1.0 / config.delta)) / config.epsilon
-            z = sigma_paper / (n * G)  # noise on n∇ℓ, in units of G on the sampled sum
-        else:
-            z = acc.calibrate_sampled_gaussian(config.epsilon, config.delta, q, T)
+        return _sampled_plan(config, 1.0 / problem.n, G if clip is None else clip, z)
+
+    def published_noise(self, problem, config):
+        n = problem.n
+        G, _ = _bound(problem, config)
+        sigma_paper = math.sqrt(config.c * 32.0 * G**2 * config.iterations * math.log(n / config.delta)
+                                * math.log(1.0 / config.delta)) / config.epsilon
+        return sigma_paper / (n * G)  # noise on n∇ℓ, in units of G on the sampled sum
+
+    def run(self, problem, config, rngs):
+        G, clip = _bound(problem, config)
+        z = self.noise(problem, config)
         lr = config.learning_rate
-        out = _sampled_run(self, problem, config, rngs, sample_rate=q, clip=G if clip is None else clip,
-                           z=z, lr=lambda t: lr / math.sqrt(t + 1))
-        return out
+        return _sampled_run(self, problem, config, rngs, sample_rate=1.0 / problem.n,
+                            clip=G if clip is None else clip, z=z, lr=lambda t: lr / math.sqrt(t + 1))
 
 
 def dpsgd_published_multiplier(c: float, q: float, T: int, epsilon: float, delta: float) -> float:
@@ -159,7 +185,8 @@ def _dpsgd_settings(problem, config) -> tuple[float, float]:
 class GradientDPSGD(Mechanism):
     """DP-SGD (Abadi et al. 2016): Poisson sampling q, per-example clipping C, σ = zC.
 
-    Certified: z from ``dp_accounting.calibrate_dp_mechanism`` (PLD, replace-one).
+    Certified: the smallest z whose replace-one PLD ε (dp-accounting's
+    accountant) meets the target, found by Brent's method on that same ε.
     Published: the moments-accountant form ``z = c·q√(T log(1/δ))/ε``.
 
     References: Abadi et al. 2016 (CCS), Alg. 1, Thm 1.
@@ -176,13 +203,20 @@ class GradientDPSGD(Mechanism):
                    "clipped sum; z calibrated by the PLD accountant.")
     formula = r"z_{pub} = \frac{c\,q\sqrt{T\log(1/\delta)}}{\varepsilon},\quad \sigma = zC"
 
+    privacy_event = _SAMPLED_EVENT
+    calibration_note = "Published is the moments-accountant form with the constant c."
+
+    def plan(self, problem, config, z):
+        q, C = _dpsgd_settings(problem, config)
+        return _sampled_plan(config, q, C, z)
+
+    def published_noise(self, problem, config):
+        q, _ = _dpsgd_settings(problem, config)
+        return dpsgd_published_multiplier(config.c, q, config.iterations, config.epsilon, config.delta)
+
     def multiplier(self, problem, config) -> tuple[float, float, float]:
         q, C = _dpsgd_settings(problem, config)
-        if config.calibration == "published":
-            z = dpsgd_published_multiplier(config.c, q, config.iterations, config.epsilon, config.delta)
-        else:
-            z = acc.calibrate_sampled_gaussian(config.epsilon, config.delta, q, config.iterations)
-        return q, C, z
+        return q, C, self.noise(problem, config)
 
     def run(self, problem, config, rngs):
         q, C, z = self.multiplier(problem, config)

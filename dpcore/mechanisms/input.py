@@ -6,18 +6,31 @@ records themselves: each record's features are released once as
 owner is protected against the server (the **local** ε), and the model, a
 post-processing of the released data, gets the same **central** ε.  Labels
 released raw void the guarantee under replace-one (a neighbour may change the
-label): ε = ∞ unless the labels go through randomized response
-(``label_epsilon``), which certified mode does by default with ε_y = ε/2.
+label): ε = ∞ unless the labels are protected too (``label_epsilon``; certified
+mode does it by default with ε_y = ε/2):
+
+* binary labels (±1) go through randomized response, kept with probability
+  e^{ε_y}/(1 + e^{ε_y}); the logistic loss is then debiased for the flips
+  (Natarajan et al. 2013; option ``debias_labels``, default on);
+* real-valued targets, clipped to [−1, 1] (sensitivity 2), get Gaussian noise
+  σ_y (``label_sigma``) calibrated so that the label release alone is
+  (ε_y, δ)-DP.  Randomized response on a real value would flip its sign and
+  keep |y|: no guarantee at all.
+
+Features and label compose exactly (PLD, or Gaussian DP for two Gaussians),
+through :mod:`dpcore.privacy`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 from scipy.special import expit
 
 from .. import accounting as acc
+from .. import privacy
 from ..erm import quadratic_ball
 from ..exceptions import ModelError, ParameterError
 from ..optim import gradient_descent, sgd
@@ -25,6 +38,9 @@ from .base import Mechanism, MechanismOutput, register
 
 # Keep per-run perturbed copies of the data below this many floats at once.
 _GROUP_FLOATS = 20_000_000
+LABEL_BOUND = 1.0  # real-valued targets are clipped to [−B, B] before their noise
+RAW_LABELS = ("labels are released raw: a replaced record can change its label, which nothing "
+              "hides (set label_epsilon to protect them)")
 
 
 def label_budget(config) -> float | None:
@@ -38,13 +54,68 @@ def label_budget(config) -> float | None:
     return config.epsilon / 2.0 if config.calibration == "certified" else None
 
 
-def randomized_response(y: np.ndarray, label_epsilon: float | None, rngs) -> np.ndarray:
-    """Per-run labels, (R, n): each ±1 label kept with probability e^ε/(1+e^ε), else flipped."""
+@functools.lru_cache(maxsize=256)
+def label_sigma(label_epsilon: float, delta: float) -> float:
+    """Gaussian noise on a target in [−B, B] (sensitivity 2B) whose release alone is (ε_y, δ)."""
+    return privacy.calibrate(lambda s: privacy.gaussian("the label", 2.0 * LABEL_BOUND, s),
+                             label_epsilon, delta, start=2.0 * LABEL_BOUND)
+
+
+def label_release(task: str, label_epsilon: float | None, delta: float,
+                  noise_scale: float = 1.0) -> privacy.Release | None:
+    """How a record's label is released: randomized response (classification), Gaussian
+    noise (regression), or raw (``None``)."""
     if label_epsilon is None:
-        return np.broadcast_to(y, (len(rngs), y.shape[0]))
-    keep = acc.rr_keep_probability(label_epsilon)
-    flips = np.stack([g.random(y.shape[0]) >= keep for g in rngs])
-    return np.where(flips, -y[None, :], y[None, :])
+        return None
+    if task == "classification":
+        return privacy.randomized_response("the record's label", label_epsilon)
+    return privacy.Release("gaussian", "the record's label (clipped to [−1, 1])", 2.0 * LABEL_BOUND,
+                           label_sigma(label_epsilon, delta) * noise_scale)
+
+
+def record_plan(feature_sigma: float, label: privacy.Release | None) -> privacy.NoisePlan:
+    """One record released once: features ``x + N(0, σ²I)`` (‖x‖ ≤ 1: sensitivity 2) and its label."""
+    if label is None:
+        return privacy.void(RAW_LABELS)
+    features = privacy.Release("gaussian", "the record's features", 2.0, float(feature_sigma))
+    return privacy.NoisePlan((features, label))
+
+
+def release_labels(y: np.ndarray, label: privacy.Release | None, rngs) -> np.ndarray:
+    """Per-run released labels, (R, n): raw, randomized response, or clipped plus Gaussian noise."""
+    R = len(rngs)
+    if label is None:
+        return np.array(np.broadcast_to(y, (R, y.shape[0])))
+    if label.kind == "randomized-response":
+        keep = acc.rr_keep_probability(label.epsilon)
+        flips = np.stack([g.random(y.shape[0]) >= keep for g in rngs])
+        return np.where(flips, -y[None, :], y[None, :])
+    clipped = np.clip(y, -LABEL_BOUND, LABEL_BOUND)
+    return clipped[None, :] + rngs.normal(y.shape[0], label.noise)
+
+
+def randomized_response(y: np.ndarray, label_epsilon: float | None, rngs) -> np.ndarray:
+    """Per-run ±1 labels, (R, n), each kept with probability e^ε/(1+e^ε), else flipped."""
+    label = None if label_epsilon is None else privacy.randomized_response("label", label_epsilon)
+    return release_labels(y, label, rngs)
+
+
+def debias_hook(model, Xp: np.ndarray, yp: np.ndarray, label: privacy.Release | None):
+    """The unbiased logistic loss for labels flipped with probability ρ (Natarajan et al. 2013).
+
+    With symmetric flips, ℓ̃(t, ỹ) = ((1 − ρ)ℓ(t, ỹ) − ρℓ(t, −ỹ))/(1 − 2ρ), and for the
+    logistic loss ℓ(t, y) − ℓ(t, −y) = −yt, so ℓ̃(t, ỹ) = ℓ(t, ỹ) − ρ/(1 − 2ρ)·ỹt: a
+    fixed linear tilt, −ρ/(1 − 2ρ)·mean(ỹ x̃), added to every gradient.  Convex, and
+    post-processing of the released data.  ``None`` where it does not apply.
+
+    References: Natarajan, Dhillon, Ravikumar & Tewari 2013 (NeurIPS), Lemma 1.
+    """
+    if label is None or label.kind != "randomized-response" or model.id != "logreg":
+        return None
+    rho = 1.0 / (1.0 + math.exp(label.epsilon))
+    n = Xp.shape[-2]
+    tilt = rho / (1.0 - 2.0 * rho) * np.einsum("rn,rnd->rd", yp, Xp) / n
+    return lambda t, grad, rngs: grad - tilt
 
 
 def perturb_features(X: np.ndarray, sigma: float, rngs) -> np.ndarray:
@@ -59,12 +130,10 @@ def groups(rngs, n: int, d: int):
         yield rngs.subset(range(s, min(len(rngs), s + size)))
 
 
-def record_guarantees(sigma: float, delta: float, label_epsilon: float | None) -> dict:
-    return {
-        "epsilon_record": acc.record_release_epsilon([sigma], delta, label_epsilon),
-        "epsilon_features_only": acc.feature_release_epsilon([sigma], delta),
-        "label_epsilon": label_epsilon,
-    }
+_RECORD_EVENT = ("each record released once: its features with Gaussian noise (replace-one sensitivity 2 "
+                 "on the unit ball) and its label through randomized response (classification) or "
+                 "Gaussian noise on the clipped target (regression), composed exactly (PLD / Gaussian DP); "
+                 "the model is post-processing (local ε = central ε). Raw labels: no guarantee")
 
 
 class _InputBase(Mechanism):
@@ -72,45 +141,67 @@ class _InputBase(Mechanism):
     notion = "(ε, δ)"
     calibrations = ("certified", "published")
     models = ("logreg", "linreg", "mlp")
+    privacy_event = _RECORD_EVENT
+    calibration_note = ("Published is the paper's feature noise with the constant c, labels raw (ε = ∞) "
+                        "unless label_epsilon is set; certified calibrates the record release.")
 
-    def published_sigma(self, problem, config) -> float:
-        raise NotImplementedError
+    def label(self, problem, config) -> privacy.Release | None:
+        return label_release(problem.dataset.task, label_budget(config), config.delta, config.noise_scale)
 
-    def sigma(self, problem, config, label_epsilon) -> float:
+    def plan(self, problem, config, sigma):
+        return record_plan(sigma, self.label(problem, config))
+
+    def calibration_start(self, problem, config):
+        return 2.0 * acc.sigma_ag(config.epsilon, config.delta)
+
+    def noise(self, problem, config) -> float:
+        eps_y = label_budget(config)
+        if config.calibration == "certified" and eps_y is not None and not eps_y < config.epsilon:
+            raise ParameterError(f"the label budget ε_y = {eps_y:g} must be below ε = {config.epsilon:g}: "
+                                 "the features need the rest.")
         fixed = config.option("sigma")
         if fixed is not None:
-            return float(fixed)
-        if config.calibration == "published":
-            return self.published_sigma(problem, config)
-        return acc.calibrate_record_sigma(config.epsilon, config.delta, label_epsilon)
+            fixed = float(fixed)
+            if not (fixed > 0 and math.isfinite(fixed)):
+                raise ParameterError(f"the option sigma must be a finite number > 0; got {fixed!r}")
+            return fixed * config.noise_scale
+        return super().noise(problem, config)
 
     @staticmethod
     def lipschitz(problem) -> float:
         G = problem.model.lipschitz
         return G if math.isfinite(G) else 1.0  # MLP: the published formulas assume G = 1
 
-    def train(self, problem, config, Xp, yp, rngs):
+    def train(self, problem, config, Xp, yp, rngs, grad_hook):
         raise NotImplementedError
 
     def run(self, problem, config, rngs):
-        eps_y = label_budget(config)
-        sigma = self.sigma(problem, config, eps_y)
+        label = self.label(problem, config)
+        sigma = self.noise(problem, config)
+        debias = bool(config.option("debias_labels", True))
         thetas, traces, released = [], [], ([], [])
         for sub in groups(rngs, problem.n, problem.d):
             Xp = perturb_features(problem.X, sigma, sub)
-            yp = np.array(randomized_response(problem.y, eps_y, sub))
-            opt = self.train(problem, config, Xp, yp, sub)
+            yp = release_labels(problem.y, label, sub)
+            hook = debias_hook(problem.model, Xp, yp, label) if debias else None
+            opt = self.train(problem, config, Xp, yp, sub, hook)
             thetas.append(opt.theta)
             traces.append(opt.loss_trace)
             if config.option("keep_data", False):
                 released[0].append(Xp)
                 released[1].append(yp)
-        g = record_guarantees(sigma, config.delta, eps_y)
-        extras = {"noise": "Gaussian σ on every record's features, once", **g,
+        plan = record_plan(sigma, label)
+        extras = {"noise": "Gaussian σ on every record's features, once",
+                  "epsilon_features_only": acc.feature_release_epsilon([sigma], config.delta),
+                  "label_epsilon": None if label is None else label_budget(config),
+                  "label_release": "raw" if label is None else label.kind,
                   "lipschitz_assumed": self.lipschitz(problem)}
+        if label is not None and label.kind == "gaussian":
+            extras["label_sigma"] = label.noise
+        if label is not None and label.kind == "randomized-response":
+            extras["labels_debiased"] = debias and problem.model.id == "logreg"
         return MechanismOutput(
-            theta=np.concatenate(thetas), sigma=sigma,
-            epsilon_certified=g["epsilon_record"], epsilon_local=g["epsilon_record"],
+            theta=np.concatenate(thetas), sigma=sigma, plan=plan, local_plan=plan,
             loss_trace=np.concatenate(traces, axis=1), trace_steps=opt.trace_steps, extras=extras,
             released_data=(np.concatenate(released[0]), np.concatenate(released[1])) if released[0] else None,
         )
@@ -137,7 +228,7 @@ class InputKang(_InputBase):
     formula = (r"\sigma^2 = \frac{c\,G^2\,T\log(1/\delta)}{n(n-1)\sqrt{\lambda}\,\varepsilon^2}"
                r"\quad(\text{Thm 3, PL: without }\sqrt\lambda)")
 
-    def published_sigma(self, problem, config):
+    def published_noise(self, problem, config):
         n, T, G = problem.n, config.iterations, self.lipschitz(problem)
         variant = config.option("variant") or ("strongly-convex" if problem.model.strong_convexity > 0 else "pl")
         if variant not in ("strongly-convex", "pl"):
@@ -148,11 +239,10 @@ class InputKang(_InputBase):
         return math.sqrt(config.c * G**2 * T * math.log(1 / config.delta)
                          / (n * (n - 1) * lam_term * config.epsilon**2))
 
-    def train(self, problem, config, Xp, yp, rngs):
-        model = problem.model
+    def train(self, problem, config, Xp, yp, rngs, grad_hook):
         theta0 = problem.start(rngs)
-        return gradient_descent(model, Xp, yp, theta0, iterations=config.iterations,
-                                learning_rate=config.learning_rate, rngs=rngs)
+        return gradient_descent(problem.model, Xp, yp, theta0, iterations=config.iterations,
+                                learning_rate=config.learning_rate, rngs=rngs, grad_hook=grad_hook)
 
 
 @register
@@ -176,17 +266,16 @@ class InputDBDP(_InputBase):
     def batch(problem, config) -> int:
         return int(min(problem.n, config.batch_size or 256))
 
-    def published_sigma(self, problem, config):
+    def published_noise(self, problem, config):
         q = self.batch(problem, config) / problem.n
         return (config.c * q * self.lipschitz(problem)
                 * math.sqrt(config.iterations * math.log(1 / config.delta)) / config.epsilon)
 
-    def train(self, problem, config, Xp, yp, rngs):
-        model = problem.model
+    def train(self, problem, config, Xp, yp, rngs, grad_hook):
         theta0 = problem.start(rngs)
-        return sgd(model, Xp, yp, theta0, iterations=config.iterations,
+        return sgd(problem.model, Xp, yp, theta0, iterations=config.iterations,
                    learning_rate=config.learning_rate, rngs=rngs,
-                   batch_size=self.batch(problem, config))
+                   batch_size=self.batch(problem, config), grad_hook=grad_hook)
 
 
 def _mixed_derivative_norm(theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -195,6 +284,11 @@ def _mixed_derivative_norm(theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> n
     s = expit(-y * z)
     M = (-y * s)[:, None, None] * np.eye(x.shape[1])[None] + (s * (1 - s))[:, None, None] * x[:, :, None] * theta[:, None, :]
     return np.linalg.norm(M, ord=2, axis=(1, 2))
+
+
+DBDP_IF_VOID = ("the method starts from the non-private minimiser and chooses which records to perturb, and "
+               "by how much, with an influence function built from the raw data's Hessian: the choice "
+               "itself depends on every record, and records it leaves raw are used as they are")
 
 
 @register
@@ -209,9 +303,12 @@ class InputDBDPInfluence(Mechanism):
     ``w_t = ‖∇_x∇_θ ℓ(z_t, θ_t)‖₂``.  The condition is implemented literally;
     option ``normalize=True`` divides the norm by √d.  The paper's Thm 1 assumes
     ``w_t ≥ I > 0``, which the logistic loss violates; w_t is floored at
-    ``w_min`` (default 0.01).  Certified ε is ∞ as soon
-    as any raw record is used (and, for the local guarantee, whenever ``D_priv``
-    holds a raw record).
+    ``w_min`` (default 0.01).
+
+    Certified ε is ∞ for every option: the start (the non-private minimiser),
+    the influence function (the raw data's Hessian) and the noise scales (w_t of
+    raw records) all depend on the raw data, and records judged harmless are used
+    raw.  The method runs as published so that its accuracy can be compared.
 
     References: Kang et al., "DP-ERM Based on Data Perturbation", Alg. 2, Eq. 14.
     """
@@ -225,9 +322,12 @@ class InputDBDPInfluence(Mechanism):
     calibrations = ("published",)
     heuristic = True
     description = ("Perturb only the records whose influence on the model looks large; the others are "
-                   "used raw. A heuristic: raw records get no guarantee (certified ε = ∞).")
+                   "used raw. A heuristic: the selection reads the raw data, so there is no guarantee "
+                   "(certified ε = ∞).")
     formula = (r"e^{-\varepsilon}\le\left\|\frac{c_t+\theta_r}{\theta_r}\right\|_2\le e^{\varepsilon}"
                r"\ \Rightarrow\ \text{raw},\quad \sigma_t = \frac{c\,G\sqrt{T\log(1/\delta)}}{\sqrt{w_t\,n\,\varepsilon}}")
+    privacy_event = "none: " + DBDP_IF_VOID
+    calibration_note = "Only the published heuristic exists; it has no certified counterpart."
 
     def run(self, problem, config, rngs):
         model, n, d = problem.model, problem.n, problem.d
@@ -252,9 +352,6 @@ class InputDBDPInfluence(Mechanism):
         theta_g = np.repeat(theta_tilde[None], R, axis=0)
         ar = np.arange(R)
         X_priv = np.broadcast_to(X, (R, n, d)).copy()
-        raw_in_priv = np.ones((R, n), dtype=bool)  # a record stays raw in D_priv unless perturbed
-        used_raw = np.zeros(R, dtype=bool)
-        inv_sq = np.zeros((R, n))  # Σ (2/σ_j)² over a record's perturbed uses
         scale = math.sqrt(d) if normalize else 1.0
         n_raw = 0
         step = 0
@@ -271,35 +368,25 @@ class InputDBDPInfluence(Mechanism):
                 # Thm 1 assumes ‖∇x∇θ ℓ‖ ≥ I > 0; the logistic loss has no such floor (w → 0 on
                 # well-fitted records, σ_t → ∞), so w is floored at I = option w_min (0.01).
                 w = np.maximum(_mixed_derivative_norm(theta_l, x, yy), w_min)
-                sig = config.c * G * math.sqrt(T * math.log(1 / delta)) / np.sqrt(w * n * eps)
+                sig = (config.c * G * math.sqrt(T * math.log(1 / delta)) / np.sqrt(w * n * eps)
+                       * config.noise_scale)
                 noise = np.stack([g.standard_normal(d) for g in rngs]) * sig[:, None]
                 x_used = np.where(raw[:, None], x, x + noise)
                 # D_priv keeps the last perturbed version of each record.
                 pert = ~raw
                 X_priv[ar[pert], idx[pert]] = x_used[pert]
-                raw_in_priv[ar[pert], idx[pert]] = False
-                inv_sq[ar[pert], idx[pert]] += (2.0 / sig[pert]) ** 2
-                used_raw |= raw
                 n_raw += int(raw.sum())
                 g_l = point_grad(theta_l, x_used, yy)
                 theta_l = theta_l - config.learning_rate * (g_l + model.lam * theta_l)
                 step += 1
             theta_g = theta_l
-        # Guarantees, worst run and worst record: a record's perturbed uses compose to one
-        # Gaussian with 2/σ_eff = √Σ(2/σ_j)²; records never drawn do not touch the model.
-        mu_max = float(np.sqrt(inv_sq.max()))
-        if used_raw.any() or eps_y is None:
-            central = math.inf
-        else:
-            central = acc.record_release_epsilon([2.0 / mu_max], delta, eps_y) if mu_max > 0 else 0.0
-        local = math.inf if raw_in_priv.any() else central
+        plan = privacy.void(DBDP_IF_VOID)
         return MechanismOutput(
-            theta=theta_g, sigma=None, epsilon_certified=central, epsilon_local=local,
+            theta=theta_g, sigma=None, plan=plan, local_plan=plan,
             extras={"noise": "per-step Gaussian σ_t on selected records' features",
                     "raw_steps": n_raw, "total_steps": step * R,
                     "raw_share": n_raw / max(1, step * R), "normalize": normalize,
-                    "heuristic": True,
-                    "note": "records used raw, or left raw in D_priv, have no guarantee (ε = ∞)"},
+                    "heuristic": True, "note": "no guarantee: " + DBDP_IF_VOID},
             released_data=(X_priv, y_used) if config.option("keep_data", False) else None,
         )
 
@@ -323,23 +410,29 @@ def fukuchi_kappa_lower(n: int, sigma_u: float, lam: float, d: int, gamma: float
     return sigma_u**2 * (1 - b) - 2 * math.sqrt(2 * d) * lam * sigma_u * a
 
 
+
 @register
 class InputFukuchi(Mechanism):
     """Seed 003 (Fukuchi, Tran & Sakuma 2017), Alg. 1 + Alg. 2, quadratic losses.
 
-    Contributor i sends ``q̃ = q + u``, ``p̃ = p − r`` with ``u ~ N(0, σ_u²/n·I)``,
-    ``r ~ N(0, σ_b²/n·I)``; the database minimises
-    ``½wᵀ(Σq̃q̃ᵀ + Δ_in I)w − (Σp̃)ᵀw`` over ‖w‖ ≤ η with ``Δ_in = Δ − 2λ/ε``.
+    Contributor i sends ``q̃ = q + u``, ``p̃ = p − r`` with ``u ~ N(0, s_u²I)``,
+    ``r ~ N(0, s_b²I)``; the database minimises
+    ``½wᵀ(Σq̃q̃ᵀ + Δ_in I)w − (Σp̃)ᵀw`` over ‖w‖ ≤ η.
     Linear regression: ``q = x, p = yx``; logistic through its Taylor expansion at 0:
     ``q = x/2, p = yx/2``.  Only the d×d statistics are needed: ``Σq̃q̃ᵀ`` is drawn
     exactly as ``QᵀQ + RᵀA + AᵀR + AᵀA + W`` with ``RᵀR = QᵀQ``, ``A`` a d×d
     Gaussian and ``W ~ Wishart(n − d)``, so n = 2²¹ is cheap.
 
-    Certified central ε: the paper's Thm 1 rests on Lemma 1, whose event
-    ``λ_min(UᵀU + UᵀQ + QᵀU) ≥ 2λ/ε`` fails almost surely on real data (Lemma 7
-    bounds ‖Q‖_F by √d·λ, but ‖Q‖_F grows like √n).  We report Thm 1's ε as
-    ``epsilon_claimed_thm1`` and certify the exact local ε, which the model
-    inherits by post-processing.
+    Published (Alg. 1, Cor. 2): ``s_u = σ_u/√n``, ``s_b = σ_b/√n`` with
+    ``Δ_in = Δ − 2λ/ε``, for Thm 1's central (ε, δ).  That theorem rests on Lemma 1,
+    whose event ``λ_min(UᵀU + UᵀQ + QᵀU) ≥ 2λ/ε`` fails almost surely on real
+    data (Lemma 7 bounds ‖Q‖_F by √d·λ, but ‖Q‖_F grows like √n), and σ_b inherits
+    Kifer et al.'s add/remove constant.  What we can prove is the per-contributor
+    release: a Gaussian on (q, p) with replace-one sensitivities (2 max‖q‖,
+    2 max‖p‖), which the model inherits by post-processing.  Certified mode
+    calibrates (s_u, s_b) so that this release meets (ε, δ) (equal shares of
+    μ², Gaussian DP), and the database subtracts the noise's expected Gram
+    n·s_u²·I (post-processing) before solving with the model's own λ.
 
     References: Fukuchi, Tran & Sakuma 2017, Alg. 1–2, Thm 1–2, Cor. 1–2, Lemma 1–2.
     """
@@ -353,13 +446,21 @@ class InputFukuchi(Mechanism):
     calibrations = ("certified", "published")
     description = ("Each contributor perturbs q = x and p = yx (logistic: their Taylor form) with "
                    "Gaussian noise; the database solves the noisy quadratic ERM from the d×d statistics. "
-                   "Central (ε, δ) by Thm 1; local guarantee by Cor. 1 and exactly.")
+                   "Certified ε: the per-contributor release (local = central).")
     formula = (r"\sigma_b^2=\frac{\zeta^2(8\log(2/\delta')+4\varepsilon)}{\varepsilon^2},\ "
                r"\sigma_u=\frac{\sqrt{2d}\lambda a+\sqrt{2d\lambda^2a^2+\frac{2\lambda}{\varepsilon}(1-2b)}}{1-2b}")
+    privacy_event = ("each contributor releases q + N(0, s_u²I) and p − N(0, s_b²I) once (replace-one "
+                     "sensitivities 2 max‖q‖ and 2 max‖p‖): exact Gaussian DP, local = central "
+                     "(Thm 1's central claim is not certified: its Lemma 1 event fails on real data)")
+    calibration_note = ("Published is Alg. 1's σ_u, σ_b for Thm 1's central claim (per contributor "
+                        "σ/√n), which certifies a huge per-record ε; certified calibrates the "
+                        "per-contributor release.")
 
     def constants(self, problem, config) -> dict:
         model, n, d = problem.model, problem.n, problem.d
         eta = float(model.radius if model.radius is not None else config.option("radius", 1.0))
+        if not (eta > 0 and math.isfinite(eta)):
+            raise ParameterError(f"the option radius must be a finite number > 0; got {eta!r}")
         if model.id == "linreg":
             q_max, p_max = 1.0, 1.0
         else:
@@ -381,9 +482,34 @@ class InputFukuchi(Mechanism):
         return dict(eta=eta, q_max=q_max, p_max=p_max, zeta=zeta, lam=lam, gamma=gamma,
                     sigma_b=sigma_b, sigma_u=sigma_u, Delta=Delta, Delta_in=Delta - floor)
 
+    # The noise parameter s: the per-contributor stds are s_u = 2·max‖q‖·s, s_b = 2·max‖p‖·s
+    # (equal shares of μ²); published mode's pair is (σ_u/√n, σ_b/√n).
+    def contributor_stds(self, problem, config, s) -> tuple[float, float]:
+        k = self.constants(problem, config)
+        return 2.0 * k["q_max"] * s, 2.0 * k["p_max"] * s
+
+    def _plan(self, k, s_u, s_b):
+        return privacy.NoisePlan((
+            privacy.Release("gaussian", "the contributor's q", 2.0 * k["q_max"], s_u),
+            privacy.Release("gaussian", "the contributor's p", 2.0 * k["p_max"], s_b),
+        ))
+
+    def plan(self, problem, config, s):
+        return self._plan(self.constants(problem, config), *self.contributor_stds(problem, config, s))
+
+    def calibration_start(self, problem, config):
+        return acc.sigma_ag(config.epsilon, config.delta)
+
     def run(self, problem, config, rngs):
         k = self.constants(problem, config)
         n, d = problem.n, problem.d
+        published = config.calibration == "published"
+        if published:
+            s_u, s_b = k["sigma_u"] / math.sqrt(n), k["sigma_b"] / math.sqrt(n)
+            s_u, s_b = s_u * config.noise_scale, s_b * config.noise_scale
+        else:
+            s_u, s_b = self.contributor_stds(problem, config, self.noise(problem, config))
+        ridge = k["Delta_in"] if published else n * problem.model.lam
         scale = 1.0 if problem.model.id == "linreg" else 0.5
         Q = problem.X * scale
         P = (problem.y[:, None] * problem.X) * scale
@@ -391,9 +517,8 @@ class InputFukuchi(Mechanism):
         p_sum = P.sum(axis=0)
         evals, V = np.linalg.eigh(QtQ)
         Rm = (np.sqrt(np.maximum(evals, 0.0))[:, None] * V.T)  # RᵀR = QᵀQ
-        s_u = k["sigma_u"] / math.sqrt(n)
         thetas = []
-        from scipy.stats import wishart
+        from scipy.stats import wishart  # noqa: PLC0415 - scipy.stats is slow to import; only this needs it
 
         for g in rngs:
             A = g.standard_normal((d, d)) * s_u
@@ -402,33 +527,31 @@ class InputFukuchi(Mechanism):
             W = np.atleast_2d(W)
             S = QtQ + Rm.T @ A + A.T @ Rm + A.T @ A + W
             S = 0.5 * (S + S.T)
-            p_tilde = p_sum - g.standard_normal(d) * k["sigma_b"]  # Σ r_i ~ N(0, σ_b² I)
-            M = S + k["Delta_in"] * np.eye(d)
+            if not published:
+                S = S - n * s_u**2 * np.eye(d)  # E[UᵀU] = n·s_u²·I: debias (post-processing)
+            p_tilde = p_sum - g.standard_normal(d) * s_b * math.sqrt(n)  # Σ r_i ~ N(0, n s_b² I)
+            M = S + ridge * np.eye(d)
             evals_m = np.linalg.eigvalsh(M)
             if evals_m.min() <= 0:
-                # Lemma 1's event failed (prob. ≤ γ): the perturbed objective is not convex.
+                # Not convex (published: Lemma 1's event failed; certified: the debiased Gram is
+                # indefinite): lift the spectrum to PSD, as the solver needs.
                 M = M + (1e-12 - evals_m.min()) * np.eye(d)
             thetas.append(quadratic_ball(M / n, p_tilde / n, k["eta"])[0])
         theta = np.stack(thetas)
-        # Local guarantee: Cor. 1 and the exact analytic-Gaussian value.
+        plan = self._plan(k, s_u, s_b)
+        # Cor. 1's local level for the paper's noise (with 2δ), for comparison.
         c_cor = math.sqrt(2 * math.log(1.25 / config.delta))
         eps_cor1 = 2 * c_cor * math.sqrt(n) * (k["lam"] / k["sigma_u"] + k["zeta"] / k["sigma_b"])
-        mu = math.sqrt(n) * math.hypot(2 * k["q_max"] / k["sigma_u"], 2 * k["p_max"] / k["sigma_b"])
-        eps_local = acc.gdp_epsilon(mu, config.delta)
-        # Central: Thm 1 needs λ_min(UᵀU + UᵀQ + QᵀU) ≥ 2λ/ε w.p. 1 − γ, but Lemma 7 bounds
-        # ‖Q‖_F by √d·λ while it grows like √n, so that event almost never holds (see the
-        # tests).  What we can prove: the model is post-processing of the contributors'
-        # Gaussian releases, so the central ε is at most the exact local ε.
         return MechanismOutput(
-            theta=theta, sigma=k["sigma_u"], epsilon_certified=eps_local,
-            epsilon_local=eps_local,
-            extras={"noise": "σ_u (q noise; per contributor σ_u/√n), σ_b (p noise)",
+            theta=theta, sigma=s_u, plan=plan, local_plan=plan,
+            extras={"noise": "per-contributor std of the q noise (s_u) and of the p noise (s_b)",
+                    "contributor_sigma_q": s_u, "contributor_sigma_p": s_b,
                     "sigma_b": k["sigma_b"], "sigma_u": k["sigma_u"], "Delta": k["Delta"],
                     "zeta": k["zeta"], "lambda_smooth": k["lam"],
                     "epsilon_local_cor1": eps_cor1, "delta_local_cor1": 2 * config.delta,
-                    "epsilon_local_exact": eps_local,
-                    "epsilon_claimed_thm1": config.epsilon,
+                    "epsilon_claimed_thm1": config.epsilon if published else None,
                     "note": ("Thm 1 claims central (ε, δ), but its Lemma 1 event (Δ0 ≥ 2λ/ε) fails "
-                             "almost surely for real data (Lemma 7 assumes ‖Q‖_F ≤ √d·λ; it grows like √n); "
-                             "the certified central ε is the exact per-contributor (local) one.")},
+                             "almost surely for real data (Lemma 7 assumes ‖Q‖_F ≤ √d·λ; it grows like √n), "
+                             "and σ_b uses Kifer et al.'s add/remove constant; the certified ε is the "
+                             "per-contributor (local) one, which the model inherits.")},
         )

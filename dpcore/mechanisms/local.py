@@ -8,10 +8,11 @@ import numpy as np
 from scipy.special import gammaln
 
 from .. import accounting as acc
+from .. import privacy
 from ..erm import solve_erm
 from ..exceptions import ParameterError
 from .base import Mechanism, MechanismOutput, register
-from .input import perturb_features, randomized_response
+from .input import _RECORD_EVENT, label_release, perturb_features, record_plan, release_labels
 
 
 @register
@@ -37,18 +38,34 @@ class LocalGaussian(Mechanism):
                    "response; the server fits the exact ERM on what it received.")
     formula = r"\tilde x = x + \mathcal N(0,\sigma^2 I),\ \Pr[\tilde y = y] = \frac{e^{\varepsilon_y}}{1+e^{\varepsilon_y}}"
 
-    def run(self, problem, config, rngs):
+    privacy_event = _RECORD_EVENT
+    calibration_note = "Certified only: the record release is calibrated exactly."
+
+    def label(self, config):
         eps_y = config.option("label_epsilon")
         eps_y = config.epsilon / 2.0 if eps_y is None else float(eps_y)
-        sigma = acc.calibrate_record_sigma(config.epsilon, config.delta, eps_y)
+        if not 0 < eps_y < config.epsilon:
+            raise ParameterError(f"the label budget ε_y = {eps_y:g} must be in (0, ε = {config.epsilon:g}): "
+                                 "the features need the rest.")
+        return label_release("classification", eps_y, config.delta)
+
+    def plan(self, problem, config, sigma):
+        return record_plan(sigma, self.label(config))
+
+    def calibration_start(self, problem, config):
+        return 2.0 * acc.sigma_ag(config.epsilon, config.delta)
+
+    def run(self, problem, config, rngs):
+        label = self.label(config)
+        sigma = self.noise(problem, config)
         Xp = perturb_features(problem.X, sigma, rngs)
-        yp = randomized_response(problem.y, eps_y, rngs)
+        yp = release_labels(problem.y, label, rngs)
         theta = np.stack([solve_erm(problem.model, Xp[r], yp[r]).theta for r in range(len(rngs))])
-        eps = acc.record_release_epsilon([sigma], config.delta, eps_y)
+        plan = record_plan(sigma, label)
         return MechanismOutput(
-            theta=theta, sigma=sigma, epsilon_certified=eps, epsilon_local=eps,
+            theta=theta, sigma=sigma, plan=plan, local_plan=plan,
             extras={"noise": "Gaussian σ on each record's features; RR on labels",
-                    "label_epsilon": eps_y,
+                    "label_epsilon": label.epsilon,
                     "epsilon_features_only": acc.feature_release_epsilon([sigma], config.delta)},
         )
 
@@ -114,20 +131,34 @@ class LocalDuchi(Mechanism):
                    "ℓ2-ball mechanism (ε-LDP).")
     formula = (r"B = r\,\frac{e^\varepsilon+1}{e^\varepsilon-1}\,\frac{\sqrt\pi\,\Gamma(\frac{d+1}{2})}{\Gamma(\frac d2)}")
 
+    privacy_event = ("each record privatises its own gradient once with the ℓ2-ball mechanism: pure ε-LDP "
+                     "(Duchi et al.'s proof), used once, so local ε = central ε")
+    calibration_note = "The mechanism is exactly ε-LDP: published and certified are the same."
+
+    def plan(self, problem, config, epsilon):
+        return privacy.theorem("each record's gradient through the ℓ2-ball mechanism (Duchi et al.)", epsilon)
+
+    def noise(self, problem, config):
+        if config.noise_scale != 1.0:
+            raise ParameterError("local-duchi has no continuous noise scale to change (its output is a "
+                                 "point on a sphere): noise_scale must be 1")
+        return config.epsilon
+
     def run(self, problem, config, rngs):
         model, n, d = problem.model, problem.n, problem.d
         G = model.lipschitz
         R = len(rngs)
+        eps = self.noise(problem, config)
         perms = np.stack([g.permutation(n) for g in rngs])
         theta = model.init(R, d)
         X, y = problem.X, problem.y
         for t in range(n):
             idx = perms[:, t]
             g_i = model.per_example_grads(theta, X[idx][:, None, :], y[idx][:, None])[:, 0]
-            z = duchi_privatize(g_i, G, config.epsilon, rngs)
+            z = duchi_privatize(g_i, G, eps, rngs)
             theta = model.project(theta - config.learning_rate / math.sqrt(t + 1) * (z + model.lam * theta))
+        plan = self.plan(problem, config, eps)
         return MechanismOutput(
-            theta=theta, sigma=duchi_radius(G, config.epsilon, d),
-            epsilon_certified=config.epsilon, epsilon_local=config.epsilon,
+            theta=theta, sigma=duchi_radius(G, eps, d), plan=plan, local_plan=plan,
             extras={"noise": "ℓ2-ball mechanism radius B on each record's gradient", "steps": n},
         )

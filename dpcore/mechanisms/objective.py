@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-
+from .. import privacy
 from ..erm import solve_perturbed
 from ..noise import gamma_norm
 from .base import Mechanism, MechanismOutput, register
@@ -29,6 +29,8 @@ class ObjectiveChaudhuri(Mechanism):
 
     ``θ = argmin L(θ) + (1/n)bᵀθ + (Δ/2)‖θ‖²`` with Gamma-norm ``b`` of scale
     ``2/ε'``.  The proof needs the exact minimiser; we solve to ‖∇‖ ≤ 1e-10.
+    Thm 9 (replace-one): the release is ε-DP with
+    ``ε = ε' + 2 log(1 + c/(n(λ + Δ)))``, ε' = 2/scale.
 
     References: CMS 2011 JMLR 12, Alg. 2 and Thm 9.
     """
@@ -44,31 +46,50 @@ class ObjectiveChaudhuri(Mechanism):
                    "extra regularisation Δ; release the exact minimiser. Exact constants: published = certified.")
     formula = (r"\theta = \arg\min_\theta L(\theta) + \tfrac1n b^\top\theta + \tfrac{\Delta}{2}\|\theta\|^2,\ "
                r"\|b\|\sim\Gamma(p, 2/\varepsilon'),\ \varepsilon' = \varepsilon - 2\log\left(1+\tfrac{c}{n\lambda}\right)")
+    privacy_event = ("one release of the minimiser of an objective tilted by a Gamma-norm linear term: pure "
+                     "ε = 2/scale + 2 log(1 + c/(n(λ + Δ))) by CMS 2011 Thm 9 (replace-one)")
+    calibration_note = "The paper's constants are exact: published and certified are the same noise."
 
     def check(self, problem, config):
         super().check(problem, config)
         require_strong_convexity(self, problem)
 
+    @staticmethod
+    def extra_l2(problem, config) -> float:
+        return chaudhuri_parameters(config.epsilon, problem.n, problem.model.lam, problem.model.smoothness)[1]
+
+    def plan(self, problem, config, scale):
+        model, n = problem.model, problem.n
+        slack = 2.0 * math.log1p(model.smoothness / (n * (model.lam + self.extra_l2(problem, config))))
+        return privacy.theorem("the minimiser of the tilted objective (CMS 2011 Thm 9)",
+                               2.0 / scale + slack)
+
+    def published_noise(self, problem, config):
+        eps_p, _ = chaudhuri_parameters(config.epsilon, problem.n, problem.model.lam, problem.model.smoothness)
+        return 2.0 / eps_p
+
+    calibration_start = published_noise
+
     def run(self, problem, config, rngs):
         model, n = problem.model, problem.n
-        c = model.smoothness
-        eps_p, extra = chaudhuri_parameters(config.epsilon, n, model.lam, c)
-        scale = 2.0 / eps_p
+        extra = self.extra_l2(problem, config)
+        scale = self.noise(problem, config)
         b = gamma_norm(rngs, problem.p, scale)
         theta = solve_perturbed(model, problem.X, problem.y, b / n, extra, start=problem.erm.theta)
-        # ε from what ran: ε' = 2/scale, plus the slack term (or doubled when Δ > 0).
-        eps_run = 2.0 / scale
-        certified = 2.0 * eps_run if extra > 0 else eps_run + 2.0 * math.log1p(c / (n * model.lam))
         return MechanismOutput(
-            theta=theta, sigma=scale, epsilon_certified=certified,
-            extras={"noise": "Gamma-norm scale of the linear term b", "epsilon_prime": eps_p,
-                    "extra_l2": extra,
-                    "accounting_event": "pure ε objective perturbation (CMS 2011 Thm 9)"},
+            theta=theta, sigma=scale, plan=self.plan(problem, config, scale),
+            extras={"noise": "Gamma-norm scale of the linear term b", "epsilon_prime": 2.0 / scale,
+                    "extra_l2": extra},
         )
 
 
 def kifer_sigma(epsilon: float, delta: float, zeta: float) -> float:
-    """σ of Kifer, Smith & Thakurta 2012's Gaussian linear term: ζ√(8 log(2/δ) + 4ε)/ε."""
+    """σ of Kifer, Smith & Thakurta 2012's Gaussian linear term: ζ√(8 log(2/δ) + 4ε)/ε.
+
+    ζ bounds how far one record moves the gradient of the loss; Kifer et al. prove it
+    for neighbours that add or remove a record (ζ = the gradient bound); under
+    replace-one the move is up to twice that (pass 2ζ).
+    """
     return zeta * math.sqrt(8.0 * math.log(2.0 / delta) + 4.0 * epsilon) / epsilon
 
 
@@ -83,9 +104,13 @@ def kifer_epsilon(sigma: float, delta: float, zeta: float) -> float:
 class ObjectiveGaussian(Mechanism):
     """Kifer, Smith & Thakurta 2012 ("Obj-Gauss"), (ε, δ)-DP.
 
-    ``θ = argmin (1/n)Σℓ + (Δ/(2n))‖θ‖² + (1/n)bᵀθ`` with ``b ~ N(0, σ²I)``,
-    ``σ² = ζ²(8 log(2/δ) + 4ε)/ε²`` and ``Δ ≥ 2λ_H/ε``.  We take
-    ``Δ = max(nλ, 2λ_H/ε)`` so the model's own regularisation is kept.
+    ``θ = argmin (1/n)Σℓ + (Δ/(2n))‖θ‖² + (1/n)bᵀθ`` with ``b ~ N(0, σ²I)`` and
+    ``Δ ≥ 2λ_H/ε``.  We take ``Δ = max(nλ, 2λ_H/ε)`` so the model's own
+    regularisation is kept.  The paper proves ``σ² = ζ²(8 log(2/δ) + 4ε)/ε²``
+    for neighbours that add or remove a record (published mode).  Under
+    replace-one, the gradient of the loss moves by up to 2ζ, so certified mode
+    uses 2ζ: twice the paper's σ.  The Jacobian half of the proof is unchanged
+    (det(A + H')/det(A + H) ≤ det(A + H')/det(A) ≤ 1 + λ_H/Δ for PSD rank-one H, H').
 
     References: Kifer, Smith & Thakurta 2012 (COLT), Thm 2.
     """
@@ -97,22 +122,43 @@ class ObjectiveGaussian(Mechanism):
     models = ("logreg", "linreg")
     notion = "(ε, δ)"
     calibrations = ("certified", "published")
-    description = ("Add a Gaussian linear term with σ² = ζ²(8 log(2/δ) + 4ε)/ε² and at least 2λ_H/ε of "
-                   "regularisation; release the exact minimiser. Exact constants: published = certified.")
+    description = ("Add a Gaussian linear term and at least 2λ_H/ε of regularisation; release the exact "
+                   "minimiser. The paper's σ is proved for add/remove neighbours: under replace-one "
+                   "(certified) σ doubles.")
     formula = (r"\theta=\arg\min_\theta \tfrac1n\sum_i\ell_i + \tfrac{\Delta}{2n}\|\theta\|^2+\tfrac1n b^\top\theta,\ "
-               r"\sigma^2=\frac{\zeta^2(8\log(2/\delta)+4\varepsilon)}{\varepsilon^2},\ \Delta\ge\frac{2\lambda_H}{\varepsilon}")
+               r"\sigma^2_{pub}=\frac{\zeta^2(8\log(2/\delta)+4\varepsilon)}{\varepsilon^2},\ "
+               r"\sigma_{cert}=2\sigma_{pub},\ \Delta\ge\frac{2\lambda_H}{\varepsilon}")
+    privacy_event = ("one release of the minimiser of an objective tilted by a Gaussian linear term: "
+                     "(ε, δ) by Kifer et al. 2012 Thm 2 with the replace-one gradient bound 2ζ, "
+                     "ε = max(ε_noise(σ, δ, 2ζ), 2λ_H/Δ)")
+    calibration_note = ("Published is the paper's σ, proved for add/remove neighbours; under replace-one it "
+                        "certifies about 2ε. Certified doubles σ.")
+
+    @staticmethod
+    def big_delta(problem, config) -> float:
+        return max(problem.n * problem.model.lam, 2.0 * problem.model.smoothness / config.epsilon)
+
+    def plan(self, problem, config, sigma):
+        zeta, lam_h = problem.model.lipschitz, problem.model.smoothness
+        eps = max(kifer_epsilon(sigma, config.delta, 2.0 * zeta), 2.0 * lam_h / self.big_delta(problem, config))
+        return privacy.theorem("the minimiser of the Gaussian-tilted objective (Kifer et al. Thm 2, "
+                               "replace-one: gradient bound 2ζ)", eps, config.delta)
+
+    def published_noise(self, problem, config):
+        return kifer_sigma(config.epsilon, config.delta, problem.model.lipschitz)
+
+    def calibration_start(self, problem, config):
+        return 2.0 * self.published_noise(problem, config)
 
     def run(self, problem, config, rngs):
         model, n = problem.model, problem.n
-        zeta, lam_h = model.lipschitz, model.smoothness
-        big_delta = max(n * model.lam, 2.0 * lam_h / config.epsilon)
+        big_delta = self.big_delta(problem, config)
         extra = big_delta / n - model.lam
-        sigma = kifer_sigma(config.epsilon, config.delta, zeta)
+        sigma = self.noise(problem, config)
         b = rngs.normal(problem.p, sigma)
         theta = solve_perturbed(model, problem.X, problem.y, b / n, extra, start=problem.erm.theta)
-        certified = max(kifer_epsilon(sigma, config.delta, zeta), 2.0 * lam_h / big_delta)
         extras = {"noise": "Gaussian σ of the linear term b", "Delta": big_delta, "extra_l2": extra,
-                  "accounting_event": "Kifer et al. 2012 Thm 2 (explicit constants)"}
+                  "sigma_paper": self.published_noise(problem, config)}
         if extra > 0:
             extras["note"] = f"regularisation raised to Δ/n = {big_delta / n:.3g} (needs Δ ≥ 2λ_H/ε)"
-        return MechanismOutput(theta=theta, sigma=sigma, epsilon_certified=certified, extras=extras)
+        return MechanismOutput(theta=theta, sigma=sigma, plan=self.plan(problem, config, sigma), extras=extras)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .. import accounting as acc
+from .. import privacy
 from ..exceptions import ModelError
 from ..noise import gamma_norm
 from ..optim import gradient_descent
@@ -48,24 +48,35 @@ class OutputLaplace(Mechanism):
     description = ("Solve the regularised ERM exactly, then add noise whose norm is Gamma(p, 2G/(nλε)) "
                    "in a uniformly random direction. The formula is exact, so published = certified.")
     formula = r"\theta_{priv} = \hat\theta + b,\quad \|b\| \sim \Gamma\!\left(p,\ \frac{2G}{n\lambda\varepsilon}\right)"
+    privacy_event = ("one Gamma-norm (ℓ2-Laplace) release of the exact minimiser, replace-one sensitivity "
+                     "2G/(nλ): pure ε = Δ/scale")
+    calibration_note = "The paper's constant is exact: published and certified are the same noise."
 
     def check(self, problem, config):
         super().check(problem, config)
         require_strong_convexity(self, problem)
 
+    @staticmethod
+    def sensitivity(problem) -> float:
+        return 2.0 * problem.model.lipschitz / (problem.n * problem.model.lam)
+
+    def plan(self, problem, config, scale):
+        return privacy.gamma_norm("the exact minimiser", self.sensitivity(problem), scale)
+
+    def published_noise(self, problem, config):
+        return self.sensitivity(problem) / config.epsilon
+
+    calibration_start = published_noise
+
     def run(self, problem, config, rngs):
         model = problem.model
-        sens = 2.0 * model.lipschitz / (problem.n * model.lam)
-        scale = sens / config.epsilon
+        scale = self.noise(problem, config)
         theta = problem.erm.theta[None, :] + gamma_norm(rngs, problem.p, scale)
         theta = model.project(theta) if model.radius is not None else theta
         return MechanismOutput(
-            theta=theta,
-            epsilon_certified=acc.pure_epsilon_from_scale(sens, scale),
-            sigma=scale,
+            theta=theta, plan=self.plan(problem, config, scale), sigma=scale,
             extras={"noise": "Gamma-norm scale on the released parameters",
-                    "sensitivity": sens,
-                    "accounting_event": f"LaplaceDpEvent-like ℓ2 mechanism, Δ={sens:.4g}, scale={scale:.4g}"},
+                    "sensitivity": self.sensitivity(problem)},
         )
 
 
@@ -76,12 +87,17 @@ def _gd_step(model, config) -> tuple[float, bool]:
     return step, step < config.learning_rate
 
 
+_CLASSICAL = ("The papers use the classical Gaussian mechanism σ = Δ√(2 ln(1.25/δ))/ε (published; valid for "
+              "ε < 1); certified calibrates σ with the analytic Gaussian, exact for every ε.")
+
+
 @register
 class OutputGaussian(Mechanism):
     """Gaussian output perturbation after T steps of GD (Zhang et al. 2017; seed 001's baseline).
 
     From a fixed start with step η ≤ 1/β, the T-th iterate has replace-one
-    sensitivity ``Δ_T = (2G/(nλ))(1 − (1 − ηλ)^T)``; ``σ = Δ_T·σ_AG(ε, δ)``.
+    sensitivity ``Δ_T = (2G/(nλ))(1 − (1 − ηλ)^T)``.  Published: the classical
+    ``σ = Δ_T√(2 ln(1.25/δ))/ε``; certified: ``σ = Δ_T·σ_AG(ε, δ)``.
 
     References: Zhang, Zheng, Mou & Wang 2017 (IJCAI), Thm 4; Balle & Wang 2018.
     """
@@ -94,30 +110,46 @@ class OutputGaussian(Mechanism):
     notion = "(ε, δ)"
     calibrations = ("certified", "published")
     description = ("Run T non-private GD steps (η ≤ 1/β), then add Gaussian noise calibrated to the "
-                   "contraction-based sensitivity of the T-th iterate with the analytic Gaussian.")
+                   "contraction-based sensitivity of the T-th iterate.")
     formula = (r"\sigma = \Delta_T\,\sigma_{AG}(\varepsilon,\delta),\quad "
                r"\Delta_T = \frac{2G}{n\lambda}\left(1-(1-\eta\lambda)^T\right)")
+    privacy_event = ("one Gaussian release of the T-th GD iterate, replace-one sensitivity "
+                     "Δ_T = (2G/(nλ))(1 − (1 − ηλ)^T): exact Gaussian DP")
+    calibration_note = _CLASSICAL
 
     def check(self, problem, config):
         super().check(problem, config)
         require_strong_convexity(self, problem)
 
-    def run(self, problem, config, rngs):
+    @staticmethod
+    def sensitivity(problem, config) -> float:
         model = problem.model
-        step, clamped = _gd_step(model, config)
+        step, _ = _gd_step(model, config)
+        return (2.0 * model.lipschitz / (problem.n * model.lam)
+                * (1.0 - (1.0 - step * model.lam) ** config.iterations))
+
+    def plan(self, problem, config, sigma):
+        return privacy.gaussian("the T-th GD iterate", self.sensitivity(problem, config), sigma)
+
+    def published_noise(self, problem, config):
+        return privacy.classical_gaussian_sigma(self.sensitivity(problem, config), config.epsilon,
+                                                config.delta)
+
+    calibration_start = published_noise
+
+    def run(self, problem, config, rngs):
+        step, clamped = _gd_step(problem.model, config)
         T = config.iterations
-        sens = 2.0 * model.lipschitz / (problem.n * model.lam) * (1.0 - (1.0 - step * model.lam) ** T)
-        sigma = sens * acc.sigma_ag(config.epsilon, config.delta)
+        sens = self.sensitivity(problem, config)
+        sigma = self.noise(problem, config)
         opt = _nonprivate_gd(problem, step, T)  # deterministic: one run serves all R
         R = len(rngs)
         theta = np.repeat(opt.theta, R, axis=0) + rngs.normal(problem.p, sigma)
         extras = {"noise": "Gaussian σ on the released parameters", "sensitivity": sens,
-                  "learning_rate_used": step,
-                  "accounting_event": f"GaussianDpEvent(noise_multiplier={sigma / sens:.6g}) [add/remove units of Δ]"}
+                  "learning_rate_used": step}
         if clamped:
             extras["note"] = f"learning rate clamped to 1/β = {step:.4g} (the sensitivity proof needs η ≤ 1/β)"
-        return MechanismOutput(theta=theta, sigma=sigma,
-                               epsilon_certified=acc.gaussian_epsilon(sens, sigma, 1, config.delta),
+        return MechanismOutput(theta=theta, sigma=sigma, plan=self.plan(problem, config, sigma),
                                loss_trace=np.repeat(opt.loss_trace, R, axis=1), trace_steps=opt.trace_steps,
                                extras=extras)
 
@@ -143,14 +175,24 @@ def _gd_cache(dataset, model, step, T, _marks):
                             iterations=T, learning_rate=step, rngs=BatchRNG([0]))
 
 
+def bolt_on_batches(n: int, batch_size: int | None) -> tuple[int, int]:
+    """(steps per pass k, smallest batch b_min) of permutation SGD over n records."""
+    b = int(min(batch_size or 50, n))
+    k = math.ceil(n / b)
+    return k, n // k  # np.array_split makes batches of ⌊n/k⌋ and ⌈n/k⌉
+
+
 @register
 class OutputBoltOn(Mechanism):
     """Bolt-on output perturbation of permutation SGD (Wu et al. 2017; seed 002's baseline).
 
     Whole passes of permutation-based mini-batch SGD with
-    ``η_t = min(1/β, 1/(λt))``; sensitivity ``2G/(λn)``; ``σ = Δ·σ_AG(ε, δ)``.
-    ``iterations`` T is rounded up to whole passes of ⌈n/b⌉ steps (the bound
-    needs every record visited the same number of times).
+    ``η_t = min(1/β, 1/(λt))``; sensitivity ``2G/(λn)`` for equal batches.
+    ``iterations`` T is rounded up to whole passes of k = ⌈n/b⌉ steps (the bound
+    needs every record visited the same number of times).  When b does not
+    divide n the batches differ by one record, and a record in the smallest
+    batch b_min moves its step by 2ηG/b_min: the sensitivity is
+    ``2G/(λ·k·b_min)`` (= 2G/(λn) for equal batches).
 
     References: Wu, Li, Kumar, Chaudhuri, Jha & Naughton 2017 (SIGMOD), Alg. 2, Thm 5.
     """
@@ -163,18 +205,34 @@ class OutputBoltOn(Mechanism):
     notion = "(ε, δ)"
     calibrations = ("certified", "published")
     description = ("Permutation SGD with step min(1/β, 1/(λt)), then Gaussian output noise for "
-                   "sensitivity 2G/(λn), calibrated with the analytic Gaussian.")
-    formula = r"\sigma = \frac{2G}{\lambda n}\,\sigma_{AG}(\varepsilon,\delta),\quad \eta_t=\min\left(\frac1\beta,\frac1{\lambda t}\right)"
+                   "sensitivity 2G/(λ·k·b_min) (2G/(λn) with equal batches).")
+    formula = r"\sigma = \frac{2G}{\lambda\,k\,b_{min}}\,\sigma_{AG}(\varepsilon,\delta),\quad \eta_t=\min\left(\frac1\beta,\frac1{\lambda t}\right)"
+    privacy_event = ("one Gaussian release of the last SGD iterate, replace-one sensitivity 2G/(λ·k·b_min) "
+                     "(k batches per pass, the smallest of size b_min): exact Gaussian DP")
+    calibration_note = _CLASSICAL
 
     def check(self, problem, config):
         super().check(problem, config)
         require_strong_convexity(self, problem)
 
+    @staticmethod
+    def sensitivity(problem, config) -> float:
+        k, b_min = bolt_on_batches(problem.n, config.batch_size)
+        return 2.0 * problem.model.lipschitz / (problem.model.lam * k * b_min)
+
+    def plan(self, problem, config, sigma):
+        return privacy.gaussian("the last SGD iterate", self.sensitivity(problem, config), sigma)
+
+    def published_noise(self, problem, config):
+        return privacy.classical_gaussian_sigma(self.sensitivity(problem, config), config.epsilon,
+                                                config.delta)
+
+    calibration_start = published_noise
+
     def run(self, problem, config, rngs):
         model = problem.model
         n, R = problem.n, len(rngs)
-        b = int(min(config.batch_size or 50, n))
-        steps_per_pass = math.ceil(n / b)
+        steps_per_pass, b_min = bolt_on_batches(n, config.batch_size)
         passes = max(1, math.ceil(config.iterations / steps_per_pass))
         beta = model.smoothness + model.lam
         X, y = problem.X, problem.y
@@ -187,13 +245,12 @@ class OutputBoltOn(Mechanism):
                 Xb, yb = X[chunk], y[chunk]
                 grad = model.clipped_grad_sum(theta, Xb, yb, np.inf) / chunk.shape[1] + model.lam * theta
                 theta = model.project(theta - min(1.0 / beta, 1.0 / (model.lam * t)) * grad)
-        sens = 2.0 * model.lipschitz / (model.lam * n)
-        sigma = sens * acc.sigma_ag(config.epsilon, config.delta)
+        sens = self.sensitivity(problem, config)
+        sigma = self.noise(problem, config)
         theta = theta + rngs.normal(problem.p, sigma)
         return MechanismOutput(
-            theta=theta, sigma=sigma,
-            epsilon_certified=acc.gaussian_epsilon(sens, sigma, 1, config.delta),
+            theta=theta, sigma=sigma, plan=self.plan(problem, config, sigma),
             extras={"noise": "Gaussian σ on the released parameters", "sensitivity": sens,
-                    "passes": passes, "batch_size": b, "steps": t,
-                    "accounting_event": f"GaussianDpEvent(noise_multiplier={sigma / sens:.6g}) [add/remove units of Δ]"},
+                    "passes": passes, "batch_size": int(min(config.batch_size or 50, n)),
+                    "smallest_batch": b_min, "steps": t},
         )

@@ -1,0 +1,367 @@
+"""Certification in one place: a mechanism declares its noise, this module proves the ε.
+
+Every mechanism describes what it releases as a :class:`NoisePlan`: a tuple of
+:class:`Release` s, each with its sensitivity under the plan's neighbouring
+relation (replace-one, SPEC §1), or an explicit *void* plan with the reason no
+guarantee exists.  :func:`certify` turns a plan into the ε it provably gives at
+a δ, the same way for every mechanism:
+
+* unsampled Gaussian releases compose exactly to μ-Gaussian DP,
+  ``μ² = Σ T_k (Δ_k/σ_k)²`` (Dong, Roth & Su 2019), read at δ in closed form;
+* Poisson-sampled Gaussians, and Gaussians composed with randomized response,
+  go through dp-accounting's PLD accountant under ``REPLACE_ONE`` (pessimistic,
+  so an upper bound);
+* pure releases (Gamma-norm "ℓ2-Laplace" noise, randomized response alone, and
+  results proved by a published theorem for a given (ε, δ)) add up by basic
+  composition;
+* a plan over disjoint sets of records (the clients of a federation) is
+  certified as its worst part (parallel composition).
+
+:func:`calibrate` is the inverse of :func:`certify`: the smallest noise
+parameter of a family of plans whose certified ε meets a target, confirmed by
+:func:`certify` itself, so calibrate → certify round-trips by construction.
+
+Every release also names its dp-accounting ``DpEvent`` (:meth:`Release.event`)
+in the library's units for ``REPLACE_ONE``: a ``GaussianDpEvent(z)`` there is a
+shift of 2 against noise z, so a replace-one sensitivity Δ with noise σ is
+``GaussianDpEvent(2σ/Δ)``.
+
+References: Dong, Roth & Su 2019 (Gaussian DP); Balle & Wang 2018 (analytic
+Gaussian); Koskela et al. 2020 and dp-accounting (PLD); Dwork & Roth 2014 §3.5
+(basic and parallel composition).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import dp_accounting as dpa
+from dp_accounting.pld import pld_privacy_accountant as _pld
+from scipy.optimize import brentq
+
+from . import accounting as acc
+from .exceptions import ParameterError
+
+__all__ = [
+    "NEIGHBOURING",
+    "Release",
+    "NoisePlan",
+    "EpsilonDeltaDpEvent",
+    "GammaNormDpEvent",
+    "gaussian",
+    "sampled_gaussian",
+    "gamma_norm",
+    "randomized_response",
+    "theorem",
+    "void",
+    "certify",
+    "calibrate",
+    "classical_gaussian_sigma",
+]
+
+NEIGHBOURING = "replace-one"
+_NR = dpa.NeighboringRelation
+# Relative tolerance of :func:`calibrate`'s root search (the result is then confirmed).
+CALIBRATION_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class EpsilonDeltaDpEvent(dpa.DpEvent):
+    """A release that a published theorem proves (ε, δ)-DP (dp-accounting has no such event)."""
+
+    epsilon: float
+    delta: float
+
+
+@dataclass(frozen=True)
+class GammaNormDpEvent(dpa.DpEvent):
+    """Noise with density ∝ exp(−‖b‖/s) on a vector of ℓ2 sensitivity Δ: pure (Δ/s)-DP.
+
+    ``noise_multiplier = s/Δ``.  Not dp-accounting's ``LaplaceDpEvent``, whose
+    privacy-loss distribution is that of a one-dimensional Laplace.
+    """
+
+    noise_multiplier: float
+
+
+_KINDS = ("gaussian", "sampled-gaussian", "gamma-norm", "randomized-response", "theorem")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One noisy release (or ``count`` identical ones) and what it is sensitive to.
+
+    ``sensitivity`` is the ℓ2 distance a replaced record can move the released
+    quantity before noise (for ``sampled-gaussian``: twice the clipping norm);
+    ``noise`` the standard deviation (Gaussians) or the scale s of the
+    Gamma-norm density; ``sample_rate`` the Poisson rate; ``epsilon`` the label
+    budget of randomized response, or a theorem's ε (with ``delta``).
+    """
+
+    kind: str
+    what: str
+    sensitivity: float | None = None
+    noise: float | None = None
+    count: int = 1
+    sample_rate: float = 1.0
+    epsilon: float | None = None
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"unknown release kind {self.kind!r}")
+
+    @property
+    def noise_multiplier(self) -> float | None:
+        """Noise over sensitivity (sampled Gaussian: over the clipping norm, as in DP-SGD)."""
+        if self.noise is None or not self.sensitivity:
+            return None
+        if self.kind == "sampled-gaussian":
+            return 2.0 * self.noise / self.sensitivity
+        return self.noise / self.sensitivity
+
+    def event(self) -> dpa.DpEvent:
+        """This release as a dp-accounting event, in the library's ``REPLACE_ONE`` units."""
+        if self.kind == "gaussian":
+            inner = dpa.GaussianDpEvent(2.0 * self.noise / self.sensitivity)
+        elif self.kind == "sampled-gaussian":
+            inner = dpa.GaussianDpEvent(self.noise_multiplier)
+            if self.sample_rate < 1.0:
+                inner = dpa.PoissonSampledDpEvent(self.sample_rate, inner)
+        elif self.kind == "gamma-norm":
+            inner = GammaNormDpEvent(self.noise / self.sensitivity)
+        elif self.kind == "randomized-response":
+            inner = dpa.RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(self.epsilon)), 2)
+        else:
+            inner = EpsilonDeltaDpEvent(self.epsilon, self.delta)
+        return inner if self.count == 1 else dpa.SelfComposedDpEvent(inner, int(self.count))
+
+    def describe(self) -> str:
+        times = f" × {self.count}" if self.count != 1 else ""
+        if self.kind == "gaussian":
+            return f"Gaussian σ = {self.noise:.4g} on {self.what}, Δ = {self.sensitivity:.4g}{times}"
+        if self.kind == "sampled-gaussian":
+            return (f"Poisson-sampled (q = {self.sample_rate:.4g}) Gaussian σ = {self.noise:.4g} on "
+                    f"{self.what}, Δ = {self.sensitivity:.4g}{times}")
+        if self.kind == "gamma-norm":
+            return f"Gamma-norm noise of scale {self.noise:.4g} on {self.what}, Δ = {self.sensitivity:.4g}{times}"
+        if self.kind == "randomized-response":
+            return f"randomized response with ε = {self.epsilon:.4g} on {self.what}{times}"
+        return f"{self.what}: ({self.epsilon:.4g}, {self.delta:.3g})-DP by a published proof{times}"
+
+
+@dataclass(frozen=True)
+class NoisePlan:
+    """What a mechanism released, for certification; frozen and hashable.
+
+    ``releases`` compose (sequential composition); ``parts`` are plans over
+    disjoint sets of records (parallel composition: the worst part counts);
+    ``void`` is the reason there is no guarantee at all (ε = ∞).
+    """
+
+    releases: tuple[Release, ...] = ()
+    parts: tuple["NoisePlan", ...] = ()
+    void: str | None = None
+    neighbouring: str = NEIGHBOURING
+
+    def __post_init__(self) -> None:
+        if self.neighbouring != NEIGHBOURING:
+            raise ValueError(f"only {NEIGHBOURING!r} neighbours are certified here")
+        if self.void is None and not self.releases and not self.parts:
+            raise ValueError("a plan needs releases, parts, or the reason it has no guarantee")
+
+    def event(self) -> dpa.DpEvent:
+        """The plan as one dp-accounting event (parts: their composition, an upper bound)."""
+        if self.void is not None:
+            return dpa.NonPrivateDpEvent()
+        events = [r.event() for r in self.releases] + [p.event() for p in self.parts]
+        return events[0] if len(events) == 1 else dpa.ComposedDpEvent(events)
+
+    def describe(self) -> str:
+        if self.void is not None:
+            return f"no guarantee: {self.void}"
+        text = "; ".join(r.describe() for r in self.releases)
+        if self.parts:
+            inner = " | ".join(p.describe() for p in self.parts)
+            text = (text + "; " if text else "") + f"disjoint parts (the worst counts): {inner}"
+        return text
+
+    def sensitivities(self) -> dict[str, float]:
+        """What each release declares, for the empirical sensitivity checks."""
+        return {r.what: r.sensitivity for r in self.releases if r.sensitivity is not None}
+
+
+# ---------------------------------------------------------------------------
+# building plans
+
+
+def gaussian(what: str, sensitivity: float, std: float, count: int = 1) -> NoisePlan:
+    """``count`` releases of a quantity with replace-one ℓ2 sensitivity Δ plus N(0, σ²I)."""
+    return NoisePlan((Release("gaussian", what, float(sensitivity), float(std), int(count)),))
+
+
+def sampled_gaussian(what: str, clip_norm: float, noise_multiplier: float, sample_rate: float,
+                     count: int) -> NoisePlan:
+    """DP-SGD's event: T Poisson-sampled sums of contributions clipped to C, noise σ = zC."""
+    return NoisePlan((Release("sampled-gaussian", what, 2.0 * clip_norm, noise_multiplier * clip_norm,
+                              int(count), sample_rate=float(sample_rate)),))
+
+
+def gamma_norm(what: str, sensitivity: float, scale: float) -> NoisePlan:
+    """Noise with density ∝ exp(−‖b‖/s) on a vector of ℓ2 sensitivity Δ: (Δ/s, 0)."""
+    return NoisePlan((Release("gamma-norm", what, float(sensitivity), float(scale)),))
+
+
+def randomized_response(what: str, epsilon: float) -> Release:
+    """Binary randomized response keeping the label with probability e^ε/(1 + e^ε)."""
+    return Release("randomized-response", what, epsilon=float(epsilon))
+
+
+def theorem(what: str, epsilon: float, delta: float = 0.0) -> NoisePlan:
+    """A release a published proof shows (ε, δ)-DP, with the proof's constants."""
+    return NoisePlan((Release("theorem", what, epsilon=float(epsilon), delta=float(delta)),))
+
+
+def void(reason: str) -> NoisePlan:
+    """No guarantee, with the reason a user reads."""
+    return NoisePlan(void=reason)
+
+
+def compose(*plans: NoisePlan) -> NoisePlan:
+    """Sequential composition of plans over the same records."""
+    for p in plans:
+        if p.void is not None:
+            return p
+    return NoisePlan(tuple(r for p in plans for r in p.releases), tuple(q for p in plans for q in p.parts))
+
+
+def parallel(plans) -> NoisePlan:
+    """Plans over disjoint sets of records (the worst part counts)."""
+    return NoisePlan(parts=tuple(plans))
+
+
+def classical_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
+    """The classical Gaussian mechanism's σ = Δ√(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm A.1)."""
+    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+
+
+# ---------------------------------------------------------------------------
+# certification
+
+
+@functools.lru_cache(maxsize=4096)
+def certify(plan: NoisePlan, delta: float) -> float:
+    """The ε that ``plan`` provably gives at ``delta`` (``inf`` where no proof applies)."""
+    if not 0.0 <= delta < 1.0:
+        raise ParameterError(f"δ must be in [0, 1); got {delta!r}")
+    if plan.void is not None:
+        return math.inf
+    worst = max((certify(p, delta) for p in plan.parts), default=0.0)
+    if not plan.releases:
+        return worst
+    fixed = [r for r in plan.releases if r.kind in ("gamma-norm", "theorem")]
+    rr = [r for r in plan.releases if r.kind == "randomized-response"]
+    gauss = [r for r in plan.releases if r.kind in ("gaussian", "sampled-gaussian")]
+    eps_fixed, delta_fixed = 0.0, 0.0
+    for r in fixed:
+        if r.kind == "gamma-norm":
+            if not r.noise > 0:
+                return math.inf
+            eps_fixed += r.count * r.sensitivity / r.noise
+        else:
+            eps_fixed += r.count * r.epsilon
+            delta_fixed += r.count * r.delta
+    if delta_fixed > delta * (1 + 1e-12):
+        return math.inf  # a theorem's δ is more than we may spend
+    rest = delta - delta_fixed
+    if not gauss:
+        eps = eps_fixed + sum(r.count * r.epsilon for r in rr)
+        return max(worst, eps)
+    if any(not (r.noise and r.noise > 0) for r in gauss) or not rest > 0:
+        return math.inf
+    if not rr and all(r.kind == "gaussian" for r in gauss):
+        mu = math.sqrt(sum(r.count * (r.sensitivity / r.noise) ** 2 for r in gauss))
+        eps = acc.gdp_epsilon(mu, rest)
+    elif not rr and len(gauss) == 1:
+        r = gauss[0]
+        eps = acc.sampled_gaussian_epsilon(r.noise_multiplier, r.sample_rate, r.count, rest)
+    else:
+        eps = _pld_epsilon(tuple(r.event() for r in gauss + rr), rest)
+    return max(worst, eps_fixed + eps)
+
+
+def _pld_epsilon(events: tuple, delta: float) -> float:
+    """PLD (REPLACE_ONE) of composed events, on a grid relative to the result (weak noise
+    needs no 1e-4 resolution, which would be slow); pessimistic, so an upper bound."""
+    coarse = _pld_run(events, delta, 0.05)
+    grid = min(0.05, 1e-4 * max(1.0, coarse))
+    return min(coarse, _pld_run(events, delta, grid))
+
+
+def _pld_run(events: tuple, delta: float, grid: float) -> float:
+    accountant = _pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=grid)
+    accountant.compose(dpa.ComposedDpEvent(list(events)))
+    return float(accountant.get_epsilon(delta))
+
+
+# ---------------------------------------------------------------------------
+# calibration: the inverse of certify
+
+
+def calibrate(family: Callable[[float], NoisePlan], epsilon: float, delta: float, *,
+              start: float = 1.0) -> float:
+    """Smallest noise parameter s > 0 with ``certify(family(s), δ) ≤ ε``.
+
+    ``family`` maps the noise parameter (σ, a scale, a noise multiplier …) to
+    the plan the mechanism would run; more noise never certifies a larger ε.
+    A family whose plan is one Poisson-sampled Gaussian with multiplier s uses
+    the accountant's own calibration of that event; every other family is
+    solved by Brent's method on log ε(s).  Either way the answer is confirmed
+    by :func:`certify` (and nudged up until it is), so it never undershoots.
+    """
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ParameterError(f"a calibration needs a finite ε > 0; got {epsilon!r}")
+
+    def eps_at(s: float) -> float:
+        return certify(family(s), delta)
+
+    probe = family(1.0)
+    sampled = (probe.void is None and not probe.parts and len(probe.releases) == 1
+               and probe.releases[0].kind == "sampled-gaussian"
+               and math.isclose(probe.releases[0].noise_multiplier, 1.0, rel_tol=1e-12))
+    if sampled:
+        r = probe.releases[0]
+        s = acc.calibrate_sampled_gaussian(epsilon, delta, r.sample_rate, r.count)
+    else:
+        s = _brent(eps_at, epsilon, start)
+    for _ in range(10_000):
+        if eps_at(s) <= epsilon:
+            return s
+        s *= 1.0 + 1e-7
+    raise ParameterError(f"no noise level meets ε = {epsilon:g} at δ = {delta:g}")  # pragma: no cover
+
+
+def _brent(eps_at: Callable[[float], float], epsilon: float, start: float) -> float:
+    big = 1e6  # log-ε stand-in for "no guarantee" (keeps Brent's bracket finite)
+
+    def excess(log_s: float) -> float:
+        e = eps_at(math.exp(log_s))
+        if e <= 0:
+            return -big
+        return math.log(e) - math.log(epsilon) if math.isfinite(e) else big
+
+    lo = hi = math.log(start)
+    if excess(hi) > 0:
+        while excess(hi) > 0:
+            lo, hi = hi, hi + math.log(4.0)
+            if hi > math.log(1e300):
+                raise ParameterError(f"no finite noise level meets ε = {epsilon:g}")
+    else:
+        while excess(lo) <= 0:
+            lo, hi = lo - math.log(4.0), lo
+            if lo < math.log(1e-300):
+                return math.exp(hi)
+    return math.exp(brentq(excess, lo, hi, xtol=1e-14, rtol=CALIBRATION_RTOL, maxiter=500))

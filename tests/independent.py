@@ -1,0 +1,99 @@
+"""Second routes to a privacy guarantee, written here from the definitions, independently of
+dpcore.privacy / dpcore.accounting and of dp-accounting.  The verification suite checks every
+certified ε against these.
+
+* :func:`gdp_delta` / :func:`gdp_epsilon` – μ-Gaussian DP in closed form (Dong, Roth & Su 2019,
+  Cor. 2.13), evaluated in log space;
+* :func:`gaussian_rr_epsilon` – a Gaussian release composed with binary randomized response:
+  the privacy loss is the sum of N(μ²/2, μ²) and ±ε_y, so δ(ε) is a two-term mixture of
+  Gaussian δ's, exact;
+* :func:`sampled_gaussian_epsilon_bracket` – T Poisson-sampled Gaussians under replace-one by a
+  privacy-loss distribution built here on a grid (the likelihood ratio of
+  (1−q)N(0, z²) + qN(1, z²) against (1−q)N(0, z²) + qN(−1, z²) is monotone, so rounding each
+  cell's loss up or down gives an upper and a lower bound), composed by FFT.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.signal import fftconvolve
+from scipy.stats import norm
+
+
+def gdp_delta(mu: float, eps: float) -> float:
+    """δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), any real ε (negative too)."""
+    return float(norm.cdf(-eps / mu + mu / 2) - math.exp(eps + norm.logcdf(-eps / mu - mu / 2)))
+
+
+def _solve(delta_of_eps, delta: float) -> float:
+    if delta_of_eps(0.0) <= delta:
+        return 0.0
+    hi = 1.0
+    while delta_of_eps(hi) > delta:
+        hi *= 2.0
+    return brentq(lambda e: delta_of_eps(e) - delta, 0.0, hi, xtol=1e-13, rtol=1e-13)
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    return math.inf if math.isinf(mu) else _solve(lambda e: gdp_delta(mu, e), delta)
+
+
+def gaussian_rr_epsilon(mu: float, eps_y: float, delta: float) -> float:
+    """ε of a μ-GDP release composed with randomized response at ε_y (replace-one)."""
+    p = 1.0 / (1.0 + math.exp(-eps_y))  # the label is kept: loss +ε_y
+    return _solve(lambda e: p * gdp_delta(mu, e - eps_y) + (1 - p) * gdp_delta(mu, e + eps_y), delta)
+
+
+def _one_step(z: float, q: float, h: float, upper: bool) -> tuple[np.ndarray, int, float]:
+    """One step's privacy-loss PMF on the grid h·k: (probabilities, offset k_min, mass at +∞)."""
+    K = 1.0 + 12.0 * z
+    edges = np.linspace(-K, K, 400_001)
+    mass = (1 - q) * np.diff(norm.cdf(edges / z)) + q * np.diff(norm.cdf((edges - 1) / z))
+
+    def loss(x):
+        lp = np.logaddexp(math.log1p(-q) + norm.logpdf(x / z), math.log(q) + norm.logpdf((x - 1) / z))
+        lq = np.logaddexp(math.log1p(-q) + norm.logpdf(x / z), math.log(q) + norm.logpdf((x + 1) / z))
+        return lp - lq
+
+    cell = loss(edges[1:]) if upper else loss(edges[:-1])  # the loss increases in x
+    k = np.ceil(cell / h).astype(np.int64) if upper else np.floor(cell / h).astype(np.int64)
+    outside = 1.0 - mass.sum()  # both tails beyond ±K
+    k0 = int(k.min())
+    pmf = np.bincount(k - k0, weights=mass)
+    return pmf, k0, (outside if upper else 0.0)
+
+
+def _compose(pmf: np.ndarray, k0: int, inf_mass: float, T: int):
+    out, o0, o_inf = np.array([1.0]), 0, 0.0
+    base, b0, b_inf = pmf, k0, inf_mass
+    while T:
+        if T & 1:
+            o_inf = 1 - (1 - o_inf) * (1 - b_inf)
+            out, o0 = np.clip(fftconvolve(out, base), 0, None), o0 + b0
+        T >>= 1
+        if T:
+            b_inf = 1 - (1 - b_inf) ** 2
+            base, b0 = np.clip(fftconvolve(base, base), 0, None), 2 * b0
+        keep = out > 1e-300
+        lo, hi = np.argmax(keep), len(keep) - np.argmax(keep[::-1])
+        out, o0 = out[lo:hi], o0 + lo
+    return out, o0, o_inf
+
+
+def sampled_gaussian_epsilon_bracket(z: float, q: float, T: int, delta: float,
+                                     h: float = 2e-3) -> tuple[float, float]:
+    """(lower, upper) bounds on ε of T Poisson-sampled Gaussian steps (noise multiplier z, rate q)."""
+    out = []
+    for upper in (False, True):
+        pmf, k0, inf_mass = _one_step(z, q, h, upper)
+        comp, c0, c_inf = _compose(pmf, k0, inf_mass, T)
+        losses = (c0 + np.arange(comp.size)) * h
+
+        def d_of(e):
+            return c_inf + float(np.sum(comp * np.clip(1 - np.exp(np.minimum(e - losses, 700)), 0, None)))
+
+        out.append(_solve(d_of, delta))
+    return out[0], out[1]
