@@ -11,8 +11,11 @@ function states the sensitivity it assumes under that relation.
   second, independent computation used by the tests);
 * :func:`sampled_gaussian_epsilon` / :func:`calibrate_sampled_gaussian` —
   T Poisson-sampled Gaussian steps (DP-SGD) through the PLD accountant under
-  ``REPLACE_ONE``; :func:`rdp_sampled_gaussian_epsilon` gives RDP's
-  add/remove figure as a second opinion.
+  ``REPLACE_ONE`` (the tests check it against a privacy-loss distribution
+  written independently in ``tests/independent.py``).
+
+Which of these a mechanism's guarantee uses is decided in one place,
+:mod:`dpcore.privacy`, from the noise plan the mechanism declares.
 
 Pitfall (STYLE.md): under ``REPLACE_ONE`` the PLD accountant reads
 ``GaussianDpEvent(z)`` as sensitivity 2 (in units of the clipping norm), which is
@@ -31,7 +34,6 @@ import numpy as np
 from dp_accounting.pld import pld_privacy_accountant as _pld
 from dp_accounting.pld import privacy_loss_distribution as _pl
 from dp_accounting.pld import privacy_loss_mechanism as _plm
-from dp_accounting.rdp import rdp_privacy_accountant as _rdp
 from scipy.optimize import brentq
 from scipy.stats import norm
 
@@ -44,13 +46,9 @@ __all__ = [
     "pld_gaussian_epsilon",
     "sampled_gaussian_event",
     "sampled_gaussian_epsilon",
-    "rdp_sampled_gaussian_epsilon",
     "calibrate_sampled_gaussian",
-    "pure_epsilon_from_scale",
     "rr_keep_probability",
-    "record_release_epsilon",
     "feature_release_epsilon",
-    "calibrate_record_sigma",
 ]
 
 NEIGHBOURING = "replace-one"
@@ -121,12 +119,6 @@ def sampled_gaussian_event(noise_multiplier: float, sample_rate: float, steps: i
     return dpa.SelfComposedDpEvent(inner, int(steps))
 
 
-def _pld_epsilon(event: dpa.DpEvent, delta: float, discretization: float) -> float:
-    acc = _pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=discretization)
-    acc.compose(event)
-    return float(acc.get_epsilon(delta))
-
-
 class _GaussianLoss(_plm.GaussianPrivacyLoss):
     """dp-accounting's Gaussian privacy loss, with its connect-the-dots δ(ε) vectorised.
 
@@ -187,7 +179,7 @@ def _sampled_gaussian_pld(noise_multiplier: float, sample_rate: float,
 @functools.lru_cache(maxsize=1024)
 def _sampled_gaussian_pld_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
                                   delta: float, discretization: float) -> float:
-    """``_pld_epsilon(sampled_gaussian_event(z, q, T), δ, grid)``, built the same way:
+    """ε of ``sampled_gaussian_event(z, q, T)`` by the PLD accountant on this grid, built the same way:
     a Poisson-sampled step self-composed T times, or, with q = 1, one Gaussian of
     noise z/√T (how the accountant reads a self-composed Gaussian)."""
     if sample_rate >= 1:
@@ -242,14 +234,6 @@ def _pld_grid(noise_multiplier: float, sample_rate: float, steps: int) -> float 
     return None if grid > 0.5 else grid
 
 
-def rdp_sampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
-                                 delta: float) -> float:
-    """RDP (add/remove-one) ε of the same event: a second opinion, not replace-one."""
-    acc = _rdp.RdpAccountant(neighboring_relation=_NR.ADD_OR_REMOVE_ONE)
-    acc.compose(sampled_gaussian_event(noise_multiplier, sample_rate, steps))
-    return float(acc.get_epsilon(delta))
-
-
 @functools.lru_cache(maxsize=512)
 def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
     """Smallest noise multiplier z (to 1e-4) whose certified ε is ≤ the target.
@@ -295,47 +279,9 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
     return z
 
 
-def pure_epsilon_from_scale(sensitivity: float, scale: float) -> float:
-    """ε of Gamma-norm (ℓ2-Laplace) noise of scale s for ℓ2 sensitivity Δ: Δ/s."""
-    return math.inf if scale <= 0 else sensitivity / scale
-
-
-
-# --------------------------------------------------------------------------
-# per-record releases (input perturbation and local DP)
-
-
 def rr_keep_probability(label_epsilon: float) -> float:
     """Binary randomized response keeps the label with probability e^ε/(1 + e^ε)."""
     return 1.0 / (1.0 + math.exp(-label_epsilon))
-
-
-def _record_event(sigmas, label_epsilon: float | None) -> dpa.DpEvent:
-    # REPLACE_ONE reads GaussianDpEvent(z) as sensitivity 2 — exactly ‖x − x'‖ ≤ 2 on
-    # the unit ball — so z is the feature noise σ itself.
-    events = [dpa.GaussianDpEvent(float(s)) for s in sigmas]
-    if label_epsilon is not None:
-        # RR replaces the label by a uniform one of 2 with probability 2/(1 + e^ε).
-        events.append(dpa.RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(label_epsilon)), 2))
-    return dpa.ComposedDpEvent(events)
-
-
-def record_release_epsilon(sigmas, delta: float, label_epsilon: float | None = None) -> float:
-    """ε (replace-one) of releasing one record as ``x + N(0, σ_j² I)`` (once per σ_j) and,
-    if ``label_epsilon`` is given, its label through binary randomized response.
-
-    With the label released raw a replaced record can change its label, so the
-    guarantee is void: ε = ∞ (``label_epsilon=None``).  Use
-    :func:`feature_release_epsilon` for the features-only figure.
-    """
-    if label_epsilon is None:
-        return math.inf
-    sigmas = [float(s) for s in np.atleast_1d(sigmas)]
-    if any(s <= 0 for s in sigmas):
-        return math.inf
-    # A relative grid: weak noise (large ε) needs no 1e-4 resolution and would be slow.
-    grid = min(0.05, 1e-4 * max(1.0, feature_release_epsilon(sigmas, delta)))
-    return _pld_epsilon(_record_event(sigmas, label_epsilon), delta, grid)
 
 
 def feature_release_epsilon(sigmas, delta: float) -> float:
@@ -344,36 +290,3 @@ def feature_release_epsilon(sigmas, delta: float) -> float:
     if np.any(sigmas <= 0):
         return math.inf
     return gdp_epsilon(float(np.sqrt(np.sum((2.0 / sigmas) ** 2))), delta)
-
-
-@functools.lru_cache(maxsize=256)
-def calibrate_record_sigma(epsilon: float, delta: float, label_epsilon: float | None) -> float:
-    """Smallest feature noise σ such that one record's release meets (ε, δ).
-
-    Without label protection this is ``2·σ_AG(ε, δ)`` for the features alone; with
-    randomized response at ``label_epsilon`` (< ε) the two are composed exactly
-    (PLD) and σ comes from ``dp_accounting.calibrate_dp_mechanism``.
-    """
-    if label_epsilon is None:
-        return 2.0 * sigma_ag(epsilon, delta)
-    if not 0 < label_epsilon < epsilon:
-        from .exceptions import ParameterError
-
-        raise ParameterError(
-            f"the label budget ε_y = {label_epsilon:g} must be in (0, ε = {epsilon:g}): "
-            "the features need the rest."
-        )
-
-    def fresh():
-        return _pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=1e-4)
-
-    lo = 2.0 * sigma_ag(epsilon, delta)  # features alone already need this much
-    hi = lo * 2.0
-    while record_release_epsilon([hi], delta, label_epsilon) > epsilon:
-        hi *= 2.0
-    sigma = float(dpa.calibrate_dp_mechanism(
-        fresh, lambda s: _record_event([s], label_epsilon), epsilon, delta,
-        bracket_interval=dpa.ExplicitBracketInterval(lo, hi), tol=1e-6))
-    while record_release_epsilon([sigma], delta, label_epsilon) > epsilon:
-        sigma *= 1.0001
-    return sigma

@@ -2,8 +2,10 @@
 
 import math
 
+import dp_accounting as dpa
 import numpy as np
 import pytest
+from dp_accounting.pld import pld_privacy_accountant as pld
 from hypothesis import given, settings, strategies as st
 from scipy.optimize import brentq
 from scipy.stats import norm
@@ -41,16 +43,17 @@ def test_gdp_composition_matches_pld(sens, sigma, T, delta):
     assert pld == pytest.approx(exact, rel=2e-3, abs=2e-4)
 
 
-def test_sampled_gaussian_pld_against_rdp():
+def test_sampled_gaussian_replace_one_against_add_remove_and_rdp():
     z, q, T, delta = 1.1, 0.01, 1000, 1e-5
     replace = acc.sampled_gaussian_epsilon(z, q, T, delta)
-    rdp_add_remove = acc.rdp_sampled_gaussian_epsilon(z, q, T, delta)
-    from dp_accounting.pld import pld_privacy_accountant as pld
-    import dp_accounting as dpa
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
     a = pld.PLDAccountant(dpa.NeighboringRelation.ADD_OR_REMOVE_ONE, value_discretization_interval=1e-3)
     a.compose(acc.sampled_gaussian_event(z, q, T))
     pld_add_remove = a.get_epsilon(delta)
+    r = rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    r.compose(acc.sampled_gaussian_event(z, q, T))
+    rdp_add_remove = r.get_epsilon(delta)
     assert pld_add_remove <= rdp_add_remove  # RDP is looser than PLD for the same relation
     assert rdp_add_remove < 1.5 * pld_add_remove
     assert replace > pld_add_remove  # replacing is a larger change than adding or removing
@@ -69,7 +72,9 @@ def test_fast_sampled_gaussian_pld_is_the_accountants(z, q, T, delta, grid):
     # Our vectorised connect-the-dots construction against dp-accounting's own
     # PLDAccountant on the same event and grid: the same number up to rounding.
     ours = acc._sampled_gaussian_pld_epsilon(z, q, T, delta, grid)
-    theirs = acc._pld_epsilon(acc.sampled_gaussian_event(z, q, T), delta, grid)
+    accountant = pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, value_discretization_interval=grid)
+    accountant.compose(acc.sampled_gaussian_event(z, q, T))
+    theirs = accountant.get_epsilon(delta)
     assert ours == pytest.approx(theirs, rel=1e-8)
 
 

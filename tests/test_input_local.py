@@ -185,8 +185,8 @@ def test_certified_input_guarantee_is_the_analytic_gaussian(mech):
     # features-only part is exactly the analytic Gaussian with sensitivity 2
     assert res.extras["epsilon_features_only"] == pytest.approx(
         acc.gaussian_epsilon(2.0, res.sigma, 1, 1e-5), rel=1e-9)
-    # without label protection the features need σ = 2·σ_AG(ε, δ)
-    assert acc.calibrate_record_sigma(1.0, 1e-5, None) == pytest.approx(2 * acc.sigma_ag(1.0, 1e-5))
+    # features (μ = 2/σ) composed with randomized response at 0.4, from the closed form
+    assert independent.gaussian_rr_epsilon(2 / res.sigma, 0.4, 1e-5) == pytest.approx(1.0, abs=2e-3)
 
 
 def test_dbdp_returns_the_perturbed_data():
