@@ -220,9 +220,12 @@ def randomized_response(what: str, epsilon: float) -> Release:
     return Release("randomized-response", what, epsilon=float(epsilon))
 
 
-def theorem(what: str, epsilon: float, delta: float = 0.0) -> NoisePlan:
-    """A release a published proof shows (ε, δ)-DP, with the proof's constants."""
-    return NoisePlan((Release("theorem", what, epsilon=float(epsilon), delta=float(delta)),))
+def theorem(what: str, epsilon: float, delta: float = 0.0, sensitivity: float | None = None) -> NoisePlan:
+    """A release a published proof shows (ε, δ)-DP, with the proof's constants; ``sensitivity``
+    is the bound the proof assumes (objective perturbation: how far one replaced record moves
+    the gradient of the loss)."""
+    return NoisePlan((Release("theorem", what, None if sensitivity is None else float(sensitivity),
+                              epsilon=float(epsilon), delta=float(delta)),))
 
 
 def void(reason: str) -> NoisePlan:

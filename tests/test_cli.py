@@ -113,3 +113,14 @@ def test_audit_json_with_progress(capsys):
     assert rec["epsilon_certified"] is None and rec["epsilon_lower_bound"] > 1
     assert "runs" in captured.err  # progress on stderr
     assert main(["audit", "--dataset", "iris", "--mechanism", "nope", "--trials", "10"]) == 2
+
+
+def test_mechanisms_json_states_the_relation_and_the_privacy_event(capsys):
+    assert main(["mechanisms", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    for r in rows:
+        assert r["neighbouring"] == "replace-one"
+        assert len(r["privacy_event"]) > 20 and r["calibration_note"]
+    by_id = {r["id"]: r for r in rows}
+    assert "Gaussian" in by_id["gradient-dpgd"]["privacy_event"]
+    assert by_id["input-dbdp-if"]["privacy_event"].startswith("none")

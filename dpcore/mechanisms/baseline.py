@@ -26,6 +26,7 @@ class NonPrivate(Mechanism):
     private = False
     description = "Exact minimiser of the regularised training objective; no privacy (ε = ∞)."
     privacy_event = "none: the exact minimiser is released as it is (NonPrivateDpEvent)"
+    calibration_note = "No noise, so nothing to calibrate: both modes release the exact minimiser."
     formula = r"\hat\theta = \arg\min_\theta \frac1n\sum_i \ell(\theta; x_i, y_i) + \frac{\lambda}{2}\|\theta\|^2"
 
     def run(self, problem, config, rngs):

@@ -145,10 +145,11 @@ class _InputBase(Mechanism):
     calibration_note = ("Published is the paper's feature noise with the constant c, labels raw (ε = ∞) "
                         "unless label_epsilon is set; certified calibrates the record release.")
 
-    def label(self, problem, config) -> privacy.Release | None:
-        return label_release(problem.dataset.task, label_budget(config), config.delta, config.noise_scale)
+    def label(self, problem, config, noise_scale: float = 1.0) -> privacy.Release | None:
+        return label_release(problem.dataset.task, label_budget(config), config.delta, noise_scale)
 
     def plan(self, problem, config, sigma):
+        """The plan for feature noise σ, labels as calibrated (what certified mode inverts)."""
         return record_plan(sigma, self.label(problem, config))
 
     def calibration_start(self, problem, config):
@@ -176,7 +177,7 @@ class _InputBase(Mechanism):
         raise NotImplementedError
 
     def run(self, problem, config, rngs):
-        label = self.label(problem, config)
+        label = self.label(problem, config, config.noise_scale)
         sigma = self.noise(problem, config)
         debias = bool(config.option("debias_labels", True))
         thetas, traces, released = [], [], ([], [])

@@ -61,8 +61,9 @@ class ObjectiveChaudhuri(Mechanism):
     def plan(self, problem, config, scale):
         model, n = problem.model, problem.n
         slack = 2.0 * math.log1p(model.smoothness / (n * (model.lam + self.extra_l2(problem, config))))
+        # CMS's proof: one replaced record moves n·∇ of the loss by at most 2 (|ℓ'| ≤ 1, ‖x‖ ≤ 1)
         return privacy.theorem("the minimiser of the tilted objective (CMS 2011 Thm 9)",
-                               2.0 / scale + slack)
+                               2.0 / scale + slack, sensitivity=2.0 * model.lipschitz)
 
     def published_noise(self, problem, config):
         eps_p, _ = chaudhuri_parameters(config.epsilon, problem.n, problem.model.lam, problem.model.smoothness)
@@ -142,7 +143,7 @@ class ObjectiveGaussian(Mechanism):
         zeta, lam_h = problem.model.lipschitz, problem.model.smoothness
         eps = max(kifer_epsilon(sigma, config.delta, 2.0 * zeta), 2.0 * lam_h / self.big_delta(problem, config))
         return privacy.theorem("the minimiser of the Gaussian-tilted objective (Kifer et al. Thm 2, "
-                               "replace-one: gradient bound 2ζ)", eps, config.delta)
+                               "replace-one: gradient bound 2ζ)", eps, config.delta, sensitivity=2.0 * zeta)
 
     def published_noise(self, problem, config):
         return kifer_sigma(config.epsilon, config.delta, problem.model.lipschitz)
