@@ -55,8 +55,9 @@ claim tested is the stronger (smaller) of the two:
 * ``"claim not met"`` – ``ε_LB`` exceeds it; ``refuted`` names which claims
   (``"target"``, ``"certified"``) the evidence contradicts.  A refuted
   *certified* ε means a bug or an event of probability ≤ α;
-* ``"consistent"`` – ``ε_LB ≥ 0.5 × claim``: the audit is tight enough to
-  support the claim;
+* ``"consistent"`` – ``ε_LB ≥ 0.5 × claim``: the attack came close to the claim
+  without contradicting it (an audit only ever gives a lower bound: it can refute
+  a claim, never prove one);
 * ``"no evidence either way"`` – otherwise (the common case for small ε: a
   thousand runs cannot tell ε = 1 from ε = 0.1);
 * ``"no guarantee claimed"`` – the non-private baseline.

@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=_ptype("seed"), default=0)
     s.add_argument("--calibration", choices=PARAMS["calibration"].constraint.values, default="certified")
     s.add_argument("--c", type=_ptype("c"), default=1.0, help="constant c of a published formula")
+    s.add_argument("--noise-scale", type=_ptype("noise_scale"), default=1.0,
+                   help="multiply every noise the mechanism draws (below 1: deliberately too little)")
     s.add_argument("--lam", type=_ptype("lam"), default=None, help="L2 regularisation λ")
     s.add_argument("--lr", type=_ptype("learning_rate"), default=PARAMS["learning_rate"].default,
                    help="learning rate")
@@ -206,7 +208,7 @@ def _cmd_run(args) -> Any:
         dataset=args.dataset, model=args.model, mechanism=args.mechanism,
         epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
         repeats=args.repeats, seed=args.seed, calibration=args.calibration, c=args.c,
-        lam=args.lam, learning_rate=args.lr, batch_size=args.batch,
+        noise_scale=args.noise_scale, lam=args.lam, learning_rate=args.lr, batch_size=args.batch,
         sample_rate=args.sample_rate, clip_norm=args.clip, clients=args.clients,
         skew=args.skew, radius=args.radius, n=args.n, d=args.d, noise=args.noise,
         options=_parse_options(args.option + ([f"label_epsilon={args.label_epsilon}"]

@@ -26,6 +26,7 @@ from typing import Any
 from .datasets import DATASETS
 from .exceptions import ParameterError
 from .experiment import RunConfig
+from .figures import hover_texts, mark_missed, target_note
 from .mechanisms import REGISTRY
 from .sweep import Task
 
@@ -205,7 +206,7 @@ class Preset:
                                            xcol].dropna().unique()))
                     if not pts:
                         continue
-                    xs, ys, sd = zip(*pts)
+                    xs, ys, sd, tgt, cert = zip(*pts)
                     # on a log axis a bar below zero means nothing: cap the lower bar at 90 % of the mean
                     sd_minus = [min(e, 0.9 * y) for e, y in zip(sd, ys)] if metric == "gap" else sd
                     fig.add_trace(go.Scatter(
@@ -215,8 +216,12 @@ class Preset:
                                   dash="dash" if not REGISTRY[mech].private else None),
                         error_y=dict(type="data", array=sd, arrayminus=sd_minus, visible=True,
                                      thickness=1),
-                        hovertemplate=f"{mech}<br>{xcol}=%{{x}}<br>{metric}=%{{y:.4g}}<extra></extra>",
+                        hovertext=[f"{mech}<br>{xcol}={xv:g}<br>{metric}={yv:.4g}<br>{h}"
+                                   for xv, yv, h in zip(xs, ys, hover_texts(tgt, cert))],
+                        hoverinfo="text",
                     ), row=i, col=j)
+                    if REGISTRY[mech].private:
+                        mark_missed(fig, xs, ys, tgt, cert, row=i, col=j)
                 fig.update_yaxes(title_text=_row_label("metric", metric) if j == 1 else None,
                                  type="log" if metric == "gap" else None, row=i, col=j)
                 fig.update_xaxes(title_text={"epsilon": "ε", "n": "n (training rows)",
@@ -228,6 +233,15 @@ class Preset:
             if tr.name not in shown:
                 tr.showlegend = True
                 shown.add(tr.name)
+        note = target_note(
+            [{"mechanism": m, "epsilon": t, "epsilon_certified": c} for m, t, c in
+             ok[ok["mechanism"].map(lambda m: REGISTRY[m].private)][
+                 ["mechanism", "epsilon_target", "epsilon_certified"]].itertuples(index=False)])
+        if note:
+            fig.add_annotation(text=_wrap(note, 150), xref="paper", yref="paper", x=0, y=-0.08,
+                               yanchor="top", showarrow=False, align="left",
+                               font=dict(color="#d62728", size=11))
+            fig.update_layout(margin=dict(b=140))
         fig.update_layout(title=f"{self.title}<br><sup>{self.paper}: {self.figures}. "
                                 f"Points: mean ± sd over repeats; tuned grids show the best value; "
                                 f"the non-private gap is 0 by definition.</sup>",
@@ -262,7 +276,8 @@ def _row_label(kind: str, key) -> str:
 
 
 def _best_points(s, xcol: str, metric: str, *, flat: bool, xs):
-    """(x, mean, sd) per x, taking the learning rate with the best mean metric."""
+    """(x, mean, sd, ε target, ε certified) per x, taking the learning rate with the best mean
+    metric (ε certified: the largest among that point's runs; ∞ stays ∞)."""
     better_high = metric == "accuracy"
     pts = []
     groups = [(None, s)] if flat else list(s.groupby(xcol))
@@ -270,12 +285,20 @@ def _best_points(s, xcol: str, metric: str, *, flat: bool, xs):
         best = None
         for _, h in g.groupby("learning_rate"):
             mean, sd = float(h[metric].mean()), float(h[metric].std(ddof=1)) if len(h) > 1 else 0.0
+            cert = h["epsilon_certified"].astype(float).fillna(math.inf).max()
+            target = float(h["epsilon_target"].astype(float).fillna(math.inf).max())
             if best is None or (mean > best[0] if better_high else mean < best[0]):
-                best = (mean, sd)
+                best = (mean, sd, target, float(cert))
         if flat:
-            return [(x, best[0], best[1]) for x in xs]
-        pts.append((xv, best[0], best[1]))
+            return [(x, best[0], best[1], best[2], best[3]) for x in xs]
+        pts.append((xv, *best))
     return pts
+
+
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "<br>".join(textwrap.wrap(text, width, break_on_hyphens=False))
 
 
 # ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import streamlit as st
 
 from dpcore import datasets, erm
 from dpcore.exceptions import DPCoreError
+from dpcore.figures import hover_texts, mark_missed, target_note
 from dpcore.experiment import RunConfig, run, slow_reference
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
@@ -210,7 +211,9 @@ _COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#
 def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", log_x: bool = True,
                 log_y: bool = False, title: str = "", baseline: float | None = None,
                 x_title: str | None = None, y_title: str | None = None) -> go.Figure:
-    """Lines with ±1 std bands over repeats, one per group."""
+    """Lines with ±1 std bands over repeats, one per group; points whose certified ε misses
+    their target ε (rows' ``epsilon`` and ``epsilon_certified``) get a red ring and every
+    point names both in its hover (:mod:`dpcore.figures`)."""
     fig = go.Figure()
     groups = list(dict.fromkeys(r[group] for r in rows))
     for k, g in enumerate(groups):
@@ -224,7 +227,12 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
         fig.add_trace(go.Scatter(x=xs + xs[::-1], y=list(ys + sd) + list((ys - sd)[::-1]), fill="toself",
                                  line=dict(width=0), fillcolor=colour, opacity=0.15, showlegend=False,
                                  hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=str(g), line=dict(color=colour)))
+        targets = [r.get("epsilon") for r in pts]
+        certs = [r.get("epsilon_certified") for r in pts]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=str(g), line=dict(color=colour),
+                                 hovertext=[f"{g}<br>{x}={xv:g}<br>{y}={yv:.4g}<br>{h}" for xv, yv, h in
+                                            zip(xs, ys, hover_texts(targets, certs))], hoverinfo="text"))
+        mark_missed(fig, xs, list(ys), targets, certs)
     if baseline is not None:
         fig.add_hline(y=baseline, line_dash="dot", annotation_text="non-private")
     fig.update_layout(title=title, xaxis_title=x_title or x, yaxis_title=y_title or y,
@@ -234,6 +242,13 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
     if log_y:
         fig.update_yaxes(type="log")
     return fig
+
+
+def missed_target_note(rows, target: str = "epsilon") -> None:
+    """Under a plot over ε: which mechanisms miss their target, and by how much."""
+    note = target_note(rows, target=target)
+    if note:
+        st.warning(note)
 
 
 def loss_figure(rec: dict) -> go.Figure | None:

@@ -16,6 +16,7 @@ from pages.common import (
     download_figure,
     download_table,
     mechanisms_for,
+    missed_target_note,
     model_picker,
     param_widget,
     publish_settings,
@@ -147,6 +148,7 @@ if rows:
     fig2 = band_figure(ok, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
                        x_title="ε", y_title="L(θ) − L*")
     st.plotly_chart(fig1, width="stretch")
+    missed_target_note(ok)
     download_figure(fig1, "compare_metric", "cmp_dl_fig1")
     st.plotly_chart(fig2, width="stretch")
     download_figure(fig2, "compare_gap", "cmp_dl_fig2")

@@ -10,6 +10,7 @@ from pages.common import (
     download_figure,
     download_table,
     fmt_eps,
+    missed_target_note,
     model_picker,
     param_widget,
     publish_settings,
@@ -90,6 +91,7 @@ if curve:
     fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
                       x_title="u = n_max / n_min", y_title=label)
     st.plotly_chart(fig, width="stretch")
+    missed_target_note(rows)
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")
     fig_gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
                           x_title="u = n_max / n_min", y_title="L(θ) − L*")

@@ -41,8 +41,8 @@ with st.sidebar:
     lam = param_widget("lam", "ex_lam", label="λ (L2 regularisation)")
     lr = param_widget("learning_rate", "ex_lr", label="learning rate η")
     calibration = st.radio("Calibration", list(cls.calibrations), horizontal=True, key="ex_calibration",
-                           help="certified: an exact accountant sets the noise; published: the paper's "
-                                "formula with constant c")
+                           help="certified: the noise is chosen so that its certified ε meets the target; "
+                                "published: the paper's formula (with its constant c), whatever it certifies")
     c = param_widget("c", "ex_c", label="constant c") if calibration == "published" else 1.0
     extra = {}
     if cls.family == "gradient" and mechanism in ("gradient-dpsgd", "gradient-lssgd"):
@@ -67,8 +67,9 @@ write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
 st.caption(f"**{cls.name}** — {cls.paper}. {cls.description}")
 if cls.heuristic:
-    st.warning("This mechanism is a heuristic: records it uses raw get no privacy guarantee.")
+    st.warning("This mechanism is a heuristic: its choices read the raw data, so it has no privacy guarantee.")
 st.latex(cls.formula)
+st.caption(f"Calibrations: {cls.calibration_note}")
 
 rec = run_or_error(config)
 if rec is None:
@@ -98,6 +99,7 @@ target, cert = rec["epsilon_target"], rec["epsilon_certified"]
 if target is not None and (cert is None or cert > target * (1 + 1e-6)):
     st.error(f"The noise that ran certifies ε = {fmt_eps(cert)}, above the target {fmt_eps(target)}: "
              "this calibration under-delivers.")
+st.caption(f"What was certified ({rec['neighbouring']} neighbours): {rec['privacy_event']}")
 if rec.get("note"):
     st.info(rec["note"])
 if rec.get("client_sizes"):

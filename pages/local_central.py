@@ -4,6 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
+from dpcore.figures import hover_texts, mark_missed
 from dpcore.tradeoff import tradeoff
 from pages.common import (
     dataset_picker,
@@ -11,6 +12,7 @@ from pages.common import (
     download_table,
     fmt_eps,
     mechanisms_for,
+    missed_target_note,
     param_widget,
     publish_settings,
     restore_from_url,
@@ -63,9 +65,14 @@ if out:
     finite = [r for r in rows if "error" not in r and r.get("epsilon_local") is not None
               and math.isfinite(r["epsilon_local"])]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[r["epsilon_local"] for r in finite], y=[r["accuracy_mean"] for r in finite],
-                             mode="markers+text", text=[r["mechanism"] for r in finite],
-                             textposition="top center", name="at the target ε"))
+    xs, ys = [r["epsilon_local"] for r in finite], [r["accuracy_mean"] for r in finite]
+    targets, certs = [r.get("epsilon_target") for r in finite], [r.get("epsilon_certified") for r in finite]
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers+text", text=[r["mechanism"] for r in finite],
+                             textposition="top center", name="at the target ε",
+                             hovertext=[f"{r['mechanism']}<br>local ε {r['epsilon_local']:.4g}<br>{h}"
+                                        for r, h in zip(finite, hover_texts(targets, certs))],
+                             hoverinfo="text"))
+    mark_missed(fig, xs, ys, targets, certs)
     curve = [r for r in out["curve"] if "error" not in r and r.get("epsilon_local") is not None
              and math.isfinite(r["epsilon_local"])]
     fig.add_trace(go.Scatter(x=[r["epsilon_local"] for r in curve], y=[r["accuracy_mean"] for r in curve],
@@ -79,6 +86,7 @@ if out:
     fig.update_yaxes(title="test accuracy")
     fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
     st.plotly_chart(fig, width="stretch")
+    missed_target_note([r for r in rows if "error" not in r], target="epsilon_target")
     download_figure(fig, "local_vs_central", "lc_dl_fig")
     download_table(rows + out["curve"], "local_vs_central", "lc_dl_table")
     st.caption(out["note"])

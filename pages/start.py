@@ -23,10 +23,14 @@ perturbation and local DP give the second one.
 
 **Three ε's on every result.**
 * **ε target**: what you asked for.
-* **ε certified**: what the noise that actually ran provably gives. We compute it with an
-  exact accountant (Google's `dp-accounting`), whatever formula chose the noise. It is ∞
-  when no valid proof applies.
-* **ε audited**: an empirical lower bound from attacking the model (the Audit view).
+* **ε certified**: what the noise that actually ran provably gives, whatever formula chose
+  the noise. Every mechanism declares what it released and with which noise; one function
+  turns that into ε the same way for all of them: exact Gaussian composition, Google's
+  `dp-accounting` (privacy-loss distributions) for sampled Gaussians and randomized response,
+  and the published theorem where a proof is all there is (objective perturbation). It is ∞
+  when no valid proof applies, and the reason is shown.
+* **ε audited**: an empirical lower bound from attacking the model (the Audit view). It can
+  show that privacy is *worse* than claimed; it can never prove a claim.
 
 They differ for instructive reasons. A paper's formula "with some constant c" can
 under-deliver when c = 1. A proof can rest on an assumption the data break. An attack can

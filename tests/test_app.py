@@ -1,5 +1,6 @@
 """Streamlit pages, exercised with AppTest (one smoke test per page plus interactions)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,30 @@ def test_common_settings_follow_the_user_across_views():
     assert at.select_slider(key="th_epsilon").value == 3.0
     at.switch_page("pages/compare.py").run()
     assert at.selectbox(key="cmp_dataset").value == "iris"
+
+
+def test_compare_rings_points_that_miss_their_target():
+    """Defect 9: a mechanism drawn at a target ε it does not certify must not read as the winner.
+    Published DP-GD (c = 1) under-calibrates: its points get a red ring, the certified ε is in
+    the hover, and a warning under the plot names it; certified DP-GD gets none of that."""
+    at = _page("compare.py").run()
+    at.selectbox(key="cmp_dataset").set_value("iris").run()
+    at.text_input(key="cmp_eps").set_value("0.5, 5").run()
+    at.multiselect(key="cmp_mechs").set_value(["gradient-dpgd", "input-dbdp-if"]).run()
+    at.number_input(key="cmp_R").set_value(2).run()
+    at.radio(key="cmp_cal").set_value("published").run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception and not at.error
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    ring = [t for t in fig["data"] if t.get("name") == "misses its target ε"]
+    assert ring and sum(len(t["x"]) for t in ring) == 4  # both mechanisms at both ε
+    hover = " ".join(h for t in fig["data"] for h in (t.get("hovertext") or []))
+    assert "MISSES ITS TARGET" in hover and "∞ (no guarantee)" in hover
+    warning = " ".join(w.value for w in at.warning)
+    assert "gradient-dpgd (certified" in warning and "input-dbdp-if (no guarantee" in warning
+    at.radio(key="cmp_cal").set_value("certified").run()
+    at.multiselect(key="cmp_mechs").set_value(["gradient-dpgd"]).run()
+    at.button(key="cmp_run").click().run()
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert not [t for t in fig["data"] if t.get("name") == "misses its target ε"]
+    assert not any("miss" in w.value for w in at.warning)

@@ -124,3 +124,11 @@ def test_mechanisms_json_states_the_relation_and_the_privacy_event(capsys):
     by_id = {r["id"]: r for r in rows}
     assert "Gaussian" in by_id["gradient-dpgd"]["privacy_event"]
     assert by_id["input-dbdp-if"]["privacy_event"].startswith("none")
+
+
+def test_noise_scale_flag_shows_an_under_noised_run(capsys):
+    assert main(["run", "--dataset", "iris", "--mechanism", "gradient-dpgd", "--noise-scale", "0.5",
+                 "--repeats", "1", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["config"]["noise_scale"] == 0.5 and rec["epsilon_target"] == 1.0
+    assert rec["epsilon_certified"] > 1.5  # half the noise: μ doubles

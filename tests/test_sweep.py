@@ -328,3 +328,20 @@ def test_one_worker_runs_in_this_process(tmp_path, monkeypatch):
     tasks = get_preset("003-fig1").tasks(quick=True)
     res = run_sweep(tasks, tmp_path, workers=1)
     assert res.computed == len(tasks) and sorted(calls) == sorted(t.key for t in tasks)
+
+
+def test_preset_figure_rings_points_that_miss_their_target():
+    """The exported figure carries the same marks as the app (defect 9)."""
+    preset = get_preset("003-fig1")
+    rows = []
+    for mech, cert in (("input-fukuchi", 991.0), ("output-laplace", 0.1), ("objective-gaussian", None)):
+        for r in range(2):
+            rows.append(dict(dataset="synthetic-regression", model="linreg", mechanism=mech, epsilon=0.1,
+                             n=128, learning_rate=1.0, rmse=0.5, gap=0.1, epsilon_target=0.1,
+                             epsilon_certified=cert, error=None))
+    fig = preset.figure(pd.DataFrame(rows)).to_plotly_json()
+    ring = [t for t in fig["data"] if t.get("name") == "misses its target ε"]
+    assert len(ring) == 2  # fukuchi (991) and objective-gaussian (∞); not output-laplace
+    note = " ".join(a["text"] for a in fig["layout"]["annotations"] if "Ringed" in a["text"])
+    assert "input-fukuchi (certified 991 at 0.1)" in note.replace("<br>", " ")
+    assert "objective-gaussian (no guarantee" in note.replace("<br>", " ")

@@ -1,0 +1,85 @@
+"""What every plot over ε must show: which points miss their target ε.
+
+A mechanism whose noise certifies less than the ε it is drawn at (a published
+formula that under-calibrates, a heuristic with no guarantee) must never read as
+the winner.  Plots keep the target ε on the axis (that is what the papers
+draw), and every point carries its certified ε in the hover; a point that
+misses its target gets a hollow red ring on top, and a note under the figure
+names the mechanisms and what they really certify.  Used by the app's views
+and by the presets' exported figures.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+__all__ = ["MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note"]
+
+# Calibrations round up by about 1e-9; anything above this relative slack misses.
+MISS_RTOL = 1e-6
+MISS_NAME = "misses its target ε"
+
+
+def misses_target(target, certified) -> bool:
+    """True when the certified ε is above the target (or there is none: ∞, null)."""
+    if target is None or not math.isfinite(float(target)):
+        return False  # the non-private baseline claims nothing
+    if certified is None or not math.isfinite(float(certified)):
+        return True
+    return float(certified) > float(target) * (1 + MISS_RTOL)
+
+
+def fmt_epsilon(value) -> str:
+    if value is None or not math.isfinite(float(value)):
+        return "∞ (no guarantee)"
+    return f"{float(value):.4g}"
+
+
+def hover_texts(targets: Iterable, certs: Iterable) -> list[str]:
+    """Hover lines: 'ε target 1, certified 2.04 — misses its target'."""
+    out = []
+    for t, c in zip(targets, certs):
+        line = f"ε target {fmt_epsilon(t)}, certified {fmt_epsilon(c)}"
+        out.append(line + (" — MISSES ITS TARGET" if misses_target(t, c) else ""))
+    return out
+
+
+def mark_missed(fig, xs, ys, targets, certs, *, legend: bool = True, **where) -> int:
+    """Overlay hollow red rings on the points that miss their target; returns how many.
+
+    ``where`` passes ``row``/``col`` for subplots.
+    """
+    import plotly.graph_objects as go
+
+    pts = [(x, y, t, c) for x, y, t, c in zip(xs, ys, targets, certs) if misses_target(t, c)]
+    if not pts:
+        return 0
+    already = any(tr.name == MISS_NAME for tr in fig.data)
+    fig.add_trace(go.Scatter(
+        x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", name=MISS_NAME,
+        legendgroup=MISS_NAME, showlegend=legend and not already,
+        marker=dict(symbol="circle-open", size=16, line=dict(width=3, color="#d62728"), color="#d62728"),
+        hovertext=hover_texts([p[2] for p in pts], [p[3] for p in pts]), hoverinfo="text"), **where)
+    return len(pts)
+
+
+def target_note(rows: Iterable[dict], *, group: str = "mechanism", target: str = "epsilon",
+                certified: str = "epsilon_certified") -> str | None:
+    """One sentence naming every group with points that miss their target, or ``None``."""
+    missed: dict[str, list[tuple]] = {}
+    for r in rows:
+        if misses_target(r.get(target), r.get(certified)):
+            missed.setdefault(str(r.get(group)), []).append((r.get(target), r.get(certified)))
+    if not missed:
+        return None
+    parts = []
+    for name, pts in missed.items():
+        if all(c is None or not math.isfinite(float(c)) for _, c in pts):
+            parts.append(f"{name} (no guarantee at all: certified ε = ∞)")
+        else:
+            shown = ", ".join(f"{fmt_epsilon(c)} at {fmt_epsilon(t)}" for t, c in sorted(
+                set(pts), key=lambda p: float(p[0]))[:4])
+            parts.append(f"{name} (certified {shown}{', …' if len(set(pts)) > 4 else ''})")
+    return ("Ringed points miss their target ε: the noise that ran certifies more than the ε they are "
+            "drawn at, so read them as leaking, not as winners — " + "; ".join(parts) + ".")
