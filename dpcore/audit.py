@@ -30,7 +30,11 @@ Procedure (Jagielski, Ullman & Oprea 2020):
 
 Canaries (``canary=``):
 
-* ``"lowest-variance"`` (default) – the unit vector ``v`` minimising the mean
+* ``"opposite-pair"`` (default) – ``D`` holds ``(−v, y_c)`` and ``D'`` holds ``(v, y_c)`` in
+  place of one record, with ``v`` the lowest-variance direction below: the two
+  neighbours pull θ in opposite directions along a direction no other record
+  uses, the strongest black-box pair we know for these models;
+* ``"lowest-variance"`` – the unit vector ``v`` minimising the mean
   squared projection ``(1/n)Σ(vᵀx_i)²`` of the training rows, i.e. the
   eigenvector of the smallest eigenvalue of ``XᵀX/n`` (uncentred: the model
   has no intercept other than the bias feature, so the second moment about 0 is
@@ -78,6 +82,7 @@ from typing import Any, Callable
 
 import numpy as np
 from scipy.stats import beta as _beta
+from scipy.stats import norm
 
 from .erm import solve_erm
 from .exceptions import ModelError, ParameterError, PrivacyWarning
@@ -102,10 +107,17 @@ __all__ = [
     "MembershipTest",
     "membership_test",
     "verdict",
+    "THREATS",
+    "mu_lower_bound",
+    "gdp_membership_test",
+    "tradeoff_curve",
+    "roc_points",
+    "privacy_region",
 ]
 
 NEIGHBOURING = "replace-one"
-CANARIES = ("lowest-variance", "random-unit", "mislabeled")
+CANARIES = ("opposite-pair", "lowest-variance", "random-unit", "mislabeled")
+THREATS = ("black-box", "white-box")
 SCORES = ("margin", "loss")
 CONSISTENT, NOT_MET, NO_EVIDENCE, NO_GUARANTEE = (
     "consistent", "claim not met", "no evidence either way", "no guarantee claimed")
@@ -267,6 +279,113 @@ def membership_test(s0, s1, delta: float, alpha: float) -> MembershipTest:
     )
 
 
+def mu_lower_bound(fp, n0, fn, n1, alpha: float) -> float:
+    """Lower confidence bound on μ of a Gaussian-DP trade-off from one test's error counts.
+
+    A μ-GDP mechanism has FNR ≥ Φ(Φ⁻¹(1 − FPR) − μ) for every test, so
+    ``μ ≥ Φ⁻¹(1 − FPR) − Φ⁻¹(FNR)``; with Clopper–Pearson upper bounds on both
+    rates (confidence 1 − α/2 each) the right side is a lower bound on μ with
+    confidence 1 − α.  Floored at 0.
+
+    >>> round(mu_lower_bound(0, 500, 0, 500, 0.05), 3)   # a perfect test: 2·Φ⁻¹(0.025^(1/500))
+    4.879
+    >>> mu_lower_bound(250, 500, 250, 500, 0.05)
+    0.0
+
+    References: Dong, Roth & Su 2019 (Gaussian DP), Def. 2.6; Nasr et al. 2023, §4.
+    """
+    conf = 1.0 - alpha / 2.0
+    fpr_u = clopper_pearson_upper(fp, n0, conf)
+    fnr_u = clopper_pearson_upper(fn, n1, conf)
+    with np.errstate(divide="ignore"):
+        mu = norm.isf(fpr_u) - norm.ppf(fnr_u)  # Φ⁻¹(1 − FPR_u) − Φ⁻¹(FNR_u)
+    return float(np.maximum(np.nan_to_num(mu, nan=0.0, posinf=0.0, neginf=0.0), 0.0))
+
+
+@dataclass(frozen=True)
+class GdpFit:
+    """The Gaussian-DP reading of a split-half test: μ's lower bound and its ε at δ."""
+
+    threshold: float
+    direction: str
+    false_positives: int
+    false_negatives: int
+    mu_lower_bound: float
+    epsilon: float
+
+
+def gdp_membership_test(s0, s1, delta: float, alpha: float, threshold: float | None = None) -> GdpFit:
+    """Like :func:`membership_test`, for the Gaussian-DP fit.
+
+    With a ``threshold`` fixed in advance (white-box log-likelihood-ratio scores are
+    symmetric about 0 under the claim, so 0 is the claim's equal-error point) every
+    score is counted; otherwise the first halves choose the threshold that
+    maximises the μ bound and the second halves are counted.
+    """
+    from .accounting import gdp_epsilon
+
+    s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
+    if threshold is not None:
+        fp = int(np.sum(s0 > threshold))
+        fn = int(np.sum(s1 <= threshold))
+        mu_lb = mu_lower_bound(fp, s0.size, fn, s1.size, alpha)
+        return GdpFit(float(threshold), "above", fp, fn, mu_lb,
+                      gdp_epsilon(mu_lb, delta) if delta > 0 else math.inf)
+    h0, h1 = s0.size // 2, s1.size // 2
+    if min(h0, h1) < 1:
+        raise ParameterError("the membership test needs at least 2 scores on each side")
+    a, b = s0[:h0], s1[:h1]
+    best = None
+    for direction, sign in (("above", 1.0), ("below", -1.0)):
+        a0, a1 = np.sort(sign * a), np.sort(sign * b)
+        cand = np.unique(np.concatenate([a0, a1]))
+        fp = a0.size - np.searchsorted(a0, cand, side="right")
+        fn = np.searchsorted(a1, cand, side="right")
+        conf = 1.0 - alpha / 2.0
+        up0 = np.asarray(clopper_pearson_upper(np.arange(a0.size + 1), a0.size, conf))
+        up1 = np.asarray(clopper_pearson_upper(np.arange(a1.size + 1), a1.size, conf))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mu = np.nan_to_num(norm.isf(up0[fp]) - norm.ppf(up1[fn]), nan=-np.inf, posinf=-np.inf)
+        i = int(np.argmax(mu))
+        if best is None or mu[i] > best[0]:
+            best = (float(mu[i]), float(sign * cand[i]), direction)
+    _, threshold, direction = best
+    e0, e1 = s0[h0:], s1[h1:]
+    fp = int(np.sum(_judge(e0, threshold, direction)))
+    fn = int(np.sum(~_judge(e1, threshold, direction)))
+    mu_lb = mu_lower_bound(fp, e0.size, fn, e1.size, alpha)
+    return GdpFit(threshold, direction, fp, fn, mu_lb, gdp_epsilon(mu_lb, delta) if delta > 0 else math.inf)
+
+
+def tradeoff_curve(profile, fpr: np.ndarray) -> np.ndarray:
+    """The smallest false-negative rate any test can have at each false-positive rate, for a
+    mechanism that is (ε_i, δ_i)-DP for every pair of ``profile`` (its privacy profile):
+    ``β(α) = max(0, max_i 1 − δ_i − e^{ε_i}α, max_i e^{−ε_i}(1 − δ_i − α))``.
+
+    >>> float(tradeoff_curve([(0.0, 0.0)], np.array([0.3]))[0])   # ε = 0: no test beats chance
+    0.7
+
+    References: Kairouz, Oh & Viswanath 2015, Thm 2.1; Dong, Roth & Su 2019, Prop. 2.12.
+    """
+    fpr = np.asarray(fpr, dtype=float)
+    beta = np.zeros_like(fpr)
+    for eps, dlt in profile:
+        if not math.isfinite(eps):
+            continue
+        beta = np.maximum(beta, 1.0 - dlt - math.exp(min(eps, 700)) * fpr)
+        beta = np.maximum(beta, math.exp(-eps) * (1.0 - dlt - fpr))
+    return np.clip(beta, 0.0, 1.0)
+
+
+def roc_points(s0, s1) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical (FPR, TPR) of "canary present when score > t" over every threshold t."""
+    s0, s1 = np.sort(np.asarray(s0, float)), np.sort(np.asarray(s1, float))
+    t = np.unique(np.concatenate([[-np.inf], s0, s1]))
+    fpr = 1.0 - np.searchsorted(s0, t, side="right") / s0.size
+    tpr = 1.0 - np.searchsorted(s1, t, side="right") / s1.size
+    return fpr, tpr
+
+
 def verdict(epsilon_lb: float, epsilon_target: float, epsilon_certified: float,
             private: bool = True) -> tuple[str, tuple[str, ...]]:
     """(verdict, refuted claims) for an audit; see the module docstring.
@@ -300,13 +419,18 @@ def verdict(epsilon_lb: float, epsilon_target: float, epsilon_certified: float,
 
 @dataclass(frozen=True)
 class Canary:
-    """The record that distinguishes ``D'`` from ``D``: it replaces row ``index``."""
+    """The record that distinguishes ``D'`` from ``D``: it replaces row ``index``.
+
+    ``anti`` (the opposite-pair canary): ``D`` has row ``index`` replaced too, by
+    ``(anti_x, y)``, so the two neighbours pull θ in opposite directions.
+    """
 
     kind: str
     x: np.ndarray  # (d,), ‖x‖ ≤ 1
     y: float
     index: int  # the row of D it replaces
     description: str
+    anti_x: np.ndarray | None = None
 
 
 def make_canary(dataset, canary: str = "lowest-variance", label: float = 1.0, seed: int = 0) -> Canary:
@@ -332,13 +456,18 @@ def make_canary(dataset, canary: str = "lowest-variance", label: float = 1.0, se
         return Canary(canary, x_c, y_c, k, desc)
     pool = np.flatnonzero(y == label) if classification else np.arange(n)
     k = int(rng.choice(pool if pool.size else np.arange(n)))
-    if canary == "lowest-variance":
+    if canary in ("lowest-variance", "opposite-pair"):
         evals, vecs = np.linalg.eigh(X.T @ X / n)
         x_c = vecs[:, 0].copy()
         x_c *= np.sign(x_c[np.argmax(np.abs(x_c))])  # a fixed sign, for reproducibility
         desc = (f"unit vector along the lowest-variance direction of the training features "
                 f"(smallest eigenvalue {evals[0]:.3g} of XᵀX/n), label {label:+g}, replacing "
                 f"training record {k}")
+        if canary == "opposite-pair":
+            desc = ("a pair of records no training record resembles: D has " + desc.replace(
+                "unit vector", "the unit vector −v", 1).replace(", replacing", ", D' the unit vector +v "
+                                                                 "with the same label; both replace", 1))
+            return Canary(canary, x_c, label, k, desc, anti_x=-x_c)
     else:
         x_c = rng.standard_normal(d)
         x_c /= np.linalg.norm(x_c)
@@ -448,6 +577,18 @@ class AuditResult:
     seconds: float
     note: str | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    threat: str = "black-box"
+    epsilon_lower_bound_direct: float = 0.0
+    epsilon_lower_bound_gdp: float | None = None  # only where the scores are Gaussian shifts
+    mu_lower_bound: float | None = None
+    confidence: float = 0.95
+    region: dict[str, Any] = field(default_factory=dict)  # the certified privacy region, drawn
+
+    def roc(self, points: int = 201) -> dict[str, list[float]]:
+        """The attack's empirical ROC on all runs (at most ``points`` points)."""
+        fpr, tpr = roc_points(self.scores_without, self.scores_with)
+        keep = np.unique(np.linspace(0, fpr.size - 1, min(points, fpr.size)).round().astype(int))
+        return {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()}
 
     def to_dict(self, scores: bool = True) -> dict[str, Any]:
         """The command line's JSON record (SPEC §7); infinite ε become ``null`` in ``jsonutil.dumps``."""
@@ -486,6 +627,13 @@ class AuditResult:
             "seconds": self.seconds,
             "note": self.note,
             "warnings": list(self.warnings),
+            "threat": self.threat,
+            "epsilon_lower_bound_direct": self.epsilon_lower_bound_direct,
+            "epsilon_lower_bound_gdp": self.epsilon_lower_bound_gdp,
+            "mu_lower_bound": self.mu_lower_bound,
+            "confidence": self.confidence,
+            "region": self.region,
+            "roc": self.roc(),
             "config": self.config.to_dict(),
         }
         if scores:
@@ -503,15 +651,42 @@ def _run_seeds(seed: int, side: int, trials: int) -> np.ndarray:
     return (2 * int(seed) + side) * int(trials) + np.arange(int(trials))
 
 
+def privacy_region(plan, epsilon_target: float, delta: float, private: bool = True,
+                   points: int = 101) -> dict[str, Any]:
+    """The region no attack can enter: at each false-positive rate α, the largest true-positive
+    rate ``1 − β(α)`` that the certified guarantee (the plan's privacy profile over δ) and the
+    target (ε, δ) allow.  An infinite guarantee leaves every point allowed (the region is empty)."""
+    from .privacy import certify
+
+    fpr = np.concatenate([[0.0], np.geomspace(1e-4, 1.0, points - 1)])
+    out: dict[str, Any] = {"fpr": fpr.tolist()}
+    if not private:
+        out.update(tpr_max_certified=[1.0] * fpr.size, tpr_max_target=None,
+                   note="no guarantee: every (FPR, TPR) is possible, the region is empty")
+        return out
+    deltas = sorted({*np.geomspace(1e-10, 0.5, 16).tolist(), float(delta)})
+    profile = [(certify(plan, d), d) for d in deltas]
+    if all(math.isinf(e) for e, _ in profile):
+        out["tpr_max_certified"] = [1.0] * fpr.size
+        out["note"] = "certified ε = ∞: no guarantee, so nothing is excluded (the region is empty)"
+    else:
+        out["tpr_max_certified"] = (1.0 - tradeoff_curve(profile, fpr)).tolist()
+        out["note"] = ("above the certified curve no attack can go (with the certified guarantee); above "
+                       "the target curve, none if the target were met")
+    out["tpr_max_target"] = (1.0 - tradeoff_curve([(epsilon_target, delta)], fpr)).tolist()
+    return out
+
+
 def audit(
     config: RunConfig,
     trials: int,
     alpha: float = 0.05,
-    canary: str = "lowest-variance",
+    canary: str = "opposite-pair",
     score: str = "margin",
     max_rows: int | None = 5000,
     progress: Callable[[int, int], None] | None = None,
     *,
+    threat: str = "black-box",
     canary_label: float = 1.0,
     chunk_size: int = DEFAULT_CHUNK,
     dataset=None,
@@ -525,10 +700,16 @@ def audit(
     the first and after every chunk, with ``total = 2·trials``.  With more than
     ``max_rows`` training rows the audit runs on a seeded random subsample of
     that many (``note`` says so).  ``dataset``: a user's own data in place of
-    ``config.dataset`` (as for :func:`dpcore.experiment.run`).  See the module
-    docstring for the test, the bound and the verdict.
+    ``config.dataset`` (as for :func:`dpcore.experiment.run`).
 
-    References: Jagielski, Ullman & Oprea 2020, Alg. 2.
+    ``threat="black-box"`` scores the released model on the canary;
+    ``"white-box"`` scores every release along the way (:mod:`dpcore.whitebox`).
+    Two estimators: the direct (ε, δ) bound from Clopper–Pearson rates and, where
+    the two score distributions are Gaussian shifts (white-box audits of
+    Gaussian mechanisms), the Gaussian-DP fit; with both, each runs at α/2 so the
+    reported maximum holds with confidence 1 − α.  See the module docstring.
+
+    References: Jagielski, Ullman & Oprea 2020, Alg. 2; Nasr et al. 2023.
     """
     t_start = time.perf_counter()
     if not isinstance(config, RunConfig):
@@ -537,6 +718,7 @@ def audit(
     alpha = _check("alpha", alpha)
     canary = _check("canary", canary)
     score = _check("score", score)
+    threat = _check("threat", threat)
     chunk_size = _check("chunk_size", chunk_size)
     if max_rows is not None:
         max_rows = _check("max_rows", max_rows)
@@ -553,12 +735,20 @@ def audit(
         problem_d = Problem(dataset=ds, model=model, erm=_LazyErm(model, ds.X_train, ds.y_train))
     else:
         problem_d = load_problem(config, dataset)
-    can = make_canary(problem_d.dataset, canary, canary_label, config.seed)
-    ds_prime = replace_record(problem_d.dataset, can.index, can.x, can.y)
-    problem_dp = Problem(dataset=ds_prime, model=model,
-                         erm=_LazyErm(model, ds_prime.X_train, ds_prime.y_train))
     mechanism.check(problem_d, config)
-    mechanism.check(problem_dp, config)
+    if threat == "white-box":
+        can = None
+        problems = (problem_d,)
+    else:
+        can = make_canary(problem_d.dataset, canary, canary_label, config.seed)
+        ds_prime = replace_record(problem_d.dataset, can.index, can.x, can.y)
+        problem_dp = Problem(dataset=ds_prime, model=model,
+                             erm=_LazyErm(model, ds_prime.X_train, ds_prime.y_train))
+        if can.anti_x is not None:
+            ds0 = replace_record(problem_d.dataset, can.index, can.anti_x, can.y)
+            problem_d = Problem(dataset=ds0, model=model, erm=_LazyErm(model, ds0.X_train, ds0.y_train))
+        mechanism.check(problem_dp, config)
+        problems = (problem_d, problem_dp)
 
     caught: list[str] = []
     message = delta_warning(config.delta, problem_d.n)
@@ -570,20 +760,35 @@ def audit(
         progress(done, total)
     seeds = (_run_seeds(config.seed, 0, trials), _run_seeds(config.seed, 1, trials))
     scores = (np.empty(trials), np.empty(trials))
-    eps_certified, sigma = None, None
+    gauss = (np.empty(trials), np.empty(trials))  # white-box: scores that are Gaussian shifts
+    first = mechanism.run(problem_d, config, BatchRNG([int(seeds[0][0])]))
+    eps_certified, sigma, plan = first.certified(config.delta)[0], first.sigma, first.plan
+    gaussian_scores = False
     with warnings.catch_warnings(record=True) as wlist:
         warnings.simplefilter("always", PrivacyWarning)
         for start in range(0, trials, chunk_size):
             stop = min(trials, start + chunk_size)
-            for side, problem in enumerate((problem_d, problem_dp)):
+            if threat == "white-box":
+                from .whitebox import white_box_scores
+
+                wb = white_box_scores(mechanism, problem_d, config, seeds[0][start:stop].tolist(),
+                                      seeds[1][start:stop].tolist(), seed=config.seed * 100_003 + start)
+                scores[0][start:stop], scores[1][start:stop] = wb.without, wb.with_
+                if wb.gaussian is not None:
+                    for side in (0, 1):
+                        gauss[side][start:stop] = wb.gaussian[side]
+                description, gaussian_scores = wb.description, wb.gaussian is not None
+                done += 2 * (stop - start)
+                if progress is not None:
+                    progress(done, total)
+                continue
+            for side, problem in enumerate(problems):
                 out = mechanism.run(problem, config, BatchRNG(seeds[side][start:stop].tolist()))
                 theta = np.asarray(out.theta, dtype=float)
                 if theta.shape[0] != stop - start:
                     raise ModelError(f"mechanism {mechanism.id!r} returned {theta.shape[0]} runs "
                                      f"for {stop - start} seeds")
                 scores[side][start:stop] = _scores(model, theta, can, score)
-                if side == 0 and eps_certified is None:
-                    eps_certified, sigma = out.certified(config.delta)[0], out.sigma
                 done += stop - start
                 if progress is not None:
                     progress(done, total)
@@ -596,15 +801,22 @@ def audit(
 
     delta = 0.0 if mechanism.notion == "(ε, 0)" else float(config.delta)
     s0, s1 = scores
-    test = membership_test(s0, s1, delta, alpha)
+    gdp = gaussian_scores and delta > 0  # the two score distributions are Gaussian shifts
+    a = alpha / 2 if gdp else alpha
+    test = membership_test(s0, s1, delta, a)
+    fit = gdp_membership_test(*gauss, delta, a, threshold=0.0) if gdp else None
     eps_target = float(config.epsilon) if mechanism.private else math.inf
-    eps_lb = test.epsilon_lower_bound
+    eps_lb = max(test.epsilon_lower_bound, fit.epsilon if fit else 0.0)
     v, refuted = verdict(eps_lb, eps_target, eps_certified, mechanism.private)
     if "certified" in refuted:
         caught.append("the audited lower bound exceeds the certified ε: either the proof or its "
                       f"implementation is wrong, or this is an event of probability ≤ α = {alpha:g}")
     for arr in scores:
         arr.setflags(write=False)
+    if can is None:
+        can_kind, can_desc, can_index, can_label = "white-box", description, -1, float("nan")
+    else:
+        can_kind, can_desc, can_index, can_label = canary, can.description, can.index, can.y
     return AuditResult(
         config=config,
         mechanism_name=mechanism.name,
@@ -619,11 +831,11 @@ def audit(
         delta=delta,
         alpha=alpha,
         trials=trials,
-        score=score,
-        canary=canary,
-        canary_description=can.description,
-        canary_index=can.index,
-        canary_label=can.y,
+        score=score if threat == "black-box" else "log-likelihood ratio",
+        canary=can_kind,
+        canary_description=can_desc,
+        canary_index=can_index,
+        canary_label=can_label,
         threshold=test.threshold,
         direction=test.direction,
         false_positives=test.false_positives,
@@ -638,4 +850,10 @@ def audit(
         seconds=time.perf_counter() - t_start,
         note=note,
         warnings=tuple(caught),
+        threat=threat,
+        epsilon_lower_bound_direct=test.epsilon_lower_bound,
+        epsilon_lower_bound_gdp=fit.epsilon if fit else None,
+        mu_lower_bound=fit.mu_lower_bound if fit else None,
+        confidence=1.0 - alpha,
+        region=privacy_region(plan, eps_target, float(config.delta), mechanism.private),
     )

@@ -121,7 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=_ptype("seed"), default=0)
     s.add_argument("--alpha", type=_ptype("alpha"), default=PARAMS["alpha"].default,
                    help="confidence 1 − α of the bound")
-    s.add_argument("--canary", choices=PARAMS["canary"].constraint.values, default="lowest-variance")
+    s.add_argument("--canary", choices=PARAMS["canary"].constraint.values, default=PARAMS["canary"].default,
+                   help="black-box: the differing record pair")
+    s.add_argument("--threat", choices=PARAMS["threat"].constraint.values, default=PARAMS["threat"].default,
+                   help="black-box: the attacker sees the released model; white-box: every release")
+    s.add_argument("--noise-scale", type=_ptype("noise_scale"), default=1.0,
+                   help="multiply every noise the mechanism draws while claiming the target ε")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("tradeoff", help="local vs central privacy of every mechanism at one ε")
@@ -293,8 +298,8 @@ def _cmd_audit(args) -> Any:
     config = RunConfig(dataset=args.dataset, model=args.model, mechanism=args.mechanism,
                        epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
                        calibration=args.calibration, c=args.c, lam=args.lam, learning_rate=args.lr,
-                       seed=args.seed, repeats=1)
-    res = audit(config, args.trials, alpha=args.alpha, canary=args.canary,
+                       seed=args.seed, repeats=1, noise_scale=args.noise_scale)
+    res = audit(config, args.trials, alpha=args.alpha, canary=args.canary, threat=args.threat,
                 progress=lambda done, total: print(f"[{done}/{total}] runs", file=sys.stderr, flush=True))
     rec = res.to_dict(scores=False)
     if args.json:
@@ -303,8 +308,12 @@ def _cmd_audit(args) -> Any:
     def e(v):
         return "∞" if v is None or v == float("inf") else f"{v:.3g}"
 
+    gdp = rec["epsilon_lower_bound_gdp"]
     return (f"ε target {e(rec['epsilon_target'])}   ε certified {e(rec['epsilon_certified'])}   "
-            f"ε audited (lower bound) {e(rec['epsilon_lower_bound'])}   verdict: {rec['verdict']}")
+            f"ε audited (lower bound, {rec['threat']}, confidence {rec['confidence']:g}) "
+            f"{e(rec['epsilon_lower_bound'])}   [direct {e(rec['epsilon_lower_bound_direct'])}"
+            + (f", Gaussian-DP fit {e(gdp)} (μ ≥ {rec['mu_lower_bound']:.3g})" if gdp is not None else "")
+            + f"]   verdict: {rec['verdict']}")
 
 
 def _cmd_sweep(args) -> Any:

@@ -83,3 +83,37 @@ def target_note(rows: Iterable[dict], *, group: str = "mechanism", target: str =
             parts.append(f"{name} (certified {shown}{', …' if len(set(pts)) > 4 else ''})")
     return ("Ringed points miss their target ε: the noise that ran certifies more than the ε they are "
             "drawn at, so read them as leaking, not as winners — " + "; ".join(parts) + ".")
+
+
+def privacy_region_figure(rec: dict, log_axes: bool = False):
+    """The audit as the hypothesis test it is: the attack's ROC and the region no attack can
+    enter under the certified guarantee (and under the target), from an audit record
+    (:meth:`dpcore.audit.AuditResult.to_dict`)."""
+    import plotly.graph_objects as go
+
+    region, roc = rec["region"], rec["roc"]
+    fig = go.Figure()
+    fpr = region["fpr"]
+    fig.add_trace(go.Scatter(x=fpr, y=[1.0] * len(fpr), mode="lines", line=dict(width=0),
+                             showlegend=False, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=fpr, y=region["tpr_max_certified"], mode="lines", fill="tonexty",
+                             fillcolor="rgba(214,39,40,0.12)", line=dict(color="#d62728", width=2),
+                             name=f"certified ε = {fmt_epsilon(rec['epsilon_certified'])}: no attack above"))
+    if region.get("tpr_max_target") is not None:
+        fig.add_trace(go.Scatter(x=fpr, y=region["tpr_max_target"], mode="lines",
+                                 line=dict(color="#7f7f7f", width=2, dash="dash"),
+                                 name=f"target ε = {fmt_epsilon(rec['epsilon_target'])}, δ = {rec['delta']:g}"))
+    fig.add_trace(go.Scatter(x=roc["fpr"], y=roc["tpr"], mode="lines+markers", marker=dict(size=3),
+                             line=dict(color="#1f77b4", width=2), name=f"this attack ({rec['threat']})"))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#bbbbbb", dash="dot"),
+                             name="guessing"))
+    fig.update_layout(xaxis_title="false-positive rate (says 'in' when the record is out)",
+                      yaxis_title="true-positive rate", legend=dict(orientation="h", y=-0.25),
+                      margin=dict(l=10, r=10, t=30, b=10), title=region.get("note", ""))
+    if log_axes:
+        fig.update_xaxes(type="log", range=[-4, 0])
+        fig.update_yaxes(type="log", range=[-4, 0])
+    else:
+        fig.update_xaxes(range=[0, 1])
+        fig.update_yaxes(range=[0, 1.01])
+    return fig

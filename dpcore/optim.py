@@ -37,6 +37,10 @@ def run_seeds(seed: int, repeats: int) -> list[int]:
 class BatchRNG:
     """One ``numpy.random.Generator`` per run; draws are stacked along axis 0."""
 
+    #: Called with the noise each noisy gradient step released (the released gradient minus the
+    #: clean one), when set: how a white-box audit (dpcore.whitebox) observes an optimiser.
+    observer = None
+
     def __init__(self, seeds: Sequence[int], stream: int = 0):
         self.seeds = [int(s) for s in seeds]
         # ``stream`` separates independent uses of one seed (data split vs noise ...).
@@ -122,7 +126,10 @@ def _trace_points(iterations: int, points: int | None) -> set[int]:
 
 def _noisy_step(model, theta, grad, t, lr, noise_std, grad_hook, rngs):
     if noise_std is not None and np.any(np.asarray(noise_std) > 0):
-        grad = grad + rngs.normal(theta.shape[1], noise_std)
+        noisy = grad + rngs.normal(theta.shape[1], noise_std)
+        if rngs.observer is not None:  # a white-box audit sees the release, knows the clean part
+            rngs.observer(noisy - grad)
+        grad = noisy
     if grad_hook is not None:
         grad = grad_hook(t, grad, rngs)
     step = lr(t) if callable(lr) else lr

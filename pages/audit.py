@@ -4,7 +4,9 @@ import streamlit as st
 from dpcore.audit import audit
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig
+from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
+from dpcore.params import PARAMS
 from pages.common import (
     dataset_picker,
     download_figure,
@@ -20,17 +22,24 @@ from pages.common import (
 )
 
 st.title("Audit: catch a mechanism leaking")
-URL_KEYS = {'au_dataset': 'breast-cancer', 'au_model': 'logreg', 'au_mechanism': 'gradient-dpgd', 'au_epsilon': 1.0, 'au_delta': 1e-05, 'au_cal': 'certified', 'au_c': 1.0, 'au_T': 50, 'au_trials': 500, 'au_canary': 'lowest-variance'}
+URL_KEYS = {'au_dataset': 'breast-cancer', 'au_model': 'logreg', 'au_mechanism': 'gradient-dpgd', 'au_epsilon': 1.0,
+            'au_delta': 1e-05, 'au_cal': 'certified', 'au_c': 1.0, 'au_T': 50, 'au_trials': 500,
+            'au_canary': 'opposite-pair', 'au_threat': 'black-box', 'au_noise': 1.0}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'au_dataset', 'epsilon': 'au_epsilon', 'delta': 'au_delta', 'iterations': 'au_T'}
 shared_settings(SHARED)
 st.markdown(
     "A **certified** ε is a proof; an **audited** ε is evidence. Two neighbouring datasets differ in one "
-    "record, replaced by a *canary*. The mechanism runs many times on each, and a threshold on the "
-    "canary's score tries to tell the two apart. Clopper–Pearson bounds on its error rates give a lower "
-    "bound on the ε actually spent. A correct mechanism is never caught above its certified ε "
-    "(beyond the confidence level α)."
+    "record; the mechanism runs many times on each, and a test tries to tell the two apart. How well it "
+    "can is bounded by ε and δ, so its error rates give a **lower bound** on the ε actually spent: it can "
+    "show that a claim is false, never that it is true."
 )
+LEAKING = dict(au_dataset="breast-cancer", au_model="logreg", au_mechanism="gradient-dpgd", au_epsilon=1.0,
+               au_cal="published", au_c=0.1, au_T=100, au_trials=1000, au_threat="black-box",
+               au_canary="opposite-pair", au_noise=1.0)
+if st.button("Load a leaking setup (DP-GD with the published formula at c = 0.1)", key="au_leak"):
+    st.session_state.update(LEAKING)
+    st.rerun()
 with st.sidebar:
     dataset = dataset_picker("au_dataset")
     model = model_picker(dataset, "au_model")
@@ -43,19 +52,29 @@ with st.sidebar:
     calibration = st.radio("Calibration", cals, horizontal=True, key="au_cal")
     c = param_widget("c", "au_c", label="constant c") if calibration == "published" else 1.0
     T = param_widget("iterations", "au_T", label="iterations T", value=50)
+    noise_scale = param_widget("noise_scale", "au_noise", label="noise scale (1 = as calibrated)")
     st.session_state.setdefault("au_trials", 500)
     trials = st.select_slider("runs per side", [100, 200, 500, 1000, 2000], key="au_trials")
-    canary = st.selectbox("canary", ["lowest-variance", "random-unit", "mislabeled"], key="au_canary")
+    threat = st.radio("Threat model", PARAMS["threat"].constraint.values, key="au_threat", horizontal=True,
+                      help=PARAMS["threat"].help)
+    canary = (st.selectbox("canary pair", PARAMS["canary"].constraint.values, key="au_canary")
+              if threat == "black-box" else PARAMS["canary"].default)
 
+st.caption(
+    "**Black-box**: the attacker sees only the released model and scores a planted record (the canary) "
+    "on it; this is what an outsider can do. **White-box**: the attacker sees every release along the way "
+    "(each noisy gradient, the perturbed records), knows every other record and picks the two differing "
+    "records at the worst case the proof allows; it tests whether the noise that really ran matches the "
+    "calibration's claim.")
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
 if st.button("Run the audit", type="primary", key="au_run"):
     bar = st.progress(0.0, text="starting…")
     try:
         config = RunConfig(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                           iterations=T, calibration=calibration, c=c, repeats=1)
+                           iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale)
         st.session_state["au_result"] = audit(
-            config, trials, canary=canary, dataset=user_dataset(dataset),
+            config, trials, canary=canary, threat=threat, dataset=user_dataset(dataset),
             progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs")).to_dict()
     except DPCoreError as exc:
         st.error(f"{exc}")
@@ -66,17 +85,34 @@ if res:
     c1, c2, c3 = st.columns(3)
     c1.metric("ε target", fmt_eps(res["epsilon_target"]))
     c2.metric("ε certified", fmt_eps(res["epsilon_certified"]))
-    c3.metric("ε audited (lower bound)", fmt_eps(res["epsilon_lower_bound"]))
+    c3.metric(f"ε audited ({res['threat']}, lower bound)", fmt_eps(res["epsilon_lower_bound"]),
+              help=f"holds with confidence {res['confidence']:g}")
     verdict = res["verdict"]
     (st.error if verdict == "claim not met" else st.success if verdict == "consistent" else st.info)(
-        f"Verdict: **{verdict}**")
-    st.caption(f"{res['canary_description']}. {res.get('note') or ''}")
-    fig = go.Figure()
-    fig.add_trace(go.Histogram(x=res["scores"]["without_canary"], name="D (canary absent)", opacity=0.6))
-    fig.add_trace(go.Histogram(x=res["scores"]["with_canary"], name="D' (canary present)", opacity=0.6))
-    if res.get("threshold") is not None:
-        fig.add_vline(x=res["threshold"], line_dash="dot", annotation_text="threshold")
-    fig.update_layout(barmode="overlay", xaxis_title=f"canary score ({res['score']})", yaxis_title="runs",
-                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+        f"Verdict: **{verdict}**" + (f" (refuted: {', '.join(res['refuted'])})" if res["refuted"] else ""))
+    gdp = res["epsilon_lower_bound_gdp"]
+    st.markdown(
+        f"**Two estimators.** *Direct*: upper confidence bounds on the test's false-positive and "
+        f"false-negative rates give ε ≥ {fmt_eps(res['epsilon_lower_bound_direct'])} by the definition "
+        "of (ε, δ)-DP. *Gaussian-DP fit*: where the attack's two score distributions are Gaussian shifts, "
+        "one error-rate pair pins μ from below, read as ε at this δ"
+        + (f": μ ≥ {res['mu_lower_bound']:.3g}, ε ≥ {fmt_eps(gdp)}." if gdp is not None
+           else " (not applicable here).")
+        + f" The bound shown is the larger, at confidence {res['confidence']:g} for both together.")
+    st.caption(f"What was tested: {res['canary_description']}. {res.get('note') or ''}")
+    log_axes = st.toggle("log axes (the small error rates that matter for small δ)", key="au_log")
+    fig = privacy_region_figure(res, log_axes=log_axes)
     st.plotly_chart(fig, width="stretch")
-    download_figure(fig, "audit_scores", "au_dl_fig")
+    st.caption("The shaded area is what the certified guarantee forbids: no attack's ROC can enter it. "
+               "The dashed curve is what the target ε would forbid. The closer the blue ROC comes to "
+               "the red curve, the tighter the audit.")
+    download_figure(fig, "audit_privacy_region", "au_dl_region")
+    hist = go.Figure()
+    hist.add_trace(go.Histogram(x=res["scores"]["without_canary"], name="D (record out)", opacity=0.6))
+    hist.add_trace(go.Histogram(x=res["scores"]["with_canary"], name="D' (record in)", opacity=0.6))
+    if res.get("threshold") is not None:
+        hist.add_vline(x=res["threshold"], line_dash="dot", annotation_text="threshold")
+    hist.update_layout(barmode="overlay", xaxis_title=f"score ({res['score']})", yaxis_title="runs",
+                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+    st.plotly_chart(hist, width="stretch")
+    download_figure(hist, "audit_scores", "au_dl_fig")

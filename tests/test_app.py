@@ -225,7 +225,7 @@ def test_an_upload_works_in_every_view_that_trains():
     at.select_slider(key="au_trials").set_value(100).run()
     at.button(key="au_run").click().run()
     assert not at.exception and not at.error
-    assert "ε audited (lower bound)" in _metrics(at)
+    assert "ε audited (black-box, lower bound)" in _metrics(at)
     at = page("local_central.py")
     assert "synthetic-regression" not in at.selectbox(key="lc_dataset").options  # read in accuracy
     at.selectbox(key="lc_dataset").set_value("upload:mine").run()
@@ -248,8 +248,26 @@ def test_audit_page_runs_and_flags_under_calibration():
     at.button(key="au_run").click().run()
     assert not at.exception
     labels = {m.label: m.value for m in at.metric}
-    assert labels["ε certified"] == "1" and "ε audited (lower bound)" in labels
-    assert len(at.get("plotly_chart")) == 1
+    assert labels["ε certified"] == "1" and "ε audited (black-box, lower bound)" in labels
+    assert len(at.get("plotly_chart")) == 2  # the privacy region with the ROC, and the scores
+
+
+def test_audit_page_white_box_leaking_setup_and_region():
+    """The ready-made leaking setup is caught, and white-box draws the region the certified
+    guarantee forbids next to the attack's ROC."""
+    at = _page("audit.py").run()
+    at.button(key="au_leak").click().run()
+    assert at.radio(key="au_cal").value == "published" and at.select_slider(key="au_c").value == 0.1
+    at.select_slider(key="au_trials").set_value(500).run()
+    at.radio(key="au_threat").set_value("white-box").run()
+    at.button(key="au_run").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Verdict: **claim not met** (refuted: target)"]
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    names = [t.get("name", "") for t in fig["data"]]
+    assert any(n.startswith("certified ε") for n in names) and any(n.startswith("target ε") for n in names)
+    assert any(n.startswith("this attack (white-box)") for n in names)
+    assert any("Gaussian-DP fit" in m.value and "μ ≥" in m.value for m in at.markdown)
 
 
 @pytest.mark.parametrize("page, key, widget, value, shown", [

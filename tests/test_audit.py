@@ -10,6 +10,7 @@ from scipy import stats
 
 import dpcore.audit as audit_mod
 from dpcore import datasets as D
+from dpcore import privacy
 from dpcore.accounting import gdp_delta
 from dpcore.audit import (
     CANARIES,
@@ -18,15 +19,21 @@ from dpcore.audit import (
     choose_threshold,
     clopper_pearson_upper,
     epsilon_lower_bound,
+    gdp_membership_test,
     make_canary,
     membership_test,
+    mu_lower_bound,
+    privacy_region,
     replace_record,
+    roc_points,
+    tradeoff_curve,
     verdict,
 )
 from dpcore.exceptions import DPCoreError, ParameterError
 from dpcore.experiment import RunConfig
 from dpcore.jsonutil import dumps
 from dpcore.mechanisms import REGISTRY
+from dpcore.whitebox import WHITE_BOX_UNAVAILABLE
 
 ALPHA = 0.05
 
@@ -288,3 +295,107 @@ def test_other_models(dataset, model, mechanism, score):
                     lam=1e-3)
     r = audit(cfg, trials=10, score=score, canary_label=1.0)
     assert r.verdict in VERDICTS and r.scores_with.shape == (10,)
+
+
+# -- white-box audits, the Gaussian-DP fit and the privacy region ------------------------------
+
+
+
+def test_gdp_fit_is_a_valid_lower_bound_on_gaussian_pairs():
+    """Scores N(−μ/2, 1) vs N(+μ/2, 1) have exactly the μ-GDP trade-off: over 200 seeded
+    audits the μ bound exceeds the truth at most as often as its confidence allows."""
+    audits, alpha = 200, 0.05
+    allowed = _allowed_failures(audits, alpha)
+    for mu in (0.3, 1.0, 2.5):
+        over = 0
+        for seed in range(audits):
+            rng = np.random.default_rng([seed, 17])
+            s0 = rng.normal(-mu / 2, 1.0, 500)
+            s1 = rng.normal(mu / 2, 1.0, 500)
+            fit = gdp_membership_test(s0, s1, 1e-5, alpha, threshold=0.0)
+            over += fit.mu_lower_bound > mu
+        assert over <= allowed, (mu, over)
+    # and it has power: at μ = 2.5 with 500 scores a side the bound is well above 2
+    rng = np.random.default_rng(3)
+    assert gdp_membership_test(rng.normal(-1.25, 1, 500), rng.normal(1.25, 1, 500), 1e-5, alpha,
+                               threshold=0.0).mu_lower_bound > 2.0
+    assert mu_lower_bound(250, 500, 250, 500, alpha) == 0.0
+
+
+def test_tradeoff_curve_of_a_gaussian_profile_is_the_gaussian_curve():
+    """The privacy profile of μ-GDP, read at many δ, bounds the trade-off from below by the
+    closed form Φ(Φ⁻¹(1 − α) − μ) and gets close to it."""
+    from scipy.stats import norm
+
+    mu = 1.0
+    plan = privacy.gaussian("g", 1.0, 1.0 / mu)
+    profile = [(privacy.certify(plan, d), d) for d in np.geomspace(1e-12, 0.6, 400)]
+    fpr = np.linspace(0.001, 0.999, 200)
+    exact = norm.cdf(norm.isf(fpr) - mu)
+    ours = tradeoff_curve(profile, fpr)
+    assert np.all(ours <= exact + 1e-9)  # never excludes what a real test achieves
+    assert np.max(exact - ours) < 0.02
+    fp, tp = roc_points([0.0, 1.0], [0.5, 2.0])
+    assert fp[0] == tp[0] == 1.0 and fp[-1] == tp[-1] == 0.0
+
+
+def test_white_box_audit_of_dp_gd_is_tight_and_valid():
+    """Certified ε = 2: the white-box audit reads the noise the run drew against the declared
+    sensitivity; the Gaussian-DP fit lands within a factor of about 1.5 (1,000 runs a side)."""
+    r = audit(_cfg("gradient-dpgd", epsilon=2.0), trials=1000, threat="white-box")
+    assert r.threat == "white-box" and r.epsilon_certified == pytest.approx(2.0, rel=1e-6)
+    assert 1.0 <= r.epsilon_lower_bound_gdp <= r.epsilon_lower_bound <= 2.0
+    assert r.verdict == "consistent" and r.refuted == ()
+    rec = json.loads(dumps(r.to_dict(scores=False)))
+    region = rec["region"]
+    assert len(region["fpr"]) == len(region["tpr_max_certified"]) == len(region["tpr_max_target"])
+    assert all(a <= b + 1e-12 for a, b in zip(region["fpr"], region["tpr_max_certified"]))
+    assert rec["roc"]["fpr"][0] == 1.0 and rec["confidence"] == 0.95
+
+
+def test_white_box_never_exceeds_the_certified_epsilon():
+    for mech in ("output-gaussian", "output-bolt-on", "gradient-dpgd", "input-kang", "local-gaussian",
+                 "distributed-wddp", "objective-gaussian", "output-laplace", "local-duchi"):
+        r = audit(_cfg(mech, epsilon=1.0, iterations=10, seed=1), trials=400, threat="white-box")
+        assert r.epsilon_lower_bound <= r.epsilon_certified, mech
+        assert "certified" not in r.refuted
+
+
+# Mechanisms whose noise, scaled by 0.25 under the original claim, a 1,000-run white-box audit
+# cannot catch, and why (the closing note lists them too).
+NOT_CAUGHT = {
+    "objective-chaudhuri": "its certified ε adds the Jacobian slack; the pure part ε' = 2/scale is "
+                           "what the noise shows, and ℓ2-Laplace in d dimensions is hard to audit",
+    "objective-gaussian": "Kifer et al.'s ε is ≈ 5× the Gaussian part's: a quarter of the noise "
+                          "still certifies more privacy in the Gaussian part than the claim",
+    "local-duchi": "the ℓ2-ball mechanism has no continuous noise scale",
+}
+
+
+def _mutation_cases():
+    for mech, cls in REGISTRY.items():
+        if not cls.private or mech in WHITE_BOX_UNAVAILABLE or mech in NOT_CAUGHT:
+            continue
+        yield mech
+
+
+@pytest.mark.parametrize("mechanism", list(_mutation_cases()))
+def test_white_box_audit_catches_a_quarter_of_the_noise(mechanism):
+    cls = REGISTRY[mechanism]
+    cal = "certified" if "certified" in cls.calibrations else cls.calibrations[0]
+    trials = 2000 if cls.family in ("input", "local") else 1000
+    cfg = _cfg(mechanism, epsilon=1.0, calibration=cal, noise_scale=0.25,
+               iterations=5 if cls.family in ("input", "local") else 100)
+    r = audit(cfg, trials=trials, threat="white-box")
+    assert r.verdict == "claim not met" and "target" in r.refuted, (r.epsilon_lower_bound_direct,
+                                                                     r.epsilon_lower_bound_gdp)
+    assert r.epsilon_lower_bound <= r.epsilon_certified  # the certification read the noise that ran
+
+
+def test_white_box_refuses_what_it_cannot_audit_and_an_infinite_region_is_empty():
+    with pytest.raises(ParameterError, match="no white-box audit for input-fukuchi"):
+        audit(_cfg("input-fukuchi"), trials=10, threat="white-box")
+    with pytest.raises(DPCoreError, match="'threat' parameter of audit"):
+        audit(_cfg("gradient-dpgd"), trials=10, threat="grey-box")
+    region = privacy_region(privacy.void("raw"), 1.0, 1e-5)
+    assert "empty" in region["note"] and set(region["tpr_max_certified"]) == {1.0}

@@ -64,6 +64,7 @@ class LocalGaussian(Mechanism):
         plan = record_plan(sigma, label)
         return MechanismOutput(
             theta=theta, sigma=sigma, plan=plan, local_plan=plan,
+            released_data=(Xp, yp) if config.option("keep_data", False) else None,
             extras={"noise": "Gaussian σ on each record's features; RR on labels",
                     "label_epsilon": label.epsilon,
                     "epsilon_features_only": acc.feature_release_epsilon([sigma], config.delta)},
