@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any, Sequence
 
@@ -72,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--repeats", "-R", type=_ptype("repeats"), default=PARAMS["repeats"].default)
     s.add_argument("--seed", type=_ptype("seed"), default=0)
     s.add_argument("--calibration", choices=PARAMS["calibration"].constraint.values, default="certified")
-    s.add_argument("--c", type=_ptype("c"), default=1.0, help="constant c of a published formula")
+    s.add_argument("--c", type=_ptype("c"), default=None,
+                   help="constant c of a published formula (with --calibration published)")
     s.add_argument("--noise-scale", type=_ptype("noise_scale"), default=1.0,
                    help="multiply every noise the mechanism draws (below 1: deliberately too little)")
     s.add_argument("--lam", type=_ptype("lam"), default=None, help="L2 regularisation λ")
@@ -206,14 +208,41 @@ def _cmd_mechanisms(args) -> Any:
     return "\n".join(lines)
 
 
+_RUN_FLAGS = (("clients", "clients"), ("skew", "skew"), ("batch", "batch_size"),
+              ("sample_rate", "sample_rate"), ("clip", "clip_norm"))
+
+
+def _refuse_inapplicable(args) -> None:
+    """A flag that does not apply to the chosen mechanism or dataset is refused, never dropped."""
+    from .datasets import get_spec
+    from .mechanisms import REGISTRY
+
+    spec = get_spec(args.dataset)
+    if not spec.synthetic:
+        for flag in ("d", "noise"):
+            if getattr(args, flag) is not None:
+                raise DPCoreError(f"--{flag} applies to the synthetic datasets only; {args.dataset} is "
+                                  "bundled data (--n takes a seeded subsample of it)")
+    cls = REGISTRY.get(args.mechanism)
+    if cls is not None:
+        for flag, field in _RUN_FLAGS:
+            if getattr(args, flag, None) is not None and field not in cls.settings:
+                reads = ", ".join("--" + f.replace("_", "-") for f, fld in _RUN_FLAGS if fld in cls.settings)
+                raise DPCoreError(f"--{flag.replace('_', '-')} does not apply to {cls.id} "
+                                  f"(it reads {reads or 'none of --clients, --skew, --batch, --sample-rate, --clip'})")
+    if args.c is not None and args.calibration != "published":
+        raise DPCoreError("--c is the constant of a paper's published formula: add --calibration published")
+
+
 def _cmd_run(args) -> Any:
     from .experiment import RunConfig, run
 
+    _refuse_inapplicable(args)
     config = RunConfig(
         dataset=args.dataset, model=args.model, mechanism=args.mechanism,
         epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
-        repeats=args.repeats, seed=args.seed, calibration=args.calibration, c=args.c,
-        noise_scale=args.noise_scale, lam=args.lam, learning_rate=args.lr, batch_size=args.batch,
+        repeats=args.repeats, seed=args.seed, calibration=args.calibration,
+        c=1.0 if args.c is None else args.c, noise_scale=args.noise_scale, lam=args.lam, learning_rate=args.lr, batch_size=args.batch,
         sample_rate=args.sample_rate, clip_norm=args.clip, clients=args.clients,
         skew=args.skew, radius=args.radius, n=args.n, d=args.d, noise=args.noise,
         options=_parse_options(args.option + ([f"label_epsilon={args.label_epsilon}"]
@@ -257,6 +286,9 @@ def _cmd_tradeoff(args) -> Any:
     out = tradeoff(args.dataset, args.epsilon, args.delta, model=args.model,
                    iterations=args.iterations, repeats=args.repeats, seed=args.seed,
                    learning_rate=args.lr, mechanisms=mechs, progress=_progress)
+    if all("error" in r for r in out["rows"]):
+        raise DPCoreError(f"no mechanism could run: {out['rows'][0]['error']}" if out["rows"]
+                          else "no mechanism to run")
     if args.json:
         return out
 
@@ -330,6 +362,9 @@ def _cmd_sweep(args) -> Any:
         raise DPCoreError("sweep needs --preset ID and --out DIR (or --list to see the presets)")
     if args.workers is not None and args.workers < 1:
         raise DPCoreError(f"--workers must be at least 1, got {args.workers}")
+    if args.scheduler is not None and not re.fullmatch(r"(tcp|tls|ws|wss|ucx)://[^\s/:]+:\d{1,5}", args.scheduler):
+        raise DPCoreError(f"--scheduler needs a Dask scheduler address like tcp://10.0.0.5:8786, "
+                          f"got {args.scheduler!r}")
     preset = with_overrides(get_preset(args.preset), args.set)
     try:
         os.makedirs(args.out, exist_ok=True)
@@ -337,6 +372,8 @@ def _cmd_sweep(args) -> Any:
         raise DPCoreError(f"cannot create the output folder {args.out!r}: {exc.strerror}") from None
     rec = run_preset(preset, args.out, quick=args.quick, repeats=args.repeats, max_n=args.max_n,
                      calibration=args.calibration, workers=args.workers, scheduler=args.scheduler, progress=_progress)
+    if rec["tasks"] and len(rec.get("failed_tasks", [])) == rec["tasks"]:
+        raise DPCoreError(f"every one of the {rec['tasks']} tasks failed: {rec['errors'][0]}")
     if args.json:
         return rec
     lines = [f"{preset.id}: {rec['tasks']} tasks ({rec['computed']} computed, {rec['cached']} from the "

@@ -65,6 +65,12 @@ DATA_DIR = Path(os.environ.get("DPCORE_DATA_DIR") or _default_data_dir())
 # A column with more distinct values than this is refused as a categorical
 # (it is almost always an identifier, and one-hot encoding would explode).
 MAX_CATEGORIES = 1000
+# Budgets for user data, checked before anything large is built: one upload must not take
+# the app down for every user.
+MAX_CELL_CHARS = 200
+MAX_ENCODED_COLUMNS = 5000
+MAX_MATRIX_BYTES = 512 * 2**20  # the encoded float64 matrix, training and test together
+MAX_ABS_VALUE = 1e100  # larger numbers cannot be standardised in float64 without overflow
 # A text column whose non-missing values parse as numbers at least this often
 # is taken to be a numeric column with typos, not a categorical one.
 NUMERIC_SHARE = 0.9
@@ -277,17 +283,52 @@ def _column_kinds(
     return num_cols, cat_cols, pd.DataFrame(out, index=df.index)
 
 
+def _short(value: Any) -> str:
+    text = str(value) if isinstance(value, (int, float, np.number)) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+def _check_cells(df: pd.DataFrame) -> None:
+    """No cell longer than :data:`MAX_CELL_CHARS` (names the first one, shortened)."""
+    for col in df.columns:
+        s = df[col]
+        if pd.api.types.is_numeric_dtype(s):
+            continue
+        lengths = s.astype(str).str.len()
+        if (lengths > MAX_CELL_CHARS).any():
+            row = int(np.flatnonzero((lengths > MAX_CELL_CHARS).to_numpy())[0])
+            raise DatasetError(f"column {_short(col)}, row {row + 1}: a cell of {int(lengths.iloc[row]):,} "
+                               f"characters (limit {MAX_CELL_CHARS}): shorten or remove it.")
+
+
+def _check_numbers(feats: pd.DataFrame, num_cols) -> None:
+    """Numeric features must be finite and below :data:`MAX_ABS_VALUE` (names row and column)."""
+    for col in num_cols:
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = pd.to_numeric(feats[col], errors="coerce").astype(float).to_numpy()
+        bad = ~np.isnan(a) & ~(np.abs(a) <= MAX_ABS_VALUE)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise DatasetError(f"column {_short(col)}, row {row + 1}: {_short(feats[col].iloc[row])} is not a "
+                               f"finite number below {MAX_ABS_VALUE:g} in size: fix or remove it.")
+
+
 def _labels(
     y_raw: pd.Series, task: str, positive_class: Any, label_column: str
 ) -> tuple[np.ndarray, str | None]:
     if task == "regression":
-        y = pd.to_numeric(y_raw, errors="coerce")
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = pd.to_numeric(y_raw, errors="coerce").astype(float)
         if y.isna().any():
             idx = int(np.flatnonzero(y.isna().to_numpy())[0])
             raise DatasetError(
-                f"label column {label_column!r} must be numeric for regression; row {idx + 1} "
-                f"holds {y_raw.iloc[idx]!r}."
+                f"label column {_short(label_column)} must be numeric for regression; row {idx + 1} "
+                f"holds {_short(y_raw.iloc[idx])}."
             )
+        if not np.all(np.abs(y.to_numpy()) <= MAX_ABS_VALUE):
+            idx = int(np.flatnonzero(~(np.abs(y.to_numpy()) <= MAX_ABS_VALUE))[0])
+            raise DatasetError(f"label column {_short(label_column)}, row {idx + 1}: {_short(y_raw.iloc[idx])} "
+                               f"is not a finite number below {MAX_ABS_VALUE:g} in size.")
         if y.nunique() < 2:
             raise DatasetError(f"label column {label_column!r} is constant: nothing to learn.")
         return y.to_numpy(dtype=float), None
@@ -376,6 +417,7 @@ def from_dataframe(
     if features.shape[1] == 0:
         raise DatasetError("no feature columns left besides the label.")
     y_raw = df[label_column]
+    _check_cells(df)
     # Blank strings count as missing.
     for col in features.columns:
         if not pd.api.types.is_numeric_dtype(features[col]):
@@ -384,6 +426,16 @@ def from_dataframe(
             if blank.any():
                 features[col] = s.mask(blank)
     num_cols, cat_cols, feats = _column_kinds(features, categorical, numeric)
+    _check_numbers(feats, num_cols)
+    width = len(num_cols) + sum(int(feats[c].nunique(dropna=False)) for c in cat_cols) + int(bias)
+    matrix = len(feats) * width * 8
+    if width > MAX_ENCODED_COLUMNS or matrix > MAX_MATRIX_BYTES:
+        widest = sorted(cat_cols, key=lambda c: -feats[c].nunique())[:3]
+        raise DatasetError(
+            f"one-hot encoding would give {width:,} columns and a {matrix / 2**20:,.0f} MiB matrix "
+            f"(limits: {MAX_ENCODED_COLUMNS:,} columns, {MAX_MATRIX_BYTES // 2**20} MiB): drop or merge "
+            f"categorical columns with many values" + (f", e.g. {', '.join(map(repr, widest))}" if widest else "")
+            + ", or upload fewer rows.")
 
     keep = y_raw.notna().to_numpy().copy()
     if missing == "drop":

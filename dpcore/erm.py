@@ -13,11 +13,11 @@
 
 from __future__ import annotations
 
-import math
-
 import functools
 import hashlib
 import json
+import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,8 @@ from scipy.optimize import brentq, minimize
 from .exceptions import ModelError
 from .jsonutil import write_atomic
 from .models import LinReg, LogReg, MLP, Model
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = ["ErmSolution", "solve_erm", "exact_solution", "set_disk_cache", "disk_cache", "reference_cached",
            "GRAD_TOL"]
@@ -282,14 +284,38 @@ def reference_cached(dataset, model: Model) -> bool:
     return _DISK_CACHE is not None and (_DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json").exists()
 
 
-def _read_solution(path: Path) -> ErmSolution | None:
+def _read_solution(path: Path, dataset, model: Model) -> ErmSolution | None:
+    """A cached solution, only if it still is one: the right schema and shape, finite, and
+    re-checked in one pass over the data (its loss recomputed; its gradient norm within 1e-6
+    of the stored one, or 1e-6 of zero).  Anything else is discarded (and logged) and solved again."""
+    if not path.exists():
+        return None
     try:
         rec = json.loads(path.read_text())
-        return ErmSolution(theta=np.asarray(rec["theta"], dtype=np.float64), loss=rec["loss"],
-                           grad_norm=rec["grad_norm"], iterations=rec["iterations"],
+        if not isinstance(rec, dict):
+            raise ValueError("not a JSON object")
+        theta = np.asarray(rec["theta"], dtype=np.float64)
+        p = model.n_params(dataset.d)
+        if theta.shape != (p,) or not np.all(np.isfinite(theta)):
+            raise ValueError(f"θ of shape {theta.shape}, expected ({p},) and finite")
+        if not isinstance(rec["method"], str) or not isinstance(rec["certified_optimum"], bool):
+            raise ValueError("method / certified_optimum of the wrong type")
+        loss, grad_norm, iterations = float(rec["loss"]), float(rec["grad_norm"]), int(rec["iterations"])
+        X, y = dataset.X_train, dataset.y_train
+        value, grad = model.loss_and_grad(theta[None], X, y)
+        value = float(np.asarray(value).ravel()[0])
+        if model.radius is not None:  # constrained: the projected gradient
+            grad = theta[None] - model.project(theta[None] - grad)
+        actual = float(np.linalg.norm(grad))
+        if not (math.isfinite(loss) and abs(value - loss) <= 1e-9 * max(1.0, abs(value))):
+            raise ValueError(f"stored loss {loss!r}, but θ gives {value!r}")
+        if not actual <= max(1e-6, grad_norm * 10):
+            raise ValueError(f"gradient norm {actual:.3g} at the stored θ: not an optimum")
+        return ErmSolution(theta=theta, loss=value, grad_norm=grad_norm, iterations=iterations,
                            method=rec["method"], certified_optimum=rec["certified_optimum"])
-    except (OSError, ValueError, KeyError):
-        return None  # absent or damaged: solved again, never trusted
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _LOG.warning("discarding the cached ERM solution %s (%s); solving again", path.name, exc)
+        return None
 
 
 @functools.lru_cache(maxsize=32)
@@ -297,7 +323,7 @@ def exact_solution(dataset, model: Model) -> ErmSolution:
     """Cached :func:`solve_erm` on a dataset's training split (in memory, and on disk
     after :func:`set_disk_cache`; floats round-trip exactly through JSON)."""
     path = None if _DISK_CACHE is None else _DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json"
-    sol = None if path is None else _read_solution(path)
+    sol = None if path is None else _read_solution(path, dataset, model)
     if sol is None:
         sol = solve_erm(model, dataset.X_train, dataset.y_train)
         if path is not None:

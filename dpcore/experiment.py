@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -18,8 +19,8 @@ import numpy as np
 
 from . import datasets as _datasets
 from .erm import disk_cache, exact_solution, reference_cached, solve_erm
-from .exceptions import DPCoreError, PrivacyWarning
-from .mechanisms import Problem, get_mechanism
+from .exceptions import DPCoreError, ParameterError, PrivacyWarning
+from .mechanisms import REGISTRY, Problem, get_mechanism, validate_options
 from .metrics import accuracy, optimality_gap, rmse, summarize
 from .models import make_model
 from .optim import BatchRNG, run_seeds
@@ -69,9 +70,15 @@ class RunConfig:
             v = getattr(self, name)
             if v is not None:
                 object.__setattr__(self, name, validate(name, v, owner))
+        object.__setattr__(self, "options", validate_options(self.mechanism, self.options))
 
     def option(self, key: str, default: Any = None) -> Any:
-        return dict(self.options).get(key, default)
+        """A mechanism option: as given, else its declared default, else ``default``."""
+        given = dict(self.options)
+        if key in given:
+            return given[key]
+        declared = REGISTRY[self.mechanism].options.get(key) if self.mechanism in REGISTRY else None
+        return declared.default if declared is not None and declared.default is not None else default
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -238,12 +245,42 @@ def row_norm_warning(X: np.ndarray) -> str | None:
             "‖x‖ ≤ 1, so the stated guarantee does not hold.")
 
 
+#: A run is refused up front when its estimate exceeds these (environment variables override).
+MEMORY_BUDGET = float(os.environ.get("DPCORE_MEMORY_BUDGET", 4 * 2**30))  # bytes
+WORK_BUDGET = float(os.environ.get("DPCORE_WORK_BUDGET", 2e11))  # multiply-adds (≈ 10 minutes)
+
+
+def check_budget(config: RunConfig, dataset, model, mechanism) -> None:
+    """Refuse a run whose memory or work estimate exceeds the budget, saying how to lower it.
+
+    Memory: a few (runs × rows) float64 arrays (margins, their derivatives, the metrics).
+    Work: runs × steps × (rows × parameters + a per-step overhead).
+    """
+    n, d = dataset.n, dataset.d
+    p = model.n_params(d)
+    rows = max(n, dataset.X_test.shape[0])
+    R = config.repeats
+    memory = R * rows * 8 * 4
+    if memory > MEMORY_BUDGET:
+        fit = max(1, int(MEMORY_BUDGET // (rows * 8 * 4)))
+        raise ParameterError(
+            f"{R:,} runs on {rows:,} rows need about {memory / 2**30:.1f} GiB of memory (budget "
+            f"{MEMORY_BUDGET / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): use at most {fit:,} repeats")
+    steps = config.iterations if mechanism.iterative else 1
+    work = R * steps * (n * max(p, d) + 3000)
+    if work > WORK_BUDGET:
+        raise ParameterError(
+            f"{R:,} runs × {steps:,} steps on {n:,} rows are about {work:.1e} operations (budget "
+            f"{WORK_BUDGET:.0e}, DPCORE_WORK_BUDGET, about 10 minutes here): lower the iterations or the repeats")
+
+
 def run(config: RunConfig, dataset=None) -> RunResult:
     """Run ``config.repeats`` batched runs of one mechanism and measure them.
 
     ``dataset`` overrides the registry lookup with the user's own data.
     """
     mechanism = get_mechanism(config.mechanism)
+    check_budget(config, *problem_data(config, dataset), mechanism)  # before the exact ERM's solve
     problem = load_problem(config, dataset)
     mechanism.check(problem, config)
     caught: list[str] = []

@@ -16,7 +16,7 @@ from typing import Any
 
 from .exceptions import ParameterError
 
-__all__ = ["Interval", "Options", "Param", "PARAMS", "validate", "validate_all"]
+__all__ = ["Interval", "Options", "Param", "PARAMS", "BOOL", "check", "validate", "validate_all"]
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,12 @@ def _fmt(x: float) -> str:
 
 
 _P = [
-    Param("epsilon", Interval(float, 0.0, None, "neither"), 1.0,
-          "privacy budget ε (finite, > 0)", 0.01, 10.0, log_scale=True),
-    Param("delta", Interval(float, 0.0, 1.0, "neither"), 1e-5,
-          "privacy parameter δ in (0, 1); keep it below 1/n", 1e-10, 1e-2, log_scale=True),
+    # ε beyond 1000 is no privacy at all and overflows the calibrations (e^ε); below 1e-4
+    # the noise swamps any signal and the sampled-Gaussian accountant's grid explodes.
+    Param("epsilon", Interval(float, 1e-4, 1000.0, "both"), 1.0,
+          "privacy budget ε (from 1e-4 to 1000)", 0.01, 10.0, log_scale=True),
+    Param("delta", Interval(float, 1e-100, 1.0, "left"), 1e-5,
+          "privacy parameter δ in [1e-100, 1); keep it below 1/n", 1e-10, 1e-2, log_scale=True),
     Param("iterations", Interval(int, 1, 1_000_000, "both"), 100,
           "number of optimisation steps T", 1, 5000),
     Param("repeats", Interval(int, 1, 100_000, "both"), 5,
@@ -103,7 +105,7 @@ _P = [
           "Poisson sampling rate q", 1e-4, 1.0, log_scale=True),
     Param("clip_norm", Interval(float, 0.0, None, "neither"), 1.0,
           "per-example gradient clipping norm C", 0.01, 10.0, log_scale=True),
-    Param("c", Interval(float, 0.0, None, "neither"), 1.0,
+    Param("c", Interval(float, 1e-6, 1e6, "both"), 1.0,
           "constant c of a published noise formula", 1e-4, 100.0, log_scale=True),
     Param("clients", Interval(int, 1, None, "both"), 4,
           "number of parties m", 1, 64),
@@ -142,6 +144,9 @@ _P = [
 
 PARAMS: dict[str, Param] = {p.name: p for p in _P}
 
+#: The constraint of an on/off option.
+BOOL = Options((True, False))
+
 
 def validate(name: str, value: Any, owner: str = "dpcore") -> Any:
     """Check ``value`` against the declared constraint of ``name`` and return it.
@@ -150,10 +155,15 @@ def validate(name: str, value: Any, owner: str = "dpcore") -> Any:
     non-finite floats are refused except where the interval is open to infinity
     only by its description (it never admits inf itself).
     """
-    param = PARAMS[name]
+    return check(PARAMS[name], value, owner)
+
+
+def check(param: Param, value: Any, owner: str = "dpcore") -> Any:
+    """:func:`validate` against a given declaration (a mechanism's own options use this)."""
+    name = param.name
     cons = param.constraint
     if isinstance(cons, Options):
-        if not cons.contains(value):
+        if isinstance(value, (dict, list)) or not cons.contains(value):
             raise ParameterError(
                 f"The {name!r} parameter of {owner} must be {cons.describe()}. "
                 f"Got {value!r} instead."

@@ -439,7 +439,7 @@ def with_overrides(preset: Preset, items: Sequence[str]) -> Preset:
     """
     from .datasets import get_spec
     from .mechanisms import get_mechanism
-    from .params import validate
+    from .params import check, validate
 
     changes: dict[str, Any] = {}
     for item in items:
@@ -471,6 +471,13 @@ def with_overrides(preset: Preset, items: Sequence[str]) -> Preset:
             values = [validate("learning_rate", v, "sweep") for v in values]
         elif key == "ns":
             values = [validate("n", v, "sweep") for v in values]
+        elif key == "partition":
+            if not preset.clients:
+                raise ParameterError(f"--set partition applies to the distributed presets (004); "
+                                     f"{preset.id} has no clients")
+            from .mechanisms import REGISTRY
+
+            values = [check(REGISTRY["distributed-wddp"].options["partition"], v, "sweep") for v in values]
         single = key in ("delta", "iterations", "repeats", "clients", "partition")
         if single and len(values) != 1:
             raise ParameterError(f"--set {key} takes one value, got {len(values)}")
@@ -514,6 +521,7 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
         fig.layout.title.text = fig.layout.title.text.replace("<br>", f" ({calibration} calibration)<br>", 1)
     fig.write_html(paths["html"], include_plotlyjs=True, full_html=True)
     errors = sorted({e for e in df.get("error", pd.Series(dtype=object)).dropna()})
+    failed = sorted(set(df.loc[df["error"].notna(), "task"])) if "error" in df else []
     record = {
         "preset": preset.describe(),
         "quick": quick,
@@ -529,6 +537,7 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
         "workers": None if scheduler is not None else (workers or os.cpu_count()),
         "scheduler": None if scheduler is None else str(getattr(scheduler, "scheduler", scheduler)),
         "errors": errors,
+        "failed_tasks": failed,
         "environment": environment(),
         "configs": [{"key": t.key, **json.loads(dumps(t.config.to_dict()))} for t in tasks],
         "outputs": paths,

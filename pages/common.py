@@ -58,13 +58,26 @@ def _select_slider(container, label, options, value, key, fmt):
     """
     current = st.session_state.get(key, value)
     if current not in options:
-        try:  # nearest on a log scale (an option 0 counts as 1e-300)
-            current = min(options, key=lambda o: abs(math.log(max(o, 1e-300))
-                                                     - math.log(max(float(current), 1e-300))))
+        before = current
+        try:  # nearest on a log scale (an option 0 counts as 1e-300; inf goes to the top)
+            target = float(current)
+            if math.isnan(target):
+                raise ValueError("nan")
+            current = options[-1] if math.isinf(target) and target > 0 else min(
+                options, key=lambda o: abs(math.log(max(o, 1e-300)) - math.log(max(target, 1e-300))))
         except (TypeError, ValueError):
             current = value
+        _say_link_changed(key, label, before, fmt(current))
     st.session_state[key] = current
     return container.select_slider(label, options, key=key, format_func=fmt)
+
+
+def _say_link_changed(key: str, label: str, given, used) -> None:
+    """A value from the link that could not be used: say what was used instead (once)."""
+    from_url = st.session_state.get("_from_url", {})
+    if key in from_url:
+        st.warning(f"The link's {label} = {str(from_url.pop(key))[:40]} is out of range or unknown; "
+                   f"using {used}.")
 
 
 def param_widget(name: str, key: str, *, label: str | None = None, container=st, zero: bool = False,
@@ -88,10 +101,15 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
                       | ({0.0} if zero else set()))
         return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}")
     current = st.session_state.get(key, value)
+    before = current
     try:
         current = kind(min(max(kind(current), kind(lo)), kind(hi)))
-    except (TypeError, ValueError):
+        if isinstance(current, float) and math.isnan(current):
+            raise ValueError("nan")
+    except (TypeError, ValueError, OverflowError):
         current = kind(value)
+    if current != before:
+        _say_link_changed(key, label, before, current)
     st.session_state[key] = current
     if kind is int:
         return container.number_input(label, min_value=int(lo), max_value=int(hi), step=1, key=key)
@@ -121,6 +139,14 @@ def dataset_picker(key: str = "dataset", container=st, default: str = "breast-ca
     if task is not None:
         ids = [i for i in ids if dataset_task(i) == task]
     if st.session_state.get(key) not in ids:
+        wanted = st.session_state.get(key)
+        if isinstance(wanted, str) and wanted.startswith(UPLOAD_PREFIX):
+            st.warning(f"The dataset {wanted[len(UPLOAD_PREFIX):]!r} was uploaded in another session (uploads "
+                       f"are never shared or kept): upload it again on the Datasets view. Showing "
+                       f"{dataset_label(default)} meanwhile.")
+            st.session_state.get("_from_url", {}).pop(key, None)
+        else:
+            _say_link_changed(key, "dataset", wanted, dataset_label(default))
         st.session_state[key] = default
     return container.selectbox("Dataset", ids, key=key, format_func=dataset_label)
 
@@ -282,6 +308,7 @@ def restore_from_url(defaults: dict[str, Any]) -> None:
         if key not in st.query_params or key in st.session_state:
             continue
         raw = st.query_params[key]
+        st.session_state.setdefault("_from_url", {})[key] = raw
         try:
             if isinstance(default, bool):
                 value = raw.lower() in ("1", "true", "yes")
@@ -291,7 +318,8 @@ def restore_from_url(defaults: dict[str, Any]) -> None:
                 value = float(raw)
             else:
                 value = raw
-        except ValueError:
+        except (ValueError, OverflowError):
+            st.warning(f"The link's {key} = {raw[:40]!r} is not a number; using the default {default}.")
             continue
         st.session_state[key] = value
 

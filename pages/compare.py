@@ -5,6 +5,7 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiment import RunConfig, epsilon_sweep
 from dpcore.mechanisms import REGISTRY
+from dpcore.params import validate
 from dpcore.models import make_model
 from dpcore.datasets import DATASETS
 from dpcore.presets import PRESETS as PAPER_PRESETS
@@ -34,6 +35,7 @@ restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
 shared_settings(SHARED)
 
+MAX_GRID = 50  # ε values per comparison
 CENTRAL = [m for m, c in REGISTRY.items() if c.family in ("output", "objective", "gradient")]
 
 
@@ -110,14 +112,17 @@ if paper is not None and dataset in paper.datasets:
         st.caption(f"From the preset {paper.id}: " + "; ".join(notes) + ".")
 
 try:
-    epsilons = sorted({float(v) for v in eps_text.replace(";", ",").split(",") if v.strip()})
+    epsilons = sorted({validate("epsilon", float(v), "the ε grid")
+                       for v in eps_text.replace(";", ",").split(",") if v.strip()})
+    if len(epsilons) > MAX_GRID:
+        raise DPCoreError(f"the ε grid has {len(epsilons)} values; at most {MAX_GRID} keep a comparison quick")
     base = RunConfig(dataset=dataset, model=model, delta=delta, iterations=T, repeats=repeats,
                      calibration=calibration, clients=clients, skew=skew, lam=lam, **data_options)
     if not epsilons or any(e <= 0 for e in epsilons):
         raise DPCoreError("the ε grid needs at least one value > 0, e.g. 0.1, 1, 10")
     if not mechs:
         raise DPCoreError("choose at least one mechanism")
-except ValueError as exc:
+except ValueError as exc:  # DPCoreError is one
     st.error(f"Check the settings: {exc}")
     st.stop()
 

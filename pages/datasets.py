@@ -80,9 +80,14 @@ if upload is not None:
         name = st.text_input("Name", upload.name.rsplit(".", 1)[0], key="upload_name")
         if st.button("Add dataset", key="upload_add"):
             try:
+                if name in user_datasets():
+                    raise datasets.DatasetError(f"this session already has a dataset named {name!r}: "
+                                                "give the new one another name")
                 ds = datasets.from_csv(raw, label, positive, task=task, name=name)
             except datasets.DatasetError as exc:
                 st.error(f"{exc}")
+            except Exception as exc:  # a loader failure we did not foresee: say so, keep the app up
+                st.error(f"This file could not be loaded ({type(exc).__name__}); check its values.")
             else:
                 user_datasets()[name] = ds
                 st.success(f"Added '{name}': n = {ds.n}, d = {ds.d}. Pick it in Explore.")

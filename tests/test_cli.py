@@ -45,9 +45,9 @@ def test_datasets_and_mechanisms_json(capsys):
     "args, message",
     [
         (["run", "--dataset", "nope"], "unknown dataset 'nope'"),
-        (["run", "--dataset", "iris", "--epsilon", "0"], "'epsilon' parameter of run must be a float in (0, inf)"),
+        (["run", "--dataset", "iris", "--epsilon", "0"], "'epsilon' parameter of run must be a float in [0.0001, 1000]"),
         (["run", "--dataset", "iris", "--epsilon", "abc"], "'epsilon' parameter"),
-        (["run", "--dataset", "iris", "--delta", "1"], "'delta' parameter of run must be a float in (0, 1)"),
+        (["run", "--dataset", "iris", "--delta", "1"], "'delta' parameter of run must be a float in [1e-100, 1)"),
         (["run", "--dataset", "iris", "--iterations", "0"], "'iterations' parameter"),
         (["run", "--dataset", "iris", "--iterations", "2.5"], "'iterations' parameter"),
         (["run", "--dataset", "iris", "--mechanism", "magic"], "unknown mechanism 'magic'"),

@@ -20,7 +20,7 @@ def test_out_of_range_values_are_refused(name, bad):
 def test_message_form_matches_scikit_learn():
     with pytest.raises(ParameterError) as exc:
         validate("epsilon", -1, "run")
-    assert str(exc.value) == "The 'epsilon' parameter of run must be a float in (0, inf). Got -1 instead."
+    assert str(exc.value) == "The 'epsilon' parameter of run must be a float in [0.0001, 1000]. Got -1 instead."
 
 
 def test_good_values_are_normalised():

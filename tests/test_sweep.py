@@ -110,10 +110,10 @@ def test_auto_delta_is_below_one_over_n():
 
 
 def test_task_key_is_a_content_hash():
-    a = RunConfig(dataset="iris", mechanism="gradient-dpgd", options=(("x", 1), ("y", 2)))
-    b = RunConfig(dataset="iris", mechanism="gradient-dpgd", options=(("y", 2), ("x", 1)))
+    a = RunConfig(dataset="iris", mechanism="input-dbdp-if", options=(("t_local", 5), ("w_min", 0.1)))
+    b = RunConfig(dataset="iris", mechanism="input-dbdp-if", options=(("w_min", 0.1), ("t_local", 5)))
     assert task_key(a) == task_key(b)
-    assert task_key(a) != task_key(RunConfig(dataset="iris", mechanism="gradient-dpgd", epsilon=2.0))
+    assert task_key(a) != task_key(RunConfig(dataset="iris", mechanism="input-dbdp-if", epsilon=2.0))
     with pytest.raises(ValueError, match="twice"):
         run_sweep([Task(a), Task(b)], "/nonexistent-never-created", workers=1)
 

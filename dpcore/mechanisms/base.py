@@ -14,10 +14,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..exceptions import ModelError
+from ..exceptions import ModelError, ParameterError
+from ..params import Param, check
 from ..privacy import NEIGHBOURING, NoisePlan, calibrate, certify  # replace-one (SPEC §1)
 
-__all__ = ["Mechanism", "MechanismOutput", "Problem", "REGISTRY", "register", "get_mechanism"]
+__all__ = ["Mechanism", "MechanismOutput", "Problem", "REGISTRY", "register", "get_mechanism", "declare",
+           "validate_options"]
 
 
 FAMILIES = ("baseline", "output", "objective", "gradient", "input", "local", "distributed")
@@ -100,10 +102,16 @@ class Mechanism:
     description: ClassVar[str] = ""
     formula: ClassVar[str] = ""  # LaTeX of the noise calibration
     heuristic: ClassVar[bool] = False
+    # Does the work grow with the iterations T? (for the run's work budget)
+    iterative: ClassVar[bool] = True
     # The privacy event of the noise plan, in words (mechanisms --json).
     privacy_event: ClassVar[str] = ""
     # Where the published calibration is not what the paper printed, or equals the certified one.
     calibration_note: ClassVar[str] = ""
+    # Mechanism-specific options (``--option KEY=VALUE``), declared like the common settings.
+    options: ClassVar[dict[str, Param]] = {}
+    # The optional common settings this mechanism reads (the command line refuses the others).
+    settings: ClassVar[tuple[str, ...]] = ()
 
     def check(self, problem: Problem, config) -> None:
         """Refuse a model or setting the mechanism cannot handle, saying why."""
@@ -157,9 +165,34 @@ class Mechanism:
             "heuristic": cls.heuristic,
             "privacy_event": cls.privacy_event,
             "calibration_note": cls.calibration_note,
+            "options": [{"name": p.name, "constraint": p.constraint.describe(), "default": p.default,
+                         "help": p.help} for p in cls.options.values()],
+            "settings": list(cls.settings),
             "description": cls.description,
             "formula": cls.formula,
         }
+
+
+def declare(*params: Param) -> dict[str, Param]:
+    """A mechanism's options, by name."""
+    return {p.name: p for p in params}
+
+
+def validate_options(mechanism_id: str, options) -> tuple[tuple[str, Any], ...]:
+    """The options of a run, checked against what ``mechanism_id`` declares (unknown mechanisms
+    pass through: the run reports them); a typo or a value out of range is refused."""
+    cls = REGISTRY.get(mechanism_id)
+    items = dict(options)
+    if cls is None:
+        return tuple(sorted(items.items()))
+    out = {}
+    for key, value in items.items():
+        param = cls.options.get(key)
+        if param is None:
+            known = ", ".join(cls.options) or "none"
+            raise ParameterError(f"unknown option {key!r} for {mechanism_id} (its options: {known})")
+        out[key] = check(param, value, f"{mechanism_id} (option)")
+    return tuple(sorted(out.items()))
 
 
 REGISTRY: dict[str, type[Mechanism]] = {}

@@ -17,6 +17,7 @@ class NonPrivate(Mechanism):
     """
 
     id = "non-private"
+    iterative = False
     name = "Non-private ERM"
     family = "baseline"
     paper = "—"

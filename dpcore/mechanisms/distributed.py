@@ -15,7 +15,8 @@ import numpy as np
 from .. import privacy
 from ..exceptions import DPCoreError, ParameterError
 from ..optim import gradient_descent
-from .base import Mechanism, MechanismOutput, register
+from ..params import Interval, Options, Param
+from .base import Mechanism, MechanismOutput, declare, register
 from .gradient import _bound
 
 __all__ = ["client_sizes", "partition", "DistributedWDDP", "DistributedAvg"]
@@ -108,6 +109,14 @@ def partition(y: np.ndarray, sizes: list[int], seed: int, *, need_both_classes: 
 
 class _Distributed(Mechanism):
     family = "distributed"
+    settings = ("clients", "skew", "clip_norm")
+    options = declare(
+        Param("partition", Options(("two-groups", "random")), "two-groups",
+              "client sizes: two groups with n_max/n_min = skew (seed 004), or random sizes"),
+        Param("min_client_size", Interval(int, 1, None, "both"), None,
+              "smallest client for random sizes (default n/(4m))"),
+        Param("split", Options(SPLITS), "random",
+              "which records each client holds: a random split (the papers'), or stratified by label"))
     models = ("logreg", "linreg", "mlp")
     notion = "(ε, δ)"
     calibrations = ("certified", "published")
@@ -129,13 +138,13 @@ class _Distributed(Mechanism):
         batched run share one federation and differ in their noise."""
         m = config.clients or 4
         u = config.skew or 1.0
-        mode = config.option("partition", "two-groups")
+        mode = config.option("partition")
         sizes = client_sizes(problem.n, m, u, mode=mode, min_size=config.option("min_client_size"),
                              seed=config.seed)
         # A client holding one class is what random splits of skewed federations produce; it is
         # counted (extras), not refused.
         parts = partition(problem.y, sizes, config.seed, need_both_classes=False,
-                          split=config.option("split", "random"))
+                          split=config.option("split"))
         return sizes, parts
 
     def client_plan(self, G: float, n_j: int, T: int, sigma: float) -> privacy.NoisePlan:
@@ -171,8 +180,8 @@ class _Distributed(Mechanism):
                     "client_sigmas": sigmas,
                     "client_epsilons": [privacy.certify(p, delta) for p in client_plans],
                     "weights": w.tolist(), "weighting": self.weighting,
-                    "client_sizes_mode": config.option("partition", "two-groups"),
-                    "split": config.option("split", "random"),
+                    "client_sizes_mode": config.option("partition"),
+                    "split": config.option("split"),
                     "skew_realised": max(sizes) / min(sizes),
                     "single_class_clients": (sum(len(np.unique(problem.y[idx])) < 2 for idx in parts)
                                              if problem.dataset.task == "classification" else 0)},

@@ -9,7 +9,8 @@ import numpy as np
 from .. import accounting as acc
 from .. import privacy
 from ..optim import gradient_descent, sgd
-from .base import Mechanism, MechanismOutput, register
+from ..params import Interval, Param
+from .base import Mechanism, MechanismOutput, declare, register
 
 
 def _bound(problem, config) -> tuple[float, float | None]:
@@ -48,6 +49,7 @@ class GradientDPGD(Mechanism):
     """
 
     id = "gradient-dpgd"
+    settings = ("clip_norm",)
     name = "Noisy gradient descent (DP-GD)"
     family = "gradient"
     paper = "Wang, Ye & Xu 2017"
@@ -132,6 +134,7 @@ class GradientBassily(Mechanism):
     """
 
     id = "gradient-bassily"
+    settings = ("clip_norm",)
     name = "Noisy SGD (Bassily et al.)"
     family = "gradient"
     paper = "Bassily, Smith & Thakurta 2014"
@@ -193,6 +196,7 @@ class GradientDPSGD(Mechanism):
     """
 
     id = "gradient-dpsgd"
+    settings = ("batch_size", "sample_rate", "clip_norm")
     name = "DP-SGD (Abadi et al.)"
     family = "gradient"
     paper = "Abadi et al. 2016"
@@ -242,6 +246,8 @@ class GradientLSSGD(GradientDPSGD):
     """
 
     id = "gradient-lssgd"
+    options = declare(Param("smoothing", Interval(float, 0.0, 1e6, "both"), 1.0,
+                            "strength σ of the Laplacian smoothing A_σ = I − σL (0: plain DP-SGD)"))
     name = "DP-LSSGD (Laplacian smoothing)"
     paper = "Wang et al. 2019 (DP-LSSGD)"
     description = ("DP-SGD with the noisy gradient smoothed by the inverse of I − σL (periodic 1-D "
@@ -250,7 +256,7 @@ class GradientLSSGD(GradientDPSGD):
 
     def run(self, problem, config, rngs):
         q, C, z = self.multiplier(problem, config)
-        s = float(config.option("smoothing", 1.0))
+        s = float(config.option("smoothing"))
         out = _sampled_run(self, problem, config, rngs, sample_rate=q, clip=C, z=z,
                            lr=config.learning_rate,
                            grad_hook=lambda t, g, r: laplacian_smoothing(g, s))

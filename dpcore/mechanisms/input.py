@@ -34,7 +34,8 @@ from .. import privacy
 from ..erm import quadratic_ball
 from ..exceptions import ModelError, ParameterError
 from ..optim import gradient_descent, sgd
-from .base import Mechanism, MechanismOutput, register
+from ..params import BOOL, Interval, Options, Param
+from .base import Mechanism, MechanismOutput, declare, register
 
 # Keep per-run perturbed copies of the data below this many floats at once.
 _GROUP_FLOATS = 20_000_000
@@ -136,8 +137,19 @@ _RECORD_EVENT = ("each record released once: its features with Gaussian noise (r
                  "the model is post-processing (local ε = central ε). Raw labels: no guarantee")
 
 
+LABEL_EPSILON = Param("label_epsilon", Interval(float, 0.0, 50.0, "right"), None,
+                      "budget ε_y for the labels (randomized response, or Gaussian noise on a real target); "
+                      "default ε/2 in certified mode, raw labels in published mode")
+KEEP_DATA = Param("keep_data", BOOL, False, "keep the released records (D_priv) in the output")
+FEATURE_SIGMA = Param("sigma", Interval(float, 1e-3, 1e6, "both"), None,
+                      "a fixed feature noise σ instead of the calibration's (its certified ε is reported)")
+
+
 class _InputBase(Mechanism):
     family = "input"
+    options = declare(LABEL_EPSILON, KEEP_DATA, FEATURE_SIGMA,
+                      Param("debias_labels", BOOL, True,
+                            "debias the logistic loss for randomized-response flips (Natarajan et al. 2013)"))
     notion = "(ε, δ)"
     calibrations = ("certified", "published")
     models = ("logreg", "linreg", "mlp")
@@ -179,7 +191,7 @@ class _InputBase(Mechanism):
     def run(self, problem, config, rngs):
         label = self.label(problem, config, config.noise_scale)
         sigma = self.noise(problem, config)
-        debias = bool(config.option("debias_labels", True))
+        debias = bool(config.option("debias_labels"))
         thetas, traces, released = [], [], ([], [])
         for sub in groups(rngs, problem.n, problem.d):
             Xp = perturb_features(problem.X, sigma, sub)
@@ -222,6 +234,9 @@ class InputKang(_InputBase):
     """
 
     id = "input-kang"
+    options = {**_InputBase.options, **declare(Param(
+        "variant", Options(("strongly-convex", "pl")), None,
+        "published noise: Thm 1 (λ-strongly convex) or Thm 3 (PL); default by λ"))}
     name = "Input perturbation + GD (Kang et al.)"
     paper = "seed 001: Kang et al., Input Perturbation (Alg. 1, Thm 1/3)"
     description = ("Add N(0, σ²) to every record's features once, then run full-batch GD on the "
@@ -257,6 +272,7 @@ class InputDBDP(_InputBase):
     """
 
     id = "input-dbdp"
+    settings = ("batch_size",)
     name = "Data-perturbation DP-ERM (DBDP-SGD)"
     paper = "seed 002: Kang et al., DBDP-ERM (Alg. 1, Thm 1)"
     description = ("Perturb every record once (D_priv), then mini-batch SGD with sampling rate "
@@ -315,6 +331,12 @@ class InputDBDPInfluence(Mechanism):
     """
 
     id = "input-dbdp-if"
+    options = declare(
+        LABEL_EPSILON, KEEP_DATA,
+        Param("t_local", Interval(int, 1, 10_000, "both"), 10, "local SGD steps per global round"),
+        Param("normalize", BOOL, False, "divide the selection's norm by √d"),
+        Param("w_min", Interval(float, 0.0, 1e6, "neither"), 0.01,
+              "floor I of ‖∇x∇θ ℓ‖ in σ_t (the paper assumes w_t ≥ I > 0)"))
     name = "DBDP with influence-function selection (heuristic)"
     family = "input"
     paper = "seed 002: Kang et al., DBDP-ERM (Alg. 2)"
@@ -334,10 +356,10 @@ class InputDBDPInfluence(Mechanism):
         model, n, d = problem.model, problem.n, problem.d
         R = len(rngs)
         T = config.iterations
-        T_local = int(config.option("t_local", 10))
+        T_local = int(config.option("t_local"))
         rounds = max(1, math.ceil(T / T_local))
-        normalize = bool(config.option("normalize", False))
-        w_min = float(config.option("w_min", 0.01))
+        normalize = bool(config.option("normalize"))
+        w_min = float(config.option("w_min"))
         eps, delta = config.epsilon, config.delta
         eps_y = config.option("label_epsilon")
         eps_y = None if eps_y is None else float(eps_y)
@@ -439,6 +461,12 @@ class InputFukuchi(Mechanism):
     """
 
     id = "input-fukuchi"
+    iterative = False
+    options = declare(
+        Param("radius", Interval(float, 0.0, 1e6, "neither"), 1.0,
+              "radius η of the parameter ball for logistic regression (linreg uses --radius)"),
+        Param("Delta", Interval(float, 0.0, None, "neither"), None,
+              "Alg. 2's regulariser Δ (> 2λ/ε); default 4λ/ε + nλ"))
     name = "Input perturbation of (q, p) (Fukuchi et al.)"
     family = "input"
     paper = "seed 003: Fukuchi, Tran & Sakuma 2017 (Alg. 1–2)"

@@ -11,8 +11,9 @@ from .. import accounting as acc
 from .. import privacy
 from ..erm import solve_erm
 from ..exceptions import ParameterError
-from .base import Mechanism, MechanismOutput, register
-from .input import _RECORD_EVENT, label_release, perturb_features, record_plan, release_labels
+from .base import Mechanism, MechanismOutput, declare, register
+from .input import (KEEP_DATA, LABEL_EPSILON, _RECORD_EVENT, label_release, perturb_features, record_plan,
+                    release_labels)
 
 
 @register
@@ -28,6 +29,8 @@ class LocalGaussian(Mechanism):
     """
 
     id = "local-gaussian"
+    iterative = False
+    options = declare(LABEL_EPSILON, KEEP_DATA)
     name = "Local Gaussian + randomized response"
     family = "local"
     paper = "Gaussian mechanism per record (Balle & Wang 2018) + randomized response"
@@ -75,8 +78,8 @@ def duchi_radius(r: float, epsilon: float, d: int) -> float:
     """B of the ℓ2-ball mechanism: r·(e^ε+1)/(e^ε−1)·√π·Γ((d+1)/2)/Γ(d/2) — makes it unbiased."""
     if d < 1:
         raise ParameterError("the ℓ2-ball mechanism needs dimension d ≥ 1")
-    return r * (math.exp(epsilon) + 1) / math.expm1(epsilon) * math.sqrt(math.pi) * math.exp(
-        gammaln((d + 1) / 2) - gammaln(d / 2))
+    # (e^ε + 1)/(e^ε − 1) = coth(ε/2), which does not overflow for large ε
+    return r / math.tanh(epsilon / 2) * math.sqrt(math.pi) * math.exp(gammaln((d + 1) / 2) - gammaln(d / 2))
 
 
 def duchi_privatize(v: np.ndarray, r: float, epsilon: float, rngs) -> np.ndarray:
@@ -100,7 +103,7 @@ def duchi_privatize(v: np.ndarray, r: float, epsilon: float, rngs) -> np.ndarray
     p_plus = 0.5 + np.minimum(norms, r) / (2 * r)
     coins = np.array([g.random() for g in rngs])
     u = np.where((coins < p_plus)[:, None], u, -u)
-    same_side = np.array([g.random() for g in rngs]) < math.exp(epsilon) / (1 + math.exp(epsilon))
+    same_side = np.array([g.random() for g in rngs]) < 1.0 / (1.0 + math.exp(-epsilon))  # e^ε/(1+e^ε)
     z = np.stack([g.standard_normal(d) for g in rngs])
     z /= np.linalg.norm(z, axis=1, keepdims=True)
     side = np.sign(np.sum(z * u, axis=1))
@@ -122,6 +125,7 @@ class LocalDuchi(Mechanism):
     """
 
     id = "local-duchi"
+    iterative = False
     name = "Local SGD with the ℓ2-ball mechanism (Duchi et al.)"
     family = "local"
     paper = "Duchi, Jordan & Wainwright 2013/2018"

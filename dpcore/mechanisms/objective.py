@@ -36,6 +36,7 @@ class ObjectiveChaudhuri(Mechanism):
     """
 
     id = "objective-chaudhuri"
+    iterative = False
     name = "Objective perturbation (Chaudhuri et al.)"
     family = "objective"
     paper = "Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2"
@@ -117,6 +118,7 @@ class ObjectiveGaussian(Mechanism):
     """
 
     id = "objective-gaussian"
+    iterative = False
     name = "Objective perturbation (Gaussian, Kifer et al.)"
     family = "objective"
     paper = "Kifer, Smith & Thakurta 2012"

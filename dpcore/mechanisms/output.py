@@ -39,6 +39,7 @@ class OutputLaplace(Mechanism):
     """
 
     id = "output-laplace"
+    iterative = False
     name = "Output perturbation (Laplace / Gamma-norm)"
     family = "output"
     paper = "Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1"
@@ -198,6 +199,7 @@ class OutputBoltOn(Mechanism):
     """
 
     id = "output-bolt-on"
+    settings = ("batch_size",)
     name = "Bolt-on output perturbation (permutation SGD)"
     family = "output"
     paper = "Wu et al. 2017 (bolt-on DP-SGD); seed 002 baseline"

@@ -1,0 +1,223 @@
+"""Bad input of every kind: a clear one-line error, never a traceback, a hang or a silent wrong
+answer — on the command line, in the loaders, in the ERM cache and in the app's links.
+
+Every command-line case runs in-process under a time limit; a case that needs longer fails.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dpcore import datasets, erm
+from dpcore.cli import main
+from dpcore.exceptions import DatasetError
+from dpcore.models import make_model
+
+ROOT = Path(__file__).resolve().parent.parent
+BC = ["--dataset", "breast-cancer"]
+
+
+@contextmanager
+def time_limit(seconds: float):
+    def _raise(signum, frame):
+        raise TimeoutError(f"no answer within {seconds} s (a hang)")
+
+    old = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# (arguments, a fragment of the one-line message)
+BAD_CLI = [
+    # exit 1 ("internal error") before
+    (["run", *BC, "--mechanism", "gradient-dpgd", "--epsilon", "1e308"], "'epsilon' parameter"),
+    (["run", *BC, "--mechanism", "gradient-lssgd", "--option", "smoothing=abc"], "'smoothing' parameter"),
+    (["run", *BC, "--mechanism", "input-kang", "--option", "sigma=NaN"], "'sigma' parameter"),
+    (["run", *BC, "--mechanism", "input-kang", "--option", "sigma=x"], "'sigma' parameter"),
+    (["run", *BC, "--mechanism", "input-kang", "--option", "sigma=1e-9"], "'sigma' parameter"),
+    (["run", *BC, "--mechanism", "input-dbdp-if", "--calibration", "published", "--option", "label_epsilon=-1"],
+     "'label_epsilon' parameter"),
+    (["run", *BC, "--mechanism", "input-dbdp-if", "--calibration", "published", "--option", "t_local=0"],
+     "'t_local' parameter"),
+    (["run", *BC, "--mechanism", "input-kang", "--option", 'sigma={"a": 1}'], "'sigma' parameter"),
+    (["run", *BC, "--mechanism", "gradient-dpsgd", "--calibration", "published", "--c", "1e300"], "'c' parameter"),
+    (["run", "--dataset", "adult", "-R", "100000"], "GiB of memory"),
+    (["sweep", "--preset", "003-fig2", "--out", "{tmp}", "--scheduler", "not-a-url"], "--scheduler needs"),
+    # a hang before
+    (["run", *BC, "--mechanism", "input-fukuchi", "--option", "radius=-5"], "'radius' parameter"),
+    (["run", "--dataset", "adult", "--mechanism", "gradient-dpgd", "-T", "1000000"], "operations"),
+    # exit 0 on nonsense before
+    (["run", *BC, "--mechanism", "gradient-dpgd", "--d", "5"], "--d applies to the synthetic"),
+    (["run", *BC, "--mechanism", "gradient-dpgd", "--noise", "0.1"], "--noise applies to the synthetic"),
+    (["run", *BC, "--mechanism", "gradient-dpgd", "--clients", "3"], "--clients does not apply"),
+    (["run", *BC, "--mechanism", "gradient-dpgd", "--skew", "2"], "--skew does not apply"),
+    (["run", *BC, "--mechanism", "gradient-dpgd", "--batch", "5"], "--batch does not apply"),
+    (["run", *BC, "--mechanism", "gradient-dpgd", "--label-epsilon", "0.5"], "unknown option 'label_epsilon'"),
+    (["run", *BC, "--mechanism", "gradient-dpgd", "--c", "2"], "--calibration published"),
+    (["run", *BC, "--mechanism", "gradient-dpgd", "--option", "foo=1"], "unknown option 'foo'"),
+    (["run", *BC, "--mechanism", "gradient-lssgd", "--option", "smoothing=-0.25"], "'smoothing' parameter"),
+    (["run", *BC, "--mechanism", "input-kang", "--option", "sigma=-1"], "'sigma' parameter"),
+    (["run", *BC, "--mechanism", "input-dbdp-if", "--calibration", "published", "--option", "w_min=-1"],
+     "'w_min' parameter"),
+    (["tradeoff", *BC, "--model", "linreg"], "classification"),
+    (["sweep", "--preset", "003-fig2", "--out", "{tmp}", "--quick", "--set", "partition=bogus"],
+     "partition applies to the distributed presets"),
+    (["sweep", "--preset", "004-fig1", "--out", "{tmp}", "--quick", "--set", "partition=bogus"],
+     "'partition' parameter"),
+    # and the classics
+    (["run", "--dataset", "nope"], "unknown dataset"),
+    (["run", *BC, "--mechanism", "nope"], "unknown mechanism"),
+    (["run", *BC, "--epsilon", "0"], "'epsilon' parameter"),
+    (["run", *BC, "--delta", "1"], "'delta' parameter"),
+    (["run", *BC, "-T", "0"], "'iterations' parameter"),
+    (["audit", *BC, "--mechanism", "input-fukuchi", "--threat", "white-box", "--trials", "10"],
+     "no white-box audit"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_CLI, ids=[" ".join(a)[:60] for a, _ in BAD_CLI])
+def test_bad_command_line_input_gets_exit_2_and_one_line(argv, message, capsys, tmp_path):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    with time_limit(60):
+        code = main(argv)
+    out = capsys.readouterr()
+    lines = [ln for ln in out.err.strip().splitlines() if not ln.startswith("[")]  # progress lines
+    assert code == 2, (code, out.err)
+    assert out.out == "" and len(lines) == 1 and message in lines[0], lines
+    assert "Traceback" not in out.err and len(lines[0]) < 400
+
+
+GOOD_JSON = [
+    ["run", *BC, "--mechanism", "input-dbdp-if", "--calibration", "published", "-T", "20", "--json"],
+    ["run", *BC, "--mechanism", "local-duchi", "--epsilon", "1000", "--json"],
+    ["run", *BC, "--mechanism", "gradient-dpsgd", "--epsilon", "1e-4", "-T", "10", "--json"],
+    ["run", *BC, "--mechanism", "distributed-wddp", "--clients", "3", "--skew", "2", "--option", "split=stratified",
+     "--json"],
+    ["audit", *BC, "--mechanism", "non-private", "--trials", "20", "--json"],
+]
+
+
+def _strict(text: str):
+    def refuse(token):
+        raise ValueError(f"non-strict JSON token {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("argv", GOOD_JSON, ids=[" ".join(a)[:60] for a in GOOD_JSON])
+def test_extreme_but_valid_input_runs_and_prints_strict_json(argv, capsys):
+    with time_limit(120):
+        assert main(argv) == 0
+    rec = _strict(capsys.readouterr().out)
+    assert isinstance(rec, dict)
+
+
+# -- loaders ------------------------------------------------------------------------------------
+
+BAD_CSV = [
+    ("a,b,label\n1,2,yes\ninf,3,no\n4,5,yes\n6,7,no\n", "classification", "column 'a', row 2: inf"),
+    ("a,label\n" + "1" * 400 + ",yes\n2,no\n3,yes\n4,no\n", "classification", "400 characters"),
+    ("a,y\n1,1e308\n2,3\n3,4\n4,5\n", "regression", "row 1: 1e+308"),
+    ("a,y\n1,inf\n2,3\n3,4\n4,5\n", "regression", "row 1: inf"),
+    ("a,y\n1,-inf\n2,3\n3,4\n4,5\n", "regression", "row 1: -inf"),
+    ("a,label\n" + "x" * 2_000_000 + ",yes\nb,no\nc,yes\nd,no\n", "classification", "2,000,000 characters"),
+    ("a,label\n1,yes\n2,yes\n", "classification", "only one class"),
+    ("", "classification", "empty"),
+]
+
+
+@pytest.mark.parametrize("text, task, message", BAD_CSV, ids=[m for *_, m in BAD_CSV])
+def test_bad_uploads_are_refused_with_the_row_and_column(text, task, message):
+    label = "y" if task == "regression" else "label"
+    with pytest.raises(DatasetError) as info:
+        datasets.from_csv(text.encode(), label, None if task == "regression" else "yes", task=task)
+    assert message in str(info.value) and len(str(info.value)) < 300
+
+
+def test_an_upload_too_wide_to_encode_is_refused_before_it_is_built():
+    """20,000 rows × 40 text columns of 999 values each (every column under the 1,000-category
+    limit) would be a 6 GB one-hot matrix; it is refused from the column counts alone."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({f"c{j}": np.char.add("v", rng.integers(0, 999, 20000).astype(str)) for j in range(40)})
+    df["label"] = rng.integers(0, 2, 20000)
+    with time_limit(20), pytest.raises(DatasetError, match="one-hot encoding would give 39,961 columns"):
+        datasets.from_dataframe(df, "label", 1)
+
+
+# -- the ERM cache ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def erm_cache(tmp_path):
+    old = erm.set_disk_cache(tmp_path / "erm")
+    erm.exact_solution.cache_clear()
+    yield tmp_path / "erm"
+    erm.set_disk_cache(old)
+    erm.exact_solution.cache_clear()
+
+
+def test_a_damaged_erm_cache_is_discarded_and_solved_again(erm_cache, caplog):
+    ds, model = datasets.load("breast-cancer"), make_model("logreg")
+    good = erm.exact_solution(ds, model)
+    path = next(erm_cache.glob("erm-*.json"))
+    rec = json.loads(path.read_text())
+    damaged = [[], None, "x", {**rec, "theta": rec["theta"][:-1]}, {**rec, "loss": "x"}, {**rec, "loss": -5},
+               {**rec, "loss": float("nan")}, {**rec, "theta": [0.0] * len(rec["theta"])},
+               {**rec, "method": 3}, {k: v for k, v in rec.items() if k != "grad_norm"}]
+    for bad in damaged:
+        path.write_text(json.dumps(bad))
+        erm.exact_solution.cache_clear()
+        sol = erm.exact_solution(ds, model)
+        assert np.array_equal(sol.theta, good.theta) and sol.loss == good.loss, bad
+    assert sum("discarding the cached ERM solution" in r.message for r in caplog.records) == len(damaged)
+    path.write_text("{not json")
+    erm.exact_solution.cache_clear()
+    assert erm.exact_solution(ds, model).loss == good.loss
+
+
+# -- the app's links ----------------------------------------------------------------------------
+
+
+def _page(name: str) -> AppTest:
+    return AppTest.from_file(str(ROOT / "pages" / name), default_timeout=120)
+
+
+@pytest.mark.parametrize("key, value, said, used", [
+    ("ex_epsilon", "-1", "ε (privacy budget) = -1", "0.01"),
+    ("ex_epsilon", "inf", "= inf", "10"),
+    ("ex_epsilon", "nan", "= nan", "1"),
+    ("ex_T", "10000000", "iterations T = 10000000", None),
+    ("ex_epsilon", "abc", "is not a number", None),
+    ("ex_dataset", "upload:mine", "uploaded in another session", None),
+    ("ex_dataset", "no-such-data", "dataset = no-such-data", None),
+])
+def test_a_tampered_link_says_what_it_changed(key, value, said, used):
+    at = _page("explore.py")
+    at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    assert said in warnings, warnings
+    if used is not None:
+        assert f"using {used}" in warnings
+
+
+def test_a_huge_epsilon_grid_value_in_compare_is_an_error_not_a_traceback():
+    at = _page("compare.py")
+    at.query_params["cmp_eps"] = "1e308"
+    at.run()
+    assert not at.exception and any("'epsilon' parameter" in e.value for e in at.error)
+    at.text_input(key="cmp_eps").set_value(", ".join(str(0.01 * k) for k in range(1, 80))).run()
+    assert not at.exception and any("at most 50" in e.value for e in at.error)
