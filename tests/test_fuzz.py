@@ -221,3 +221,19 @@ def test_a_huge_epsilon_grid_value_in_compare_is_an_error_not_a_traceback():
     assert not at.exception and any("'epsilon' parameter" in e.value for e in at.error)
     at.text_input(key="cmp_eps").set_value(", ".join(str(0.01 * k) for k in range(1, 80))).run()
     assert not at.exception and any("at most 50" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("content", ["[]", "null", '{"theta": "x"}', "{broken"])
+def test_explore_survives_a_damaged_erm_cache(content):
+    """Valid JSON of the wrong structure used to crash Explore's default view on every load."""
+    at = _page("explore.py").run()
+    assert not at.exception
+    folder = erm.disk_cache()
+    files = list(folder.glob("erm-*.json")) if folder is not None else []
+    assert files, "Explore keeps its exact solutions on disk"
+    for f in files:
+        f.write_text(content)
+    erm.exact_solution.cache_clear()
+    at = _page("explore.py").run()
+    assert not at.exception and not at.error
+    assert any(m.label == "ε certified" for m in at.metric)
