@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -92,8 +93,28 @@ _CLASSICAL = ("The papers use the classical Gaussian mechanism σ = Δ√(2 ln(1
               "ε < 1); certified calibrates σ with the analytic Gaussian, exact for every ε.")
 
 
+class _GaussianOutput(Mechanism):
+    """One Gaussian release of a trained vector of declared sensitivity; the papers' classical σ
+    published, the analytic Gaussian certified."""
+
+    released: ClassVar[str] = ""
+
+    @staticmethod
+    def sensitivity(problem, config) -> float:
+        raise NotImplementedError
+
+    def plan(self, problem, config, sigma):
+        return privacy.gaussian(self.released, self.sensitivity(problem, config), sigma)
+
+    def published_noise(self, problem, config):
+        return privacy.classical_gaussian_sigma(self.sensitivity(problem, config), config.epsilon,
+                                                config.delta)
+
+    calibration_start = published_noise
+
+
 @register
-class OutputGaussian(Mechanism):
+class OutputGaussian(_GaussianOutput):
     """Gaussian output perturbation after T steps of GD (Zhang et al. 2017; seed 001's baseline).
 
     From a fixed start with step η ≤ 1/β, the T-th iterate has replace-one
@@ -122,21 +143,14 @@ class OutputGaussian(Mechanism):
         super().check(problem, config)
         require_strong_convexity(self, problem)
 
+    released = "the T-th GD iterate"
+
     @staticmethod
     def sensitivity(problem, config) -> float:
         model = problem.model
         step, _ = _gd_step(model, config)
         return (2.0 * model.lipschitz / (problem.n * model.lam)
                 * (1.0 - (1.0 - step * model.lam) ** config.iterations))
-
-    def plan(self, problem, config, sigma):
-        return privacy.gaussian("the T-th GD iterate", self.sensitivity(problem, config), sigma)
-
-    def published_noise(self, problem, config):
-        return privacy.classical_gaussian_sigma(self.sensitivity(problem, config), config.epsilon,
-                                                config.delta)
-
-    calibration_start = published_noise
 
     def run(self, problem, config, rngs):
         step, clamped = _gd_step(problem.model, config)
@@ -184,7 +198,7 @@ def bolt_on_batches(n: int, batch_size: int | None) -> tuple[int, int]:
 
 
 @register
-class OutputBoltOn(Mechanism):
+class OutputBoltOn(_GaussianOutput):
     """Bolt-on output perturbation of permutation SGD (Wu et al. 2017; seed 002's baseline).
 
     Whole passes of permutation-based mini-batch SGD with
@@ -217,19 +231,12 @@ class OutputBoltOn(Mechanism):
         super().check(problem, config)
         require_strong_convexity(self, problem)
 
+    released = "the last SGD iterate"
+
     @staticmethod
     def sensitivity(problem, config) -> float:
         k, b_min = bolt_on_batches(problem.n, config.batch_size)
         return 2.0 * problem.model.lipschitz / (problem.model.lam * k * b_min)
-
-    def plan(self, problem, config, sigma):
-        return privacy.gaussian("the last SGD iterate", self.sensitivity(problem, config), sigma)
-
-    def published_noise(self, problem, config):
-        return privacy.classical_gaussian_sigma(self.sensitivity(problem, config), config.epsilon,
-                                                config.delta)
-
-    calibration_start = published_noise
 
     def run(self, problem, config, rngs):
         model = problem.model
