@@ -19,9 +19,9 @@ table = pd.DataFrame(
             "id": s.id,
             "name": s.name,
             "task": s.task,
-            "n (train)": "any" if s.synthetic else s.n_train,
-            "n (test)": "any" if s.synthetic else s.n_test,
-            "d": "any" if s.synthetic else s.d,
+            "n (train)": "any" if s.synthetic else f"{s.n_train:,}",
+            "n (test)": "any" if s.synthetic else f"{s.n_test:,}",
+            "d": "any" if s.synthetic else str(s.d),
             "licence": s.license,
         }
         for s in specs

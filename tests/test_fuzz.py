@@ -237,3 +237,40 @@ def test_explore_survives_a_damaged_erm_cache(content):
     at = _page("explore.py").run()
     assert not at.exception and not at.error
     assert any(m.label == "ε certified" for m in at.metric)
+
+
+def _wide_csv() -> bytes:
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({f"c{j}": np.char.add("v", rng.integers(0, 999, 20000).astype(str)) for j in range(40)})
+    df["label"] = np.where(rng.integers(0, 2, 20000) == 1, "yes", "no")
+    return df.to_csv(index=False).encode()
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"a,b,label\n1,2,yes\ninf,3,no\n4,5,yes\n6,7,no\n", "column 'a', row 2: inf"),
+    (b"a,label\n" + b"x" * 100_000 + b",yes\nb,no\nc,yes\nd,no\n", "100,000 characters"),
+    (_wide_csv(), "one-hot encoding would give"),
+    (b"\x00\x01\x02 not a csv", "CSV"),
+])
+def test_bad_uploads_in_the_app_show_an_error_and_nothing_breaks(content, message):
+    at = _page("datasets.py").run()
+    at.file_uploader(key="upload_file").set_value(("mine.csv", content, "text/csv")).run()
+    assert not at.exception
+    if any(message in e.value for e in at.error):
+        return  # refused while reading the header
+    at.button(key="upload_add").click().run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert "mine" not in at.session_state["user_datasets"] if "user_datasets" in at.session_state else True
+
+
+def test_a_second_upload_with_the_same_name_does_not_replace_the_first():
+    rows = "".join(f"{i},{i % 3},{'p' if i % 2 else 'q'}\n" for i in range(60))
+    at = _page("datasets.py").run()
+    at.file_uploader(key="upload_file").set_value(("mine.csv", ("a,b,y\n" + rows).encode(), "text/csv")).run()
+    at.button(key="upload_add").click().run()
+    assert not at.exception and at.session_state["user_datasets"]["mine"].n > 0
+    first = at.session_state["user_datasets"]["mine"]
+    at.button(key="upload_add").click().run()
+    assert any("already has a dataset named 'mine'" in e.value for e in at.error)
+    assert at.session_state["user_datasets"]["mine"] is first
