@@ -57,6 +57,7 @@ __all__ = [
     "randomized_response",
     "theorem",
     "void",
+    "parallel",
     "certify",
     "calibrate",
     "classical_gaussian_sigma",
@@ -231,14 +232,6 @@ def theorem(what: str, epsilon: float, delta: float = 0.0, sensitivity: float | 
 def void(reason: str) -> NoisePlan:
     """No guarantee, with the reason a user reads."""
     return NoisePlan(void=reason)
-
-
-def compose(*plans: NoisePlan) -> NoisePlan:
-    """Sequential composition of plans over the same records."""
-    for p in plans:
-        if p.void is not None:
-            return p
-    return NoisePlan(tuple(r for p in plans for r in p.releases), tuple(q for p in plans for q in p.parts))
 
 
 def parallel(plans) -> NoisePlan:
