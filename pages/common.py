@@ -116,6 +116,40 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
     return container.number_input(label, min_value=float(lo), max_value=float(hi), key=key)
 
 
+HIDDEN_OPTIONS = ("keep_data",)  # for audits and scripts, not a user's choice
+
+
+def option_widgets(cls, key_prefix: str, container=st) -> tuple:
+    """Widgets for a mechanism's declared options (those with a default), from their
+    declarations: a checkbox, a select box or a bounded number input. Returns the options."""
+    from dpcore.params import Interval, Options
+
+    out = {}
+    for p in cls.options.values():
+        if p.default is None or p.name in HIDDEN_OPTIONS:
+            continue
+        key = f"{key_prefix}_{cls.id}_{p.name}"
+        label = f"{p.name} ({cls.id})"
+        cons = p.constraint
+        if isinstance(cons, Options) and set(cons.values) == {True, False}:
+            out[p.name] = container.checkbox(label, value=bool(p.default), key=key, help=p.help)
+        elif isinstance(cons, Options):
+            vals = list(cons.values)
+            out[p.name] = container.selectbox(label, vals, index=vals.index(p.default), key=key, help=p.help)
+        elif isinstance(cons, Interval):
+            kind = cons.kind
+            lo = cons.low if cons.low is not None else None
+            hi = cons.high if cons.high is not None else None
+            if cons.closed in ("right", "neither") and lo is not None:
+                lo = lo + 1 if kind is int else None  # an open bound: checked by the declaration
+            if cons.closed in ("left", "neither") and hi is not None:
+                hi = hi - 1 if kind is int else None
+            out[p.name] = container.number_input(label, min_value=None if lo is None else kind(lo),
+                                                 max_value=None if hi is None else kind(hi),
+                                                 value=kind(p.default), key=key, help=p.help)
+    return tuple(sorted(out.items()))
+
+
 UPLOAD_PREFIX = "upload:"
 
 

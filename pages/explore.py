@@ -11,6 +11,7 @@ from pages.common import (
     loss_figure,
     mechanisms_for,
     model_picker,
+    option_widgets,
     param_widget,
     publish_settings,
     restore_from_url,
@@ -44,21 +45,22 @@ with st.sidebar:
                            help="certified: the noise is chosen so that its certified ε meets the target; "
                                 "published: the paper's formula (with its constant c), whatever it certifies")
     c = param_widget("c", "ex_c", label="constant c") if calibration == "published" else 1.0
-    extra = {}
-    if cls.family == "gradient" and mechanism in ("gradient-dpsgd", "gradient-lssgd"):
+    extra = {}  # the common settings this mechanism declares it reads (cls.settings)
+    if "sample_rate" in cls.settings:
         extra["sample_rate"] = param_widget("sample_rate", "ex_q", label="sampling rate q")
-    if mechanism in ("input-dbdp", "output-bolt-on"):
+    elif "batch_size" in cls.settings:
         extra["batch_size"] = param_widget("batch_size", "ex_batch", label="batch size")
-    if cls.family == "distributed":
+    if "clients" in cls.settings:
         extra["clients"] = param_widget("clients", "ex_m", label="clients m")
         extra["skew"] = param_widget("skew", "ex_u", label="skew u = n_max/n_min")
+    options = option_widgets(cls, "ex_opt")  # and its own declared options
     repeats = param_widget("repeats", "ex_R", label="repeats R")
     seed = param_widget("seed", "ex_seed", label="seed")
 
 try:
     config = RunConfig(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
                        iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, c=c,
-                       lam=lam, learning_rate=lr, **extra)
+                       lam=lam, learning_rate=lr, options=options, **extra)
 except DPCoreError as exc:  # a ParameterError from the declared constraints
     st.error(f"{exc}")
     st.stop()

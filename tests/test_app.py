@@ -324,3 +324,17 @@ def test_compare_rings_points_that_miss_their_target():
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert not [t for t in fig["data"] if t.get("name") == "misses its target ε"]
     assert not any("miss" in w.value for w in at.warning)
+
+
+def test_explore_builds_option_widgets_from_the_declarations():
+    at = _page("explore.py").run()
+    at.selectbox(key="ex_mechanism").set_value("gradient-lssgd").run()
+    smoothing = at.number_input(key="ex_opt_gradient-lssgd_smoothing")
+    assert smoothing.value == 1.0 and smoothing.min == 0.0
+    smoothing.set_value(3.0).run()
+    assert not at.exception and not at.error
+    at.selectbox(key="ex_mechanism").set_value("distributed-wddp").run()
+    assert at.selectbox(key="ex_opt_distributed-wddp_split").value == "random"
+    at.selectbox(key="ex_opt_distributed-wddp_split").set_value("stratified").run()
+    assert not at.exception and not at.error
+    assert any(m.label == "ε certified" for m in at.metric)
