@@ -223,7 +223,10 @@ def load_problem(config: RunConfig, dataset=None) -> Problem:
     uploaded CSV); its exact ERM is solved afresh rather than cached process-wide.
     """
     user_data = dataset is not None
-    dataset, model = problem_data(config, dataset)
+    return _with_reference(*problem_data(config, dataset), user_data)
+
+
+def _with_reference(dataset, model, user_data: bool) -> Problem:
     erm = solve_erm(model, dataset.X_train, dataset.y_train) if user_data else exact_solution(dataset, model)
     return Problem(dataset=dataset, model=model, erm=erm)
 
@@ -280,8 +283,9 @@ def run(config: RunConfig, dataset=None) -> RunResult:
     ``dataset`` overrides the registry lookup with the user's own data.
     """
     mechanism = get_mechanism(config.mechanism)
-    check_budget(config, *problem_data(config, dataset), mechanism)  # before the exact ERM's solve
-    problem = load_problem(config, dataset)
+    data, model = problem_data(config, dataset)
+    check_budget(config, data, model, mechanism)  # before the exact ERM's solve
+    problem = _with_reference(data, model, dataset is not None)
     mechanism.check(problem, config)
     caught: list[str] = []
     with warnings.catch_warnings(record=True) as wlist:

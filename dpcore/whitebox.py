@@ -37,6 +37,7 @@ Security); Nasr, Song, Thakurta, Papernot & Carlini 2021 (IEEE S&P).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -181,8 +182,6 @@ def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: 
 
 def _released_vector_scores(mechanism, problem, config, seeds0, seeds1, e) -> WhiteBoxScores:
     """Output and Kifer's objective perturbation: one Gaussian vector, recovered from the release."""
-    import dataclasses
-
     quiet = dataclasses.replace(config, noise_scale=1e-300)
     ys, plan = [], None
     for seeds in (seeds0, seeds1):
@@ -218,8 +217,6 @@ def _gamma_scores(mechanism, problem, config, seeds0, seeds1, e, noise_of, what)
 def _record_scores(mechanism, problem, config, seeds0, seeds1) -> WhiteBoxScores:
     """Input perturbation: record 0 is −e (label −1) on one side, +e (label +1) on the other;
     the released record's feature noise and label are scored by the exact LLR."""
-    import dataclasses
-
     options = tuple(sorted({**dict(config.options), "keep_data": True}.items()))
     cfg = dataclasses.replace(config, options=options)
     d = problem.d
