@@ -56,9 +56,11 @@ def compare_preset() -> None:
 
     from joblib.externals.loky import get_reusable_executor
 
-    from dpcore.experiment import RunConfig, epsilon_sweep
+    from dpcore.experiments.context import Context
+    from dpcore.experiments.run import RunSpec
+    from dpcore.experiments.studies import epsilon_sweep
     from dpcore.mechanisms import REGISTRY
-    from dpcore.sweep import warm_workers
+    from dpcore.experiments.sweep import warm_workers
 
     central = [m for m, c in REGISTRY.items() if c.family in ("output", "objective", "gradient")]
     eps = [0.01, 0.03, 0.1, 0.25, 0.5, 1.0, 3.0, 10.0]
@@ -68,18 +70,18 @@ def compare_preset() -> None:
             ("after the page's warm-up (fresh processes)", 5, True),
             ("warm workers (second run, other repeats)", 4, False)]
     for label, R, warm in runs:
-        base = RunConfig(dataset="adult", repeats=R, iterations=100)
+        base = RunSpec(dataset="adult", repeats=R, iterations=100)
         if R == 5:
             get_reusable_executor().shutdown(wait=True)  # the next run starts new processes
         if warm:
             t = time.perf_counter()
-            thread = warm_workers(base, workers)
+            thread = warm_workers(base, Context(workers=workers))
             if thread is not None:
                 thread.join()
             print(f"  page warm-up (in the background while the view is on screen): "
                   f"{time.perf_counter() - t:.1f} s")
         t = time.perf_counter()
-        rows = epsilon_sweep(base, central, eps, workers=workers)
+        rows = epsilon_sweep(base, central, eps, Context(workers=workers))
         sec = time.perf_counter() - t
         errors = sum("error" in r for r in rows)
         if not per_mech:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore.audit import audit  # noqa: E402
+from dpcore.experiments.audit import audit  # noqa: E402
 from dpcore.exceptions import DPCoreError  # noqa: E402
-from dpcore.experiment import RunConfig  # noqa: E402
+from dpcore.experiments.run import RunSpec  # noqa: E402
 from dpcore.mechanisms import REGISTRY  # noqa: E402
 
 TIMED = ("non-private", "output-gaussian", "gradient-dpgd", "gradient-dpsgd")
@@ -47,7 +47,7 @@ def main() -> None:
     print(f"{'mechanism':22s} {'certified':>9s} {'direct':>7s} {'GDP fit':>8s} {'audited':>8s} {'ratio':>6s} "
           f"{'seconds':>8s}  verdict")
     for mid in ("gradient-dpgd", "gradient-dpsgd", "output-gaussian", "objective-gaussian"):
-        cfg = RunConfig(dataset=args.dataset, model=args.model, mechanism=mid, epsilon=2.0, delta=1e-5)
+        cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism=mid, epsilon=2.0, delta=1e-5)
         t = time.perf_counter()
         r = audit(cfg, trials=args.trials, threat="white-box")
         sec = time.perf_counter() - t
@@ -58,7 +58,7 @@ def main() -> None:
 
     print("\n== black-box, gradient-dpgd published c = 0.05 (goal: audited ≥ 2, target not met) ==")
     for canary in ("opposite-pair", "mislabeled", "lowest-variance"):
-        cfg = RunConfig(dataset=args.dataset, model=args.model, mechanism="gradient-dpgd",
+        cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism="gradient-dpgd",
                         calibration="published", c=0.05)
         t = time.perf_counter()
         r = audit(cfg, trials=args.trials, canary=canary)
@@ -69,7 +69,7 @@ def main() -> None:
 
     print("\n== time of one audit (certified calibration) ==")
     for mid in TIMED:
-        cfg = RunConfig(dataset=args.dataset, model=args.model, mechanism=mid)
+        cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism=mid)
         t = time.perf_counter()
         r = audit(cfg, trials=args.trials)
         sec = time.perf_counter() - t
@@ -82,7 +82,7 @@ def main() -> None:
     print("-" * len(head))
     for mid in REGISTRY:
         for calibration in ("published", "certified"):
-            cfg = RunConfig(dataset=args.dataset, model=args.model, mechanism=mid,
+            cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism=mid,
                             calibration=calibration, c=1.0)
             try:
                 r = audit(cfg, trials=args.trials)

@@ -34,8 +34,11 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dpcore.experiment import RunConfig, load_problem, run  # noqa: E402
-from dpcore.optim import loss_traces  # noqa: E402
+from dpcore.experiments.run import RunSpec, load_problem, run  # noqa: E402
+from dpcore.experiments.context import Context  # noqa: E402
+
+#: sweeps record no loss curves; the exact solutions stay in memory between timings
+CTX = Context(trace_points=0)
 
 
 def _time(fn, reps: int = 3) -> float:
@@ -61,25 +64,25 @@ def _table(headers, rows) -> str:
 def part_a(quick: bool) -> None:
     R = 8 if quick else 20
     cases = [
-        RunConfig(dataset="adult", mechanism="gradient-dpgd", iterations=100, repeats=R),
-        RunConfig(dataset="adult", mechanism="gradient-dpsgd", iterations=200, repeats=R),
-        RunConfig(dataset="adult", mechanism="input-kang", iterations=100, repeats=R),
-        RunConfig(dataset="adult", mechanism="objective-gaussian", repeats=R),
-        RunConfig(dataset="adult", mechanism="output-bolt-on", iterations=100, repeats=R),
-        RunConfig(dataset="bank", mechanism="distributed-wddp", iterations=200, repeats=R, clients=8,
+        RunSpec(dataset="adult", mechanism="gradient-dpgd", iterations=100, repeats=R),
+        RunSpec(dataset="adult", mechanism="gradient-dpsgd", iterations=200, repeats=R),
+        RunSpec(dataset="adult", mechanism="input-kang", iterations=100, repeats=R),
+        RunSpec(dataset="adult", mechanism="objective-gaussian", repeats=R),
+        RunSpec(dataset="adult", mechanism="output-bolt-on", iterations=100, repeats=R),
+        RunSpec(dataset="bank", mechanism="distributed-wddp", iterations=200, repeats=R, clients=8,
                   skew=4.0),
     ]
     rows = []
     for cfg in cases:
-        load_problem(cfg)  # data and exact ERM cached before timing
-        batched = run(cfg)
-        t_b = _time(lambda: run(cfg), reps=2)
+        load_problem(cfg, ctx=CTX)  # data and exact ERM cached before timing
+        batched = run(cfg, CTX)
+        t_b = _time(lambda: run(cfg, CTX), reps=2)
         singles = []
 
         def one_at_a_time():
             singles.clear()
             for r in range(R):
-                singles.append(run(replace(cfg, repeats=1, seed=cfg.seed + r)))
+                singles.append(run(replace(cfg, repeats=1, seed=cfg.seed + r), CTX))
 
         t_s = _time(one_at_a_time, reps=2)
         metric = batched.accuracy
@@ -99,12 +102,12 @@ def _fit(xs, ts) -> float:
 
 
 def part_b(quick: bool) -> None:
-    base = RunConfig(dataset="synthetic-classification", mechanism="gradient-dpgd", iterations=100,
+    base = RunSpec(dataset="synthetic-classification", mechanism="gradient-dpgd", iterations=100,
                      repeats=5, n=2**14, d=14)
 
     def seconds(cfg) -> float:
-        load_problem(cfg)
-        return statistics.median(run(cfg).seconds for _ in range(3))
+        load_problem(cfg, ctx=CTX)
+        return statistics.median(run(cfg, CTX).seconds for _ in range(3))
 
     sweeps = {
         "n": ("n", [2**k for k in range(10, 22 if not quick else 17, 1 if not quick else 2)]),
@@ -192,8 +195,8 @@ def part_c(quick: bool) -> None:
     seeds = 5 if quick else 20
     lam = 1e-3
     epsilons = [0.1, 0.5, 1.0, 5.0]
-    cfg0 = RunConfig(dataset="adult", mechanism="objective-chaudhuri", lam=lam, repeats=seeds)
-    ds = load_problem(cfg0).dataset
+    cfg0 = RunSpec(dataset="adult", mechanism="objective-chaudhuri", lam=lam, repeats=seeds)
+    ds = load_problem(cfg0, ctx=CTX).dataset
     n = ds.n
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "adult.npz"
@@ -210,17 +213,17 @@ def part_c(quick: bool) -> None:
     rows = []
     for eps, th in zip(epsilons, theirs["rows"]):
         cfg = replace(cfg0, epsilon=eps)
-        ours = run(cfg)
-        t_batch = _time(lambda: run(cfg), reps=2)
+        ours = run(cfg, CTX)
+        t_batch = _time(lambda: run(cfg, CTX), reps=2)
         one = replace(cfg, repeats=1)
-        t_one = _time(lambda: run(one), reps=3)
+        t_one = _time(lambda: run(one, CTX), reps=3)
         t_dpl = statistics.median(th["seconds"])
         acc = np.array(th["accuracy"])
         rows.append([f"{eps:g}", f"{ours.accuracy.mean():.4f} ± {ours.accuracy.std(ddof=1):.4f}",
                      f"{acc.mean():.4f} ± {acc.std(ddof=1):.4f}",
                      f"{t_one:.3f}", f"{t_batch / seeds:.3f}", f"{t_dpl:.3f}",
                      f"{t_dpl / t_one:.1f}×", f"{t_dpl * seeds / t_batch:.1f}×"])
-    nonpriv = run(replace(cfg0, mechanism="non-private", repeats=1)).accuracy[0]
+    nonpriv = run(replace(cfg0, mechanism="non-private", repeats=1), CTX).accuracy[0]
     print(f"\n(c) Adult (n = {n}), logistic regression, λ = {lam:g} (diffprivlib C = 1/(λn) = "
           f"{1 / (lam * n):.4g}), data_norm = 1, no intercept (our bias column), {seeds} seeds; "
           f"diffprivlib {theirs['diffprivlib']} on scikit-learn {theirs['sklearn']}; "
@@ -235,7 +238,7 @@ def main() -> None:
     ap.add_argument("--part", default="a,b,c")
     ap.add_argument("--quick", action="store_true", help="fewer points (a smoke run)")
     args = ap.parse_args()
-    with threadpool_limits(limits=1), loss_traces(0):
+    with threadpool_limits(limits=1):
         for part in args.part.split(","):
             {"a": part_a, "b": part_b, "c": part_c}[part.strip()](args.quick)
 

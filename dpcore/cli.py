@@ -13,9 +13,17 @@ import re
 import sys
 from typing import Any, Sequence
 
+from .datasets import get_spec, list_datasets
 from .exceptions import DPCoreError
+from .experiments.audit import audit
+from .experiments.context import Context
+from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
+from .experiments.run import RunSpec, run
+from .experiments.studies import tradeoff
 from .jsonutil import dumps
+from .mechanisms import REGISTRY
 from .params import PARAMS, validate
+from .theory.catalog import bounds_report
 
 __all__ = ["main", "build_parser"]
 
@@ -183,8 +191,6 @@ def _parse_options(items) -> tuple:
 
 
 def _cmd_datasets(args) -> Any:
-    from .datasets import list_datasets
-
     rows = [s.summary() for s in list_datasets()]
     if args.json:
         return rows
@@ -197,8 +203,6 @@ def _cmd_datasets(args) -> Any:
 
 
 def _cmd_mechanisms(args) -> Any:
-    from .mechanisms import REGISTRY
-
     rows = [cls.metadata() for cls in REGISTRY.values()]
     if args.json:
         return rows
@@ -214,9 +218,6 @@ _RUN_FLAGS = (("clients", "clients"), ("skew", "skew"), ("batch", "batch_size"),
 
 def _refuse_inapplicable(args) -> None:
     """A flag that does not apply to the chosen mechanism or dataset is refused, never dropped."""
-    from .datasets import get_spec
-    from .mechanisms import REGISTRY
-
     spec = get_spec(args.dataset)
     if not spec.synthetic:
         for flag in ("d", "noise"):
@@ -235,10 +236,8 @@ def _refuse_inapplicable(args) -> None:
 
 
 def _cmd_run(args) -> Any:
-    from .experiment import RunConfig, run
-
     _refuse_inapplicable(args)
-    config = RunConfig(
+    config = RunSpec(
         dataset=args.dataset, model=args.model, mechanism=args.mechanism,
         epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
         repeats=args.repeats, seed=args.seed, calibration=args.calibration,
@@ -280,12 +279,10 @@ def _progress(done: int, total: int, label: str) -> None:
 
 
 def _cmd_tradeoff(args) -> Any:
-    from .tradeoff import tradeoff
-
     mechs = [m.strip() for m in args.mechanisms.split(",")] if args.mechanisms else None
     out = tradeoff(args.dataset, args.epsilon, args.delta, model=args.model,
                    iterations=args.iterations, repeats=args.repeats, seed=args.seed,
-                   learning_rate=args.lr, mechanisms=mechs, progress=_progress)
+                   learning_rate=args.lr, mechanisms=mechs, ctx=Context(progress=_progress))
     if all("error" in r for r in out["rows"]):
         raise DPCoreError(f"no mechanism could run: {out['rows'][0]['error']}" if out["rows"]
                           else "no mechanism to run")
@@ -307,8 +304,6 @@ def _cmd_tradeoff(args) -> Any:
 
 
 def _cmd_bounds(args) -> Any:
-    from .bounds import bounds_report
-
     out = bounds_report(args.dataset, args.model, args.epsilon, args.delta, args.iterations,
                         args.clients, args.skew, args.lam, learning_rate=args.lr)
     if args.json:
@@ -324,10 +319,7 @@ def _cmd_bounds(args) -> Any:
 
 
 def _cmd_audit(args) -> Any:
-    from .audit import audit
-    from .experiment import RunConfig
-
-    config = RunConfig(dataset=args.dataset, model=args.model, mechanism=args.mechanism,
+    config = RunSpec(dataset=args.dataset, model=args.model, mechanism=args.mechanism,
                        epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
                        calibration=args.calibration, c=args.c, lam=args.lam, learning_rate=args.lr,
                        seed=args.seed, repeats=1, noise_scale=args.noise_scale)
@@ -349,8 +341,6 @@ def _cmd_audit(args) -> Any:
 
 
 def _cmd_sweep(args) -> Any:
-    from .presets import PRESETS, get_preset, run_preset, with_overrides
-
     if args.list:
         rows = [{"id": p.id, "paper": p.paper, "figures": p.figures, "title": p.title,
                  "tasks": len(p.tasks())} for p in PRESETS.values()]

@@ -32,6 +32,9 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+from sklearn.datasets import load_iris
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import OneHotEncoder
 
 from . import linalg
 from .exceptions import DatasetError
@@ -359,8 +362,6 @@ def _labels(
 def _split(
     n: int, y: np.ndarray, task: str, test_fraction: float, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.model_selection import train_test_split
-
     idx = np.arange(n)
     stratify = y if task == "classification" else None
     try:
@@ -478,8 +479,6 @@ def from_dataframe(
         blocks_te.append((a_te - mu) / sd)
         names += list(map(str, num_cols))
     if cat_cols:
-        from sklearn.preprocessing import OneHotEncoder
-
         c_tr = f_tr[cat_cols].astype(object)
         c_te = f_te[cat_cols].astype(object)
         if missing == "impute":
@@ -704,8 +703,6 @@ def _credit(spec_id: str, bias: bool, seed: int, test_fraction: float) -> Datase
 
 
 def _iris(bias: bool, seed: int, test_fraction: float) -> Dataset:
-    from sklearn.datasets import load_iris
-
     raw = load_iris(as_frame=True)
     df = raw.frame.copy()
     df["species"] = np.asarray(raw.target_names)[df.pop("target").to_numpy()]

@@ -8,7 +8,7 @@
   the "gap" of an MLP is measured against the best point found, not a
   certified minimum.
 
-``exact_solution(dataset, model)`` caches one solution per (dataset, model).
+:class:`ReferenceStore` solves each (dataset, model) once, in memory and optionally on disk.
 """
 
 from __future__ import annotations
@@ -18,20 +18,23 @@ import hashlib
 import json
 import logging
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 from scipy.optimize import brentq, minimize
 
+from . import __version__
+from . import models as _models
 from .exceptions import ModelError
 from .jsonutil import write_atomic
 from .models import LinReg, LogReg, MLP, Model
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["ErmSolution", "solve_erm", "exact_solution", "set_disk_cache", "disk_cache", "reference_cached",
-           "GRAD_TOL"]
+__all__ = ["ErmSolution", "solve_erm", "ReferenceStore", "GRAD_TOL"]
 
 GRAD_TOL = 1e-10
 
@@ -231,38 +234,13 @@ def solve_erm(model: Model, X: np.ndarray, y: np.ndarray) -> ErmSolution:
     return sol
 
 
-#: where :func:`exact_solution` also keeps its answers on disk (None: memory only)
-_DISK_CACHE: Path | None = None
-
-
-def set_disk_cache(path) -> Path | None:
-    """Keep exact solutions in ``path`` too, shared by processes (sweeps use their cache
-    folder); ``None`` turns it off.  Returns the previous setting.
-
-    Worth it for the MLP, whose multi-start L-BFGS on a large dataset takes minutes and
-    would otherwise be repeated by every worker process.
-    """
-    global _DISK_CACHE
-    previous, _DISK_CACHE = _DISK_CACHE, (None if path is None else Path(path))
-    return previous
-
-
-def disk_cache() -> Path | None:
-    """The folder set by :func:`set_disk_cache` (``None``: memory only)."""
-    return _DISK_CACHE
-
-
 @functools.cache
 def _code_fingerprint() -> bytes:
     """The solver's and the models' source: a changed solver never reads old answers."""
-    from . import models
-
-    return Path(__file__).read_bytes() + Path(models.__file__).read_bytes()
+    return Path(__file__).read_bytes() + Path(_models.__file__).read_bytes()
 
 
 def _disk_key(dataset, model: Model) -> str:
-    from . import __version__
-
     h = hashlib.sha256()
     for a in (dataset.X_train, dataset.y_train):
         h.update(np.ascontiguousarray(a).tobytes())
@@ -271,17 +249,6 @@ def _disk_key(dataset, model: Model) -> str:
     h.update(__version__.encode())
     h.update(_code_fingerprint())
     return h.hexdigest()[:24]
-
-
-#: (dataset, model) pairs whose exact solution this process already holds
-_HELD: set[tuple[int, Model]] = set()
-
-
-def reference_cached(dataset, model: Model) -> bool:
-    """Whether :func:`exact_solution` would answer at once (in memory or on disk)."""
-    if (id(dataset), model) in _HELD:
-        return True
-    return _DISK_CACHE is not None and (_DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json").exists()
 
 
 def _read_solution(path: Path, dataset, model: Model) -> ErmSolution | None:
@@ -318,22 +285,70 @@ def _read_solution(path: Path, dataset, model: Model) -> ErmSolution | None:
         return None
 
 
-@functools.lru_cache(maxsize=32)
-def exact_solution(dataset, model: Model) -> ErmSolution:
-    """Cached :func:`solve_erm` on a dataset's training split (in memory, and on disk
-    after :func:`set_disk_cache`; floats round-trip exactly through JSON)."""
-    path = None if _DISK_CACHE is None else _DISK_CACHE / f"erm-{_disk_key(dataset, model)}.json"
-    sol = None if path is None else _read_solution(path, dataset, model)
-    if sol is None:
-        sol = solve_erm(model, dataset.X_train, dataset.y_train)
-        if path is not None:
-            rec = {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
-                   "iterations": int(sol.iterations), "method": sol.method,
-                   "certified_optimum": bool(sol.certified_optimum)}
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(path, rec)
-            except OSError:
-                pass  # a read-only cache folder only costs the recomputation
-    _HELD.add((id(dataset), model))
-    return sol
+class ReferenceStore:
+    """The exact solutions a context has computed, and other noise-free results of a
+    (dataset, model) pair (a mechanism's noise-free trajectory, for instance).
+
+    It holds the last ``size`` results in memory and, given ``folder``, keeps exact
+    solutions on disk as well, shared by processes (the app's cache folder, a sweep's
+    ``cache/erm``): worth it for the MLP, whose multi-start L-BFGS on a large dataset
+    takes minutes.  Floats round-trip exactly through JSON.  An instance belongs to an
+    execution context (:class:`dpcore.experiments.context.Context`); a pickled copy
+    (sent to a worker process) keeps the folder and starts with an empty memory.
+    """
+
+    def __init__(self, folder=None, size: int = 32):
+        self.folder = None if folder is None else Path(folder)
+        self.size = int(size)
+        self._memory: OrderedDict[Any, Any] = OrderedDict()
+
+    def __reduce__(self):
+        return (ReferenceStore, (self.folder, self.size))
+
+    def __repr__(self) -> str:
+        return f"ReferenceStore(folder={self.folder!r}, held={len(self._memory)})"
+
+    def memo(self, key, compute: Callable[[], Any]) -> Any:
+        """``compute()``, or its result for the same ``key`` when still held."""
+        if key in self._memory:
+            self._memory.move_to_end(key)
+            return self._memory[key]
+        value = compute()
+        self._memory[key] = value
+        while len(self._memory) > self.size:
+            self._memory.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        """Forget what is held in memory (the disk copies stay)."""
+        self._memory.clear()
+
+    def _path(self, dataset, model: Model) -> Path | None:
+        return None if self.folder is None else self.folder / f"erm-{_disk_key(dataset, model)}.json"
+
+    def holds(self, dataset, model: Model) -> bool:
+        """Whether :meth:`exact` would answer at once (from memory or from disk)."""
+        if ("erm", dataset, model) in self._memory:
+            return True
+        path = self._path(dataset, model)
+        return path is not None and path.exists()
+
+    def exact(self, dataset, model: Model) -> ErmSolution:
+        """:func:`solve_erm` on the dataset's training split, solved once."""
+        return self.memo(("erm", dataset, model), lambda: self._load_or_solve(dataset, model))
+
+    def _load_or_solve(self, dataset, model: Model) -> ErmSolution:
+        path = self._path(dataset, model)
+        sol = None if path is None else _read_solution(path, dataset, model)
+        if sol is None:
+            sol = solve_erm(model, dataset.X_train, dataset.y_train)
+            if path is not None:
+                rec = {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
+                       "iterations": int(sol.iterations), "method": sol.method,
+                       "certified_optimum": bool(sol.certified_optimum)}
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_atomic(path, rec)
+                except OSError:
+                    pass  # a read-only cache folder only costs the recomputation
+        return sol

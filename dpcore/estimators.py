@@ -3,7 +3,7 @@
 :class:`DPLogisticRegression` and :class:`DPLinearRegression` train one run of
 any registered mechanism on the user's ``X, y`` and keep scikit-learn's
 contract: ``__init__`` only stores its arguments, parameters are validated in
-``fit`` through :class:`dpcore.experiment.RunConfig` (so the messages are the
+``fit`` through :class:`dpcore.experiments.run.RunSpec` (so the messages are the
 command line's), learned attributes end in ``_`` and ``fit`` returns ``self``.
 
 What ``fit`` does to the data, in order:
@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from .datasets import Dataset, normalize_rows
 from .erm import solve_erm
 from .exceptions import DatasetError, ParameterError, PrivacyWarning
-from .experiment import RunConfig, delta_warning
+from .experiments.run import RunSpec, delta_warning
 from .mechanisms import Problem, get_mechanism
 from .models import make_model
 from .optim import BatchRNG
@@ -98,7 +98,7 @@ class _LazyErm:
 
 
 def _draw_seed(random_state, owner: str) -> tuple[int, int]:
-    """(seed of the noise generator, 32-bit seed for ``RunConfig.seed``).
+    """(seed of the noise generator, 32-bit seed for ``RunSpec.seed``).
 
     ``None`` draws 128 bits of fresh OS entropy (``SeedSequence().entropy``):
     a fixed default (0) would let anyone regenerate and subtract the noise, and
@@ -135,9 +135,9 @@ class _DPLinearModel(BaseEstimator):
     _task = ""
 
     # -- parameters ---------------------------------------------------------
-    def _run_config(self, seed32: int) -> RunConfig:
+    def _run_config(self, seed32: int) -> RunSpec:
         """The core's configuration; validates every numeric parameter (owner ``run``)."""
-        return RunConfig(
+        return RunSpec(
             dataset="estimator", model=self._model_id, mechanism=self.mechanism,
             epsilon=self.epsilon, delta=self.delta, iterations=self.iterations, repeats=1,
             seed=seed32, calibration=self.calibration, c=self.c, lam=self.lam,

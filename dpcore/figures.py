@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+import plotly.graph_objects as go
+
 __all__ = ["MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note"]
 
 # Calibrations round up by about 1e-9; anything above this relative slack misses.
@@ -50,8 +52,6 @@ def mark_missed(fig, xs, ys, targets, certs, *, legend: bool = True, **where) ->
 
     ``where`` passes ``row``/``col`` for subplots.
     """
-    import plotly.graph_objects as go
-
     pts = [(x, y, t, c) for x, y, t, c in zip(xs, ys, targets, certs) if misses_target(t, c)]
     if not pts:
         return 0
@@ -88,9 +88,7 @@ def target_note(rows: Iterable[dict], *, group: str = "mechanism", target: str =
 def privacy_region_figure(rec: dict, log_axes: bool = False):
     """The audit as the hypothesis test it is: the attack's ROC and the region no attack can
     enter under the certified guarantee (and under the target), from an audit record
-    (:meth:`dpcore.audit.AuditResult.to_dict`)."""
-    import plotly.graph_objects as go
-
+    (:meth:`dpcore.experiments.audit.AuditResult.to_dict`)."""
     region, roc = rec["region"], rec["roc"]
     fig = go.Figure()
     fpr = region["fpr"]

@@ -18,7 +18,6 @@ Hooks, in the order they act on one step:
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -26,7 +25,8 @@ import numpy as np
 
 from .models import Model
 
-__all__ = ["BatchRNG", "OptResult", "gradient_descent", "sgd", "run_seeds"]
+__all__ = ["BatchRNG", "OptResult", "gradient_descent", "sgd", "run_seeds", "trace_marks",
+           "DEFAULT_TRACE_POINTS"]
 
 
 def run_seeds(seed: int, repeats: int) -> list[int]:
@@ -38,7 +38,7 @@ class BatchRNG:
     """One ``numpy.random.Generator`` per run; draws are stacked along axis 0."""
 
     #: Called with the noise each noisy gradient step released (the released gradient minus the
-    #: clean one), when set: how a white-box audit (dpcore.whitebox) observes an optimiser.
+    #: clean one), when set: how a white-box audit (dpcore.experiments.whitebox) observes an optimiser.
     observer = None
 
     def __init__(self, seeds: Sequence[int], stream: int = 0):
@@ -100,25 +100,13 @@ class OptResult:
     average: np.ndarray | None = None  # (R, p) iterate average, when asked for
 
 
-#: loss-curve points recorded by the optimisers when a caller does not say; sweeps set 0
-#: (they never plot a curve, and the extra loss evaluations cost up to a quarter of a run)
-_DEFAULT_TRACE_POINTS = 26
+#: loss-curve points the optimisers record when a caller does not say
+DEFAULT_TRACE_POINTS = 26
 
 
-@contextlib.contextmanager
-def loss_traces(points: int):
-    """Within the block, optimisers record ``points`` loss-curve points by default."""
-    global _DEFAULT_TRACE_POINTS
-    old, _DEFAULT_TRACE_POINTS = _DEFAULT_TRACE_POINTS, int(points)
-    try:
-        yield
-    finally:
-        _DEFAULT_TRACE_POINTS = old
-
-
-def _trace_points(iterations: int, points: int | None) -> set[int]:
+def trace_marks(iterations: int, points: int | None) -> set[int]:
     if points is None:
-        points = _DEFAULT_TRACE_POINTS
+        points = DEFAULT_TRACE_POINTS
     if points <= 0:
         return set()
     return set(np.unique(np.linspace(0, iterations, min(points, iterations + 1)).round().astype(int)))
@@ -156,7 +144,7 @@ def gradient_descent(
     gradients clipped to that norm (for models without a Lipschitz bound).
     """
     theta = np.array(theta0, dtype=float, copy=True)
-    marks = _trace_points(iterations, trace_points)
+    marks = trace_marks(iterations, trace_points)
     trace, steps = [], []
     n = X.shape[-2]
     for t in range(iterations):
@@ -204,7 +192,7 @@ def sgd(
         raise ValueError("give exactly one of batch_size and sample_rate")
     n = X.shape[-2]
     theta = np.array(theta0, dtype=float, copy=True)
-    marks = _trace_points(iterations, trace_points)
+    marks = trace_marks(iterations, trace_points)
     trace, steps = [], []
     avg = np.zeros_like(theta) if average else None
     denom = float(batch_size) if batch_size is not None else float(sample_rate) * n

@@ -1,9 +1,9 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.audit import audit
+from dpcore.experiments.audit import audit
 from dpcore.exceptions import DPCoreError
-from dpcore.experiment import RunConfig
+from dpcore.experiments.run import RunSpec
 from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
@@ -71,7 +71,7 @@ publish_settings(SHARED)
 if st.button("Run the audit", type="primary", key="au_run"):
     bar = st.progress(0.0, text="starting…")
     try:
-        config = RunConfig(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
+        config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
                            iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale)
         st.session_state["au_result"] = audit(
             config, trials, canary=canary, threat=threat, dataset=user_dataset(dataset),

@@ -15,10 +15,11 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore import datasets, erm
+from dpcore import datasets
 from dpcore.exceptions import DPCoreError
 from dpcore.figures import hover_texts, mark_missed, target_note
-from dpcore.experiment import RunConfig, run, slow_reference
+from dpcore.experiments.context import Context
+from dpcore.experiments.run import RunSpec, run, slow_reference
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
 from dpcore.params import PARAMS
@@ -31,8 +32,20 @@ DELTA_OPTIONS = [1e-10, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
 #: minutes); keyed by data, model, version and solver source, so never stale.  Uploads
 #: are never written there.  ``DPCORE_CACHE_DIR`` moves it.
 CACHE_DIR = Path(os.environ.get("DPCORE_CACHE_DIR") or Path.home() / ".cache" / "dpcore")
-if erm.disk_cache() is None:
-    erm.set_disk_cache(CACHE_DIR / "erm")
+#: grids run their configurations in this many worker processes
+WORKERS = min(2, os.cpu_count() or 1)
+
+
+@st.cache_resource
+def app_context() -> Context:
+    """The app's one execution context (shared by sessions): grids on :data:`WORKERS`
+    processes, exact solutions kept in ``CACHE_DIR/erm`` and in memory."""
+    return Context(workers=WORKERS, erm_dir=CACHE_DIR / "erm")
+
+
+def with_progress(bar) -> Context:
+    """The app's context, reporting each finished configuration on a ``st.progress`` bar."""
+    return app_context().with_(progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
 
 
 # -- formatting -------------------------------------------------------------------------
@@ -223,9 +236,9 @@ def dataset_details(dataset_id: str) -> dict:
     return out
 
 
-def _record(config: RunConfig, dataset=None) -> dict:
-    """``dpcore.experiment.run`` as a record with the loss trace."""
-    res = run(config, dataset=dataset)
+def _record(config: RunSpec, dataset=None) -> dict:
+    """``dpcore.experiments.run.run`` as a record with the loss trace."""
+    res = run(config, app_context(), dataset=dataset)
     rec = res.to_dict()
     rec["loss_trace"] = None if res.loss_trace is None else res.loss_trace.tolist()
     rec["trace_steps"] = None if res.trace_steps is None else res.trace_steps.tolist()
@@ -233,12 +246,12 @@ def _record(config: RunConfig, dataset=None) -> dict:
 
 
 @st.cache_data(show_spinner="Training…", max_entries=256)
-def cached_run(config: RunConfig) -> dict:
+def cached_run(config: RunSpec) -> dict:
     """:func:`_record` on a registered dataset (pure and seed-keyed, so cacheable)."""
     return _record(config)
 
 
-def run_or_error(config: RunConfig) -> dict | None:
+def run_or_error(config: RunSpec) -> dict | None:
     """Run (cached; uploads uncached) and show a clear ``st.error`` instead of a traceback."""
     try:
         ds = user_dataset(config.dataset)
@@ -252,9 +265,9 @@ def run_or_error(config: RunConfig) -> dict | None:
 
 
 @contextlib.contextmanager
-def reference_notice(config: RunConfig):
+def reference_notice(config: RunSpec):
     """Say why the wait is long when the run first needs the MLP's slow reference solve."""
-    note = slow_reference(config) if user_dataset(config.dataset) is None else None
+    note = slow_reference(config, app_context()) if user_dataset(config.dataset) is None else None
     if note is None:
         yield
         return

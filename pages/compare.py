@@ -1,17 +1,19 @@
-import os
 
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.experiment import RunConfig, epsilon_sweep
+from dpcore.experiments.run import RunSpec
+from dpcore.experiments.studies import epsilon_sweep
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import validate
 from dpcore.models import make_model
 from dpcore.datasets import DATASETS
-from dpcore.presets import PRESETS as PAPER_PRESETS
-from dpcore.presets import auto_delta
-from dpcore.sweep import warm_workers
+from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
+from dpcore.experiments.presets import auto_delta
+from dpcore.experiments.sweep import warm_workers
 from pages.common import (
+    app_context,
+    with_progress,
     band_figure,
     dataset_picker,
     download_figure,
@@ -29,7 +31,6 @@ from pages.common import (
 )
 
 st.title("Compare mechanisms over ε")
-WORKERS = min(2, os.cpu_count() or 1)  # configurations run in parallel worker processes
 URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0, 'cmp_lam': 1e-3, 'cmp_paper': ''}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
@@ -40,7 +41,7 @@ CENTRAL = [m for m, c in REGISTRY.items() if c.family in ("output", "objective",
 
 
 def _from_paper(preset_id: str, dataset: str, **overrides) -> dict:
-    """A Compare setting from a seed figure's preset (dpcore.presets): mechanisms, ε grid, T, δ,
+    """A Compare setting from a seed figure's preset (dpcore.experiments.presets): mechanisms, ε grid, T, δ,
     λ, and (through ``cmp_paper``) the preset's per-mechanism settings and data options."""
     p = PAPER_PRESETS[preset_id]
     delta = p.delta if p.delta is not None else auto_delta(DATASETS[dataset].n_train)
@@ -116,7 +117,7 @@ try:
                        for v in eps_text.replace(";", ",").split(",") if v.strip()})
     if len(epsilons) > MAX_GRID:
         raise DPCoreError(f"the ε grid has {len(epsilons)} values; at most {MAX_GRID} keep a comparison quick")
-    base = RunConfig(dataset=dataset, model=model, delta=delta, iterations=T, repeats=repeats,
+    base = RunSpec(dataset=dataset, model=model, delta=delta, iterations=T, repeats=repeats,
                      calibration=calibration, clients=clients, skew=skew, lam=lam, **data_options)
     if not epsilons or any(e <= 0 for e in epsilons):
         raise DPCoreError("the ε grid needs at least one value > 0, e.g. 0.1, 1, 10")
@@ -130,13 +131,12 @@ write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
 own_data = user_dataset(dataset)  # an upload runs in this session's process, not in shared workers
 if own_data is None:
-    warm_workers(base, WORKERS)  # in the background: the workers load the data while the user decides
+    warm_workers(base, app_context())  # in the background: the workers load the data while the user decides
 if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
     with reference_notice(base):
-        rows = epsilon_sweep(base, mechs, epsilons, workers=WORKERS, per_mechanism=per_mechanism,
-                             dataset=own_data,
-                             progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
+        rows = epsilon_sweep(base, mechs, epsilons, with_progress(bar), per_mechanism=per_mechanism,
+                             dataset=own_data)
     bar.empty()
     st.session_state["cmp_rows"] = rows
 

@@ -2,9 +2,11 @@ import streamlit as st
 
 from dpcore import datasets
 from dpcore.exceptions import DPCoreError
-from dpcore.experiment import RunConfig
-from dpcore.mechanisms.distributed import client_sizes, skew_curve
+from dpcore.experiments.run import RunSpec
+from dpcore.experiments.studies import skew_curve
+from dpcore.partition import client_sizes
 from pages.common import (
+    with_progress,
     band_figure,
     dataset_picker,
     download_figure,
@@ -58,7 +60,7 @@ cols = st.columns(2)
 for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
     with col:
         st.subheader(mech)
-        rec = run_or_error(RunConfig(dataset=dataset, model=model, mechanism=mech, epsilon=epsilon,
+        rec = run_or_error(RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=epsilon,
                                      iterations=T, repeats=repeats, clients=m, skew=u,
                                      calibration=calibration))
         if rec:
@@ -77,8 +79,7 @@ if st.button("Sweep the skew u ∈ {1, 2, 4, 8, 16}", type="primary", key="dist_
     bar = st.progress(0.0, text="starting…")
     st.session_state["dist_curve"] = skew_curve(
         dataset, epsilon, 1e-5, model=model, clients=m, iterations=T, repeats=repeats,
-        calibration=calibration, data=own_data,
-        progress=lambda k, total, label: bar.progress(k / total, text=f"{k}/{total}: {label}"))
+        calibration=calibration, data=own_data, ctx=with_progress(bar))
     bar.empty()
 curve = st.session_state.get("dist_curve")
 if curve:

@@ -1,7 +1,7 @@
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.experiment import RunConfig
+from dpcore.experiments.run import RunSpec
 from dpcore.mechanisms import REGISTRY
 from pages.common import (
     dataset_picker,
@@ -58,7 +58,7 @@ with st.sidebar:
     seed = param_widget("seed", "ex_seed", label="seed")
 
 try:
-    config = RunConfig(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
+    config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
                        iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, c=c,
                        lam=lam, learning_rate=lr, options=options, **extra)
 except DPCoreError as exc:  # a ParameterError from the declared constraints

@@ -5,8 +5,9 @@ import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.figures import hover_texts, mark_missed
-from dpcore.tradeoff import tradeoff
+from dpcore.experiments.studies import tradeoff
 from pages.common import (
+    with_progress,
     dataset_picker,
     download_figure,
     download_table,
@@ -49,8 +50,7 @@ if st.button("Run the trade-off", type="primary", key="lc_run"):
     try:
         st.session_state["lc_result"] = tradeoff(
             dataset, epsilon, delta, iterations=T, repeats=repeats, mechanisms=mechs,
-            data=user_dataset(dataset),
-            progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
+            data=user_dataset(dataset), ctx=with_progress(bar))
     except DPCoreError as exc:
         st.error(f"{exc}")
     bar.empty()

@@ -1,15 +1,16 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.bounds import (
+from dpcore.exceptions import DPCoreError
+from dpcore.experiments.studies import compare_measured
+from dpcore.theory.catalog import (
     CATALOG,
     bounds_report,
-    compare_measured,
     infer_parameters,
     scaling,
 )
-from dpcore.exceptions import DPCoreError
 from pages.common import (
+    app_context,
     dataset_picker,
     download_figure,
     download_table,
@@ -105,7 +106,7 @@ if st.button("Measure (runs the implementing mechanisms)", key="th_measure"):
     with st.spinner("Running the mechanisms on a grid…"):
         try:
             st.session_state["th_measured"] = compare_measured(dataset, model, epsilon, delta, min(T, 200),
-                                                               over=over, repeats=2)
+                                                               over=over, repeats=2, ctx=app_context())
         except DPCoreError as exc:
             st.error(f"{exc}")
 meas = st.session_state.get("th_measured")

@@ -79,7 +79,7 @@ def test_compare_preset_and_run():
     assert len(at.get("plotly_chart")) == 2
     at.button(key="preset_Seed 003, Fig. 1 (synthetic regression, d = 14)").click().run()
     assert at.selectbox(key="cmp_dataset").value == "synthetic-regression"
-    assert at.text_input(key="cmp_eps").value == "0.1, 1"  # the paper's two ε (dpcore.presets)
+    assert at.text_input(key="cmp_eps").value == "0.1, 1"  # the paper's two ε (dpcore.experiments.presets)
     at.button(key="preset_Seed 004, Fig. 1 (Adult, 32 equal clients, T = 100 not 1000)").click().run()
     assert not at.exception
     assert at.number_input(key="cmp_clients").value == 32

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import dpcore.audit as audit_mod
+import dpcore.experiments.audit as audit_mod
 from dpcore import datasets as D
 from dpcore import privacy
 from dpcore.accounting import gdp_delta
-from dpcore.audit import (
+from dpcore.experiments.audit import (
     CANARIES,
     VERDICTS,
     audit,
@@ -30,10 +30,10 @@ from dpcore.audit import (
     verdict,
 )
 from dpcore.exceptions import DPCoreError, ParameterError
-from dpcore.experiment import RunConfig
+from dpcore.experiments.run import RunSpec
 from dpcore.jsonutil import dumps
 from dpcore.mechanisms import REGISTRY
-from dpcore.whitebox import WHITE_BOX_UNAVAILABLE
+from dpcore.experiments.whitebox import WHITE_BOX_UNAVAILABLE
 
 ALPHA = 0.05
 
@@ -41,7 +41,7 @@ ALPHA = 0.05
 def _cfg(mechanism, **kw):
     base = dict(dataset="breast-cancer", model="logreg", mechanism=mechanism, epsilon=1.0, delta=1e-5)
     base.update(kw)
-    return RunConfig(**base)
+    return RunSpec(**base)
 
 
 # -- pure statistics ---------------------------------------------------------------------------
@@ -257,7 +257,7 @@ def test_chunking_and_progress_do_not_change_the_result():
 
 
 def test_large_dataset_is_subsampled_and_says_so():
-    cfg = RunConfig(dataset="synthetic-classification", model="logreg", mechanism="output-laplace",
+    cfg = RunSpec(dataset="synthetic-classification", model="logreg", mechanism="output-laplace",
                     n=3000, d=5, seed=1)
     r = audit(cfg, trials=20, max_rows=400)
     assert r.n_train == 400 and r.note and "subsample of 400 of the 3000" in r.note
@@ -291,7 +291,7 @@ def test_every_registered_mechanism_can_be_audited(mechanism):
     ("synthetic-classification", "mlp", "gradient-dpgd", "margin"),
 ])
 def test_other_models(dataset, model, mechanism, score):
-    cfg = RunConfig(dataset=dataset, model=model, mechanism=mechanism, iterations=5, n=120, d=3,
+    cfg = RunSpec(dataset=dataset, model=model, mechanism=mechanism, iterations=5, n=120, d=3,
                     lam=1e-3)
     r = audit(cfg, trials=10, score=score, canary_label=1.0)
     assert r.verdict in VERDICTS and r.scores_with.shape == (10,)

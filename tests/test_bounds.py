@@ -1,4 +1,4 @@
-"""Theory tables (dpcore.bounds): catalog, hand-checked values, slopes, LaTeX, parameters."""
+"""Theory tables (dpcore.theory.catalog): catalog, hand-checked values, slopes, LaTeX, parameters."""
 
 import dataclasses
 import json
@@ -6,14 +6,15 @@ from math import log as ln, sqrt
 
 import pytest
 
-from dpcore import bounds as B
+from dpcore.experiments.studies import compare_measured
+from dpcore.theory import catalog as B
 from dpcore.exceptions import DatasetError, DPCoreError, ModelError, ParameterError
 
 ROW_IDS = [r.id for r in B.CATALOG]
 
 # -- two parameter points and hand values -------------------------------------------------
 # Hand values were computed with a calculator from the papers' formulas (written out in the
-# comments; symbols as in dpcore.bounds: β smoothness, λ strong convexity, Fukuchi's d → p,
+# comments; symbols as in dpcore.theory.catalog: β smoothness, λ strong convexity, Fukuchi's d → p,
 # his λ → β, ζ → G), not with dpcore.
 
 P1 = dict(n=1000, d=10, p=10, G=1.0, beta=0.25, lam=0.01, D=2.0, w_hat=2.0, T=100, epsilon=0.5,
@@ -534,7 +535,7 @@ def test_bounds_report_is_strict_json_with_provenance():
 
 
 def test_compare_measured_small_run():
-    out = B.compare_measured("synthetic-classification", "logreg", 1.0, 1e-5, 100,
+    out = compare_measured("synthetic-classification", "logreg", 1.0, 1e-5, 100,
                              mechanisms=["gradient-dpgd", "gradient-dpsvrg"], over="n",
                              grid=(400, 1600), repeats=2, lam=0.05, learning_rate=2.0)
     json.dumps(B.to_jsonable(out), allow_nan=False)
@@ -549,4 +550,4 @@ def test_compare_measured_small_run():
     assert pred["001-wang2017-gd"]["predicted_slope"] == pytest.approx(
         -2 + ln(ln(1600) / ln(400)) / ln(4), abs=1e-9)
     with pytest.raises(ParameterError, match="'n' or 'epsilon'"):
-        B.compare_measured("iris", "logreg", 1.0, 1e-3, 10, over="T")
+        compare_measured("iris", "logreg", 1.0, 1e-3, 10, over="T")

@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpcore import privacy
-from dpcore.audit import replace_record
+from dpcore.experiments.audit import replace_record
 from dpcore.erm import solve_erm
 from dpcore.exceptions import ParameterError, PrivacyWarning
-from dpcore.experiment import RunConfig, load_problem, problem_data
+from dpcore.experiments.run import RunSpec, load_problem, problem_data
 from dpcore.mechanisms import REGISTRY, Problem, get_mechanism
 from dpcore.optim import BatchRNG
 
@@ -42,15 +42,15 @@ DATA = {"logreg": dict(dataset="breast-cancer"), "mlp": dict(dataset="breast-can
 CASES = [(m, model, cal) for m, cls in REGISTRY.items() for model in cls.models for cal in cls.calibrations]
 
 
-def _config(mech, model, cal, **kw) -> RunConfig:
+def _config(mech, model, cal, **kw) -> RunSpec:
     base = dict(mechanism=mech, model=model, calibration=cal, epsilon=EPS, delta=DELTA, iterations=T,
                 repeats=1, seed=0, **DATA[model])
     base.update(kw)
-    return RunConfig(**base)
+    return RunSpec(**base)
 
 
 @functools.lru_cache(maxsize=None)
-def _release(config: RunConfig):
+def _release(config: RunSpec):
     problem = load_problem(config)
     mechanism = get_mechanism(config.mechanism)
     mechanism.check(problem, config)
@@ -506,7 +506,7 @@ def test_real_valued_labels_get_gaussian_noise_not_a_sign_flip():
     certified ε = 1.  The target is now clipped to [−1, 1] and gets Gaussian noise σ_y whose
     release alone is (ε/2, δ); features and label compose to the target."""
     from dpcore.estimators import DPLinearRegression
-    from dpcore.tradeoff import tradeoff
+    from dpcore.experiments.studies import tradeoff
 
     for mech in ("input-kang", "input-dbdp"):
         config = _config(mech, "linreg", "certified", repeats=2, options=(("keep_data", True),))

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from dpcore.cli import main
-from dpcore.experiment import RunConfig, run
+from dpcore.experiments.run import RunSpec, run
 
 
 def _cli(*args):
@@ -72,7 +72,7 @@ def test_human_readable_run(capsys):
 
 
 def test_run_config_validation_and_result_dict():
-    res = run(RunConfig(dataset="synthetic-regression", model="linreg", n=300, d=3, repeats=3))
+    res = run(RunSpec(dataset="synthetic-regression", model="linreg", n=300, d=3, repeats=3))
     rec = res.to_dict()
     assert rec["rmse_mean"] == pytest.approx(rec["rmse_nonprivate"])
     assert abs(rec["gap_mean"]) <= 1e-15 and len(rec["runs"]) == 3  # L(θ*) − L*, to rounding

@@ -6,9 +6,10 @@ import pytest
 
 from dpcore import accounting as acc
 from dpcore.exceptions import ParameterError
-from dpcore.experiment import RunConfig, load_problem, run
+from dpcore.experiments.run import RunSpec, load_problem, run
 from dpcore.mechanisms import get_mechanism
-from dpcore.mechanisms.distributed import client_sizes, partition, skew_curve
+from dpcore.experiments.studies import skew_curve
+from dpcore.partition import client_sizes, partition
 from dpcore.optim import BatchRNG
 
 
@@ -58,8 +59,8 @@ def test_client_without_both_classes_is_refused():
 def test_equal_sizes_wddp_equals_avg(calibration):
     kw = dict(dataset="breast-cancer", epsilon=1.0, iterations=30, repeats=3, clients=6, skew=1.0,
               calibration=calibration)  # n = 546 = 6 × 91
-    a = run(RunConfig(mechanism="distributed-wddp", **kw))
-    b = run(RunConfig(mechanism="distributed-avg", **kw))
+    a = run(RunSpec(mechanism="distributed-wddp", **kw))
+    b = run(RunSpec(mechanism="distributed-avg", **kw))
     np.testing.assert_array_equal(a.gap, b.gap)
     assert a.client_sizes == b.client_sizes == [91] * 6
 
@@ -68,7 +69,7 @@ def test_equal_sizes_wddp_equals_avg(calibration):
 def test_aggregate_noise_variance_matches_weights(mech):
     # With a zero learning signal (lr only on noise), θ = −η Σ_j w_j Σ_t z_jt, so
     # Var(θ_k) = η² T Σ_j w_j² σ_j².  Check with a chi-square confidence interval.
-    cfg = RunConfig(dataset="breast-cancer", mechanism=mech, epsilon=1.0, iterations=4, repeats=400,
+    cfg = RunSpec(dataset="breast-cancer", mechanism=mech, epsilon=1.0, iterations=4, repeats=400,
                     clients=4, skew=3.0, learning_rate=1e-6, seed=5)
     pr = load_problem(cfg)
     out = get_mechanism(mech).run(pr, cfg, BatchRNG(list(range(400))))
@@ -85,9 +86,9 @@ def test_aggregate_noise_variance_matches_weights(mech):
 
 def test_certified_meets_target_and_published_small_clients_are_weak():
     kw = dict(dataset="breast-cancer", epsilon=1.0, iterations=30, repeats=2, clients=4, skew=4.0)
-    cert = run(RunConfig(mechanism="distributed-wddp", **kw))
+    cert = run(RunSpec(mechanism="distributed-wddp", **kw))
     assert all(e <= 1.0 for e in cert.extras["client_epsilons"])
-    pub = run(RunConfig(mechanism="distributed-wddp", calibration="published", **kw))
+    pub = run(RunSpec(mechanism="distributed-wddp", calibration="published", **kw))
     eps = pub.extras["client_epsilons"]
     sizes = pub.client_sizes
     assert pub.epsilon_certified == max(eps) > 1.0

@@ -1,11 +1,13 @@
 """Exact non-private ERM against independent solvers."""
 
+import pickle
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
 from dpcore import datasets as D
-from dpcore.erm import GRAD_TOL, exact_solution, solve_erm
+from dpcore.erm import GRAD_TOL, ReferenceStore, solve_erm
 from dpcore.exceptions import ModelError
 from dpcore.models import LinReg, LogReg, MLP
 
@@ -70,7 +72,9 @@ def test_logreg_without_regularisation_is_refused():
 
 def test_exact_solution_is_cached():
     ds = D.load("breast-cancer")
-    assert exact_solution(ds, LogReg()) is exact_solution(ds, LogReg())
+    store = ReferenceStore()
+    assert store.exact(ds, LogReg()) is store.exact(ds, LogReg())
+    assert store.holds(ds, LogReg()) and not ReferenceStore().holds(ds, LogReg())
 
 
 def test_exact_solution_disk_cache_round_trips_exactly(tmp_path):
@@ -79,44 +83,38 @@ def test_exact_solution_disk_cache_round_trips_exactly(tmp_path):
     from dpcore.models import make_model
 
     ds, model = load("iris"), make_model("logreg")
-    previous = erm.set_disk_cache(tmp_path)
-    try:
-        erm.exact_solution.cache_clear()
-        first = erm.exact_solution(ds, model)
-        files = list(tmp_path.glob("erm-*.json"))
-        assert len(files) == 1
-        erm.exact_solution.cache_clear()
-        again = erm.exact_solution(ds, model)  # read back from disk
-        assert again is not first
-        np.testing.assert_array_equal(again.theta, first.theta)
-        assert again.loss == first.loss and again.method == first.method
-        files[0].write_text("{torn")  # a damaged file is solved again, not trusted
-        erm.exact_solution.cache_clear()
-        assert erm.exact_solution(ds, model).loss == first.loss
-    finally:
-        erm.set_disk_cache(previous)
-        erm.exact_solution.cache_clear()
+    store = erm.ReferenceStore(tmp_path)
+    first = store.exact(ds, model)
+    files = list(tmp_path.glob("erm-*.json"))
+    assert len(files) == 1
+    store.clear()
+    again = store.exact(ds, model)  # read back from disk
+    assert again is not first
+    np.testing.assert_array_equal(again.theta, first.theta)
+    assert again.loss == first.loss and again.method == first.method
+    assert pickle.loads(pickle.dumps(store)).holds(ds, model)  # a worker's copy sees the folder
+    files[0].write_text("{torn")  # a damaged file is solved again, not trusted
+    store.clear()
+    assert store.exact(ds, model).loss == first.loss
 
 
 def test_a_slow_reference_is_announced_until_it_is_held(tmp_path, monkeypatch):
     """The MLP's multi-start L-BFGS on large data takes minutes: the app says so, once."""
-    from dpcore import erm, experiment
-    from dpcore.experiment import RunConfig, slow_reference
+    from dpcore.experiments import run as experiment
+    from dpcore.experiments.context import Context
+    from dpcore.experiments.run import RunSpec, slow_reference
 
-    assert slow_reference(RunConfig(dataset="adult")) is None  # logreg: Newton, fast
-    assert "MLP's reference optimum" in slow_reference(RunConfig(dataset="adult", model="mlp"))
-    assert slow_reference(RunConfig(dataset="nope", model="mlp")) is None  # the run will say why
+    assert slow_reference(RunSpec(dataset="adult")) is None  # logreg: Newton, fast
+    assert "MLP's reference optimum" in slow_reference(RunSpec(dataset="adult", model="mlp"))
+    assert slow_reference(RunSpec(dataset="nope", model="mlp")) is None  # the run will say why
     monkeypatch.setattr(experiment, "SLOW_REFERENCE_ROWS", 100)
-    cfg = RunConfig(dataset="breast-cancer", model="mlp", lam=2e-3)
-    previous = erm.set_disk_cache(tmp_path)
-    try:
-        assert "n = 546" in slow_reference(cfg)
-        experiment.load_problem(cfg)
-        assert slow_reference(cfg) is None  # held in memory
-        erm._HELD.clear()
-        assert slow_reference(cfg) is None  # and on disk, for the next process
-        for f in tmp_path.glob("erm-*.json"):
-            f.unlink()
-        assert slow_reference(cfg) is not None
-    finally:
-        erm.set_disk_cache(previous)
+    cfg = RunSpec(dataset="breast-cancer", model="mlp", lam=2e-3)
+    ctx = Context(erm_dir=tmp_path)
+    assert "n = 546" in slow_reference(cfg, ctx)
+    experiment.load_problem(cfg, ctx=ctx)
+    assert slow_reference(cfg, ctx) is None  # held in memory
+    ctx.store.clear()
+    assert slow_reference(cfg, ctx) is None  # and on disk, for the next process
+    for f in tmp_path.glob("erm-*.json"):
+        f.unlink()
+    assert slow_reference(cfg, ctx) is not None

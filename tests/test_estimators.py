@@ -12,7 +12,7 @@ from dpcore.cli import main
 from dpcore.datasets import load
 from dpcore.estimators import DPLinearRegression, DPLogisticRegression, expected_failed_checks
 from dpcore.exceptions import DatasetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
-from dpcore.experiment import RunConfig, load_problem
+from dpcore.experiments.run import RunSpec, load_problem
 from dpcore.mechanisms import get_mechanism
 from dpcore.optim import BatchRNG, run_seeds
 
@@ -70,7 +70,7 @@ def test_epsilon_and_coefficients_match_cli(capsys, est_cls, data_kw, cli_extra,
     assert est.sigma_ == pytest.approx(rec["sigma"], rel=1e-12)
 
     # Same seed, same noise: the core path of `dpcore run` gives the same θ ...
-    config = RunConfig(dataset=dataset_id, model=rec["model"], mechanism=rec["mechanism"],
+    config = RunSpec(dataset=dataset_id, model=rec["model"], mechanism=rec["mechanism"],
                        epsilon=1.0, delta=1e-5, iterations=50, repeats=1, seed=0,
                        calibration=rec["calibration"], c=1.0, **data_kw)
     problem = load_problem(config)

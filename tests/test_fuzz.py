@@ -14,12 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dpcore import datasets, erm
 from dpcore.cli import main
 from dpcore.exceptions import DatasetError
 from dpcore.models import make_model
+from pages.common import CACHE_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 BC = ["--dataset", "breast-cancer"]
@@ -159,18 +161,11 @@ def test_an_upload_too_wide_to_encode_is_refused_before_it_is_built():
 # -- the ERM cache ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def erm_cache(tmp_path):
-    old = erm.set_disk_cache(tmp_path / "erm")
-    erm.exact_solution.cache_clear()
-    yield tmp_path / "erm"
-    erm.set_disk_cache(old)
-    erm.exact_solution.cache_clear()
-
-
-def test_a_damaged_erm_cache_is_discarded_and_solved_again(erm_cache, caplog):
+def test_a_damaged_erm_cache_is_discarded_and_solved_again(tmp_path, caplog):
+    erm_cache = tmp_path / "erm"
+    store = erm.ReferenceStore(erm_cache)
     ds, model = datasets.load("breast-cancer"), make_model("logreg")
-    good = erm.exact_solution(ds, model)
+    good = store.exact(ds, model)
     path = next(erm_cache.glob("erm-*.json"))
     rec = json.loads(path.read_text())
     damaged = [[], None, "x", {**rec, "theta": rec["theta"][:-1]}, {**rec, "loss": "x"}, {**rec, "loss": -5},
@@ -178,13 +173,13 @@ def test_a_damaged_erm_cache_is_discarded_and_solved_again(erm_cache, caplog):
                {**rec, "method": 3}, {k: v for k, v in rec.items() if k != "grad_norm"}]
     for bad in damaged:
         path.write_text(json.dumps(bad))
-        erm.exact_solution.cache_clear()
-        sol = erm.exact_solution(ds, model)
+        store.clear()
+        sol = store.exact(ds, model)
         assert np.array_equal(sol.theta, good.theta) and sol.loss == good.loss, bad
     assert sum("discarding the cached ERM solution" in r.message for r in caplog.records) == len(damaged)
     path.write_text("{not json")
-    erm.exact_solution.cache_clear()
-    assert erm.exact_solution(ds, model).loss == good.loss
+    store.clear()
+    assert store.exact(ds, model).loss == good.loss
 
 
 # -- the app's links ----------------------------------------------------------------------------
@@ -228,12 +223,13 @@ def test_explore_survives_a_damaged_erm_cache(content):
     """Valid JSON of the wrong structure used to crash Explore's default view on every load."""
     at = _page("explore.py").run()
     assert not at.exception
-    folder = erm.disk_cache()
-    files = list(folder.glob("erm-*.json")) if folder is not None else []
+    folder = CACHE_DIR / "erm"
+    files = list(folder.glob("erm-*.json"))
     assert files, "Explore keeps its exact solutions on disk"
     for f in files:
         f.write_text(content)
-    erm.exact_solution.cache_clear()
+    st.cache_resource.clear()  # a new app context: nothing held in memory
+    st.cache_data.clear()
     at = _page("explore.py").run()
     assert not at.exception and not at.error
     assert any(m.label == "ε certified" for m in at.metric)

@@ -8,11 +8,11 @@ from scipy import stats
 
 from dpcore import accounting as acc
 from dpcore.exceptions import ParameterError
-from dpcore.experiment import RunConfig, run
+from dpcore.experiments.run import RunSpec, run
 from dpcore.mechanisms.input import fukuchi_kappa_lower, fukuchi_sigma_u
 from dpcore.mechanisms.local import duchi_privatize, duchi_radius
 from dpcore.optim import BatchRNG
-from dpcore.tradeoff import tradeoff
+from dpcore.experiments.studies import tradeoff
 
 import independent  # tests/independent.py
 
@@ -20,7 +20,7 @@ import independent  # tests/independent.py
 def _cfg(mech, **kw):
     base = dict(dataset="breast-cancer", mechanism=mech, epsilon=1.0, delta=1e-5, iterations=50, repeats=2)
     base.update(kw)
-    return RunConfig(**base)
+    return RunSpec(**base)
 
 
 # -- Fukuchi -----------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ def test_fukuchi_statistics_shortcut_matches_direct_sampling():
 
 
 def test_fukuchi_published_large_n_rmse_close_to_non_private():
-    res = run(RunConfig(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi",
+    res = run(RunSpec(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi",
                         calibration="published", n=2**17, d=14, epsilon=1.0, delta=0.01, repeats=3))
     # Lemma 2: the excess risk is O(dζ²log(1/δ)/(nε²Δ) + Δ‖ŵ‖²/n) ≈ 1e-3 here; with
     # RMSE² ≈ 2·risk, RMSE can grow by at most √(RMSE*² + 2·1e-3) − RMSE* ≈ 0.01.
@@ -102,7 +102,7 @@ def test_fukuchi_certified_meets_its_target_and_improves_with_n():
     still learn, better with more contributors."""
     rmse = {}
     for n in (2**12, 2**17):
-        res = run(RunConfig(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi",
+        res = run(RunSpec(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi",
                             n=n, d=14, epsilon=1.0, delta=1e-5, repeats=3))
         assert 0.999 <= res.epsilon_certified <= 1.0 and res.epsilon_local == res.epsilon_certified
         s_q, s_p = res.extras["contributor_sigma_q"], res.extras["contributor_sigma_p"]
@@ -110,15 +110,15 @@ def test_fukuchi_certified_meets_its_target_and_improves_with_n():
         assert independent.gdp_epsilon(math.hypot(2 / s_q, 2 / s_p), 1e-5) == pytest.approx(1.0, abs=1e-6)
         rmse[n] = res.rmse.mean()
     assert rmse[2**17] < rmse[2**12]
-    logit = run(RunConfig(dataset="breast-cancer", mechanism="input-fukuchi", epsilon=1.0, repeats=2))
+    logit = run(RunSpec(dataset="breast-cancer", mechanism="input-fukuchi", epsilon=1.0, repeats=2))
     assert logit.epsilon_certified <= 1.0
 
 
 def test_fukuchi_errors():
     with pytest.raises(ParameterError, match="n ≥ 16·log"):
-        run(RunConfig(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi", n=50, d=3, delta=1e-5))
+        run(RunSpec(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi", n=50, d=3, delta=1e-5))
     with pytest.raises(ParameterError, match="Δ > 2λ/ε"):
-        run(RunConfig(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi", n=2000, d=3,
+        run(RunSpec(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi", n=2000, d=3,
                       options=(("Delta", 0.5),)))
 
 
@@ -190,7 +190,7 @@ def test_certified_input_guarantee_is_the_analytic_gaussian(mech):
 
 
 def test_dbdp_returns_the_perturbed_data():
-    from dpcore.experiment import load_problem
+    from dpcore.experiments.run import load_problem
     from dpcore.mechanisms import get_mechanism
 
     cfg = _cfg("input-dbdp", options=(("keep_data", True), ("label_epsilon", 0.5)))

@@ -9,7 +9,7 @@ from scipy import stats
 
 from dpcore.erm import solve_erm
 from dpcore.exceptions import ModelError, PrivacyWarning
-from dpcore.experiment import RunConfig, run
+from dpcore.experiments.run import RunSpec, run
 from dpcore.mechanisms import REGISTRY, Mechanism, register
 from dpcore.models import LogReg
 from dpcore.noise import gamma_norm
@@ -40,7 +40,7 @@ def test_registry_refuses_duplicates():
 def _cfg(mech, **kw):
     base = dict(dataset="breast-cancer", mechanism=mech, epsilon=1.0, delta=1e-5, iterations=50, repeats=2)
     base.update(kw)
-    return RunConfig(**base)
+    return RunSpec(**base)
 
 
 # -- noise scales equal their formulas (hand-written here, independently of the code) -------

@@ -10,11 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dpcore import sweep as sweep_mod
+from dpcore.experiments import sweep as sweep_mod
 from dpcore.cli import main
-from dpcore.experiment import RunConfig
-from dpcore.presets import EPS_001, LR_004, N_003, PRESETS, auto_delta, get_preset, run_preset
-from dpcore.sweep import Task, run_sweep, task_key
+from dpcore.experiments.run import RunSpec
+from dpcore.experiments.presets import EPS_001, LR_004, N_003, PRESETS, auto_delta, get_preset, run_preset
+from dpcore.experiments.context import Context
+from dpcore.experiments.grid import run_grid
+from dpcore.experiments.studies import epsilon_sweep
+from dpcore.experiments.sweep import task_key
 
 import plotly_html  # tests/plotly_html.py
 
@@ -31,6 +34,13 @@ FIGURES = {  # seed paper -> the figures the issue asks for
 def shared_out(tmp_path_factory):
     return tmp_path_factory.mktemp("sweeps")
 
+
+
+def _grid(tasks, out, **kw):
+    """A preset's tasks through the grid runner with a result cache in ``out``, as presets run."""
+    ctx = Context(workers=1, threads=1, results_dir=Path(out) / "cache", erm_dir=Path(out) / "cache" / "erm",
+                  trace_points=0, **kw)
+    return run_grid([t.config for t in tasks], ctx, tags=[dict(t.tags) for t in tasks])
 
 def test_every_seed_figure_has_a_preset():
     for seed, figs in FIGURES.items():
@@ -110,12 +120,12 @@ def test_auto_delta_is_below_one_over_n():
 
 
 def test_task_key_is_a_content_hash():
-    a = RunConfig(dataset="iris", mechanism="input-dbdp-if", options=(("t_local", 5), ("w_min", 0.1)))
-    b = RunConfig(dataset="iris", mechanism="input-dbdp-if", options=(("w_min", 0.1), ("t_local", 5)))
+    a = RunSpec(dataset="iris", mechanism="input-dbdp-if", options=(("t_local", 5), ("w_min", 0.1)))
+    b = RunSpec(dataset="iris", mechanism="input-dbdp-if", options=(("w_min", 0.1), ("t_local", 5)))
     assert task_key(a) == task_key(b)
-    assert task_key(a) != task_key(RunConfig(dataset="iris", mechanism="input-dbdp-if", epsilon=2.0))
+    assert task_key(a) != task_key(RunSpec(dataset="iris", mechanism="input-dbdp-if", epsilon=2.0))
     with pytest.raises(ValueError, match="twice"):
-        run_sweep([Task(a), Task(b)], "/nonexistent-never-created", workers=1)
+        run_grid([a, b], Context(results_dir="/nonexistent-never-created"))
 
 
 def test_rerun_uses_the_cache_and_does_no_training(tmp_path, monkeypatch):
@@ -147,10 +157,10 @@ def test_interrupted_sweep_resumes_with_the_rest_only(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_sweep(tasks, tmp_path, workers=1, progress=interrupt)
+        _grid(tasks, tmp_path, progress=interrupt)
     assert len(list((tmp_path / "cache").glob("*.json"))) == stop_after
-    rest = run_sweep(tasks, tmp_path, workers=1)
-    assert rest.cached == stop_after and rest.computed == len(tasks) - stop_after
+    rest = _grid(tasks, tmp_path).attrs
+    assert rest["cached"] == stop_after and rest["computed"] == len(tasks) - stop_after
 
 
 def test_killed_cli_sweep_resumes(tmp_path):
@@ -216,12 +226,10 @@ def test_sweep_cli_lists_and_refuses_bad_input(tmp_path, capsys, monkeypatch):
 
 
 def test_epsilon_sweep_same_numbers_in_worker_processes():
-    from dpcore.experiment import epsilon_sweep
-
-    base = RunConfig(dataset="iris", repeats=3, iterations=30)
+    base = RunSpec(dataset="iris", repeats=3, iterations=30)
     mechs = ["gradient-dpgd", "output-gaussian", "objective-chaudhuri", "input-dbdp-if"]
     one = epsilon_sweep(base, mechs, [0.3, 3.0])
-    two = epsilon_sweep(base, mechs, [0.3, 3.0], workers=2)
+    two = epsilon_sweep(base, mechs, [0.3, 3.0], Context(workers=2))
     assert [(r["mechanism"], r["epsilon"]) for r in one] == [(r["mechanism"], r["epsilon"]) for r in two]
     for a, b in zip(one, two):
         assert a.get("error") == b.get("error")
@@ -235,32 +243,29 @@ def test_epsilon_sweep_same_numbers_in_worker_processes():
 def test_sparse_data_same_bits_on_threads_and_in_workers():
     """Adult's sparse twin: threaded products in-process equal 1-thread worker processes."""
     from dpcore import datasets, linalg
-    from dpcore.experiment import epsilon_sweep
 
-    base = RunConfig(dataset="adult", n=3000, repeats=3, iterations=20)
+    base = RunSpec(dataset="adult", n=3000, repeats=3, iterations=20)
     assert linalg.is_sparse(datasets.load("adult", subsample=3000).X_train)
     mechs = ["gradient-dpgd", "output-gaussian"]
     one = epsilon_sweep(base, mechs, [0.5])
-    two = epsilon_sweep(base, mechs, [0.5], workers=2)
+    two = epsilon_sweep(base, mechs, [0.5], Context(workers=2))
     for a, b in zip(one, two):
         for k in ("accuracy_mean", "gap_mean", "epsilon_certified", "sigma"):
             assert a[k] == b[k], (a["mechanism"], k)
 
 
 def test_warm_workers_loads_in_the_background_and_changes_no_number():
-    from dpcore.experiment import epsilon_sweep
-
-    base = RunConfig(dataset="breast-cancer", repeats=2, iterations=10)
-    assert sweep_mod.warm_workers(base, 1) is None  # nothing to warm in-process
-    thread = sweep_mod.warm_workers(base, 2)
+    base = RunSpec(dataset="breast-cancer", repeats=2, iterations=10)
+    assert sweep_mod.warm_workers(base, Context(workers=1)) is None  # nothing to warm in-process
+    thread = sweep_mod.warm_workers(base, Context(workers=2))
     assert thread is not None
     thread.join(timeout=120)
     assert not thread.is_alive()
     cold = epsilon_sweep(base, ["gradient-dpgd"], [1.0])
-    warm = epsilon_sweep(base, ["gradient-dpgd"], [1.0], workers=2)
+    warm = epsilon_sweep(base, ["gradient-dpgd"], [1.0], Context(workers=2))
     assert cold[0]["accuracy_mean"] == pytest.approx(warm[0]["accuracy_mean"], rel=1e-12)
     # a setting the core refuses is not warmed, and says so instead of raising
-    bad = sweep_mod._config_record(RunConfig(dataset="breast-cancer", n=10**6))
+    bad = sweep_mod._config_record(RunSpec(dataset="breast-cancer", n=10**6))
     assert sweep_mod._warm(bad).startswith("not warmed: ")
 
 
@@ -268,9 +273,9 @@ def test_output_gaussian_shares_one_noise_free_trajectory():
     """R batched runs (one GD, R noise draws) equal R separate runs with those seeds."""
     from dataclasses import replace
 
-    from dpcore.experiment import run
+    from dpcore.experiments.run import run
 
-    cfg = RunConfig(dataset="breast-cancer", mechanism="output-gaussian", repeats=4, epsilon=0.5)
+    cfg = RunSpec(dataset="breast-cancer", mechanism="output-gaussian", repeats=4, epsilon=0.5)
     batched = run(cfg)
     for r in range(4):
         single = run(replace(cfg, repeats=1, seed=r))
@@ -295,7 +300,7 @@ def test_published_calibration_override(tmp_path):
 
 
 def test_set_changes_one_setting_and_checks_it(tmp_path, capsys):
-    from dpcore.presets import with_overrides
+    from dpcore.experiments.presets import with_overrides
 
     base = get_preset("001-fig4")
     p = with_overrides(base, ["epsilons=0.1,1", "datasets=iris", "repeats=3"])
@@ -326,8 +331,8 @@ def test_one_worker_runs_in_this_process(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sweep_mod, "_execute_keyed", counting)
     tasks = get_preset("003-fig1").tasks(quick=True)
-    res = run_sweep(tasks, tmp_path, workers=1)
-    assert res.computed == len(tasks) and sorted(calls) == sorted(t.key for t in tasks)
+    res = _grid(tasks, tmp_path).attrs
+    assert res["computed"] == len(tasks) and sorted(calls) == sorted(t.key for t in tasks)
 
 
 def test_preset_figure_rings_points_that_miss_their_target():

@@ -14,7 +14,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..datasets import Dataset
+from ..erm import ErmSolution, ReferenceStore
 from ..exceptions import ModelError, ParameterError
+from ..models import Model
 from ..params import Param, check
 from ..privacy import NEIGHBOURING, NoisePlan, calibrate, certify  # replace-one (SPEC §1)
 
@@ -27,11 +30,15 @@ FAMILIES = ("baseline", "output", "objective", "gradient", "input", "local", "di
 
 @dataclass(frozen=True, eq=False)
 class Problem:
-    """What a mechanism trains on: the data, the model and the exact reference solution."""
+    """What a mechanism trains on: the data, the model and the exact reference solution,
+    with what the run's execution context lends it: how many loss-curve points its
+    optimisers record, and a store for noise-free results worth reusing across runs."""
 
-    dataset: Any  # dpcore.datasets.Dataset
-    model: Any  # dpcore.models.Model
-    erm: Any  # dpcore.erm.ErmSolution
+    dataset: Dataset
+    model: Model
+    erm: ErmSolution
+    trace_points: int | None = None  # None: the optimisers' default
+    store: ReferenceStore | None = None  # None: nothing is reused
 
     @property
     def X(self) -> np.ndarray:

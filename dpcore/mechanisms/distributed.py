@@ -13,98 +13,13 @@ import math
 import numpy as np
 
 from .. import privacy
-from ..exceptions import DPCoreError, ParameterError
 from ..optim import gradient_descent
 from ..params import Interval, Options, Param
+from ..partition import SPLITS, client_sizes, partition
 from .base import Mechanism, MechanismOutput, declare, register
 from .gradient import _bound
 
-__all__ = ["client_sizes", "partition", "DistributedWDDP", "DistributedAvg"]
-
-
-def client_sizes(n: int, clients: int, skew: float = 1.0, *, mode: str = "two-groups",
-                 min_size: int | None = None, seed: int = 0) -> list[int]:
-    """Sizes of m clients summing to n with ``max/min = skew`` (to integer rounding).
-
-    ``two-groups`` (seed 004's design): ⌈m/2⌉ small clients of size s and ⌊m/2⌋
-    large ones of size ≈ u·s.  ``random``: sizes drawn (seeded) from a
-    Dirichlet above ``min_size`` (default n/(4m)); the skew argument is ignored.
-    """
-    m = int(clients)
-    if m < 1:
-        raise ParameterError("the number of clients must be at least 1")
-    if m > n:
-        raise ParameterError(f"cannot split {n} records over {m} clients: use at most {n} clients")
-    if skew < 1:
-        raise ParameterError(f"skew u = n_max/n_min must be ≥ 1, got {skew:g}")
-    if mode == "random":
-        lo = int(min_size if min_size is not None else max(1, n // (4 * m)))
-        if lo * m > n:
-            raise ParameterError(f"min client size {lo} × {m} clients exceeds n = {n}")
-        rng = np.random.default_rng([seed, 404])
-        extra = rng.dirichlet(np.ones(m)) * (n - lo * m)
-        sizes = lo + np.floor(extra).astype(int)
-        for k in np.argsort(-(extra - np.floor(extra)))[: n - sizes.sum()]:
-            sizes[k] += 1
-        return [int(s) for s in sizes]
-    if mode != "two-groups":
-        raise ParameterError(f"partition mode must be 'two-groups' or 'random', got {mode!r}")
-    if m == 1:
-        return [n]
-    n_large = m // 2
-    n_small = m - n_large
-    small = n / (n_small + skew * n_large)
-    s = int(math.floor(small))
-    if s < 1:
-        raise ParameterError(
-            f"skew {skew:g} with {m} clients leaves the small clients empty for n = {n}: "
-            "lower the skew or the number of clients"
-        )
-    sizes = [s] * n_small
-    rest = n - s * n_small
-    base, extra = divmod(rest, n_large)
-    sizes += [base + (1 if k < extra else 0) for k in range(n_large)]
-    return sizes
-
-
-SPLITS = ("random", "stratified")
-
-
-def partition(y: np.ndarray, sizes: list[int], seed: int, *, need_both_classes: bool,
-              split: str = "random") -> list[np.ndarray]:
-    """Seeded split of the row indices into clients of the given sizes.
-
-    ``random`` (default, as in the papers): a uniformly random permutation cut into
-    consecutive blocks, so a client's class shares vary as they would in a real
-    federation.  ``stratified``: rows are put in an order where the classes
-    interleave evenly, so every client's class shares match the data's to ±1 row
-    (this hides the label skew that small clients suffer).
-    """
-    n = len(y)
-    if sum(sizes) != n:
-        raise ParameterError(f"client sizes sum to {sum(sizes)}, not n = {n}")
-    if split not in SPLITS:
-        raise ParameterError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
-    rng = np.random.default_rng([seed, 405])
-    if split == "random":
-        order = rng.permutation(n)
-    else:
-        key = np.empty(n)
-        for c in np.unique(y):
-            idx = rng.permutation(np.flatnonzero(y == c))
-            key[idx] = (np.arange(len(idx)) + 0.5) / len(idx)  # evenly spread positions per class
-        order = np.lexsort((rng.random(n), key))  # random tie-break between classes
-    parts, start = [], 0
-    for j, s in enumerate(sizes):
-        part = np.sort(order[start:start + s])
-        start += s
-        if need_both_classes and len(np.unique(y[part])) < 2:
-            raise ParameterError(
-                f"client {j + 1} (size {s}) holds only one class: lower the skew or the number of "
-                "clients so that every client sees both labels"
-            )
-        parts.append(part)
-    return parts
+__all__ = ["DistributedWDDP", "DistributedAvg"]
 
 
 class _Distributed(Mechanism):
@@ -237,40 +152,3 @@ class DistributedAvg(_Distributed):
 
     def weights(self, sizes):
         return np.full(len(sizes), 1.0 / len(sizes))
-
-
-def skew_curve(dataset: str, epsilon: float, delta: float, *, model: str = "logreg", clients: int = 4,
-               skews=(1, 2, 4, 8, 16), epsilons=None, iterations: int = 100, repeats: int = 3,
-               seed: int = 0, calibration: str = "certified", learning_rate: float = 1.0,
-               progress=None, data=None, **config_kw) -> dict:
-    """Accuracy and gap against skew u (and ε) for WD-DP, averaging and the centralised DP-GD.
-
-    The data behind the distributed view and seed 004's Figs 1–2: one row per
-    (ε, u, method); ``epsilons`` defaults to ``[epsilon]``.  ``data``: a user's
-    own :class:`~dpcore.datasets.Dataset` in place of the registered ``dataset``.
-    """
-    from ..experiment import RunConfig, run
-
-    rows = []
-    eps_grid = list(epsilons) if epsilons else [epsilon]
-    methods = ("distributed-wddp", "distributed-avg", "gradient-dpgd")
-    total = len(skews) * len(methods) * len(eps_grid)
-    for k, (eps, u, mech) in enumerate(((e, u, m) for e in eps_grid for u in skews for m in methods), 1):
-        central = mech == "gradient-dpgd"
-        cfg = RunConfig(dataset=dataset, model=model, mechanism=mech, epsilon=eps, delta=delta,
-                        iterations=iterations, repeats=repeats, seed=seed, calibration=calibration,
-                        learning_rate=learning_rate, clients=None if central else clients,
-                        skew=None if central else float(u), **config_kw)
-        row = {"skew": float(u), "epsilon": eps, "mechanism": mech}
-        try:
-            r = run(cfg, data).to_dict()
-            row.update({key: r.get(key) for key in (
-                "accuracy_mean", "accuracy_std", "rmse_mean", "gap_mean", "gap_std",
-                "epsilon_certified", "client_sizes", "sigma", "seconds")})
-        except DPCoreError as exc:
-            row["error"] = str(exc)
-        rows.append(row)
-        if progress:
-            progress(k, total, f"ε={eps:g} u={u:g} {mech}")
-    return {"dataset": dataset, "model": model, "epsilons": eps_grid, "delta": delta, "clients": clients,
-            "iterations": iterations, "repeats": repeats, "calibration": calibration, "rows": rows}

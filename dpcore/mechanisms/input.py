@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 from scipy.special import expit
+from scipy.stats import wishart
 
 from .. import accounting as acc
 from .. import privacy
@@ -258,7 +259,8 @@ class InputKang(_InputBase):
     def train(self, problem, config, Xp, yp, rngs, grad_hook):
         theta0 = problem.start(rngs)
         return gradient_descent(problem.model, Xp, yp, theta0, iterations=config.iterations,
-                                learning_rate=config.learning_rate, rngs=rngs, grad_hook=grad_hook)
+                                learning_rate=config.learning_rate, rngs=rngs, grad_hook=grad_hook,
+                                trace_points=problem.trace_points)
 
 
 @register
@@ -292,7 +294,8 @@ class InputDBDP(_InputBase):
         theta0 = problem.start(rngs)
         return sgd(problem.model, Xp, yp, theta0, iterations=config.iterations,
                    learning_rate=config.learning_rate, rngs=rngs,
-                   batch_size=self.batch(problem, config), grad_hook=grad_hook)
+                   batch_size=self.batch(problem, config), grad_hook=grad_hook,
+                   trace_points=problem.trace_points)
 
 
 def _mixed_derivative_norm(theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -547,7 +550,6 @@ class InputFukuchi(Mechanism):
         evals, V = np.linalg.eigh(QtQ)
         Rm = (np.sqrt(np.maximum(evals, 0.0))[:, None] * V.T)  # RᵀR = QᵀQ
         thetas = []
-        from scipy.stats import wishart  # noqa: PLC0415 - scipy.stats is slow to import; only this needs it
 
         for g in rngs:
             A = g.standard_normal((d, d)) * s_u

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import ClassVar
 
@@ -11,7 +10,7 @@ import numpy as np
 from .. import privacy
 from ..exceptions import ModelError
 from ..noise import gamma_norm
-from ..optim import gradient_descent
+from ..optim import BatchRNG, gradient_descent, trace_marks
 from .base import Mechanism, MechanismOutput, register
 
 
@@ -172,22 +171,20 @@ class OutputGaussian(_GaussianOutput):
 def _nonprivate_gd(problem, step: float, T: int):
     """T noise-free GD steps from the model's zero start, computed once per setting.
 
-    The trajectory involves no randomness, so the R runs (and every ε) share it;
-    cached per (dataset, model, step, T, trace points) for the process.
+    The trajectory involves no randomness, so the R runs (and every ε) share it:
+    the problem's store (its run's context) keeps it per (dataset, model, step, T,
+    loss-curve points).
     """
-    from ..optim import _trace_points
+    ds, model, points = problem.dataset, problem.model, problem.trace_points
 
-    key = (problem.dataset, problem.model, float(step), int(T),
-           tuple(sorted(_trace_points(T, None))))
-    return _gd_cache(*key)
+    def compute():
+        return gradient_descent(model, ds.X_train, ds.y_train, model.init(1, ds.d), iterations=T,
+                                learning_rate=step, rngs=BatchRNG([0]), trace_points=points)
 
-
-@functools.lru_cache(maxsize=16)
-def _gd_cache(dataset, model, step, T, _marks):
-    from ..optim import BatchRNG
-
-    return gradient_descent(model, dataset.X_train, dataset.y_train, model.init(1, dataset.d),
-                            iterations=T, learning_rate=step, rngs=BatchRNG([0]))
+    if problem.store is None:
+        return compute()
+    key = ("noise-free gd", ds, model, float(step), int(T), tuple(sorted(trace_marks(T, points))))
+    return problem.store.memo(key, compute)
 
 
 def bolt_on_batches(n: int, batch_size: int | None) -> tuple[int, int]:

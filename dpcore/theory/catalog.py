@@ -34,11 +34,14 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import datasets as _datasets
-from .exceptions import DPCoreError, ModelError, ParameterError
-from .jsonutil import to_jsonable
-from .models import make_model
-from .params import PARAMS, validate
+from .. import datasets as _datasets
+from ..erm import solve_erm
+from ..exceptions import ModelError, ParameterError
+from ..jsonutil import to_jsonable
+from ..mechanisms import REGISTRY
+from ..models import make_model
+from ..params import PARAMS, validate
+from ..partition import client_sizes as _sizes
 
 __all__ = [
     "BoundRow",
@@ -54,7 +57,8 @@ __all__ = [
     "chaudhuri_objective_rate",
     "chaudhuri_output_rate",
     "client_sizes",
-    "compare_measured",
+    "scaling_plan",
+    "predictions",
     "evaluate",
     "fukuchi_lemma2_risk",
     "fukuchi_local_epsilon",
@@ -779,8 +783,6 @@ def client_sizes(n: int, clients: int, skew: float = 1.0) -> list[int]:
 
     References: seed 004 §Experiments (two groups, level of non-average u); SPEC §3.7.
     """
-    from .mechanisms.distributed import client_sizes as _sizes
-
     m = validate("clients", clients, "client_sizes")
     u = validate("skew", skew, "client_sizes")
     return _sizes(int(n), m, u)
@@ -942,7 +944,7 @@ def _infer(dataset_id, n, d, task, model_id, epsilon, delta, iterations, clients
     rec["epsilon"] = (epsilon, "user", "privacy budget")
     rec["delta"] = (delta, "user", "privacy parameter")
     rec["alpha"] = ((learning_rate, "user", "learning rate") if learning_rate is not None
-                    else (PARAMS["learning_rate"].default, "default", "learning rate (RunConfig default)"))
+                    else (PARAMS["learning_rate"].default, "default", "learning rate (RunSpec default)"))
     rec["m"] = ((clients, "user", "parties") if clients is not None
                 else (PARAMS["clients"].default, "default", "parties (default)"))
     rec["u"] = ((skew, "user", "client-size skew") if skew is not None
@@ -972,10 +974,8 @@ def _infer(dataset_id, n, d, task, model_id, epsilon, delta, iterations, clients
 
 
 def _exact_norm(dataset_id: str, model) -> float:
-    from .erm import exact_solution
-
     ds = _datasets.load(dataset_id)
-    sol = exact_solution(ds, model)
+    sol = solve_erm(model, ds.X_train, ds.y_train)
     return float(np.linalg.norm(sol.theta))
 
 
@@ -1111,56 +1111,25 @@ def scaling(rows: Iterable[BoundRow], params: Mapping[str, Any], over: str = "n"
 
 
 # --------------------------------------------------------------------------
-# measured optimality gaps beside the predictions
-
-_CHEAP_MECHANISMS = ("gradient-dpgd", "output-gaussian", "objective-gaussian")
+# what the measured-vs-predicted comparison reads (it runs in dpcore.experiments.studies)
 
 
-def compare_measured(
-    dataset_id: str,
-    model_id: str,
-    epsilon: float,
-    delta: float,
-    iterations: int,
-    mechanisms: Sequence[str] | None = None,
-    *,
-    over: str = "n",
-    grid: Sequence[float] | None = None,
-    repeats: int = 3,
-    seed: int = 0,
-    calibration: str = "published",
-    lam: float | None = None,
-    learning_rate: float | None = None,
-    clients: int | None = None,
-    skew: float | None = None,
-    rows: Iterable[BoundRow] = CATALOG,
-) -> dict[str, Any]:
-    """Measured optimality gaps beside each implementing row's predicted excess risk.
+def scaling_plan(dataset_id: str, model_id: str, epsilon: float, delta: float, iterations: int, *,
+                 over: str = "n", grid: Sequence[float] | None = None, lam: float | None = None,
+                 learning_rate: float | None = None, clients: int | None = None,
+                 skew: float | None = None) -> dict[str, Any]:
+    """Where a scaling check runs and the parameters its predictions are evaluated at.
 
-    For every mechanism that is registered and supports the model, runs
-    :func:`dpcore.experiment.run` at each grid point, and fits the log-log
-    slope of the mean gap.  Over n the runs use the synthetic dataset of the
-    model's task with the chosen dataset's feature count (bundled files cannot
-    be resized); over ε they use the chosen dataset.  ``calibration`` defaults
-    to ``"published"`` so the noise that runs follows the same formulas as the
-    rows (falling back to ``"certified"`` where a mechanism has no published
-    calibration).  Default mechanisms: the cheap central ones
-    (``gradient-dpgd``, ``output-gaussian``, ``objective-gaussian``); default
-    grid: n = 500, 1000, 2000, 4000 or ε × (1/4, 1/2, 1, 2).  The gap includes
-    the optimiser's own error after T steps, which flattens the measured slope
-    when T is small or λ tiny.
-
-    References: SPEC §4 (measured gap beside predicted excess risk); §1 (gap).
+    Over n the runs use the synthetic dataset of the model's task with the
+    chosen dataset's feature count (bundled files cannot be resized); over ε
+    they use the chosen dataset.  Default grid: n = 500, 1000, 2000, 4000 or
+    ε × (1/4, 1/2, 1, 2).  Returns ``over``, ``grid``, ``run_dataset``,
+    ``d_raw`` (raw features of the synthetic data, over n), ``dataset_note`` and
+    ``params`` (for :func:`predictions`).
     """
-    from .experiment import RunConfig, run
-    from .mechanisms import REGISTRY
-
     epsilon = validate("epsilon", epsilon, _OWNER)
     delta = validate("delta", delta, _OWNER)
     iterations = validate("iterations", iterations, _OWNER)
-    repeats = validate("repeats", repeats, _OWNER)
-    calibration = validate("calibration", calibration, _OWNER)
-    rows = list(rows)
     n0, d0, task = _dataset_shape(dataset_id)
     spec = _datasets.get_spec(dataset_id)
     if over == "n":
@@ -1170,70 +1139,33 @@ def compare_measured(
         dataset_note = (f"n-scaling runs on {run_dataset} with d = {d_raw} raw features (+ bias), the "
                         f"feature count of {dataset_id}; bundled datasets cannot be resized.")
         grid = _grid({"n": n0}, "n", grid if grid is not None else (500, 1000, 2000, 4000))
-        base = _infer(run_dataset, grid[0], d_raw + 1, task, model_id, epsilon, delta, iterations,
-                      clients, skew, lam, learning_rate, {}, False, n_source="user")
+        params = _infer(run_dataset, grid[0], d_raw + 1, task, model_id, epsilon, delta, iterations,
+                        clients, skew, lam, learning_rate, {}, False, n_source="user")
     elif over == "epsilon":
         run_dataset, d_raw = dataset_id, None
         dataset_note = f"ε-scaling runs on {dataset_id} itself."
         grid = _grid({"epsilon": epsilon}, "epsilon",
                      grid if grid is not None else [epsilon * f for f in (0.25, 0.5, 1.0, 2.0)])
-        base = _infer(dataset_id, n0, d0, task, model_id, epsilon, delta, iterations, clients, skew,
-                      lam, learning_rate, {}, False)
+        params = _infer(dataset_id, n0, d0, task, model_id, epsilon, delta, iterations, clients, skew,
+                        lam, learning_rate, {}, False)
     else:
         raise ParameterError(f"compare_measured scales over 'n' or 'epsilon', got {over!r}")
-    if mechanisms is None:
-        mechanisms = list(_CHEAP_MECHANISMS)
-    elif isinstance(mechanisms, str):
-        mechanisms = [mechanisms]
-    results = []
-    for mech in mechanisms:
-        entry: dict[str, Any] = {"mechanism": mech, "registered": mech in REGISTRY}
-        mrows = [r for r in rows if r.mechanism == mech]
-        pred = []
-        for r in mrows:
-            risks = [evaluate(_at(base, over, x), [r])[0]["risk"] for x in grid]
-            pred.append({"id": r.id, "predicted_risk": risks, "predicted_slope": loglog_slope(grid, risks)})
-        entry["rows"] = pred
-        if mech not in REGISTRY:
-            entry["skipped"] = f"mechanism {mech!r} is not registered"
-            results.append(entry)
+    return {"over": over, "grid": grid, "run_dataset": run_dataset, "d_raw": d_raw,
+            "dataset_note": dataset_note, "params": params}
+
+
+def predictions(plan: Mapping[str, Any], mechanism: str,
+                rows: Iterable[BoundRow] = CATALOG) -> list[dict[str, Any]]:
+    """Each catalog row implemented by ``mechanism``: its predicted excess risk at every
+    grid point of a :func:`scaling_plan` and the log-log slope of those predictions."""
+    over, grid, params = plan["over"], plan["grid"], plan["params"]
+    out = []
+    for r in rows:
+        if r.mechanism != mechanism:
             continue
-        cls = REGISTRY[mech]
-        if model_id not in cls.models:
-            entry["skipped"] = f"{mech} does not support model {model_id!r}"
-            results.append(entry)
-            continue
-        calib = calibration if calibration in cls.calibrations else cls.calibrations[0]
-        entry["calibration"] = calib
-        means, stds = [], []
-        try:
-            for x in grid:
-                cfg = dict(dataset=run_dataset, model=model_id, mechanism=mech, epsilon=epsilon,
-                           delta=delta, iterations=iterations, repeats=repeats, seed=seed,
-                           calibration=calib, lam=lam, clients=clients, skew=skew)
-                if learning_rate is not None:
-                    cfg["learning_rate"] = learning_rate
-                if over == "n":
-                    cfg.update(n=int(x), d=d_raw)
-                else:
-                    cfg["epsilon"] = float(x)
-                res = run(RunConfig(**cfg))
-                means.append(float(np.mean(res.gap)))
-                stds.append(float(np.std(res.gap, ddof=1)) if len(res.gap) > 1 else 0.0)
-        except DPCoreError as exc:  # a mechanism refusing a setting: report it, keep the others
-            entry["skipped"] = str(exc)
-            results.append(entry)
-            continue
-        entry["gap_mean"] = means
-        entry["gap_std"] = stds
-        entry["measured_slope"] = loglog_slope(grid, means)
-        results.append(entry)
-    return {
-        "over": over, "grid": grid, "dataset": dataset_id, "run_dataset": run_dataset,
-        "dataset_note": dataset_note, "model": model_id, "epsilon": epsilon, "delta": delta,
-        "iterations": iterations, "repeats": repeats, "seed": seed, "lam": base["lam"].value,
-        "mechanisms": results,
-    }
+        risks = [evaluate(_at(params, over, x), [r])[0]["risk"] for x in grid]
+        out.append({"id": r.id, "predicted_risk": risks, "predicted_slope": loglog_slope(grid, risks)})
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -1262,8 +1194,6 @@ def bounds_report(
 
     References: SPEC §4, §7.
     """
-    from .mechanisms import REGISTRY
-
     params = infer_parameters(dataset, model, epsilon, delta, iterations, clients, skew, lam,
                               overrides, learning_rate=learning_rate, exact_norm=exact_norm)
     values = {r["id"]: r for r in evaluate(params)}

@@ -1,6 +1,6 @@
 """White-box audits: the attacker sees everything a mechanism releases along the way.
 
-The black-box audit (:mod:`dpcore.audit`) sees only the released model.  Here
+The black-box audit (:mod:`dpcore.experiments.audit`) sees only the released model.  Here
 the attacker sees every intermediate release, knows every other record, and
 chooses the two differing records freely — the threat model under which the
 certified ε is proved.  What separates the neighbours is then exactly the noise
@@ -43,9 +43,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .exceptions import ParameterError
-from .mechanisms import Problem
-from .optim import BatchRNG
+from ..exceptions import ParameterError
+from ..mechanisms import Problem
+from ..mechanisms.local import duchi_privatize
+from ..optim import BatchRNG
 
 __all__ = ["TapRNG", "WhiteBoxScores", "white_box_scores", "WHITE_BOX_UNAVAILABLE"]
 
@@ -124,8 +125,6 @@ def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: 
         return WhiteBoxScores(zeros, np.ones(len(seeds1)),
                               "the exact minimiser, no noise: neighbours are told apart with certainty")
     if mid == "local-duchi":
-        from .mechanisms.local import duchi_privatize
-
         r = problem.model.lipschitz
         side = []
         for sign, seeds in ((-1.0, seeds0), (1.0, seeds1)):

@@ -2,7 +2,7 @@
 
 Each :class:`Preset` holds the paper's settings where the paper gives them and
 our documented choice where it does not (``choices``).  ``tasks()`` expands it
-into :class:`~dpcore.sweep.Task` objects (one per mechanism × dataset × model ×
+into :class:`~dpcore.experiments.sweep.Task` objects (one per mechanism × dataset × model ×
 x-value × learning rate, each a batch of repeats); ``figure()`` draws the tidy
 results in the paper's panel layout.
 
@@ -19,16 +19,29 @@ import hashlib
 import json
 import math
 import os
+import textwrap
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from .datasets import DATASETS
-from .exceptions import ParameterError
-from .experiment import RunConfig
-from .figures import hover_texts, mark_missed, target_note
-from .mechanisms import REGISTRY
-from .sweep import Task
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from ..datasets import DATASETS, get_spec
+from ..exceptions import ParameterError
+from ..figures import hover_texts, mark_missed, target_note
+from ..jsonutil import dumps
+from ..mechanisms import REGISTRY, get_mechanism
+from ..params import check, validate
+from .context import Context
+from .grid import run_grid
+from .run import RunSpec
+from .sweep import Task, environment
 
 __all__ = ["Preset", "PRESETS", "get_preset", "auto_delta"]
 
@@ -70,7 +83,7 @@ class Preset:
     metrics: tuple[str, ...] = ("accuracy",)
     rows: str = "model"  # model | metric | none
     cols: str = "dataset"  # dataset | epsilon
-    base: dict[str, Any] = field(default_factory=dict)  # other RunConfig fields
+    base: dict[str, Any] = field(default_factory=dict)  # other RunSpec fields
     per_mechanism: dict[str, dict[str, Any]] = field(default_factory=dict)
     choices: tuple[str, ...] = ()
     reference: tuple[str, ...] = ()  # series drawn as a flat line (no x dependence)
@@ -121,7 +134,7 @@ class Preset:
         return (None,)
 
     def _config(self, dataset, spec, model, mech, xv, eps, lr, T, R, quick, max_n,
-                calibration=None) -> RunConfig:
+                calibration=None) -> RunSpec:
         kw: dict[str, Any] = dict(self.base)
         kw.update(self.per_mechanism.get(mech, {}))
         options = dict(kw.pop("options", {}))
@@ -148,7 +161,7 @@ class Preset:
         cal = calibration or preset_calibration
         if cal not in mechanism.calibrations or not private:
             cal = mechanism.calibrations[0]  # the non-private run is shared by both calibrations
-        return RunConfig(
+        return RunSpec(
             dataset=dataset, model=model, mechanism=mech, epsilon=float(eps), delta=float(delta),
             iterations=int(T), repeats=int(R), seed=0, calibration=cal,
             learning_rate=float(kw.pop("learning_rate", lr)), n=n,
@@ -159,10 +172,6 @@ class Preset:
 
     def figure(self, df):
         """The paper's layout from the tidy table (pandas DataFrame)."""
-        import plotly.graph_objects as go
-        from plotly.colors import qualitative
-        from plotly.subplots import make_subplots
-
         ok = df[df["error"].isna()] if "error" in df else df
         metrics = [m for m in self.metrics if m in ok.columns]
         if self.x == "n" and "rmse" in ok.columns:
@@ -296,8 +305,6 @@ def _best_points(s, xcol: str, metric: str, *, flat: bool, xs):
 
 
 def _wrap(text: str, width: int) -> str:
-    import textwrap
-
     return "<br>".join(textwrap.wrap(text, width, break_on_hyphens=False))
 
 
@@ -437,10 +444,6 @@ def with_overrides(preset: Preset, items: Sequence[str]) -> Preset:
     E.g. ``epsilons=0.1,1`` or ``datasets=adult`` or ``iterations=500``: a paper's
     figure with one change.  The copy's id gets a suffix naming the change.
     """
-    from .datasets import get_spec
-    from .mechanisms import get_mechanism
-    from .params import check, validate
-
     changes: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -475,8 +478,6 @@ def with_overrides(preset: Preset, items: Sequence[str]) -> Preset:
             if not preset.clients:
                 raise ParameterError(f"--set partition applies to the distributed presets (004); "
                                      f"{preset.id} has no clients")
-            from .mechanisms import REGISTRY
-
             values = [check(REGISTRY["distributed-wddp"].options["partition"], v, "sweep") for v in values]
         single = key in ("delta", "iterations", "repeats", "clients", "partition")
         if single and len(values) != 1:
@@ -496,22 +497,14 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
 
     Returns the JSON record (also written to disk), with the output paths.
     """
-    import json
-    import time
-    from datetime import datetime, timezone
-    from pathlib import Path
-
-    import pandas as pd
-
-    from .jsonutil import dumps
-    from .sweep import environment, run_sweep
-
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     tasks = preset.tasks(quick=quick, repeats=repeats, max_n=max_n, calibration=calibration)
-    res = run_sweep(tasks, out, workers=workers, scheduler=scheduler, progress=progress)
     root = Path(out)
-    df = pd.DataFrame(res.rows())
+    # one BLAS thread per task whatever the workers: a preset's numbers never depend on the machine
+    ctx = Context(workers=workers, scheduler=scheduler, threads=1, results_dir=root / "cache",
+                  erm_dir=root / "cache" / "erm", trace_points=0, progress=progress)
+    df = run_grid([t.config for t in tasks], ctx, tags=[dict(t.tags) for t in tasks]).drop(columns="spec")
     stem = preset.id + ("-quick" if quick else "") + (f"-{calibration}" if calibration else "")
     paths = {"csv": str(root / f"{stem}.csv"), "html": str(root / f"{stem}.html"),
              "json": str(root / f"{stem}.json")}
@@ -531,9 +524,9 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
         "started": started,
         "wall_seconds": time.perf_counter() - t0,
         "tasks": len(tasks),
-        "computed": res.computed,
-        "cached": res.cached,
-        "compute_seconds": sum(r.get("wall_seconds", 0.0) for r in res.results.values()),
+        "computed": df.attrs["computed"],
+        "cached": df.attrs["cached"],
+        "compute_seconds": df.attrs["compute_seconds"],
         "workers": None if scheduler is not None else (workers or os.cpu_count()),
         "scheduler": None if scheduler is None else str(getattr(scheduler, "scheduler", scheduler)),
         "errors": errors,

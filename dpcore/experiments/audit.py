@@ -84,12 +84,15 @@ import numpy as np
 from scipy.stats import beta as _beta
 from scipy.stats import norm
 
-from .erm import solve_erm
-from .exceptions import ModelError, ParameterError, PrivacyWarning
-from .experiment import RunConfig, delta_warning, load_problem, problem_data
-from .mechanisms import Problem, get_mechanism
-from .optim import BatchRNG
-from .params import validate
+from ..accounting import gdp_epsilon
+from ..erm import solve_erm
+from ..exceptions import ModelError, ParameterError, PrivacyWarning
+from ..mechanisms import Problem, get_mechanism
+from ..optim import BatchRNG
+from ..params import validate
+from ..privacy import certify
+from .run import RunSpec, delta_warning, load_problem, problem_data
+from .whitebox import white_box_scores
 
 __all__ = [
     "AuditResult",
@@ -322,8 +325,6 @@ def gdp_membership_test(s0, s1, delta: float, alpha: float, threshold: float | N
     score is counted; otherwise the first halves choose the threshold that
     maximises the μ bound and the second halves are counted.
     """
-    from .accounting import gdp_epsilon
-
     s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
     if threshold is not None:
         fp = int(np.sum(s0 > threshold))
@@ -545,7 +546,7 @@ class AuditResult:
     Clopper–Pearson bounds at confidence ``1 − α/2``.
     """
 
-    config: RunConfig
+    config: RunSpec
     mechanism_name: str
     dataset_name: str
     n_train: int
@@ -656,8 +657,6 @@ def privacy_region(plan, epsilon_target: float, delta: float, private: bool = Tr
     """The region no attack can enter: at each false-positive rate α, the largest true-positive
     rate ``1 − β(α)`` that the certified guarantee (the plan's privacy profile over δ) and the
     target (ε, δ) allow.  An infinite guarantee leaves every point allowed (the region is empty)."""
-    from .privacy import certify
-
     fpr = np.concatenate([[0.0], np.geomspace(1e-4, 1.0, points - 1)])
     out: dict[str, Any] = {"fpr": fpr.tolist()}
     if not private:
@@ -678,7 +677,7 @@ def privacy_region(plan, epsilon_target: float, delta: float, private: bool = Tr
 
 
 def audit(
-    config: RunConfig,
+    config: RunSpec,
     trials: int,
     alpha: float = 0.05,
     canary: str = "opposite-pair",
@@ -694,16 +693,16 @@ def audit(
     """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
 
     ``config`` names the dataset, model, mechanism and every setting as for
-    :func:`dpcore.experiment.run` (its ``repeats`` is ignored; ``seed`` seeds
+    :func:`dpcore.experiments.run.run` (its ``repeats`` is ignored; ``seed`` seeds
     the canary, the subsample and the runs).  Runs go through the mechanism in
     batched chunks of ``chunk_size``; ``progress(done, total)`` is called before
     the first and after every chunk, with ``total = 2·trials``.  With more than
     ``max_rows`` training rows the audit runs on a seeded random subsample of
     that many (``note`` says so).  ``dataset``: a user's own data in place of
-    ``config.dataset`` (as for :func:`dpcore.experiment.run`).
+    ``config.dataset`` (as for :func:`dpcore.experiments.run.run`).
 
     ``threat="black-box"`` scores the released model on the canary;
-    ``"white-box"`` scores every release along the way (:mod:`dpcore.whitebox`).
+    ``"white-box"`` scores every release along the way (:mod:`dpcore.experiments.whitebox`).
     Two estimators: the direct (ε, δ) bound from Clopper–Pearson rates and, where
     the two score distributions are Gaussian shifts (white-box audits of
     Gaussian mechanisms), the Gaussian-DP fit; with both, each runs at α/2 so the
@@ -712,8 +711,8 @@ def audit(
     References: Jagielski, Ullman & Oprea 2020, Alg. 2; Nasr et al. 2023.
     """
     t_start = time.perf_counter()
-    if not isinstance(config, RunConfig):
-        raise ParameterError(f"audit needs a dpcore.experiment.RunConfig; got {type(config).__name__}")
+    if not isinstance(config, RunSpec):
+        raise ParameterError(f"audit needs a dpcore.experiments.run.RunSpec; got {type(config).__name__}")
     trials = _check("trials", trials)
     alpha = _check("alpha", alpha)
     canary = _check("canary", canary)
@@ -769,8 +768,6 @@ def audit(
         for start in range(0, trials, chunk_size):
             stop = min(trials, start + chunk_size)
             if threat == "white-box":
-                from .whitebox import white_box_scores
-
                 wb = white_box_scores(mechanism, problem_d, config, seeds[0][start:stop].tolist(),
                                       seeds[1][start:stop].tolist(), seed=config.seed * 100_003 + start)
                 scores[0][start:stop], scores[1][start:stop] = wb.without, wb.with_

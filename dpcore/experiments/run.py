@@ -1,9 +1,12 @@
-"""One configuration, R batched runs: the function behind ``dpcore run`` and the app.
+"""One specification, R batched runs: the function behind ``dpcore run`` and every view.
 
-:class:`RunConfig` holds every setting (validated against
-:mod:`dpcore.params`); :func:`run` loads the data, solves the exact ERM once
-(cached), lets the mechanism train R runs at once and returns a frozen
-:class:`RunResult` with every number the UI shows.
+:class:`RunSpec` holds every setting that can change a number (validated
+against :mod:`dpcore.params`; frozen and hashable, its content is the key of
+every result cache); :func:`run` loads the data, takes the exact ERM from the
+context's store (solving it once), lets the mechanism train R runs at once and
+returns a frozen :class:`RunResult` with every number the UI shows.  *How* it
+executes (caches, loss-curve points) comes from an explicit
+:class:`~dpcore.experiments.context.Context`.
 """
 
 from __future__ import annotations
@@ -17,21 +20,22 @@ from typing import Any
 
 import numpy as np
 
-from . import datasets as _datasets
-from .erm import disk_cache, exact_solution, reference_cached, solve_erm
-from .exceptions import DPCoreError, ParameterError, PrivacyWarning
-from .mechanisms import REGISTRY, Problem, get_mechanism, validate_options
-from .metrics import accuracy, optimality_gap, rmse, summarize
-from .models import make_model
-from .optim import BatchRNG, run_seeds
-from .params import validate
+from .. import datasets as _datasets
+from ..erm import solve_erm
+from ..exceptions import DPCoreError, ModelError, ParameterError, PrivacyWarning
+from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
+from ..metrics import accuracy, optimality_gap, rmse, summarize
+from ..models import make_model
+from ..optim import BatchRNG, run_seeds
+from ..params import validate
+from .context import DEFAULT_TRACE_POINTS, Context
 
-__all__ = ["RunConfig", "RunResult", "run", "load_problem", "epsilon_sweep", "delta_warning",
-           "row_norm_warning"]
+__all__ = ["RunSpec", "RunResult", "run", "load_problem", "problem_data", "delta_warning",
+           "row_norm_warning", "slow_reference"]
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunSpec:
     """Every setting of one run; ``None`` means "the model's or mechanism's default"."""
 
     dataset: str = "breast-cancer"
@@ -88,7 +92,7 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class RunResult:
-    config: RunConfig
+    config: RunSpec
     dataset_name: str
     mechanism_name: str
     task: str
@@ -171,7 +175,7 @@ class RunResult:
 SLOW_REFERENCE_ROWS = 5000
 
 
-def slow_reference(config: RunConfig) -> str | None:
+def slow_reference(config: RunSpec, ctx: Context | None = None) -> str | None:
     """A sentence for the user when this configuration's exact reference (L*, behind every
     gap) is a slow solve not yet cached, the MLP's multi-start L-BFGS on a large dataset;
     ``None`` otherwise (also for an invalid configuration: the run will say what is wrong)."""
@@ -181,14 +185,14 @@ def slow_reference(config: RunConfig) -> str | None:
         dataset, model = problem_data(config)
     except DPCoreError:
         return None
-    if dataset.n < SLOW_REFERENCE_ROWS or reference_cached(dataset, model):
+    if dataset.n < SLOW_REFERENCE_ROWS or (ctx is not None and ctx.store.holds(dataset, model)):
         return None
     return (f"Computing the MLP's reference optimum L* on {dataset.name} (n = {dataset.n:,}): the best of "
             "3 L-BFGS runs, a few minutes on 2 cores the first time. It is kept (on disk, for the "
             "app) for every later run on these data.")
 
 
-def _load_dataset(config: RunConfig):
+def _load_dataset(config: RunSpec):
     kw: dict[str, Any] = {}
     if _datasets.get_spec(config.dataset).synthetic:
         for k in ("n", "d", "noise"):
@@ -199,15 +203,13 @@ def _load_dataset(config: RunConfig):
     return _datasets.load(config.dataset, **kw)
 
 
-def problem_data(config: RunConfig, dataset=None):
+def problem_data(config: RunSpec, dataset=None):
     """The dataset (``dataset``: a user's own) and model of a configuration, checked
     against each other, without solving the exact ERM."""
     if dataset is None:
         dataset = _load_dataset(config)
     model = make_model(config.model, lam=config.lam, radius=config.radius)
     if model.task != dataset.task:
-        from .exceptions import ModelError
-
         raise ModelError(
             f"model {model.id!r} is for {model.task} but dataset {dataset.id!r} is a "
             f"{dataset.task} task; pick a {dataset.task} model"
@@ -216,19 +218,20 @@ def problem_data(config: RunConfig, dataset=None):
     return dataset, model
 
 
-def load_problem(config: RunConfig, dataset=None) -> Problem:
+def load_problem(config: RunSpec, dataset=None, ctx: Context | None = None) -> Problem:
     """Dataset, model and exact ERM for a configuration.
 
     ``dataset`` (optional) is a user's own :class:`~dpcore.datasets.Dataset` (an
-    uploaded CSV); its exact ERM is solved afresh rather than cached process-wide.
+    uploaded CSV); its exact ERM is solved afresh rather than kept in the store.
     """
-    user_data = dataset is not None
-    return _with_reference(*problem_data(config, dataset), user_data)
+    ctx = Context() if ctx is None else ctx
+    return _with_reference(*problem_data(config, dataset), dataset is not None, ctx)
 
 
-def _with_reference(dataset, model, user_data: bool) -> Problem:
-    erm = solve_erm(model, dataset.X_train, dataset.y_train) if user_data else exact_solution(dataset, model)
-    return Problem(dataset=dataset, model=model, erm=erm)
+def _with_reference(dataset, model, user_data: bool, ctx: Context, trace_points: int | None = None) -> Problem:
+    erm = solve_erm(model, dataset.X_train, dataset.y_train) if user_data else ctx.store.exact(dataset, model)
+    return Problem(dataset=dataset, model=model, erm=erm, trace_points=trace_points,
+                   store=None if user_data else ctx.store)
 
 
 def delta_warning(delta: float, n: int) -> str | None:
@@ -253,7 +256,7 @@ MEMORY_BUDGET = float(os.environ.get("DPCORE_MEMORY_BUDGET", 4 * 2**30))  # byte
 WORK_BUDGET = float(os.environ.get("DPCORE_WORK_BUDGET", 2e11))  # multiply-adds (≈ 10 minutes)
 
 
-def check_budget(config: RunConfig, dataset, model, mechanism) -> None:
+def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
     """Refuse a run whose memory or work estimate exceeds the budget, saying how to lower it.
 
     Memory: a few (runs × rows) float64 arrays (margins, their derivatives, the metrics).
@@ -277,15 +280,18 @@ def check_budget(config: RunConfig, dataset, model, mechanism) -> None:
             f"{WORK_BUDGET:.0e}, DPCORE_WORK_BUDGET, about 10 minutes here): lower the iterations or the repeats")
 
 
-def run(config: RunConfig, dataset=None) -> RunResult:
+def run(config: RunSpec, ctx: Context | None = None, *, dataset=None) -> RunResult:
     """Run ``config.repeats`` batched runs of one mechanism and measure them.
 
+    ``ctx``: how to execute (default: a fresh :class:`Context`, nothing kept on disk).
     ``dataset`` overrides the registry lookup with the user's own data.
     """
+    ctx = Context() if ctx is None else ctx
     mechanism = get_mechanism(config.mechanism)
     data, model = problem_data(config, dataset)
     check_budget(config, data, model, mechanism)  # before the exact ERM's solve
-    problem = _with_reference(data, model, dataset is not None)
+    points = DEFAULT_TRACE_POINTS if ctx.trace_points is None else ctx.trace_points
+    problem = _with_reference(data, model, dataset is not None, ctx, points)
     mechanism.check(problem, config)
     caught: list[str] = []
     with warnings.catch_warnings(record=True) as wlist:
@@ -345,65 +351,3 @@ def run(config: RunConfig, dataset=None) -> RunResult:
         extras={**out.extras, "privacy_event": out.plan.describe(),
                 "neighbouring": out.plan.neighbouring},
     )
-
-
-def epsilon_sweep(base: RunConfig, mechanisms, epsilons, progress=None, workers: int = 1,
-                  per_mechanism: dict[str, dict] | None = None, dataset=None) -> list[dict]:
-    """Tidy rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
-
-    A mechanism that cannot run a setting contributes a row with ``error``.
-    ``progress(done, total, label)`` is called after each configuration.
-    ``workers > 1`` spreads the configurations over that many processes (one
-    BLAS thread each); the numbers are the same either way.  No loss curves
-    are recorded (nothing here plots them).  ``per_mechanism`` maps a mechanism
-    to RunConfig fields that differ for it (a seed preset's, e.g. λ for
-    output-laplace); each row lists them under ``overrides``.  ``dataset`` is a
-    user's own data (as for :func:`run`); it is run in this process.
-    """
-    from dataclasses import replace
-
-    from .metrics import summarize
-    from .sweep import Task, dispatch
-
-    rows: dict[tuple[str, float], dict] = {}
-    tasks: list[Task] = []
-    for mech in mechanisms:
-        for eps in epsilons:
-            row = {"mechanism": mech, "epsilon": float(eps)}
-            rows[(mech, float(eps))] = row
-            extra = dict((per_mechanism or {}).get(mech, {}))
-            if extra:
-                row["overrides"] = ", ".join(f"{k}={v}" for k, v in sorted(extra.items()))
-            try:
-                cals = get_mechanism(mech).calibrations
-                cal = extra.pop("calibration", base.calibration)
-                cal = cal if cal in cals else cals[0]
-                row["calibration"] = cal
-                config = replace(base, mechanism=mech, epsilon=float(eps), calibration=cal, **extra)
-                tasks.append(Task(config, tags=(("row", (mech, float(eps))),)))
-            except DPCoreError as exc:
-                row["error"] = str(exc)
-    by_key = {t.key: t for t in tasks}
-    total = len(rows)
-    done = total - len(tasks)
-    folder = disk_cache()  # worker processes share the exact solutions this process keeps on disk
-    for key, rec in dispatch(tasks, workers, threads=1 if workers > 1 and dataset is None else None,
-                             erm_cache=None if folder is None else str(folder), dataset=dataset):
-        task = by_key[key]
-        row = rows[dict(task.tags)["row"]]
-        if "error" in rec:
-            row["error"] = rec["error"]
-        else:
-            for k in ("mechanism_name", "epsilon_certified", "epsilon_local", "sigma", "seconds",
-                      "accuracy_nonprivate", "rmse_nonprivate"):
-                row[k] = rec.get(k)
-            for metric in ("accuracy", "rmse", "gap"):
-                values = [r[metric] for r in rec["runs"] if metric in r]
-                if values:
-                    s = summarize(np.asarray(values))
-                    row[f"{metric}_mean"], row[f"{metric}_std"] = s["mean"], s["std"]
-                    row[f"{metric}_ci95"] = [s["ci_low"], s["ci_high"]]
-        done += 1
-        if progress:
-            progress(done, total, f"{task.config.mechanism} ε={task.config.epsilon:g}")
-    return list(rows.values())

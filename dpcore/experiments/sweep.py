@@ -1,17 +1,16 @@
-"""Named experiments (presets) run as cached, parallel sweeps.
+"""The grid runner's back end: tasks executed here, in local processes or on Dask, cached.
 
-A sweep is a list of :class:`Task` objects, each one :class:`RunConfig` (a
-batch of R repeats of one configuration: the coarse unit of work).  Every task
-is keyed by a content hash of its configuration and the package version; its
-result is written to ``DIR/cache/<hash>.json`` the moment it arrives, so an
-interrupted sweep resumes where it stopped and a repeated one does no
-training.  Tasks run in local worker processes (joblib, ``loky``) or, given a
-scheduler address, on a Dask distributed cluster.  Each task runs with one
-BLAS thread, so the numbers do not depend on how many workers ran it.
-
-Exact ERM solutions are kept in ``DIR/cache/erm/`` so that workers share them.
-The tidy table comes from :func:`tidy_rows`; :func:`dpcore.presets.run_preset`
-writes it with the figure and the JSON record.
+A task is one :class:`~dpcore.experiments.run.RunSpec` (a batch of R
+repeats: the coarse unit of work) with the labels a table groups by.  Every
+task is keyed by a content hash of its spec and the package version; given a
+results folder its result is written to ``<folder>/<hash>.json`` the moment it
+arrives, so an interrupted grid resumes where it stopped and a repeated one
+does no training.  Tasks run in this process, in local worker processes
+(joblib, ``loky``, which stay alive between calls and keep their data warm) or,
+given a scheduler address, on a Dask distributed cluster.  With several
+workers each task runs with one BLAS thread, so the numbers do not depend on
+how many workers ran it.  :func:`dpcore.experiments.grid.run_grid` is the
+one entry point; nothing else calls this module.
 """
 
 from __future__ import annotations
@@ -21,37 +20,40 @@ import hashlib
 import json
 import logging
 import math
-import os
 import platform
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .exceptions import DPCoreError, ParameterError
-from .experiment import RunConfig, run
-from .jsonutil import write_atomic
+from joblib import Parallel, delayed
+from threadpoolctl import threadpool_limits
 
-__all__ = ["Task", "SweepResult", "task_key", "execute", "dispatch", "warm_workers", "run_sweep",
-           "tidy_rows", "CACHE_SCHEMA"]
+from .. import __version__, linalg
+from ..exceptions import DPCoreError, ParameterError
+from ..jsonutil import write_atomic
+from .context import Context
+from .run import RunSpec, _load_dataset, load_problem, run, slow_reference
+
+__all__ = ["Task", "SweepResult", "task_key", "execute", "dispatch", "warm_workers", "run_tasks",
+           "tidy_rows", "environment", "CACHE_SCHEMA"]
 
 #: bump when the meaning of a cached result changes (the package version is hashed too)
 CACHE_SCHEMA = 1
 #: how long to wait for a Dask scheduler before giving up with a clear message
 CONNECT_TIMEOUT = "10s"
 
-Progress = Callable[[int, int, str], None]
-
 
 @dataclass(frozen=True)
 class Task:
     """One configuration (R batched repeats) plus the labels a plot groups by."""
 
-    config: RunConfig
+    config: RunSpec
     tags: tuple[tuple[str, Any], ...] = ()
 
     @property
@@ -69,13 +71,13 @@ class Task:
         return " ".join(bits)
 
 
-def _config_record(config: RunConfig) -> dict[str, Any]:
+def _config_record(config: RunSpec) -> dict[str, Any]:
     rec = config.to_dict()
     rec["options"] = {k: rec["options"][k] for k in sorted(rec["options"])}
     return rec
 
 
-def task_key(config: RunConfig) -> str:
+def task_key(config: RunSpec) -> str:
     """Content hash of a configuration (and the code version that computes it)."""
     payload = json.dumps(
         {"config": _config_record(config), "dpcore": __version__, "schema": CACHE_SCHEMA},
@@ -84,56 +86,11 @@ def task_key(config: RunConfig) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
-def _config_from_record(rec: dict[str, Any]) -> RunConfig:
+def _config_from_record(rec: dict[str, Any]) -> RunSpec:
     rec = dict(rec)
     rec["options"] = tuple(sorted(rec.get("options", {}).items()))
-    names = {f.name for f in fields(RunConfig)}
-    return RunConfig(**{k: v for k, v in rec.items() if k in names})
-
-
-# Keys of RunResult.to_dict() kept per task (the per-run metrics are under "runs").
-_SUMMARY_KEYS = (
-    "dataset_name", "mechanism_name", "task", "n_train", "d", "p", "sigma", "epsilon_target",
-    "epsilon_certified", "epsilon_local", "loss_star", "accuracy_nonprivate", "rmse_nonprivate",
-    "seconds", "warnings", "client_sizes",
-)
-
-
-def execute(config_record: dict[str, Any], threads: int | None = 1,
-            erm_cache: str | None = None, dataset=None) -> dict[str, Any]:
-    """Run one task (in whatever process this is) and return its JSON-able record.
-
-    A setting the core refuses (a :class:`DPCoreError`) is a result too: the
-    record carries ``error`` and is cached like any other, so the same sweep
-    does not try it again.  ``dataset``: a user's own data (see :func:`run`).
-    """
-    from threadpoolctl import threadpool_limits
-
-    from . import linalg
-    from .erm import set_disk_cache
-    from .optim import loss_traces
-
-    t0 = time.perf_counter()
-    previous = set_disk_cache(erm_cache) if erm_cache is not None else None
-    try:
-        sparse_threads = linalg.limit_threads(threads) if threads else contextlib.nullcontext()
-        with threadpool_limits(limits=threads), sparse_threads, loss_traces(0):
-            result = run(_config_from_record(config_record), dataset).to_dict()
-    except DPCoreError as exc:
-        return {"error": str(exc), "wall_seconds": time.perf_counter() - t0}
-    finally:
-        if erm_cache is not None:
-            set_disk_cache(previous)  # exact solutions are shared only within the sweep
-    out = {k: result.get(k) for k in _SUMMARY_KEYS}
-    out["runs"] = result["runs"]
-    out["wall_seconds"] = time.perf_counter() - t0
-    out["host"] = platform.node()
-    return out
-
-
-def _execute_keyed(key: str, config_record: dict[str, Any], threads: int | None,
-                   erm_cache: str | None = None, dataset=None) -> tuple[str, dict]:
-    return key, execute(config_record, threads, erm_cache, dataset)
+    names = {f.name for f in fields(RunSpec)}
+    return RunSpec(**{k: v for k, v in rec.items() if k in names})
 
 
 # --------------------------------------------------------------------------
@@ -141,8 +98,8 @@ def _execute_keyed(key: str, config_record: dict[str, Any], threads: int | None,
 
 
 class _Cache:
-    def __init__(self, root: Path):
-        self.dir = root / "cache"
+    def __init__(self, folder: Path):
+        self.dir = Path(folder)
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def path(self, key: str) -> Path:
@@ -157,13 +114,52 @@ class _Cache:
         except (OSError, json.JSONDecodeError):
             return None  # a torn or foreign file: compute again
 
-    def put(self, key: str, config: RunConfig, result: dict) -> None:
+    def put(self, key: str, config: RunSpec, result: dict) -> None:
         # atomic: a killed sweep never leaves half a result
         write_atomic(self.path(key), {"key": key, "config": _config_record(config), "result": result})
 
 
-# --------------------------------------------------------------------------
-# running
+# Keys of RunResult.to_dict() kept per task (the per-run metrics are under "runs").
+_SUMMARY_KEYS = (
+    "dataset_name", "mechanism_name", "task", "n_train", "d", "p", "sigma", "epsilon_target",
+    "epsilon_certified", "epsilon_local", "loss_star", "accuracy_nonprivate", "rmse_nonprivate",
+    "seconds", "warnings", "client_sizes",
+)
+
+
+def execute(config_record: dict[str, Any], threads: int | None = 1,
+            erm_dir: str | None = None, dataset=None, trace_points: int = 0,
+            ctx: Context | None = None) -> dict[str, Any]:
+    """Run one task (in whatever process this is) and return its JSON-able record.
+
+    A setting the core refuses (a :class:`DPCoreError`) is a result too: the
+    record carries ``error`` and is cached like any other, so the same grid
+    does not try it again.  ``dataset``: a user's own data (see :func:`run`).
+    ``ctx``: the caller's context, when the task runs in the caller's process
+    (its store is reused); a worker process builds one from ``erm_dir``.
+    """
+    t0 = time.perf_counter()
+    if ctx is None:
+        ctx = Context(erm_dir=erm_dir, trace_points=trace_points)
+    elif ctx.trace_points != trace_points:
+        ctx = ctx.with_(trace_points=trace_points)
+    try:
+        sparse_threads = linalg.limit_threads(threads) if threads else contextlib.nullcontext()
+        with threadpool_limits(limits=threads), sparse_threads:
+            result = run(_config_from_record(config_record), ctx, dataset=dataset).to_dict()
+    except DPCoreError as exc:
+        return {"error": str(exc), "wall_seconds": time.perf_counter() - t0}
+    out = {k: result.get(k) for k in _SUMMARY_KEYS}
+    out["runs"] = result["runs"]
+    out["wall_seconds"] = time.perf_counter() - t0
+    out["host"] = platform.node()
+    return out
+
+
+def _execute_keyed(key: str, config_record: dict[str, Any], threads: int | None,
+                   erm_dir: str | None = None, dataset=None, trace_points: int = 0,
+                   ctx: Context | None = None) -> tuple[str, dict]:
+    return key, execute(config_record, threads, erm_dir, dataset, trace_points, ctx)
 
 
 @dataclass
@@ -179,54 +175,48 @@ class SweepResult:
         return tidy_rows(self.tasks, self.results, extra)
 
 
-def dispatch(tasks: Sequence[Task], workers: int = 1, threads: int | None = 1,
-             erm_cache: str | None = None, dataset=None):
-    """Run tasks (no cache) and yield ``(key, record)`` as each finishes.
+def _folder(path: Path | None) -> str | None:
+    return None if path is None else str(Path(path).resolve())
 
-    ``workers == 1`` runs them here, in order; more use loky worker processes
-    (``joblib``), which stay alive between calls and keep their data caches warm.
-    ``threads``: BLAS threads per task (``None`` leaves the library's choice).
-    ``dataset``: a user's own data; such tasks run here, never in shared workers.
+
+def dispatch(tasks: Sequence[Task], ctx: Context, threads: int | None, trace_points: int, dataset=None):
+    """Run tasks (no result cache) and yield ``(key, record)`` as each finishes.
+
+    One worker (or a user's own ``dataset``, which never leaves this process)
+    runs them here, in order, with ``ctx``'s store; more use loky worker
+    processes, which share exact solutions through ``ctx.erm_dir``.
     """
+    erm_dir = _folder(ctx.erm_dir)
+    workers = ctx.n_workers
     if workers == 1 or len(tasks) <= 1 or dataset is not None:
         for t in tasks:
-            yield _execute_keyed(t.key, _config_record(t.config), threads, erm_cache, dataset)
+            yield _execute_keyed(t.key, _config_record(t.config), threads, erm_dir, dataset, trace_points, ctx)
         return
-    from joblib import Parallel, delayed
-
     par = Parallel(n_jobs=min(workers, len(tasks)), backend="loky", return_as="generator_unordered")
-    yield from par(delayed(_execute_keyed)(t.key, _config_record(t.config), threads, erm_cache)
+    yield from par(delayed(_execute_keyed)(t.key, _config_record(t.config), threads, erm_dir, None, trace_points)
                    for t in tasks)
 
 
-def _warm(config_record: dict[str, Any], erm_cache: str | None = None) -> str:
-    from threadpoolctl import threadpool_limits
-
-    from .erm import set_disk_cache
-    from .experiment import _load_dataset, load_problem, slow_reference
-
+def _warm(config_record: dict[str, Any], erm_dir: str | None = None) -> str:
     config = _config_from_record(config_record)
-    previous = set_disk_cache(erm_cache) if erm_cache is not None else None
+    ctx = Context(erm_dir=erm_dir)
     with threadpool_limits(limits=1):
         try:
-            if slow_reference(config) is not None:
+            if slow_reference(config, ctx) is not None:
                 _load_dataset(config)  # a minutes-long reference is left to the run that needs it
                 return "data loaded"
-            load_problem(config)
+            load_problem(config, ctx=ctx)
         except DPCoreError as exc:  # the real run will report it where the user sees it
             return f"not warmed: {exc}"
-        finally:
-            if erm_cache is not None:
-                set_disk_cache(previous)
     return "warm"
 
 
 _warming = threading.Lock()
 
 
-def warm_workers(config: RunConfig, workers: int) -> threading.Thread | None:
+def warm_workers(config: RunSpec, ctx: Context) -> threading.Thread | None:
     """Start :func:`dispatch`'s worker processes in the background and have each load
-    ``config``'s data and exact solution.
+    ``config``'s data and exact solution (from ``ctx.erm_dir`` when it is there).
 
     Returns at once (with the background thread, or ``None`` when there is
     nothing to do or a warm-up is already under way).  A comparison started
@@ -234,17 +224,14 @@ def warm_workers(config: RunConfig, workers: int) -> threading.Thread | None:
     ERM solution in memory: about 3 s of start-up on Adult that the user would
     otherwise wait for.  Loky keeps idle workers for 5 minutes.
     """
+    workers = ctx.n_workers
     if workers <= 1 or not _warming.acquire(blocking=False):
         return None
-    from .erm import disk_cache
-
     record = _config_record(config)
-    folder = None if disk_cache() is None else str(disk_cache())
+    folder = _folder(ctx.erm_dir)
 
     def go():
         try:
-            from joblib import Parallel, delayed
-
             Parallel(n_jobs=workers, backend="loky")(delayed(_warm)(record, folder) for _ in range(workers))
         except Exception as exc:  # noqa: BLE001 - a failed warm-up only loses the time it saves
             logging.getLogger(__name__).info("worker warm-up failed: %s", exc)
@@ -256,8 +243,9 @@ def warm_workers(config: RunConfig, workers: int) -> threading.Thread | None:
     return thread
 
 
-def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int, erm_cache: str | None):
-    try:
+def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int | None, erm_dir: str | None,
+                   trace_points: int):
+    try:  # optional: only a grid sent to a Dask cluster needs it
         from distributed import Client, as_completed
     except ImportError:  # pragma: no cover - dask is a listed dependency
         raise ParameterError("--scheduler needs dask.distributed: pip install 'dask[distributed]'")
@@ -270,7 +258,7 @@ def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int, erm_cache:
             raise ParameterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     try:
         futures = [
-            client.submit(_execute_keyed, t.key, _config_record(t.config), threads, erm_cache,
+            client.submit(_execute_keyed, t.key, _config_record(t.config), threads, erm_dir, None, trace_points,
                           key=f"dpcore-task-{t.key}", pure=False)
             for t in pending
         ]
@@ -281,58 +269,50 @@ def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int, erm_cache:
             client.close()
 
 
-def run_sweep(
-    tasks: Sequence[Task],
-    out: str | os.PathLike,
-    *,
-    workers: int | None = None,
-    scheduler: Any = None,
-    threads: int = 1,
-    progress: Progress | None = None,
-) -> SweepResult:
-    """Run every task not already in ``out``'s cache; return all results.
+def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None) -> SweepResult:
+    """Run every task not already in ``ctx.results_dir``; return all results.
 
-    ``workers``: local processes (default: the number of CPUs; 1 runs in this
-    process).  ``scheduler``: a Dask scheduler address (or ``Client``), which
-    takes the place of local workers.  ``progress(done, total, label)`` is
-    called once per task, cached ones included.
+    Local processes or Dask as ``ctx`` says; ``ctx.progress(done, total, label)``
+    is called once per task, cached ones included.  Exact solutions are shared
+    through ``ctx.erm_dir``; a grid spread over several processes without one
+    gets a temporary folder for its duration (for a Dask cluster, a folder its
+    workers cannot see only means each worker solves, as it would anyway).
     """
     tasks = list(tasks)
     keys = [t.key for t in tasks]
     if len(set(keys)) != len(keys):
         raise ParameterError("the sweep lists the same configuration twice")
-    root = Path(out)
-    cache = _Cache(root)
-    workers = (os.cpu_count() or 1) if workers is None else int(workers)
-    if workers < 1:
-        raise ParameterError(f"--workers must be at least 1, got {workers}")
+    cache = None if ctx.results_dir is None else _Cache(ctx.results_dir)
     t0 = time.perf_counter()
     results: dict[str, dict] = {}
     pending: list[Task] = []
     done = 0
     for t in tasks:
-        hit = cache.get(t.key)
+        hit = None if cache is None else cache.get(t.key)
         if hit is not None:
             results[t.key] = hit["result"]
             done += 1
-            if progress:
-                progress(done, len(tasks), f"{t.label()} (cached)")
+            ctx.tell(done, len(tasks), f"{t.label()} (cached)")
         else:
             pending.append(t)
     by_key = {t.key: t for t in pending}
-    if pending:
-        # exact ERM solutions go to the cache folder too (for a Dask cluster, only when its
-        # workers can see this path; otherwise each worker solves, as it would anyway)
-        erm_cache = str((cache.dir / "erm").resolve())
-        stream = (_dispatch_dask(pending, scheduler, threads, erm_cache) if scheduler is not None
-                  else dispatch(pending, workers, threads, erm_cache))
+    parallel = ctx.scheduler is not None or (ctx.n_workers > 1 and len(pending) > 1 and dataset is None)
+    threads = ctx.threads if ctx.threads is not None else (1 if parallel else None)
+    points = 0 if ctx.trace_points is None else int(ctx.trace_points)
+    with contextlib.ExitStack() as stack:
+        run_ctx = ctx
+        if parallel and ctx.erm_dir is None:
+            run_ctx = ctx.with_(erm_dir=Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dpcore-erm-"))))
+        stream = (_dispatch_dask(pending, ctx.scheduler, threads, _folder(run_ctx.erm_dir), points)
+                  if ctx.scheduler is not None and pending
+                  else dispatch(pending, run_ctx, threads, points, dataset))
         for key, rec in stream:
-            cache.put(key, by_key[key].config, rec)
+            if cache is not None:
+                cache.put(key, by_key[key].config, rec)
             results[key] = rec
             done += 1
-            if progress:
-                status = "error: " + rec["error"] if "error" in rec else f"{rec['wall_seconds']:.2f}s"
-                progress(done, len(tasks), f"{by_key[key].label()} ({status})")
+            status = "error: " + rec["error"] if "error" in rec else f"{rec['wall_seconds']:.2f}s"
+            ctx.tell(done, len(tasks), f"{by_key[key].label()} ({status})")
     return SweepResult(tasks=tasks, results=results, computed=len(pending),
                        cached=len(tasks) - len(pending), wall_seconds=time.perf_counter() - t0)
 
@@ -340,7 +320,7 @@ def run_sweep(
 # --------------------------------------------------------------------------
 # tidy table
 
-_CONFIG_COLUMNS = [f.name for f in fields(RunConfig) if f.name != "options"]
+_CONFIG_COLUMNS = [f.name for f in fields(RunSpec) if f.name != "options"]
 
 
 def tidy_rows(tasks: Sequence[Task], results: dict[str, dict],
@@ -383,8 +363,6 @@ def tidy_rows(tasks: Sequence[Task], results: dict[str, dict],
 
 def environment() -> dict[str, Any]:
     """Versions of everything that can change a number."""
-    from importlib import metadata
-
     pkgs = {}
     for name in ("numpy", "scipy", "scikit-learn", "pandas", "dp-accounting", "plotly", "joblib",
                  "dask", "distributed", "threadpoolctl"):

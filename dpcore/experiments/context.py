@@ -1,0 +1,81 @@
+"""The execution context: *how* runs execute, never *what* they compute.
+
+A :class:`~dpcore.experiments.run.RunSpec` says what to compute; a
+:class:`Context` says where and how: worker processes or a Dask scheduler, BLAS
+threads per task, where exact solutions and grid results are kept, how many
+loss-curve points to record, whom to tell about progress.  Every function that
+runs mechanisms takes one explicitly; nothing in the package keeps such
+settings in module-level variables.  No field of a context changes a number
+(the equality tests check this for workers, threads and caches).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..erm import ReferenceStore
+from ..exceptions import ParameterError
+from ..optim import DEFAULT_TRACE_POINTS
+
+__all__ = ["Context", "Progress", "DEFAULT_TRACE_POINTS"]
+
+#: ``progress(done, total, label)``, called after each finished unit of work
+Progress = Callable[[int, int, str], None]
+
+@dataclass(frozen=True)
+class Context:
+    """Execution settings of a run or a grid of runs.
+
+    ``workers``: local worker processes for a grid (1 runs in this process;
+    ``None``: one per CPU).  ``scheduler``: a Dask scheduler address or
+    ``Client``, in place of local workers.  ``threads``: BLAS threads per task
+    (``None``: one when several workers share the machine, else the library's
+    choice).  ``erm_dir``: where exact solutions are kept on disk (shared by
+    processes); ``results_dir``: where a grid keeps each finished spec's result
+    (content-keyed JSON: an interrupted grid resumes, a repeated one trains
+    nothing); ``None`` keeps nothing on disk.  ``trace_points``: loss-curve
+    points each run records (``None``: the optimisers' default for one run;
+    none in a grid, where nothing plots a curve and the extra loss evaluations
+    would cost up to a quarter of a run).  ``progress``: see :data:`Progress`.  ``store``: the
+    exact solutions and other noise-free results this context has computed.
+    """
+
+    workers: int | None = 1
+    scheduler: Any = None
+    threads: int | None = None
+    erm_dir: Path | None = None
+    results_dir: Path | None = None
+    trace_points: int | None = None
+    progress: Progress | None = field(default=None, compare=False)
+    store: ReferenceStore = field(default=None, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        for name in ("erm_dir", "results_dir"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value))
+        if self.workers is not None and int(self.workers) < 1:
+            raise ParameterError(f"--workers must be at least 1, got {self.workers}")
+        if self.trace_points is not None and int(self.trace_points) < 0:
+            raise ParameterError(f"trace_points must be ≥ 0, got {self.trace_points}")
+        if self.store is None or (self.erm_dir is not None and self.store.folder != self.erm_dir):
+            object.__setattr__(self, "store", ReferenceStore(self.erm_dir))
+
+    @property
+    def n_workers(self) -> int:
+        return (os.cpu_count() or 1) if self.workers is None else int(self.workers)
+
+    def with_(self, **changes: Any) -> "Context":
+        """A copy with some settings changed; it shares this context's store unless
+        ``erm_dir`` changes."""
+        if "erm_dir" in changes and changes["erm_dir"] != self.erm_dir:
+            changes.setdefault("store", None)
+        return replace(self, **changes)
+
+    def tell(self, done: int, total: int, label: str) -> None:
+        if self.progress is not None:
+            self.progress(done, total, label)

@@ -1,0 +1,113 @@
+"""The one grid runner: many specifications in, one tidy table out.
+
+:func:`run_grid` serves the app (Compare, Local vs central, Distributed,
+Theory's measured gaps), the command line and the presets.  The studies in
+:mod:`dpcore.experiments.studies` and the presets only generate specs for it
+and shape its table.  Its back end (:mod:`dpcore.experiments.sweep`) runs
+the specs here, in local worker processes or on Dask, with an optional
+on-disk result cache, as the :class:`~dpcore.experiments.context.Context`
+says.  The numbers never depend on how they were run.
+
+The table (a ``pandas.DataFrame``) has one row per spec × repeat:
+
+* ``spec``: the position of the spec in the input list; ``task``: its content key;
+* the tags given for the spec (a study's labels), one column each;
+* every :class:`~dpcore.experiments.run.RunSpec` field, and ``option_<key>``
+  for each mechanism option given;
+* per spec: ``mechanism_name``, ``n_train``, ``d``, ``sigma`` (the mechanism's
+  reported noise, see the glossary in :mod:`dpcore`), ``epsilon_target``,
+  ``epsilon_certified``, ``epsilon_local`` (``inf`` when nothing is
+  guaranteed), ``accuracy_nonprivate``, ``rmse_nonprivate``, ``loss_star``,
+  ``task_seconds``, ``client_sizes`` (space-separated, distributed only);
+* per repeat: ``run`` (0-based), ``run_seed``, ``accuracy`` or ``rmse``, ``gap``;
+* ``error``: why the core refused the spec (then one row with ``run`` empty).
+
+``DataFrame.attrs`` holds ``computed``, ``cached``, ``wall_seconds`` and
+``compute_seconds``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..metrics import summarize
+from .context import Context
+from .run import RunSpec
+from .sweep import Task, run_tasks
+
+__all__ = ["run_grid", "summaries", "METRICS"]
+
+METRICS = ("accuracy", "rmse", "gap")
+
+# per-spec columns a summary carries over from the table
+_SPEC_COLUMNS = ("mechanism_name", "calibration", "epsilon_target", "epsilon_certified", "epsilon_local",
+                 "sigma", "accuracy_nonprivate", "rmse_nonprivate", "loss_star", "n_train")
+
+
+def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
+             tags: Sequence[Mapping[str, Any]] | None = None, dataset=None) -> pd.DataFrame:
+    """Run every spec (R batched repeats each) and return the tidy table described above.
+
+    ``tags[i]`` labels spec ``i`` (columns of its rows).  ``dataset``: a user's
+    own :class:`~dpcore.datasets.Dataset` in place of each spec's registered
+    one; such a grid runs in this process.  The same spec twice is refused (a
+    grid is a set); a spec the core refuses gives an ``error`` row, the others run.
+    """
+    ctx = Context() if ctx is None else ctx
+    specs = list(specs)
+    tags = [dict(t) for t in tags] if tags is not None else [{} for _ in specs]
+    if len(tags) != len(specs):
+        raise ValueError(f"{len(tags)} tags for {len(specs)} specs")
+    tasks = [Task(spec, tags=(("spec", i), *tag.items())) for i, (spec, tag) in enumerate(zip(specs, tags))]
+    res = run_tasks(tasks, ctx, dataset=dataset)
+    df = pd.DataFrame(res.rows())
+    if "spec" in df:  # the position first, then the key, as documented
+        df.insert(0, "spec", df.pop("spec"))
+    df.attrs.update(computed=res.computed, cached=res.cached, wall_seconds=res.wall_seconds,
+                    compute_seconds=sum(r.get("wall_seconds", 0.0) for r in res.results.values()))
+    return df
+
+
+def summaries(df: pd.DataFrame, n_specs: int) -> list[dict[str, Any]]:
+    """One summary per spec of a :func:`run_grid` table, in spec order.
+
+    A refused spec gives ``{"error": …}``; otherwise its per-spec columns, the
+    client sizes as a list, ``seconds``, and for each metric ``<m>_mean``,
+    ``<m>_std`` and ``<m>_ci95`` over the repeats (:func:`dpcore.metrics.summarize`)
+    with the per-repeat values under ``<m>_runs``.
+    """
+    out: list[dict[str, Any]] = [{} for _ in range(n_specs)]
+    for i, rows in df.groupby("spec", sort=True):
+        first = rows.iloc[0]
+        if isinstance(first.get("error"), str):
+            out[int(i)] = {"error": first["error"]}
+            continue
+        rec: dict[str, Any] = {k: _scalar(first[k]) for k in _SPEC_COLUMNS if k in rows}
+        rec["seconds"] = _scalar(first.get("task_seconds"))
+        sizes = first.get("client_sizes")
+        rec["client_sizes"] = [int(s) for s in sizes.split()] if isinstance(sizes, str) else None
+        rows = rows.sort_values("run")
+        for metric in METRICS:
+            if metric in rows and rows[metric].notna().any():
+                values = rows[metric].to_numpy(dtype=float)
+                s = summarize(values)
+                rec[f"{metric}_mean"], rec[f"{metric}_std"] = s["mean"], s["std"]
+                rec[f"{metric}_ci95"] = [s["ci_low"], s["ci_high"]]
+                rec[f"{metric}_runs"] = values
+        out[int(i)] = rec
+    return out
+
+
+def _scalar(v: Any) -> Any:
+    """A table cell as a plain Python value (``None`` for a missing one)."""
+    if v is None:
+        return None
+    if isinstance(v, (np.floating, float)):
+        return None if np.isnan(v) else float(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    return v

@@ -1,0 +1,270 @@
+"""Studies: small functions that generate a grid of specs, run it, and shape the table.
+
+Each study builds :class:`~dpcore.experiments.run.RunSpec` objects, hands
+them to :func:`~dpcore.experiments.grid.run_grid` in one call, and turns the
+tidy table into the rows its view shows:
+
+* :func:`epsilon_sweep`: mechanisms × ε (the Compare view);
+* :func:`tradeoff`: every mechanism at one central ε, with its local ε, and
+  input perturbation's accuracy against the local ε it buys (Local vs central);
+* :func:`skew_curve`: WD-DP, averaging and central DP-GD against the
+  client-size skew u (the Distributed view; seed 004's Figs 1–2);
+* :func:`compare_measured`: measured optimality gaps beside the bounds
+  catalog's predictions, over n or ε (the Theory view; it only reads the catalog).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import DPCoreError, ParameterError
+from ..mechanisms import REGISTRY, get_mechanism
+from ..params import validate
+from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scaling_plan
+from .context import Context
+from .grid import run_grid, summaries
+from .run import RunSpec
+
+__all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
+           "CHEAP_MECHANISMS"]
+
+DEFAULT_NOISE_GRID = tuple(float(s) for s in np.geomspace(0.05, 20.0, 9))
+_SKIP_FAMILIES = ("baseline", "distributed")
+#: the central mechanisms a measured-vs-predicted check runs by default
+CHEAP_MECHANISMS = ("gradient-dpgd", "output-gaussian", "objective-gaussian")
+
+
+def _run(specs: Sequence[RunSpec], ctx: Context | None, dataset=None) -> list[dict[str, Any]]:
+    """The grid's per-spec summaries, in spec order; a spec listed twice (the central
+    reference at every skew, say) runs once."""
+    unique = list(dict.fromkeys(specs))
+    if not unique:
+        return []
+    done = dict(zip(unique, summaries(run_grid(unique, ctx, dataset=dataset), len(unique))))
+    return [done[s] for s in specs]
+
+
+def _fill(row: dict[str, Any], summary: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    if "error" in summary:
+        row["error"] = summary["error"]
+    else:
+        row.update({k: summary.get(k) for k in keys})
+    return row
+
+
+def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[float],
+                  ctx: Context | None = None, *, per_mechanism: Mapping[str, Mapping] | None = None,
+                  dataset=None) -> list[dict]:
+    """Rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
+
+    A mechanism that cannot run a setting contributes a row with ``error``.
+    ``per_mechanism`` maps a mechanism to RunSpec fields that differ for it (a
+    seed preset's, e.g. λ for output-laplace); each row lists them under
+    ``overrides``.  ``dataset`` is a user's own data (as for :func:`run`).
+    """
+    rows: list[dict] = []
+    specs: list[RunSpec] = []
+    where: list[dict] = []
+    for mech in mechanisms:
+        for eps in epsilons:
+            row: dict[str, Any] = {"mechanism": mech, "epsilon": float(eps)}
+            rows.append(row)
+            extra = dict((per_mechanism or {}).get(mech, {}))
+            if extra:
+                row["overrides"] = ", ".join(f"{k}={v}" for k, v in sorted(extra.items()))
+            try:
+                cals = get_mechanism(mech).calibrations
+                cal = extra.pop("calibration", base.calibration)
+                cal = cal if cal in cals else cals[0]
+                row["calibration"] = cal
+                specs.append(replace(base, mechanism=mech, epsilon=float(eps), calibration=cal, **extra))
+                where.append(row)
+            except DPCoreError as exc:
+                row["error"] = str(exc)
+    keys = ("mechanism_name", "epsilon_certified", "epsilon_local", "sigma", "seconds",
+            "accuracy_nonprivate", "rmse_nonprivate")
+    for row, summary in zip(where, _run(specs, ctx, dataset)):
+        _fill(row, summary, keys)
+        for metric in ("accuracy", "rmse", "gap"):
+            if f"{metric}_mean" in summary:
+                for k in ("mean", "std", "ci95"):
+                    row[f"{metric}_{k}"] = summary[f"{metric}_{k}"]
+    return rows
+
+
+_TRADEOFF_KEYS = ("calibration", "epsilon_target", "epsilon_certified", "epsilon_local", "accuracy_mean",
+                  "accuracy_std", "rmse_mean", "gap_mean", "gap_std", "sigma", "seconds",
+                  "accuracy_nonprivate")
+
+
+def tradeoff(dataset: str, epsilon: float, delta: float, *, model: str = "logreg", iterations: int = 100,
+             repeats: int = 3, seed: int = 0, mechanisms: Sequence[str] | None = None,
+             noise_grid: Sequence[float] = DEFAULT_NOISE_GRID, curve_mechanism: str = "input-kang",
+             ctx: Context | None = None, data=None, **config_kw) -> dict:
+    """Rows (one per mechanism) at a fixed central ε and the accuracy-vs-local-ε curve.
+
+    ``epsilon_local`` is ``inf`` for central mechanisms (no protection against the
+    server).  The curve runs ``curve_mechanism`` with fixed input noise σ (and
+    labels through randomized response at ε/2, as in certified mode).  ``data``:
+    a user's own :class:`~dpcore.datasets.Dataset` in place of ``dataset``.
+    """
+    base = RunSpec(dataset=dataset, model=model, epsilon=epsilon, delta=delta,
+                   iterations=iterations, repeats=repeats, seed=seed, **config_kw)
+    if mechanisms is None:
+        mechanisms = [m for m, cls in REGISTRY.items()
+                      if cls.family not in _SKIP_FAMILIES and model in cls.models]
+    unknown = [m for m in mechanisms if m not in REGISTRY]
+    if unknown:
+        raise DPCoreError(f"unknown mechanism(s): {', '.join(unknown)}")
+    specs, labels = [], []
+    for m in mechanisms:
+        cal = "certified" if "certified" in REGISTRY[m].calibrations else "published"
+        specs.append(replace(base, mechanism=m, calibration=cal))
+        labels.append((m, None))
+    for s in (noise_grid if curve_mechanism else ()):
+        specs.append(replace(base, mechanism=curve_mechanism, calibration="certified",
+                             options=tuple(sorted({**dict(base.options), "sigma": float(s)}.items()))))
+        labels.append((curve_mechanism, float(s)))
+    rows, curve = [], []
+    for (m, s), summary in zip(labels, _run(specs, ctx, data)):
+        cls = REGISTRY[m]
+        row = _fill({"mechanism": m, "name": cls.name, "family": cls.family, "heuristic": cls.heuristic},
+                    summary, _TRADEOFF_KEYS)
+        if s is None:
+            rows.append(row)
+        else:
+            row["input_sigma"] = s
+            curve.append(row)
+    return {
+        "dataset": dataset, "model": model, "epsilon": epsilon, "delta": delta,
+        "iterations": iterations, "repeats": repeats, "rows": rows,
+        "curve_mechanism": curve_mechanism, "curve": curve,
+        "note": ("epsilon_local = ∞ (null in JSON) means no protection against the server; the curve's "
+                 "labels go through randomized response at ε/2, so its local ε includes them."),
+    }
+
+
+def skew_curve(dataset: str, epsilon: float, delta: float, *, model: str = "logreg", clients: int = 4,
+               skews=(1, 2, 4, 8, 16), epsilons=None, iterations: int = 100, repeats: int = 3,
+               seed: int = 0, calibration: str = "certified", learning_rate: float = 1.0,
+               ctx: Context | None = None, data=None, **config_kw) -> dict:
+    """Accuracy and gap against skew u (and ε) for WD-DP, averaging and the centralised DP-GD.
+
+    The data behind the distributed view and seed 004's Figs 1–2: one row per
+    (ε, u, method); ``epsilons`` defaults to ``[epsilon]``.  ``data``: a user's
+    own :class:`~dpcore.datasets.Dataset` in place of the registered ``dataset``.
+    """
+    eps_grid = list(epsilons) if epsilons else [epsilon]
+    methods = ("distributed-wddp", "distributed-avg", "gradient-dpgd")
+    rows, specs, where = [], [], []
+    for eps, u, mech in ((e, u, m) for e in eps_grid for u in skews for m in methods):
+        central = mech == "gradient-dpgd"
+        row = {"skew": float(u), "epsilon": eps, "mechanism": mech}
+        rows.append(row)
+        try:
+            specs.append(RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=eps, delta=delta,
+                                 iterations=iterations, repeats=repeats, seed=seed, calibration=calibration,
+                                 learning_rate=learning_rate, clients=None if central else clients,
+                                 skew=None if central else float(u), **config_kw))
+            where.append(row)
+        except DPCoreError as exc:
+            row["error"] = str(exc)
+    keys = ("accuracy_mean", "accuracy_std", "rmse_mean", "gap_mean", "gap_std", "epsilon_certified",
+            "client_sizes", "sigma", "seconds")
+    for row, summary in zip(where, _run(specs, ctx, data)):
+        _fill(row, summary, keys)
+    return {"dataset": dataset, "model": model, "epsilons": eps_grid, "delta": delta, "clients": clients,
+            "iterations": iterations, "repeats": repeats, "calibration": calibration, "rows": rows}
+
+
+def compare_measured(dataset_id: str, model_id: str, epsilon: float, delta: float, iterations: int,
+                     mechanisms: Sequence[str] | str | None = None, *, over: str = "n",
+                     grid: Sequence[float] | None = None, repeats: int = 3, seed: int = 0,
+                     calibration: str = "published", lam: float | None = None,
+                     learning_rate: float | None = None, clients: int | None = None,
+                     skew: float | None = None, rows: Sequence[BoundRow] = CATALOG,
+                     ctx: Context | None = None) -> dict[str, Any]:
+    """Measured optimality gaps beside each implementing row's predicted excess risk.
+
+    For every mechanism that is registered and supports the model, runs the
+    grid points of :func:`dpcore.theory.catalog.scaling_plan` and fits the
+    log-log slope of the mean gap.  ``calibration`` defaults to
+    ``"published"`` so the noise that runs follows the same formulas as the
+    rows (falling back to ``"certified"`` where a mechanism has no published
+    calibration).  Default mechanisms: :data:`CHEAP_MECHANISMS`.  The gap
+    includes the optimiser's own error after T steps, which flattens the
+    measured slope when T is small or λ tiny.
+
+    References: SPEC §4 (measured gap beside predicted excess risk); §1 (gap).
+    """
+    owner = "bounds"
+    repeats = validate("repeats", repeats, owner)
+    calibration = validate("calibration", calibration, owner)
+    if over not in ("n", "epsilon"):
+        raise ParameterError(f"compare_measured scales over 'n' or 'epsilon', got {over!r}")
+    plan = scaling_plan(dataset_id, model_id, epsilon, delta, iterations, over=over, grid=grid, lam=lam,
+                        learning_rate=learning_rate, clients=clients, skew=skew)
+    epsilon, delta = validate("epsilon", epsilon, owner), validate("delta", delta, owner)
+    iterations = validate("iterations", iterations, owner)
+    grid = plan["grid"]
+    if mechanisms is None:
+        mechanisms = list(CHEAP_MECHANISMS)
+    elif isinstance(mechanisms, str):
+        mechanisms = [mechanisms]
+    rows = list(rows)
+    results, specs, owners = [], [], []
+    for mech in mechanisms:
+        entry: dict[str, Any] = {"mechanism": mech, "registered": mech in REGISTRY,
+                                 "rows": predictions(plan, mech, rows)}
+        results.append(entry)
+        if mech not in REGISTRY:
+            entry["skipped"] = f"mechanism {mech!r} is not registered"
+            continue
+        cls = REGISTRY[mech]
+        if model_id not in cls.models:
+            entry["skipped"] = f"{mech} does not support model {model_id!r}"
+            continue
+        calib = calibration if calibration in cls.calibrations else cls.calibrations[0]
+        entry["calibration"] = calib
+        try:
+            for x in grid:
+                cfg = dict(dataset=plan["run_dataset"], model=model_id, mechanism=mech, epsilon=epsilon,
+                           delta=delta, iterations=iterations, repeats=repeats, seed=seed,
+                           calibration=calib, lam=lam, clients=clients, skew=skew)
+                if learning_rate is not None:
+                    cfg["learning_rate"] = learning_rate
+                if over == "n":
+                    cfg.update(n=int(x), d=plan["d_raw"])
+                else:
+                    cfg["epsilon"] = float(x)
+                specs.append(RunSpec(**cfg))
+                owners.append(entry)
+        except DPCoreError as exc:  # a mechanism refusing a setting: report it, keep the others
+            entry["skipped"] = str(exc)
+            specs = [s for s, e in zip(specs, owners) if e is not entry]
+            owners = [e for e in owners if e is not entry]
+    measured: dict[int, list[dict]] = {}
+    for entry, summary in zip(owners, _run(specs, ctx)):
+        measured.setdefault(id(entry), []).append(summary)
+    for entry in results:
+        points = measured.get(id(entry))
+        if points is None:
+            continue
+        refused = next((p["error"] for p in points if "error" in p), None)
+        if refused is not None:
+            entry["skipped"] = refused
+            continue
+        gaps = [p["gap_runs"] for p in points]
+        entry["gap_mean"] = [float(np.mean(g)) for g in gaps]
+        entry["gap_std"] = [float(np.std(g, ddof=1)) if len(g) > 1 else 0.0 for g in gaps]
+        entry["measured_slope"] = loglog_slope(grid, entry["gap_mean"])
+    return {
+        "over": over, "grid": grid, "dataset": dataset_id, "run_dataset": plan["run_dataset"],
+        "dataset_note": plan["dataset_note"], "model": model_id, "epsilon": epsilon, "delta": delta,
+        "iterations": iterations, "repeats": repeats, "seed": seed, "lam": plan["params"]["lam"].value,
+        "mechanisms": results,
+    }
