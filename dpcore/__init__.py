@@ -1,8 +1,51 @@
 """dpcore: the numerical core of the DP-ERM teaching app.
 
 Datasets, models, exact ERM, batched optimisers, mechanisms with published and
-certified calibration, and the command line (``python -m dpcore``).  Never
-imports streamlit.
+certified calibration, the bounds catalog, experiments and the command line
+(``python -m dpcore``).  Never imports streamlit.  The layers, bottom to top
+(each imports only its own and lower ones; ``tests/test_layering.py``):
+foundations (``params``, ``privacy``, ``accounting``, ``theory.formulas``, …),
+data and models, solvers (``erm``, ``optim``), ``mechanisms``, the bounds catalog
+(``theory.catalog``), ``experiments`` (run, grid, studies, presets, audit), and the
+interfaces (``estimators``, ``cli``).
+
+Glossary (one meaning per name across the package):
+
+spec
+    a :class:`~dpcore.experiments.run.RunSpec`: every setting that can change a
+    number (parameters named ``config`` hold one too).
+ctx
+    an execution :class:`~dpcore.experiments.context.Context`: how, never what.
+seed
+    the user's seed (run r of a batch uses ``seed + r``), or a dataset's own seed;
+    independent uses of one seed draw from the named streams of :mod:`dpcore.streams`.
+target ε / certified ε / local ε / audited ε
+    what the user asked for; what the noise that ran provably gives under
+    replace-one neighbours (:func:`dpcore.privacy.certify`, ``inf`` when nothing is
+    proven); the per-record guarantee against the server that collects the data;
+    an empirical lower bound from an audit (never a guarantee).
+sensitivity
+    how far replacing one record moves a released quantity (L2 unless stated).
+noise_std
+    the standard deviation of Gaussian noise an optimiser adds per coordinate to the
+    mean gradient (``optim``).
+noise_multiplier
+    z = noise standard deviation / sensitivity of one sampled-Gaussian step (DP-SGD).
+sigma
+    in results (``RunResult.sigma``, the ``sigma`` of the JSON record and the tidy
+    table): the mechanism's headline noise scale, whose meaning the run's
+    ``noise`` extra states (per-coordinate std of the released noise for most
+    mechanisms, ``z·C`` for the sampled ones, the largest client's for the
+    distributed ones, the sampling radius for local-duchi; ``None`` when there
+    is no one scale); inside a mechanism the local name for that same scale.
+record σ
+    input and local perturbation's per-record feature noise (the ``sigma`` option of
+    input-kang fixes it).
+gap
+    the optimality gap L(θ) − L* on the training data, L* from the exact ERM.
+calibration
+    ``published`` (the paper's formula, constant ``c``) or ``certified`` (the
+    smallest noise whose certified ε meets the target).
 """
 
 from .exceptions import DatasetError, DPCoreError, ModelError, ParameterError, PrivacyWarning

@@ -36,7 +36,7 @@ from sklearn.datasets import load_iris
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
-from . import linalg
+from . import linalg, streams
 from .exceptions import DatasetError
 from .params import validate
 
@@ -581,7 +581,7 @@ def _synthetic(
     noise = validate("noise", noise, owner)
     seed = validate("seed", seed, owner)
     n_test = validate("n", n_test, owner)
-    rng = np.random.default_rng([seed, 0x5EED])
+    rng = np.random.default_rng([seed, streams.SYNTHETIC_DATA])
     theta = rng.standard_normal(d)
     theta /= np.linalg.norm(theta)
 
@@ -880,7 +880,7 @@ def _subsampled(dataset_id: str, bias: bool, seed: int, test_fraction: float, n:
         )
     if n == full.n:
         return full
-    rows = np.sort(np.random.default_rng([seed, 7013]).choice(full.n, size=n, replace=False))
+    rows = np.sort(np.random.default_rng([seed, streams.SUBSAMPLE]).choice(full.n, size=n, replace=False))
     X, y = full.X_train[rows], full.y_train[rows]
     y.setflags(write=False)
     linalg.share(X)

@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from . import streams
 from .models import Model
 
 __all__ = ["BatchRNG", "OptResult", "gradient_descent", "sgd", "run_seeds", "trace_marks",
@@ -41,7 +42,7 @@ class BatchRNG:
     #: clean one), when set: how a white-box audit (dpcore.experiments.whitebox) observes an optimiser.
     observer = None
 
-    def __init__(self, seeds: Sequence[int], stream: int = 0):
+    def __init__(self, seeds: Sequence[int], stream: int = streams.RUN):
         self.seeds = [int(s) for s in seeds]
         # ``stream`` separates independent uses of one seed (data split vs noise ...).
         self.gens = [np.random.default_rng([s, stream]) for s in self.seeds]

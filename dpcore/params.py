@@ -14,9 +14,12 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .exceptions import ParameterError
 
-__all__ = ["Interval", "Options", "Param", "PARAMS", "BOOL", "check", "validate", "validate_all"]
+__all__ = ["Interval", "Options", "Param", "PARAMS", "BOOL", "check", "validate", "validate_all", "log_ticks",
+           "parse_grid"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,13 @@ class Param:
     ui_min: float | None = None  # widget range (may be narrower than the constraint)
     ui_max: float | None = None
     log_scale: bool = False
+    ticks: tuple[float, ...] | None = None  # a slider's values, when it offers a fixed set
+    tick_format: str = "g"  # how a slider shows them
+
+
+def log_ticks(low: float, high: float, count: int, extra=()) -> tuple[float, ...]:
+    """``count`` log-spaced values from ``low`` to ``high`` (3 significant digits), with ``extra``."""
+    return tuple(sorted({float(f"{v:.3g}") for v in np.geomspace(low, high, count)} | set(extra)))
 
 
 def _fmt(x: float) -> str:
@@ -86,9 +96,11 @@ _P = [
     # ε beyond 1000 is no privacy at all and overflows the calibrations (e^ε); below 1e-4
     # the noise swamps any signal and the sampled-Gaussian accountant's grid explodes.
     Param("epsilon", Interval(float, 1e-4, 1000.0, "both"), 1.0,
-          "privacy budget ε (from 1e-4 to 1000)", 0.01, 10.0, log_scale=True),
+          "privacy budget ε (from 1e-4 to 1000)", 0.01, 10.0, log_scale=True,
+          ticks=log_ticks(0.01, 10, 31, (0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 2.0, 3.0, 5.0, 7.0))),
     Param("delta", Interval(float, 1e-100, 1.0, "left"), 1e-5,
-          "privacy parameter δ in [1e-100, 1); keep it below 1/n", 1e-10, 1e-2, log_scale=True),
+          "privacy parameter δ in [1e-100, 1); keep it below 1/n", 1e-10, 1e-2, log_scale=True,
+          ticks=(1e-10, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2), tick_format=".0e"),
     Param("iterations", Interval(int, 1, 1_000_000, "both"), 100,
           "number of optimisation steps T", 1, 5000),
     Param("repeats", Interval(int, 1, 100_000, "both"), 5,
@@ -156,6 +168,25 @@ def validate(name: str, value: Any, owner: str = "dpcore") -> Any:
     only by its description (it never admits inf itself).
     """
     return check(PARAMS[name], value, owner)
+
+
+def parse_grid(name: str, text: str, owner: str, max_values: int) -> list[float]:
+    """A comma- (or semicolon-) separated list of values of ``name``, each checked, sorted,
+    without repeats; at least one and at most ``max_values`` of them."""
+    values = []
+    for part in str(text).replace(";", ",").split(","):
+        if part.strip():
+            try:
+                number = float(part)
+            except ValueError:
+                raise ParameterError(f"{owner}: {part.strip()!r} is not a number") from None
+            values.append(validate(name, number, owner))
+    values = sorted(set(values))
+    if not values:
+        raise ParameterError(f"{owner} needs at least one value, e.g. 0.1, 1, 10")
+    if len(values) > max_values:
+        raise ParameterError(f"{owner} has {len(values)} values; at most {max_values} keep it quick")
+    return values
 
 
 def check(param: Param, value: Any, owner: str = "dpcore") -> Any:

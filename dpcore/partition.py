@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from . import streams
 from .exceptions import ParameterError
 
 __all__ = ["client_sizes", "partition", "SPLITS"]
@@ -35,7 +36,7 @@ def client_sizes(n: int, clients: int, skew: float = 1.0, *, mode: str = "two-gr
         lo = int(min_size if min_size is not None else max(1, n // (4 * m)))
         if lo * m > n:
             raise ParameterError(f"min client size {lo} × {m} clients exceeds n = {n}")
-        rng = np.random.default_rng([seed, 404])
+        rng = np.random.default_rng([seed, streams.CLIENT_SIZES])
         extra = rng.dirichlet(np.ones(m)) * (n - lo * m)
         sizes = lo + np.floor(extra).astype(int)
         for k in np.argsort(-(extra - np.floor(extra)))[: n - sizes.sum()]:
@@ -79,7 +80,7 @@ def partition(y: np.ndarray, sizes: list[int], seed: int, *, need_both_classes: 
         raise ParameterError(f"client sizes sum to {sum(sizes)}, not n = {n}")
     if split not in SPLITS:
         raise ParameterError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
-    rng = np.random.default_rng([seed, 405])
+    rng = np.random.default_rng([seed, streams.CLIENT_SPLIT])
     if split == "random":
         order = rng.permutation(n)
     else:

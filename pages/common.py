@@ -22,11 +22,8 @@ from dpcore.experiments.context import Context
 from dpcore.experiments.run import RunSpec, run, slow_reference
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
-from dpcore.params import PARAMS
+from dpcore.params import PARAMS, log_ticks
 
-EPS_OPTIONS = sorted({float(f"{v:.3g}") for v in np.geomspace(0.01, 10, 31)}
-                     | {0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 2.0, 3.0, 5.0, 7.0})
-DELTA_OPTIONS = [1e-10, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
 
 #: Exact reference solutions (L*) of registered data outlive the server (the MLP's takes
 #: minutes); keyed by data, model, version and solver source, so never stale.  Uploads
@@ -101,17 +98,14 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
     """
     p = PARAMS[name]
     label = label or p.help
-    if name == "epsilon":
-        return _select_slider(container, label, EPS_OPTIONS, kw.pop("value", 1.0), key, lambda v: f"{v:g}")
-    if name == "delta":
-        return _select_slider(container, label, DELTA_OPTIONS, kw.pop("value", 1e-5), key,
-                              lambda v: f"{v:.0e}")
+    if p.ticks:
+        return _select_slider(container, label, list(p.ticks), kw.pop("value", p.default), key,
+                              lambda v: format(v, p.tick_format))
     kind = getattr(p.constraint, "kind", float)
     lo, hi = p.ui_min, p.ui_max
     value = kw.pop("value", p.default)
     if p.log_scale and kind is float:
-        opts = sorted({float(f"{v:.3g}") for v in np.geomspace(lo, hi, 25)} | {float(value)}
-                      | ({0.0} if zero else set()))
+        opts = list(log_ticks(lo, hi, 25, {float(value)} | ({0.0} if zero else set())))
         return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}")
     current = st.session_state.get(key, value)
     before = current

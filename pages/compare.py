@@ -5,11 +5,8 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import epsilon_sweep
 from dpcore.mechanisms import REGISTRY
-from dpcore.params import validate
-from dpcore.models import make_model
-from dpcore.datasets import DATASETS
+from dpcore.params import parse_grid
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
-from dpcore.experiments.presets import auto_delta
 from dpcore.experiments.sweep import warm_workers
 from pages.common import (
     app_context,
@@ -40,17 +37,17 @@ MAX_GRID = 50  # ε values per comparison
 CENTRAL = [m for m, c in REGISTRY.items() if c.family in ("output", "objective", "gradient")]
 
 
+#: a preset's comparison setting, field by field, into this view's widgets
+_WIDGETS = {"dataset": "cmp_dataset", "model": "cmp_model", "mechanisms": "cmp_mechs", "iterations": "cmp_T",
+            "delta": "cmp_delta", "lam": "cmp_lam", "clients": "cmp_clients", "skew": "cmp_skew"}
+
+
 def _from_paper(preset_id: str, dataset: str, **overrides) -> dict:
-    """A Compare setting from a seed figure's preset (dpcore.experiments.presets): mechanisms, ε grid, T, δ,
-    λ, and (through ``cmp_paper``) the preset's per-mechanism settings and data options."""
-    p = PAPER_PRESETS[preset_id]
-    delta = p.delta if p.delta is not None else auto_delta(DATASETS[dataset].n_train)
-    lam = p.base.get("lam", make_model(p.models[0]).lam)
-    out = dict(cmp_dataset=dataset, cmp_model=p.models[0], cmp_eps=", ".join(f"{e:g}" for e in p.epsilons),
-               cmp_mechs=[m for m in p.mechanisms if m != "non-private"], cmp_T=p.iterations,
-               cmp_delta=delta, cmp_R=5, cmp_lam=lam, cmp_paper=preset_id)
-    if p.clients:
-        out.update(cmp_clients=p.clients, cmp_skew=1.0)
+    """A seed figure's comparison setting (dpcore.experiments.presets) as widget values; through
+    ``cmp_paper`` the preset's per-mechanism settings and data options hold too."""
+    setting = PAPER_PRESETS[preset_id].comparison(dataset)
+    out = {_WIDGETS[k]: v for k, v in setting.items() if k in _WIDGETS}
+    out.update(cmp_eps=", ".join(f"{e:g}" for e in setting["epsilons"]), cmp_R=5, cmp_paper=preset_id)
     out.update(overrides)
     return out
 
@@ -103,27 +100,20 @@ if any(REGISTRY[m].family == "distributed" for m in mechs):
 # A seed preset's settings for single mechanisms (e.g. output-laplace's λ in seed 003) and its
 # data options (d = 14 for 003's synthetic data) hold while its dataset is selected.
 paper = PAPER_PRESETS.get(st.session_state.get("cmp_paper", ""))
-per_mechanism, data_options = {}, {}
-if paper is not None and dataset in paper.datasets:
-    per_mechanism = {m: v for m, v in paper.per_mechanism.items() if m in mechs}
-    data_options = {k: v for k, v in paper.base.items() if k != "lam"}
+per_mechanism, data_options = paper.overrides(dataset, mechs) if paper is not None else ({}, {})
+if per_mechanism or data_options:
     notes = [f"{k} = {v:g}" for k, v in data_options.items()] + [
         f"{m} with " + ", ".join(f"{k} = {v}" for k, v in kv.items()) for m, kv in per_mechanism.items()]
     if notes:
         st.caption(f"From the preset {paper.id}: " + "; ".join(notes) + ".")
 
 try:
-    epsilons = sorted({validate("epsilon", float(v), "the ε grid")
-                       for v in eps_text.replace(";", ",").split(",") if v.strip()})
-    if len(epsilons) > MAX_GRID:
-        raise DPCoreError(f"the ε grid has {len(epsilons)} values; at most {MAX_GRID} keep a comparison quick")
+    epsilons = parse_grid("epsilon", eps_text, "the ε grid", MAX_GRID)
     base = RunSpec(dataset=dataset, model=model, delta=delta, iterations=T, repeats=repeats,
-                     calibration=calibration, clients=clients, skew=skew, lam=lam, **data_options)
-    if not epsilons or any(e <= 0 for e in epsilons):
-        raise DPCoreError("the ε grid needs at least one value > 0, e.g. 0.1, 1, 10")
+                   calibration=calibration, clients=clients, skew=skew, lam=lam, **data_options)
     if not mechs:
         raise DPCoreError("choose at least one mechanism")
-except ValueError as exc:  # DPCoreError is one
+except DPCoreError as exc:
     st.error(f"Check the settings: {exc}")
     st.stop()
 

@@ -24,9 +24,9 @@ from pages.common import (
 )
 
 st.title("Distributed learning with uneven clients")
-URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_model': 'logreg', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3}
+URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_model': 'logreg', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_delta': 1e-05, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3}
 restore_from_url(URL_KEYS)
-SHARED = {'dataset': 'dist_dataset', 'epsilon': 'dist_epsilon', 'iterations': 'dist_T'}
+SHARED = {'dataset': 'dist_dataset', 'epsilon': 'dist_epsilon', 'delta': 'dist_delta', 'iterations': 'dist_T'}
 shared_settings(SHARED)
 st.markdown(
     "m parties train locally with noisy gradient descent and the server aggregates once. **WD-DP** "
@@ -39,8 +39,9 @@ model = model_picker(dataset, "dist_model", container=c0)
 m = param_widget("clients", "dist_m", label="clients m", container=c2)
 u = param_widget("skew", "dist_u", label="skew u", container=c3)
 epsilon = param_widget("epsilon", "dist_epsilon", label="ε", container=c4)
-c5, c6, c7 = st.columns(3)
+c5, c8, c6, c7 = st.columns(4)
 calibration = c5.radio("Calibration", ["certified", "published"], key="dist_cal", horizontal=True)
+delta = param_widget("delta", "dist_delta", label="δ", container=c8)
 T = param_widget("iterations", "dist_T", label="local iterations T", container=c6)
 repeats = param_widget("repeats", "dist_R", label="repeats", value=3, container=c7)
 
@@ -60,9 +61,8 @@ cols = st.columns(2)
 for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
     with col:
         st.subheader(mech)
-        rec = run_or_error(RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=epsilon,
-                                     iterations=T, repeats=repeats, clients=m, skew=u,
-                                     calibration=calibration))
+        rec = run_or_error(RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=epsilon, delta=delta,
+                                   iterations=T, repeats=repeats, clients=m, skew=u, calibration=calibration))
         if rec:
             if rec.get("accuracy_mean") is not None:
                 st.metric("test accuracy", f"{rec['accuracy_mean']:.4f}")
@@ -78,7 +78,7 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
 if st.button("Sweep the skew u ∈ {1, 2, 4, 8, 16}", type="primary", key="dist_run"):
     bar = st.progress(0.0, text="starting…")
     st.session_state["dist_curve"] = skew_curve(
-        dataset, epsilon, 1e-5, model=model, clients=m, iterations=T, repeats=repeats,
+        dataset, epsilon, delta, model=model, clients=m, iterations=T, repeats=repeats,
         calibration=calibration, data=own_data, ctx=with_progress(bar))
     bar.empty()
 curve = st.session_state.get("dist_curve")

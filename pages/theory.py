@@ -3,12 +3,7 @@ import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.studies import compare_measured
-from dpcore.theory.catalog import (
-    CATALOG,
-    bounds_report,
-    infer_parameters,
-    scaling,
-)
+from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
     app_context,
     dataset_picker,
@@ -85,8 +80,7 @@ for r in report["rows"]:
 
 st.subheader("How each bound scales")
 over = st.radio("Vary", ["n", "epsilon"], horizontal=True, key="th_over")
-params = infer_parameters(dataset, model, epsilon, delta, T, m, u)
-sc = scaling(CATALOG, params, over)
+sc = scaling_report(dataset, model, epsilon, delta, T, m, u, over=over)
 chosen = st.multiselect("Rows", [r["id"] for r in sc["rows"]],
                         default=["001-wang2017-gd", "001-kang-input", "002-dbdp-sgd", "003-input"],
                         key="th_rows")

@@ -8,6 +8,7 @@ import pytest
 
 from dpcore.experiments.studies import compare_measured
 from dpcore.theory import catalog as B
+from dpcore.theory import formulas as F
 from dpcore.exceptions import DatasetError, DPCoreError, ModelError, ParameterError
 
 ROW_IDS = [r.id for r in B.CATALOG]
@@ -129,7 +130,7 @@ def test_every_row_agrees_with_hand_computation(point, hand):
 
 def test_chaudhuri_objective_falls_back_to_half_epsilon():
     # n = 10, λ = 0.01, β = 0.25: ln(1 + 5 + 6.25) = 2.5 > ε = 0.1, so ε' = ε/2 and γ = ε/4
-    assert B.chaudhuri_objective_rate(n=10, lam=0.01, epsilon=0.1, c=0.25) == pytest.approx(0.025)
+    assert F.chaudhuri_objective_rate(n=10, lam=0.01, epsilon=0.1, c=0.25) == pytest.approx(0.025)
 
 
 def test_fukuchi_local_level_tends_to_the_published_limit():
@@ -137,7 +138,7 @@ def test_fukuchi_local_level_tends_to_the_published_limit():
     lam, G, eps, delta, n = 0.25, 1.0, 0.5, 1e-5, 1e14
     c = sqrt(2 * ln(1.25 / delta))
     limit = (sqrt(lam / 2) + sqrt(eps / (8 * ln(2 / (delta / 2)) + 4 * eps))) * sqrt(eps)
-    got = B.fukuchi_local_epsilon(d=10, G=G, lam=lam, n=n, epsilon=eps, delta=delta, gamma=delta / 2)
+    got = F.fukuchi_local_epsilon(d=10, G=G, lam=lam, n=n, epsilon=eps, delta=delta, gamma=delta / 2)
     assert got / (2 * c * sqrt(n)) == pytest.approx(limit, rel=1e-5)
 
 

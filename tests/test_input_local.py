@@ -9,7 +9,7 @@ from scipy import stats
 from dpcore import accounting as acc
 from dpcore.exceptions import ParameterError
 from dpcore.experiments.run import RunSpec, run
-from dpcore.mechanisms.input import fukuchi_kappa_lower, fukuchi_sigma_u
+from dpcore.theory.formulas import fukuchi_kappa_lower, fukuchi_sigma_u
 from dpcore.mechanisms.local import duchi_privatize, duchi_radius
 from dpcore.optim import BatchRNG
 from dpcore.experiments.studies import tradeoff

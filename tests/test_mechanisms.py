@@ -172,3 +172,13 @@ def test_batched_equals_separate_through_run(mech):
     for r in range(3):
         single = run(_cfg(mech, repeats=1, seed=11 + r, iterations=20))
         np.testing.assert_allclose(batched.gap[r], single.gap[0], rtol=1e-9, atol=1e-14)
+
+
+def test_the_registry_lists_mechanisms_in_teaching_order():
+    """Users see the mechanisms in this order everywhere (the registration order): the
+    baseline, then where the noise enters, from the output back to the data and the clients."""
+    from dpcore.mechanisms.base import FAMILIES
+
+    ranks = [FAMILIES.index(cls.family) for cls in REGISTRY.values()]
+    assert ranks == sorted(ranks), [cls.id for cls in REGISTRY.values()]
+    assert next(iter(REGISTRY)) == "non-private"

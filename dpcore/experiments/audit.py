@@ -84,12 +84,13 @@ import numpy as np
 from scipy.stats import beta as _beta
 from scipy.stats import norm
 
+from .. import streams
 from ..accounting import gdp_epsilon
 from ..erm import solve_erm
 from ..exceptions import ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import Problem, get_mechanism
 from ..optim import BatchRNG
-from ..params import validate
+from ..params import PARAMS, validate
 from ..privacy import certify
 from .run import RunSpec, delta_warning, load_problem, problem_data
 from .whitebox import white_box_scores
@@ -119,7 +120,7 @@ __all__ = [
 ]
 
 NEIGHBOURING = "replace-one"
-CANARIES = ("opposite-pair", "lowest-variance", "random-unit", "mislabeled")
+CANARIES = PARAMS["canary"].constraint.values
 THREATS = ("black-box", "white-box")
 SCORES = ("margin", "loss")
 CONSISTENT, NOT_MET, NO_EVIDENCE, NO_GUARANTEE = (
@@ -129,8 +130,6 @@ VERDICTS = (CONSISTENT, NOT_MET, NO_EVIDENCE, NO_GUARANTEE)
 CONSISTENT_FRACTION = 0.5
 DEFAULT_CHUNK = 250
 
-# Independent random streams of one audit seed (run noise uses the seeds below).
-_STREAM_SUBSAMPLE, _STREAM_CANARY = 0xA0D1, 0xA0D2
 
 def _check(name: str, value: Any) -> Any:
     """Validate an audit parameter against its declaration in :data:`dpcore.params.PARAMS`."""
@@ -186,9 +185,8 @@ def epsilon_lower_bound(fp, n0, fn, n1, delta: float, alpha: float):
 
     References: Kairouz, Oh & Viswanath 2015, Thm 2.1; Jagielski et al. 2020, Alg. 2.
     """
-    if not 0.0 < alpha < 1.0:
-        raise ParameterError(f"alpha must be in (0, 1); got {alpha!r}")
-    if not 0.0 <= delta < 1.0:
+    alpha = _check("alpha", alpha)
+    if not 0.0 <= delta < 1.0:  # a statistic: δ = 0 (pure DP) is allowed here
         raise ParameterError(f"delta must be in [0, 1); got {delta!r}")
     conf = 1.0 - alpha / 2.0
     eps = _epsilon_from_uppers(np.asarray(clopper_pearson_upper(fp, n0, conf)),
@@ -212,8 +210,7 @@ def choose_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float)
     go to the smaller balanced error ``FPR + FNR``.
     """
     s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
-    if not 0.0 < alpha < 1.0:
-        raise ParameterError(f"alpha must be in (0, 1); got {alpha!r}")
+    alpha = _check("alpha", alpha)
     # Counts are integers: bound every possible count once, then look them up.
     conf = 1.0 - alpha / 2.0
     up0 = np.asarray(clopper_pearson_upper(np.arange(s0.size + 1), s0.size, conf))
@@ -447,7 +444,7 @@ def make_canary(dataset, canary: str = "lowest-variance", label: float = 1.0, se
     if not classification and not -1.0 <= label <= 1.0:
         raise ParameterError(
             f"The canary label must be in [-1, 1] for a regression task. Got {label!r} instead.")
-    rng = np.random.default_rng([int(seed), _STREAM_CANARY])
+    rng = np.random.default_rng([int(seed), streams.AUDIT_CANARY])
     if canary == "mislabeled":
         pool = np.flatnonzero(y != 0)
         k = int(rng.choice(pool if pool.size else np.arange(n)))
@@ -490,7 +487,7 @@ def subsample(dataset, rows: int, seed: int = 0):
     """A seeded random subsample of ``rows`` training rows (order kept), or the dataset itself."""
     if dataset.n <= rows:
         return dataset
-    rng = np.random.default_rng([int(seed), _STREAM_SUBSAMPLE])
+    rng = np.random.default_rng([int(seed), streams.AUDIT_SUBSAMPLE])
     idx = np.sort(rng.choice(dataset.n, size=int(rows), replace=False))
     X, Y = dataset.X_train[idx], dataset.y_train[idx]
     X.setflags(write=False)

@@ -37,6 +37,7 @@ from ..exceptions import ParameterError
 from ..figures import hover_texts, mark_missed, target_note
 from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism
+from ..models import make_model
 from ..params import check, validate
 from .context import Context
 from .grid import run_grid
@@ -257,6 +258,30 @@ class Preset:
                           height=330 * len(row_keys) + 120, width=max(700, 330 * len(col_keys)),
                           template="plotly_white")
         return fig
+
+    def comparison(self, dataset: str) -> dict[str, Any]:
+        """This figure's setting for a comparison over ε on ``dataset`` (the Compare view's
+        one-click setting): model, ε grid, the private mechanisms, T, δ (the paper's, or
+        :func:`auto_delta` of the dataset's size), λ and, for the distributed figures, the
+        clients at equal sizes."""
+        out = {"dataset": dataset, "model": self.models[0], "epsilons": list(self.epsilons),
+               "mechanisms": [m for m in self.mechanisms if REGISTRY[m].private],
+               "iterations": self.iterations,
+               "delta": self.delta if self.delta is not None else auto_delta(DATASETS[dataset].n_train),
+               "lam": self.base.get("lam", make_model(self.models[0]).lam)}
+        if self.clients:
+            out.update(clients=self.clients, skew=1.0)
+        return out
+
+    def overrides(self, dataset: str, mechanisms: Sequence[str]) -> tuple[dict[str, dict], dict[str, Any]]:
+        """What of this figure still holds in a comparison on ``dataset`` with ``mechanisms``:
+        the per-mechanism RunSpec fields and the data options (``d`` of synthetic data, say);
+        nothing when the dataset is not one of the figure's."""
+        if dataset not in self.datasets:
+            return {}, {}
+        per_mechanism = {m: dict(v) for m, v in self.per_mechanism.items() if m in mechanisms}
+        data_options = {k: v for k, v in self.base.items() if k != "lam"}
+        return per_mechanism, data_options
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import streams
 from ..exceptions import ParameterError
 from ..mechanisms import Problem
 from ..mechanisms.local import duchi_privatize
@@ -117,7 +118,7 @@ def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: 
     if mid in WHITE_BOX_UNAVAILABLE:
         raise ParameterError(f"no white-box audit for {mid}: {WHITE_BOX_UNAVAILABLE[mid]}; "
                              "use the black-box threat model")
-    rng = np.random.default_rng([int(seed), 0xB0C5])
+    rng = np.random.default_rng([int(seed), streams.WHITE_BOX])
     p = problem.p
     e = _unit(p)
     if not mechanism.private:

@@ -14,12 +14,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import streams
 from ..datasets import Dataset
 from ..erm import ErmSolution, ReferenceStore
 from ..exceptions import ModelError, ParameterError
 from ..models import Model
 from ..params import Param, check
-from ..privacy import NEIGHBOURING, NoisePlan, calibrate, certify  # replace-one (SPEC §1)
+from ..privacy import (  # replace-one (SPEC §1)
+    NEIGHBOURING,
+    NoisePlan,
+    calibrate,
+    certify,
+)
 
 __all__ = ["Mechanism", "MechanismOutput", "Problem", "REGISTRY", "register", "get_mechanism", "declare",
            "validate_options"]
@@ -63,7 +69,7 @@ class Problem:
     def start(self, rngs) -> np.ndarray:
         """Starting parameters of iterative training, (R, p): zeros for convex models, a
         seeded random start (its own stream, apart from the noise) for the MLP."""
-        return self.model.init(len(rngs), self.d, None if self.model.convex else rngs.spawn_stream(1))
+        return self.model.init(len(rngs), self.d, None if self.model.convex else rngs.spawn_stream(streams.MODEL_INIT))
 
 
 @dataclass(frozen=True)

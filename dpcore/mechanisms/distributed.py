@@ -16,6 +16,7 @@ from .. import privacy
 from ..optim import gradient_descent
 from ..params import Interval, Options, Param
 from ..partition import SPLITS, client_sizes, partition
+from ..theory.formulas import noisy_gd_variance
 from .base import Mechanism, MechanismOutput, declare, register
 from .gradient import _bound
 
@@ -123,7 +124,7 @@ class DistributedWDDP(_Distributed):
     formula = r"\theta = \sum_j \frac{n_j}{n}\theta^{(j)}_T,\quad \sigma^2_{pub} = \frac{c\,G^2T\ln(1/\delta)}{n^2\varepsilon^2}"
 
     def published_sigma(self, G, T, n, sizes, config):
-        return math.sqrt(config.c * G**2 * T * math.log(1 / config.delta) / (n**2 * config.epsilon**2))
+        return math.sqrt(noisy_gd_variance(G, T, n, config.epsilon, config.delta, config.c))
 
     def weights(self, sizes):
         s = np.asarray(sizes, dtype=float)
@@ -148,7 +149,7 @@ class DistributedAvg(_Distributed):
 
     def published_sigma(self, G, T, n, sizes, config):
         m, n1 = len(sizes), min(sizes)
-        return math.sqrt(config.c * G**2 * T * math.log(1 / config.delta) / ((m * n1) ** 2 * config.epsilon**2))
+        return math.sqrt(noisy_gd_variance(G, T, m * n1, config.epsilon, config.delta, config.c))
 
     def weights(self, sizes):
         return np.full(len(sizes), 1.0 / len(sizes))

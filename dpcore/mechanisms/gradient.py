@@ -10,6 +10,7 @@ from .. import accounting as acc
 from .. import privacy
 from ..optim import gradient_descent, sgd
 from ..params import Interval, Param
+from ..theory.formulas import noisy_gd_variance
 from .base import Mechanism, MechanismOutput, declare, register
 
 
@@ -29,7 +30,7 @@ def _bound(problem, config) -> tuple[float, float | None]:
 
 def dpgd_published_sigma(c: float, G: float, T: int, n: int, epsilon: float, delta: float) -> float:
     """Wang, Ye & Xu 2017: σ² = c·G²·T·log(1/δ)/(n²ε²) on the mean gradient."""
-    return math.sqrt(c * G**2 * T * math.log(1.0 / delta) / (n**2 * epsilon**2))
+    return math.sqrt(noisy_gd_variance(G, T, n, epsilon, delta, c))
 
 
 def dpgd_certified_sigma(G: float, T: int, n: int, epsilon: float, delta: float) -> float:

@@ -36,6 +36,12 @@ from ..erm import quadratic_ball
 from ..exceptions import ModelError, ParameterError
 from ..optim import gradient_descent, sgd
 from ..params import BOOL, Interval, Options, Param
+from ..theory.formulas import (
+    fukuchi_local_epsilon,
+    fukuchi_sigma_u,
+    kang_input_variance,
+    kifer_sigma,
+)
 from .base import Mechanism, MechanismOutput, declare, register
 
 # Keep per-run perturbed copies of the data below this many floats at once.
@@ -253,8 +259,7 @@ class InputKang(_InputBase):
         lam_term = math.sqrt(problem.model.lam) if variant == "strongly-convex" else 1.0
         if lam_term <= 0:
             raise ModelError("the strongly convex variant (Thm 1) needs λ > 0; use variant='pl' (Thm 3)")
-        return math.sqrt(config.c * G**2 * T * math.log(1 / config.delta)
-                         / (n * (n - 1) * lam_term * config.epsilon**2))
+        return math.sqrt(kang_input_variance(G, T, n, config.epsilon, config.delta, lam_term, config.c))
 
     def train(self, problem, config, Xp, yp, rngs, grad_hook):
         theta0 = problem.start(rngs)
@@ -417,26 +422,6 @@ class InputDBDPInfluence(Mechanism):
         )
 
 
-def fukuchi_sigma_u(n: int, d: int, lam: float, epsilon: float, gamma: float) -> float:
-    """σ_u of Fukuchi et al. Cor. 2 (the lowest value Alg. 1 allows), for n > 4 log(4/γ)."""
-    a = math.sqrt(math.log(2 / gamma) / n)
-    b = 2 * math.sqrt(math.log(4 / gamma) / n)
-    if b >= 1:
-        raise ParameterError(
-            f"input-fukuchi needs n > 4·log(4/γ) = {4 * math.log(4 / gamma):.1f} (γ = δ/2); got n = {n}"
-        )
-    return (math.sqrt(2 * d) * lam * a
-            + math.sqrt(2 * d * lam**2 * a * a + (2 * lam / epsilon) * (1 - b))) / (1 - b)
-
-
-def fukuchi_kappa_lower(n: int, sigma_u: float, lam: float, d: int, gamma: float) -> float:
-    """Lemma 1's lower bound on Δ_0 (w.p. ≥ 1 − γ): the quantity Cor. 2 makes ≥ 2λ/ε."""
-    a = math.sqrt(math.log(2 / gamma) / n)
-    b = 2 * math.sqrt(math.log(4 / gamma) / n)
-    return sigma_u**2 * (1 - b) - 2 * math.sqrt(2 * d) * lam * sigma_u * a
-
-
-
 @register
 class InputFukuchi(Mechanism):
     """Seed 003 (Fukuchi, Tran & Sakuma 2017), Alg. 1 + Alg. 2, quadratic losses.
@@ -505,7 +490,7 @@ class InputFukuchi(Mechanism):
             raise ParameterError(
                 f"input-fukuchi's utility theorem needs n ≥ 16·log(8/δ) = {16 * math.log(8 / delta):.1f}; got n = {n}"
             )
-        sigma_b = math.sqrt(zeta**2 * (8 * math.log(2 / delta_p) + 4 * config.epsilon)) / config.epsilon
+        sigma_b = kifer_sigma(config.epsilon, delta_p, zeta)
         sigma_u = fukuchi_sigma_u(n, d, lam, config.epsilon, gamma)
         floor = 2 * lam / config.epsilon
         Delta = float(config.option("Delta", 2 * floor + n * model.lam))
@@ -571,8 +556,8 @@ class InputFukuchi(Mechanism):
         theta = np.stack(thetas)
         plan = self._plan(k, s_u, s_b)
         # Cor. 1's local level for the paper's noise (with 2δ), for comparison.
-        c_cor = math.sqrt(2 * math.log(1.25 / config.delta))
-        eps_cor1 = 2 * c_cor * math.sqrt(n) * (k["lam"] / k["sigma_u"] + k["zeta"] / k["sigma_b"])
+        eps_cor1 = fukuchi_local_epsilon(d=d, G=k["zeta"], lam=k["lam"], n=n, epsilon=config.epsilon,
+                                         delta=config.delta, gamma=k["gamma"])
         return MechanismOutput(
             theta=theta, sigma=s_u, plan=plan, local_plan=plan,
             extras={"noise": "per-contributor std of the q noise (s_u) and of the p noise (s_b)",

@@ -12,8 +12,15 @@ from .. import privacy
 from ..erm import solve_erm
 from ..exceptions import ParameterError
 from .base import Mechanism, MechanismOutput, declare, register
-from .input import (KEEP_DATA, LABEL_EPSILON, _RECORD_EVENT, label_release, perturb_features, record_plan,
-                    release_labels)
+from .input import (
+    _RECORD_EVENT,
+    KEEP_DATA,
+    LABEL_EPSILON,
+    label_release,
+    perturb_features,
+    record_plan,
+    release_labels,
+)
 
 
 @register

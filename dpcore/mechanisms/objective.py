@@ -7,20 +7,9 @@ import math
 from .. import privacy
 from ..erm import solve_perturbed
 from ..noise import gamma_norm
+from ..theory.formulas import chaudhuri_objective, kifer_sigma
 from .base import Mechanism, MechanismOutput, register
 from .output import require_strong_convexity
-
-
-def chaudhuri_parameters(epsilon: float, n: int, lam: float, c: float = 0.25) -> tuple[float, float]:
-    """(ε', Δ) of CMS 2011 Alg. 2: the budget left for the noise and the extra L2 term.
-
-    ``ε' = ε − 2 log(1 + c/(nλ))``; if that is ≤ 0, ``Δ = c/(n(e^{ε/4} − 1)) − λ``
-    and ``ε' = ε/2``; otherwise Δ = 0.
-    """
-    eps_p = epsilon - 2.0 * math.log1p(c / (n * lam))
-    if eps_p > 0:
-        return eps_p, 0.0
-    return epsilon / 2.0, c / (n * math.expm1(epsilon / 4.0)) - lam
 
 
 @register
@@ -57,7 +46,7 @@ class ObjectiveChaudhuri(Mechanism):
 
     @staticmethod
     def extra_l2(problem, config) -> float:
-        return chaudhuri_parameters(config.epsilon, problem.n, problem.model.lam, problem.model.smoothness)[1]
+        return chaudhuri_objective(config.epsilon, problem.n, problem.model.lam, problem.model.smoothness)[1]
 
     def plan(self, problem, config, scale):
         model, n = problem.model, problem.n
@@ -67,7 +56,7 @@ class ObjectiveChaudhuri(Mechanism):
                                2.0 / scale + slack, sensitivity=2.0 * model.lipschitz)
 
     def published_noise(self, problem, config):
-        eps_p, _ = chaudhuri_parameters(config.epsilon, problem.n, problem.model.lam, problem.model.smoothness)
+        eps_p, _ = chaudhuri_objective(config.epsilon, problem.n, problem.model.lam, problem.model.smoothness)
         return 2.0 / eps_p
 
     calibration_start = published_noise
@@ -83,16 +72,6 @@ class ObjectiveChaudhuri(Mechanism):
             extras={"noise": "Gamma-norm scale of the linear term b", "epsilon_prime": 2.0 / scale,
                     "extra_l2": extra},
         )
-
-
-def kifer_sigma(epsilon: float, delta: float, zeta: float) -> float:
-    """σ of Kifer, Smith & Thakurta 2012's Gaussian linear term: ζ√(8 log(2/δ) + 4ε)/ε.
-
-    ζ bounds how far one record moves the gradient of the loss; Kifer et al. prove it
-    for neighbours that add or remove a record (ζ = the gradient bound); under
-    replace-one the move is up to twice that (pass 2ζ).
-    """
-    return zeta * math.sqrt(8.0 * math.log(2.0 / delta) + 4.0 * epsilon) / epsilon
 
 
 def kifer_epsilon(sigma: float, delta: float, zeta: float) -> float:

@@ -42,6 +42,17 @@ from ..mechanisms import REGISTRY
 from ..models import make_model
 from ..params import PARAMS, validate
 from ..partition import client_sizes as _sizes
+from .formulas import (
+    chaudhuri_objective_rate,
+    chaudhuri_output_rate,
+    fukuchi_lemma2_risk,
+    fukuchi_local_epsilon,
+    fukuchi_sigma_b2,
+    fukuchi_sigma_u,
+    kang_input_variance,
+    kifer_sigma,
+    noisy_gd_variance,
+)
 
 __all__ = [
     "BoundRow",
@@ -54,20 +65,15 @@ __all__ = [
     "PERTURBATIONS",
     "ParamValue",
     "bounds_report",
-    "chaudhuri_objective_rate",
-    "chaudhuri_output_rate",
     "client_sizes",
     "scaling_plan",
     "predictions",
     "evaluate",
-    "fukuchi_lemma2_risk",
-    "fukuchi_local_epsilon",
-    "fukuchi_sigma_b2",
-    "fukuchi_sigma_u",
     "get_row",
     "infer_parameters",
     "loglog_slope",
     "scaling",
+    "scaling_report",
 ]
 
 PAPERS = {
@@ -101,10 +107,6 @@ class _Undefined(Exception):
     """A formula needs a parameter that has no value for this model or dataset."""
 
 
-class _NotApplicable(Exception):
-    """A formula's own precondition fails (its message says which and what to change)."""
-
-
 class _Values(dict):
     """Parameter values; reading one that is missing or ``None`` raises :class:`_Undefined`."""
 
@@ -113,105 +115,6 @@ class _Values(dict):
         if v is None:
             raise _Undefined(key)
         return v
-
-
-# --------------------------------------------------------------------------
-# exact formulas (real constants), kept as pure keyword-only functions
-
-
-def chaudhuri_output_rate(*, n: float, lam: float, epsilon: float, G: float = 1.0) -> float:
-    """Rate γ of the output-perturbation density ``v(b) ∝ e^{−γ‖b‖}``: ``γ = nλε/(2G)``.
-
-    The minimiser of a λ-strongly convex regularised ERM moves by at most
-    ``2G/(nλ)`` when one record is replaced; CMS 2011 state it for ``G = 1``.
-
-    References: Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1 (β = nΛε/2), Cor. 8.
-    """
-    return n * lam * epsilon / (2.0 * G)
-
-
-def chaudhuri_objective_rate(*, n: float, lam: float, epsilon: float, c: float) -> float:
-    """Rate γ of objective perturbation: ``γ = ε'/2``, ``ε' = ε − log(1 + 2c/(nλ) + c²/(n²λ²))``.
-
-    ``c`` bounds ℓ'' (seed 001 writes it L; 1/4 for the logistic loss).  When
-    ``ε' ≤ 0`` Alg. 2 adds the regulariser ``c/(n(e^{ε/4} − 1)) − λ`` and sets
-    ``ε' = ε/2``, so ``γ = ε/4``.
-
-    References: Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2.
-    """
-    eps_prime = epsilon - _LOG(1.0 + 2.0 * c / (n * lam) + c**2 / (n**2 * lam**2))
-    if eps_prime <= 0:
-        eps_prime = epsilon / 2.0
-    return eps_prime / 2.0
-
-
-def fukuchi_sigma_b2(*, G: float, epsilon: float, delta: float) -> float:
-    """Variance of the linear-term noise: ``σ_b² = ζ²(8 log(2/δ') + 4ε)/ε²`` with ``δ' = δ/2``.
-
-    References: Fukuchi, Tran & Sakuma 2017, Alg. 1 and §3.3 (after Thm 1).
-    """
-    delta_p = delta / 2.0
-    return G**2 * (8.0 * _LOG(2.0 / delta_p) + 4.0 * epsilon) / epsilon**2
-
-
-def fukuchi_sigma_u(*, d: float, lam: float, n: float, epsilon: float, gamma: float) -> float:
-    """Smallest σ_u of Corollary 2 (``λ`` is Fukuchi's smoothness bound, ``d`` the parameter dimension).
-
-    Needs ``n > 4 log(4/γ)`` so that the denominator is positive.
-
-    References: Fukuchi, Tran & Sakuma 2017, Cor. 2 (appendix).
-    """
-    a = _SQRT(_LOG(4.0 / gamma) / n)
-    denom = 1.0 - 2.0 * a
-    if denom <= 0:
-        raise _NotApplicable(
-            f"Fukuchi's Cor. 2 needs n > 4 log(4/γ) = {4 * _LOG(4 / gamma):.4g}; got n = {n:g}: "
-            "use more records or a larger γ (override 'fk_gamma')."
-        )
-    b = _SQRT(_LOG(2.0 / gamma) / n)
-    first = _SQRT(2.0 * d) * lam * b
-    inner = 2.0 * d * lam**2 * _LOG(2.0 / gamma) / n + (2.0 * lam / epsilon) * denom
-    return (first + _SQRT(inner)) / denom
-
-
-def fukuchi_lemma2_risk(*, d: float, G: float, lam: float, n: float, epsilon: float, delta: float,
-                        Delta: float, w_norm: float, gamma: float, beta: float) -> float:
-    """Lemma 2's excess empirical risk, term by term as stated (holds w.p. ≥ 1 − γ − β).
-
-    ``lam`` is Fukuchi's smoothness λ, ``Delta`` the regulariser (must exceed
-    2λ/ε), ``w_norm`` = ‖ŵ‖₂; σ_u is Cor. 2's smallest value at this γ.  The
-    statement prints its last term twice; both copies are kept.
-
-    References: Fukuchi, Tran & Sakuma 2017, Lemma 2.
-    """
-    if not Delta > 2.0 * lam / epsilon:
-        raise _NotApplicable(
-            f"Fukuchi's Lemma 2 needs Δ > 2λ/ε = {2 * lam / epsilon:.4g}; got Δ = {Delta:.4g}: "
-            "override 'fk_Delta' with a larger value."
-        )
-    su = fukuchi_sigma_u(d=d, lam=lam, n=n, epsilon=epsilon, gamma=gamma)
-    w2 = w_norm**2
-    t1 = 4.0 * d * G**2 * (8.0 * _LOG(4.0 / delta) + 4.0 * epsilon) * _LOG(1.0 / beta) / (
-        n * epsilon**2 * Delta)
-    t2 = Delta / (2.0 * n) * w2
-    t3 = (su**2 - 2.0 * lam / epsilon) / (2.0 * n) * w2
-    t4 = (su**2 * _SQRT(_LOG(4.0 / gamma)) + su * lam * _SQRT(2.0 * d * _LOG(2.0 / gamma))) / (
-        n * _SQRT(n)) * w2
-    return t1 + t2 + t3 + 2.0 * t4
-
-
-def fukuchi_local_epsilon(*, d: float, G: float, lam: float, n: float, epsilon: float,
-                          delta: float, gamma: float) -> float:
-    """Corollary 1's local-DP level ``2c√n(λ/σ_u + ζ/σ_b)`` with ``c = √(2 ln(1.25/δ))`` (its infimum).
-
-    The guarantee is ``(·, 2δ)``-local DP.
-
-    References: Fukuchi, Tran & Sakuma 2017, Cor. 1 (with σ_u from Cor. 2, σ_b from Alg. 1).
-    """
-    su = fukuchi_sigma_u(d=d, lam=lam, n=n, epsilon=epsilon, gamma=gamma)
-    sb = _SQRT(fukuchi_sigma_b2(G=G, epsilon=epsilon, delta=delta))
-    c = _SQRT(2.0 * _LOG(1.25 / delta))
-    return 2.0 * c * _SQRT(n) * (lam / su + G / sb)
 
 
 # --------------------------------------------------------------------------
@@ -323,9 +226,10 @@ _S001 = [
         perturbation="objective", pure=False, noise_type="Gaussian",
         noise_latex=r"O\left(\frac{\zeta^{2}(\epsilon+\log(4/\delta^{2}))}{\epsilon^{2}}\right)",
         risk_latex=r"O\left(\frac{\|b\|^{2}}{n^{2}\Delta}+\Delta\|\hat{\theta}\|^{2}\right)",
-        noise_fn=lambda v: v["G"] ** 2 * (v["epsilon"] + _LOG(4.0 / v["delta"] ** 2)) / v["epsilon"] ** 2,
-        risk_fn=lambda v: v["p"] * v["G"] ** 2 * (v["epsilon"] + _LOG(4.0 / v["delta"] ** 2))
-        / v["epsilon"] ** 2 / (v["n"] ** 2 * v["lam"]) + v["lam"] * v["w_hat"] ** 2,
+        # the table's ζ²(ε + log(4/δ²))/ε² is Kifer's exact σ² = ζ²(8 log(2/δ) + 4ε)/ε² without its 4
+        noise_fn=lambda v: kifer_sigma(v["epsilon"], v["delta"], v["G"]) ** 2 / 4.0,
+        risk_fn=lambda v: v["p"] * kifer_sigma(v["epsilon"], v["delta"], v["G"]) ** 2 / 4.0
+        / (v["n"] ** 2 * v["lam"]) + v["lam"] * v["w_hat"] ** 2,
         exactness="order only", mechanism="objective-gaussian", noise_quantity=_GAUSS,
         note=("The published risk depends on the random noise b and on θ̂: it is evaluated at "
               "E‖b‖² = p·σ² (σ² = this row's noise bound) and ‖θ̂‖ = w_hat. Δ is Kifer's added "
@@ -381,7 +285,7 @@ _S001 = [
         pure=False, noise_type="Gaussian",
         noise_latex=r"O\left(\frac{G^{2}T\log(1/\delta)}{n^{2}\epsilon^{2}}\right)",
         risk_latex=r"O\left(\frac{G^{2}p\log(n)\log(1/\delta)}{n^{2}\epsilon^{2}}\right)",
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"]) / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
         risk_fn=lambda v: v["G"] ** 2 * v["p"] * _LOG(v["n"]) * _LOG(1.0 / v["delta"])
         / (v["n"] ** 2 * v["epsilon"] ** 2),
         exactness="order only", mechanism="gradient-dpgd", noise_quantity=_GAUSS,
@@ -440,8 +344,7 @@ _S001 = [
         noise_latex=r"O\left(\frac{G^{2}T\log(1/\delta)}{n(n-1)\sqrt{\Delta}\epsilon^{2}}\right)",
         risk_latex=(r"O\left(\frac{\alpha(2LD+G)G^{3}d\log^{2}(n)\log(1/\delta)}"
                     r"{n(n-1)\sqrt{\Delta}\epsilon^{2}}\right)"),
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"])
-        / (v["n"] * (v["n"] - 1) * _SQRT(v["lam"]) * v["epsilon"] ** 2),
+        noise_fn=lambda v: kang_input_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"], _SQRT(v["lam"])),
         risk_fn=lambda v: v["alpha"] * (2 * v["beta"] * v["D"] + v["G"]) * v["G"] ** 3 * v["d"]
         * _LOG(v["n"]) ** 2 * _LOG(1.0 / v["delta"])
         / (v["n"] * (v["n"] - 1) * _SQRT(v["lam"]) * v["epsilon"] ** 2),
@@ -458,8 +361,7 @@ _S001 = [
         noise_latex=r"\sigma^{2}=c\frac{G^{2}T\log(1/\delta)}{n(n-1)\epsilon^{2}}",
         risk_latex=(r"\mathbb{E}\left[\hat{L}(\theta_{T})-L^{*}\right]\leq O\left(\frac{\alpha(2LD+G)"
                     r"G^{3}d\log^{2}(n)\log(1/\delta)}{n(n-1)\epsilon^{2}}\right)"),
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"])
-        / (v["n"] * (v["n"] - 1) * v["epsilon"] ** 2),
+        noise_fn=lambda v: kang_input_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
         risk_fn=lambda v: v["alpha"] * (2 * v["beta"] * v["D"] + v["G"]) * v["G"] ** 3 * v["d"]
         * _LOG(v["n"]) ** 2 * _LOG(1.0 / v["delta"]) / (v["n"] * (v["n"] - 1) * v["epsilon"] ** 2),
         exactness="order only", mechanism="input-kang", noise_quantity=_GAUSS,
@@ -484,7 +386,7 @@ _S002 = [
         method="DP-SGD", reference="Abadi et al. 2016", perturbation="gradient", pure=False,
         noise_type="Gaussian", noise_latex=r"O(\frac{G^2 T \log(1/\delta)}{n^2 \epsilon^2})",
         risk_latex=EMPTY,
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"]) / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
         risk_fn=None, exactness="order only", mechanism="gradient-dpsgd",
         noise_quantity=_VAR + " on the mean gradient (seed 002 Table 1 footnote)",
         note="The utility cell reads 'NOT GIVEN'.",
@@ -519,7 +421,7 @@ _S002 = [
         perturbation="input", pure=False, noise_type="Gaussian",
         noise_latex=r"O(\frac{G^2 T \log(1/\delta)}{n^2 \epsilon^2})",
         risk_latex=r"O(\frac{m G^2 \log(1/\delta) \log(n)}{n^2 \epsilon^2})",
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"]) / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
         risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"])
         / (v["n"] ** 2 * v["epsilon"] ** 2),
         exactness="order only", mechanism="input-dbdp", noise_quantity=_GAUSS2,
@@ -534,7 +436,7 @@ _S002 = [
         perturbation="input", pure=False, noise_type="Gaussian",
         noise_latex=r"O(\frac{G^2 T \log(1/\delta)}{n^2 \epsilon^2})",
         risk_latex=r"\text{(for the worst case)}\ O(\frac{m G^2 \log(1/\delta) \log(n)}{n^2 \epsilon^2})",
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"]) / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
         risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"])
         / (v["n"] ** 2 * v["epsilon"] ** 2),
         exactness="order only", mechanism="input-dbdp-if", noise_quantity=_GAUSS2,
@@ -655,7 +557,7 @@ _S004 = [
         noise_latex=r"\sigma^{2}=c\frac{G^{2}T\ln(1/\delta)}{n^{2}\epsilon^{2}}",
         risk_latex=(r"\mathbb{E}\left[L_{D}(\theta_{T})\right]-L_{D}^{*}\leq O\left(\frac{pG^{2}"
                     r"\ln(1/\delta)\log(n)}{n^{2}\epsilon^{2}}\right)"),
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"]) / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
         risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"])
         / (v["n"] ** 2 * v["epsilon"] ** 2),
         exactness="order only", mechanism="distributed-wddp", noise_quantity=_VAR,
@@ -671,7 +573,7 @@ _S004 = [
         noise_latex=r"\sigma^{2}=c\frac{G^{2}T\ln(1/\delta)}{n^{2}\epsilon^{2}}",
         risk_latex=(r"\mathbb{E}\left[L_{D}(\theta_{T})\right]-L_{D}^{*}\leq O\left(\frac{pG^{2}"
                     r"\ln(1/\delta)\log(n)}{n^{2}\epsilon^{2}}\right)"),
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"]) / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
         risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"])
         / (v["n"] ** 2 * v["epsilon"] ** 2),
         exactness="order only", mechanism="distributed-wddp", noise_quantity=_VAR,
@@ -683,8 +585,7 @@ _S004 = [
         perturbation="distributed", pure=False, noise_type="Gaussian",
         noise_latex=r"\sigma^{2}=c\frac{G^{2}T\ln(1/\delta)}{(mn_{(1)})^{2}\epsilon^{2}}",
         risk_latex=r"O\left(\frac{pG^{2}\ln(1/\delta)\log^{2}(mn_{(1)})}{(mn_{(1)})^{2}\epsilon^{2}}\right)",
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"])
-        / ((v["m"] * v["n_min"]) ** 2 * v["epsilon"] ** 2),
+        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["m"] * v["n_min"], v["epsilon"], v["delta"]),
         risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["m"] * v["n_min"]) ** 2
         / ((v["m"] * v["n_min"]) ** 2 * v["epsilon"] ** 2),
         exactness="order only", mechanism="distributed-avg", noise_quantity=_VAR,
@@ -699,7 +600,7 @@ _S004 = [
         perturbation="gradient", pure=False, noise_type="Gaussian",
         noise_latex=r"\sigma^{2}=c\frac{G^{2}T\ln(1/\delta)}{n^{2}\epsilon^{2}}",
         risk_latex=r"O\left(\frac{pG^{2}\ln(1/\delta)\log^{2}(n)}{n^{2}\epsilon^{2}}\right)",
-        noise_fn=lambda v: v["G"] ** 2 * v["T"] * _LOG(1.0 / v["delta"]) / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
         risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"]) ** 2
         / (v["n"] ** 2 * v["epsilon"] ** 2),
         exactness="order only", mechanism="gradient-dpgd", noise_quantity=_VAR,
@@ -1008,8 +909,6 @@ def _call(fn, vals: _Values) -> tuple[float | None, str | None]:
         name = exc.args[0]
         what = PARAMETERS[name][1] if name in PARAMETERS else name
         return None, f"needs {name} ({what}), undefined here: give it with overrides={{'{name}': …}}"
-    except _NotApplicable as exc:
-        return None, str(exc)
     except ZeroDivisionError:
         return None, "division by zero: the bound is infinite here (λ = 0 or n = 1?)"
     except OverflowError:
@@ -1108,6 +1007,15 @@ def scaling(rows: Iterable[BoundRow], params: Mapping[str, Any], over: str = "n"
             "issues": s["issues"],
         })
     return {"over": over, "grid": grid, "rows": out_rows}
+
+
+def scaling_report(dataset: str, model: str, epsilon: float, delta: float, iterations: int,
+                   clients: int | None = None, skew: float | None = None, *, over: str = "n",
+                   rows: Iterable[BoundRow] = CATALOG) -> dict[str, Any]:
+    """:func:`scaling` of ``rows`` over ``n`` or ``epsilon`` around the setting's inferred
+    parameters (the Theory view's curves)."""
+    params = infer_parameters(dataset, model, epsilon, delta, iterations, clients, skew)
+    return scaling(rows, params, over)
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,140 @@
+"""The package's import structure: layers that point down only, no circle, imports at the top.
+
+Read from the source (``ast``), so a lazy import hidden in a function counts too.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "dpcore"
+
+#: Bottom to top.  A module may import modules of its own layer or of a lower one, never a higher one.
+LAYERS = [
+    ("foundations", ["dpcore", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.params", "dpcore.accounting",
+                     "dpcore.privacy", "dpcore.noise", "dpcore.metrics", "dpcore.linalg", "dpcore.figures",
+                     "dpcore.streams", "dpcore.theory", "dpcore.theory.formulas"]),
+    ("data and models", ["dpcore.datasets", "dpcore.models", "dpcore.partition"]),
+    ("solvers", ["dpcore.erm", "dpcore.optim"]),
+    ("mechanisms", ["dpcore.mechanisms", "dpcore.mechanisms.*"]),
+    ("bounds catalog", ["dpcore.theory.catalog"]),
+    ("experiments", ["dpcore.experiments", "dpcore.experiments.*"]),
+    ("interfaces", ["dpcore.estimators", "dpcore.cli", "dpcore.__main__"]),
+]
+
+#: Imports allowed inside a function: optional dependencies, loaded only when used.
+LAZY_OPTIONAL = {"distributed"}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "_data" not in p.parts}
+
+
+def _imports(path: Path, name: str) -> list[tuple[str, int, bool]]:
+    """(imported dpcore module or external top-level name, line, inside a function)."""
+    tree = ast.parse(path.read_text())
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    inner = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    mods = _modules()
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module
+            # `from . import x` imports the submodule x when there is one
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+        else:
+            continue
+        for t in targets:
+            out.append((t, node.lineno, id(node) in inner))
+    return out
+
+
+def _layer(module: str) -> int:
+    for rank, (_, patterns) in enumerate(LAYERS):
+        if any(fnmatch.fnmatchcase(module, p) for p in patterns):
+            return rank
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS in {__file__}")
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    return {name: {t for t, _, _ in _imports(path, name) if t in mods and t != name}
+            for name, path in mods.items()}
+
+
+def test_every_module_has_a_layer():
+    for name in _modules():
+        _layer(name)
+
+
+def test_imports_point_down_only():
+    wrong = [f"{a} ({LAYERS[_layer(a)][0]}) imports {b} ({LAYERS[_layer(b)][0]})"
+             for a, targets in _graph().items() for b in targets if _layer(b) > _layer(a)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_there_is_no_import_circle():
+    graph = _graph()
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                pytest.fail("import circle: " + " → ".join(stack[stack.index(nxt):] + [node, nxt]))
+            if nxt not in state:
+                visit(nxt, stack + [node])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+
+
+def test_imports_sit_at_the_top_except_optional_ones():
+    found = []
+    for name, path in _modules().items():
+        lines = path.read_text().splitlines()
+        for target, line, inside in _imports(path, name):
+            if not inside:
+                continue
+            said = "optional" in lines[line - 1] or "optional" in lines[line - 2]
+            if target.split(".")[0] not in LAZY_OPTIONAL or not said:
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {target} inside a function")
+    assert not found, "\n".join(found)
+
+
+def test_the_core_never_imports_streamlit():
+    users = [f"{name} imports {t}" for name, path in _modules().items()
+             for t, _, _ in _imports(path, name) if t.split(".")[0] == "streamlit"]
+    assert not users
+
+
+def test_the_checks_can_fail(tmp_path, monkeypatch):
+    """A module of a low layer importing the experiments is caught (a check of the check)."""
+    fake = {**_graph(), "dpcore.models": {"dpcore.experiments.run"}}
+    monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: fake)
+    with pytest.raises(AssertionError, match="dpcore.models .data and models. imports dpcore.experiments.run"):
+        test_imports_point_down_only()
+    circle = {**_graph(), "dpcore.erm": _graph()["dpcore.erm"] | {"dpcore.experiments.run"}}
+    monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: circle)
+    with pytest.raises(pytest.fail.Exception, match="import circle"):
+        test_there_is_no_import_circle()
