@@ -59,7 +59,7 @@ def main() -> None:
     print("\n== black-box, gradient-dpgd published c = 0.05 (goal: audited ≥ 2, target not met) ==")
     for canary in ("opposite-pair", "mislabeled", "lowest-variance"):
         cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism="gradient-dpgd",
-                        calibration="published", c=0.05)
+                      calibration="published", c=0.05)
         t = time.perf_counter()
         r = audit(cfg, trials=args.trials, canary=canary)
         print(f"canary {canary:16s} certified {fmt(r.epsilon_certified)}  audited {r.epsilon_lower_bound:.3f}  "
@@ -83,7 +83,7 @@ def main() -> None:
     for mid in REGISTRY:
         for calibration in ("published", "certified"):
             cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism=mid,
-                            calibration=calibration, c=1.0)
+                          calibration=calibration, c=1.0)
             try:
                 r = audit(cfg, trials=args.trials)
             except DPCoreError as exc:

@@ -70,7 +70,7 @@ def part_a(quick: bool) -> None:
         RunSpec(dataset="adult", mechanism="objective-gaussian", repeats=R),
         RunSpec(dataset="adult", mechanism="output-bolt-on", iterations=100, repeats=R),
         RunSpec(dataset="bank", mechanism="distributed-wddp", iterations=200, repeats=R, clients=8,
-                  skew=4.0),
+                skew=4.0),
     ]
     rows = []
     for cfg in cases:
@@ -103,7 +103,7 @@ def _fit(xs, ts) -> float:
 
 def part_b(quick: bool) -> None:
     base = RunSpec(dataset="synthetic-classification", mechanism="gradient-dpgd", iterations=100,
-                     repeats=5, n=2**14, d=14)
+                   repeats=5, n=2**14, d=14)
 
     def seconds(cfg) -> float:
         load_problem(cfg, ctx=CTX)

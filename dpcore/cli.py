@@ -320,9 +320,9 @@ def _cmd_bounds(args) -> Any:
 
 def _cmd_audit(args) -> Any:
     config = RunSpec(dataset=args.dataset, model=args.model, mechanism=args.mechanism,
-                       epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
-                       calibration=args.calibration, c=args.c, lam=args.lam, learning_rate=args.lr,
-                       seed=args.seed, repeats=1, noise_scale=args.noise_scale)
+                     epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
+                     calibration=args.calibration, c=args.c, lam=args.lam, learning_rate=args.lr,
+                     seed=args.seed, repeats=1, noise_scale=args.noise_scale)
     res = audit(config, args.trials, alpha=args.alpha, canary=args.canary, threat=args.threat,
                 progress=lambda done, total: print(f"[{done}/{total}] runs", file=sys.stderr, flush=True))
     rec = res.to_dict(scores=False)

@@ -34,7 +34,7 @@ from .models import LinReg, LogReg, MLP, Model
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["ErmSolution", "solve_erm", "ReferenceStore", "GRAD_TOL"]
+__all__ = ["ErmSolution", "solve_erm", "LazySolution", "ReferenceStore", "GRAD_TOL"]
 
 GRAD_TOL = 1e-10
 
@@ -283,6 +283,28 @@ def _read_solution(path: Path, dataset, model: Model) -> ErmSolution | None:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _LOG.warning("discarding the cached ERM solution %s (%s); solving again", path.name, exc)
         return None
+
+
+class LazySolution:
+    """:func:`solve_erm` of ``(model, X, y)``, solved only when an attribute is first read.
+
+    Only some mechanisms read ``problem.erm`` (the baseline, output, objective and
+    input perturbation); gradient mechanisms should neither pay for a Newton (or an
+    MLP's multi-start L-BFGS) solve they never use nor fail on it.  Used where the data
+    are fresh for each call (an estimator's ``fit``, an audit's neighbours), so nothing
+    is kept beyond the object.
+    """
+
+    def __init__(self, model: Model, X: np.ndarray, y: np.ndarray):
+        self._args = (model, X, y)
+        self._solution: ErmSolution | None = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._solution is None:
+            self._solution = solve_erm(*self._args)
+        return getattr(self._solution, name)
 
 
 class ReferenceStore:

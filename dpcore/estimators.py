@@ -33,7 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted
 
 from .datasets import Dataset, normalize_rows
-from .erm import solve_erm
+from .erm import LazySolution
 from .exceptions import DatasetError, ParameterError, PrivacyWarning
 from .experiments.run import RunSpec, delta_warning
 from .mechanisms import Problem, get_mechanism
@@ -73,28 +73,6 @@ def _validate_data(estimator, X, y="no_validation", *, reset: bool, **kw):
     if _sk_validate_data is not None:
         return _sk_validate_data(estimator, X, y, reset=reset, **kw)
     return estimator._validate_data(X, y, reset=reset, **kw)  # pragma: no cover
-
-
-class _LazyErm:
-    """The exact ERM of :mod:`dpcore.erm`, solved only if a mechanism reads it.
-
-    Output, objective and input perturbation need ``θ*``; gradient mechanisms
-    do not, and should not fail or pay for a Newton solve they never use.
-    :func:`dpcore.erm.exact_solution` is not used: it caches by dataset
-    identity, which for a fresh dataset per ``fit`` would only pin the user's
-    data in memory.
-    """
-
-    def __init__(self, model, X, y):
-        self._args = (model, X, y)
-        self._solution = None
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if self._solution is None:
-            self._solution = solve_erm(*self._args)
-        return getattr(self._solution, name)
 
 
 def _draw_seed(random_state, owner: str) -> tuple[int, int]:
@@ -213,7 +191,7 @@ class _DPLinearModel(BaseEstimator):
             feature_names=names + (("intercept",) if self.fit_intercept else ()),
         )
         model = make_model(self._model_id, lam=config.lam, radius=config.radius)
-        problem = Problem(dataset=dataset, model=model, erm=_LazyErm(model, Xa, y_pm))
+        problem = Problem(dataset=dataset, model=model, erm=LazySolution(model, Xa, y_pm))
         mechanism.check(problem, config)
         message = delta_warning(config.delta, problem.n)
         if mechanism.private and message:

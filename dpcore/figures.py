@@ -16,7 +16,7 @@ from typing import Iterable
 
 import plotly.graph_objects as go
 
-__all__ = ["MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note"]
+__all__ = ["MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure"]
 
 # Calibrations round up by about 1e-9; anything above this relative slack misses.
 MISS_RTOL = 1e-6
@@ -114,4 +114,38 @@ def privacy_region_figure(rec: dict, log_axes: bool = False):
     else:
         fig.update_xaxes(range=[0, 1])
         fig.update_yaxes(range=[0, 1.01])
+    return fig
+
+
+def _local(row: dict) -> float | None:
+    """A trade-off row's local ε (``None`` for a refused mechanism)."""
+    value = row.get("epsilon_local")
+    return None if "error" in row or value is None else float(value)
+
+
+def tradeoff_figure(result: dict) -> go.Figure:
+    """Accuracy against local ε of :func:`dpcore.experiments.studies.tradeoff`'s result:
+    every mechanism with a local guarantee at the central target (ringed when its certified
+    ε misses it), the input-noise curve, and the best central mechanism (local ε = ∞) as a
+    dotted line."""
+    rows = result["rows"]
+    finite = [r for r in rows if _local(r) is not None and math.isfinite(_local(r))]
+    fig = go.Figure()
+    xs, ys = [r["epsilon_local"] for r in finite], [r["accuracy_mean"] for r in finite]
+    targets, certs = [r.get("epsilon_target") for r in finite], [r.get("epsilon_certified") for r in finite]
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers+text", text=[r["mechanism"] for r in finite],
+                             textposition="top center", name="at the target ε",
+                             hovertext=[f"{r['mechanism']}<br>local ε {r['epsilon_local']:.4g}<br>{h}"
+                                        for r, h in zip(finite, hover_texts(targets, certs))],
+                             hoverinfo="text"))
+    mark_missed(fig, xs, ys, targets, certs)
+    curve = [r for r in result["curve"] if _local(r) is not None and math.isfinite(_local(r))]
+    fig.add_trace(go.Scatter(x=[r["epsilon_local"] for r in curve], y=[r["accuracy_mean"] for r in curve],
+                             mode="lines+markers", name=f"{result['curve_mechanism']}, input noise varied"))
+    central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
+    if central:
+        fig.add_hline(y=max(central), line_dash="dot", annotation_text="best central mechanism (local ε = ∞)")
+    fig.update_xaxes(type="log", title="local ε (protection against the server; smaller is stronger)")
+    fig.update_yaxes(title="test accuracy")
+    fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
     return fig

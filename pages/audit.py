@@ -8,6 +8,7 @@ from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    app_context,
     dataset_picker,
     download_figure,
     fmt_eps,
@@ -72,9 +73,9 @@ if st.button("Run the audit", type="primary", key="au_run"):
     bar = st.progress(0.0, text="starting…")
     try:
         config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                           iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale)
+                         iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale)
         st.session_state["au_result"] = audit(
-            config, trials, canary=canary, threat=threat, dataset=user_dataset(dataset),
+            config, trials, canary=canary, threat=threat, dataset=user_dataset(dataset), ctx=app_context(),
             progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs")).to_dict()
     except DPCoreError as exc:
         st.error(f"{exc}")

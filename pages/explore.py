@@ -59,8 +59,8 @@ with st.sidebar:
 
 try:
     config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                       iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, c=c,
-                       lam=lam, learning_rate=lr, options=options, **extra)
+                     iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, c=c,
+                     lam=lam, learning_rate=lr, options=options, **extra)
 except DPCoreError as exc:  # a ParameterError from the declared constraints
     st.error(f"{exc}")
     st.stop()

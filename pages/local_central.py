@@ -1,10 +1,7 @@
-import math
-
-import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.figures import hover_texts, mark_missed
+from dpcore.figures import tradeoff_figure
 from dpcore.experiments.studies import tradeoff
 from pages.common import (
     with_progress,
@@ -62,29 +59,7 @@ if out:
                    "ε local": fmt_eps(r.get("epsilon_local")), "ε certified": fmt_eps(r.get("epsilon_certified")),
                    "accuracy": r.get("accuracy_mean"), "gap": r.get("gap_mean"),
                    "error": r.get("error", "")} for r in rows], width="stretch", hide_index=True)
-    finite = [r for r in rows if "error" not in r and r.get("epsilon_local") is not None
-              and math.isfinite(r["epsilon_local"])]
-    fig = go.Figure()
-    xs, ys = [r["epsilon_local"] for r in finite], [r["accuracy_mean"] for r in finite]
-    targets, certs = [r.get("epsilon_target") for r in finite], [r.get("epsilon_certified") for r in finite]
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers+text", text=[r["mechanism"] for r in finite],
-                             textposition="top center", name="at the target ε",
-                             hovertext=[f"{r['mechanism']}<br>local ε {r['epsilon_local']:.4g}<br>{h}"
-                                        for r, h in zip(finite, hover_texts(targets, certs))],
-                             hoverinfo="text"))
-    mark_missed(fig, xs, ys, targets, certs)
-    curve = [r for r in out["curve"] if "error" not in r and r.get("epsilon_local") is not None
-             and math.isfinite(r["epsilon_local"])]
-    fig.add_trace(go.Scatter(x=[r["epsilon_local"] for r in curve], y=[r["accuracy_mean"] for r in curve],
-                             mode="lines+markers", name=f"{out['curve_mechanism']}, input noise varied"))
-    central = [r for r in rows if "error" not in r and r.get("epsilon_local") is not None
-               and math.isinf(r["epsilon_local"])]
-    if central:
-        best = max(r["accuracy_mean"] for r in central)
-        fig.add_hline(y=best, line_dash="dot", annotation_text="best central mechanism (local ε = ∞)")
-    fig.update_xaxes(type="log", title="local ε (protection against the server; smaller is stronger)")
-    fig.update_yaxes(title="test accuracy")
-    fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+    fig = tradeoff_figure(out)
     st.plotly_chart(fig, width="stretch")
     missed_target_note([r for r in rows if "error" not in r], target="epsilon_target")
     download_figure(fig, "local_vs_central", "lc_dl_fig")

@@ -258,7 +258,7 @@ def test_chunking_and_progress_do_not_change_the_result():
 
 def test_large_dataset_is_subsampled_and_says_so():
     cfg = RunSpec(dataset="synthetic-classification", model="logreg", mechanism="output-laplace",
-                    n=3000, d=5, seed=1)
+                  n=3000, d=5, seed=1)
     r = audit(cfg, trials=20, max_rows=400)
     assert r.n_train == 400 and r.note and "subsample of 400 of the 3000" in r.note
     assert r.delta == 0.0  # an (ε, 0) mechanism is audited against δ = 0
@@ -292,7 +292,7 @@ def test_every_registered_mechanism_can_be_audited(mechanism):
 ])
 def test_other_models(dataset, model, mechanism, score):
     cfg = RunSpec(dataset=dataset, model=model, mechanism=mechanism, iterations=5, n=120, d=3,
-                    lam=1e-3)
+                  lam=1e-3)
     r = audit(cfg, trials=10, score=score, canary_label=1.0)
     assert r.verdict in VERDICTS and r.scores_with.shape == (10,)
 

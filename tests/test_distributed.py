@@ -70,7 +70,7 @@ def test_aggregate_noise_variance_matches_weights(mech):
     # With a zero learning signal (lr only on noise), θ = −η Σ_j w_j Σ_t z_jt, so
     # Var(θ_k) = η² T Σ_j w_j² σ_j².  Check with a chi-square confidence interval.
     cfg = RunSpec(dataset="breast-cancer", mechanism=mech, epsilon=1.0, iterations=4, repeats=400,
-                    clients=4, skew=3.0, learning_rate=1e-6, seed=5)
+                  clients=4, skew=3.0, learning_rate=1e-6, seed=5)
     pr = load_problem(cfg)
     out = get_mechanism(mech).run(pr, cfg, BatchRNG(list(range(400))))
     w = np.asarray(out.extras["weights"])

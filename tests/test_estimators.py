@@ -71,8 +71,8 @@ def test_epsilon_and_coefficients_match_cli(capsys, est_cls, data_kw, cli_extra,
 
     # Same seed, same noise: the core path of `dpcore run` gives the same θ ...
     config = RunSpec(dataset=dataset_id, model=rec["model"], mechanism=rec["mechanism"],
-                       epsilon=1.0, delta=1e-5, iterations=50, repeats=1, seed=0,
-                       calibration=rec["calibration"], c=1.0, **data_kw)
+                     epsilon=1.0, delta=1e-5, iterations=50, repeats=1, seed=0,
+                     calibration=rec["calibration"], c=1.0, **data_kw)
     problem = load_problem(config)
     theta = get_mechanism(config.mechanism).run(problem, config, BatchRNG(run_seeds(0, 1))).theta[0]
     # (rows already on the sphere may be re-divided by 1 + 1 ulp, hence not bit-equal)

@@ -80,7 +80,7 @@ def test_fukuchi_statistics_shortcut_matches_direct_sampling():
 
 def test_fukuchi_published_large_n_rmse_close_to_non_private():
     res = run(RunSpec(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi",
-                        calibration="published", n=2**17, d=14, epsilon=1.0, delta=0.01, repeats=3))
+                      calibration="published", n=2**17, d=14, epsilon=1.0, delta=0.01, repeats=3))
     # Lemma 2: the excess risk is O(dζ²log(1/δ)/(nε²Δ) + Δ‖ŵ‖²/n) ≈ 1e-3 here; with
     # RMSE² ≈ 2·risk, RMSE can grow by at most √(RMSE*² + 2·1e-3) − RMSE* ≈ 0.01.
     assert res.rmse.mean() - res.rmse_nonprivate < 0.01
@@ -103,7 +103,7 @@ def test_fukuchi_certified_meets_its_target_and_improves_with_n():
     rmse = {}
     for n in (2**12, 2**17):
         res = run(RunSpec(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi",
-                            n=n, d=14, epsilon=1.0, delta=1e-5, repeats=3))
+                          n=n, d=14, epsilon=1.0, delta=1e-5, repeats=3))
         assert 0.999 <= res.epsilon_certified <= 1.0 and res.epsilon_local == res.epsilon_certified
         s_q, s_p = res.extras["contributor_sigma_q"], res.extras["contributor_sigma_p"]
         assert s_q == pytest.approx(s_p, rel=1e-12)  # equal shares of μ² (max‖q‖ = max‖p‖ = 1)
@@ -119,7 +119,7 @@ def test_fukuchi_errors():
         run(RunSpec(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi", n=50, d=3, delta=1e-5))
     with pytest.raises(ParameterError, match="Δ > 2λ/ε"):
         run(RunSpec(dataset="synthetic-regression", model="linreg", mechanism="input-fukuchi", n=2000, d=3,
-                      options=(("Delta", 0.5),)))
+                    options=(("Delta", 0.5),)))
 
 
 # -- Duchi ------------------------------------------------------------------------------------

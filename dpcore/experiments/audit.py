@@ -86,12 +86,13 @@ from scipy.stats import norm
 
 from .. import streams
 from ..accounting import gdp_epsilon
-from ..erm import solve_erm
+from ..erm import LazySolution
 from ..exceptions import ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import Problem, get_mechanism
 from ..optim import BatchRNG
 from ..params import PARAMS, validate
 from ..privacy import certify
+from .context import Context
 from .run import RunSpec, delta_warning, load_problem, problem_data
 from .whitebox import white_box_scores
 
@@ -497,26 +498,6 @@ def subsample(dataset, rows: int, seed: int = 0):
     return dataclasses.replace(dataset, X_train=X, y_train=Y, notes=tuple(dataset.notes) + (note,))
 
 
-class _LazyErm:
-    """The exact ERM of a neighbouring dataset, solved on first use.
-
-    Only some mechanisms read ``problem.erm`` (the baseline, output and
-    objective perturbation); for the others, an MLP's L-BFGS restarts would be
-    wasted time.
-    """
-
-    def __init__(self, model, X: np.ndarray, y: np.ndarray):
-        self._args = (model, X, y)
-        self._solution = None
-
-    def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if self._solution is None:
-            self._solution = solve_erm(*self._args)
-        return getattr(self._solution, name)
-
-
 def _scores(model, theta: np.ndarray, canary: Canary, score: str) -> np.ndarray:
     xc, yc = canary.x[None, :], np.array([canary.y])
     if score == "margin":
@@ -686,6 +667,7 @@ def audit(
     canary_label: float = 1.0,
     chunk_size: int = DEFAULT_CHUNK,
     dataset=None,
+    ctx: Context | None = None,
 ) -> AuditResult:
     """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
 
@@ -696,7 +678,8 @@ def audit(
     the first and after every chunk, with ``total = 2·trials``.  With more than
     ``max_rows`` training rows the audit runs on a seeded random subsample of
     that many (``note`` says so).  ``dataset``: a user's own data in place of
-    ``config.dataset`` (as for :func:`dpcore.experiments.run.run`).
+    ``config.dataset`` (as for :func:`dpcore.experiments.run.run`).  ``ctx``: where
+    the full data's exact solution comes from (its store; a fresh one by default).
 
     ``threat="black-box"`` scores the released model on the canary;
     ``"white-box"`` scores every release along the way (:mod:`dpcore.experiments.whitebox`).
@@ -728,9 +711,9 @@ def audit(
         # the full data's exact ERM is never needed (for an MLP on Adult it takes minutes)
         ds = subsample(data, max_rows, config.seed)
         note = ds.notes[-1]
-        problem_d = Problem(dataset=ds, model=model, erm=_LazyErm(model, ds.X_train, ds.y_train))
+        problem_d = Problem(dataset=ds, model=model, erm=LazySolution(model, ds.X_train, ds.y_train))
     else:
-        problem_d = load_problem(config, dataset)
+        problem_d = load_problem(config, dataset, ctx)
     mechanism.check(problem_d, config)
     if threat == "white-box":
         can = None
@@ -739,10 +722,10 @@ def audit(
         can = make_canary(problem_d.dataset, canary, canary_label, config.seed)
         ds_prime = replace_record(problem_d.dataset, can.index, can.x, can.y)
         problem_dp = Problem(dataset=ds_prime, model=model,
-                             erm=_LazyErm(model, ds_prime.X_train, ds_prime.y_train))
+                             erm=LazySolution(model, ds_prime.X_train, ds_prime.y_train))
         if can.anti_x is not None:
             ds0 = replace_record(problem_d.dataset, can.index, can.anti_x, can.y)
-            problem_d = Problem(dataset=ds0, model=model, erm=_LazyErm(model, ds0.X_train, ds0.y_train))
+            problem_d = Problem(dataset=ds0, model=model, erm=LazySolution(model, ds0.X_train, ds0.y_train))
         mechanism.check(problem_dp, config)
         problems = (problem_d, problem_dp)
 

@@ -7,6 +7,13 @@ loss-curve points to record, whom to tell about progress.  Every function that
 runs mechanisms takes one explicitly; nothing in the package keeps such
 settings in module-level variables.  No field of a context changes a number
 (the equality tests check this for workers, threads and caches).
+
+What stays at module level are memos of pure functions of immutable inputs,
+which cannot change a number either: loaded datasets
+(:func:`dpcore.datasets.load`), certified ε's of noise plans
+(:func:`dpcore.privacy.certify`) and accountant results, and the sparse twins of
+large one-hot matrices (:mod:`dpcore.linalg`, tested bit-equal to the dense
+products).
 """
 
 from __future__ import annotations

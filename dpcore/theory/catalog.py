@@ -51,6 +51,7 @@ from .formulas import (
     fukuchi_sigma_u,
     kang_input_variance,
     kifer_sigma,
+    noisy_gd_risk,
     noisy_gd_variance,
 )
 
@@ -181,6 +182,14 @@ def _src(seed: str, where: str) -> str:
 
 
 _VAR = "variance σ² of the Gaussian noise"
+
+
+def _noisy_gd_noise(v: Mapping[str, float]) -> float:
+    return noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"])
+
+
+def _noisy_gd_risk(v: Mapping[str, float]) -> float:
+    return noisy_gd_risk(v["p"], v["G"], v["n"], v["epsilon"], v["delta"])
 _GAUSS = _VAR + " (seed 001 Table 1 footnote 2)"
 _GAUSS2 = _VAR + " (seed 002 Table 1 footnote)"
 
@@ -285,9 +294,8 @@ _S001 = [
         pure=False, noise_type="Gaussian",
         noise_latex=r"O\left(\frac{G^{2}T\log(1/\delta)}{n^{2}\epsilon^{2}}\right)",
         risk_latex=r"O\left(\frac{G^{2}p\log(n)\log(1/\delta)}{n^{2}\epsilon^{2}}\right)",
-        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
-        risk_fn=lambda v: v["G"] ** 2 * v["p"] * _LOG(v["n"]) * _LOG(1.0 / v["delta"])
-        / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=_noisy_gd_noise,
+        risk_fn=_noisy_gd_risk,
         exactness="order only", mechanism="gradient-dpgd", noise_quantity=_GAUSS,
         note=("Unlike the DP-SVRG row, the risk has no 1/Δ although both rows cite the same paper. "
               "Seed 004 (Remark 1) states Wang et al.'s risk is log(n) worse than WD-DP's, i.e. "
@@ -386,7 +394,7 @@ _S002 = [
         method="DP-SGD", reference="Abadi et al. 2016", perturbation="gradient", pure=False,
         noise_type="Gaussian", noise_latex=r"O(\frac{G^2 T \log(1/\delta)}{n^2 \epsilon^2})",
         risk_latex=EMPTY,
-        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
+        noise_fn=_noisy_gd_noise,
         risk_fn=None, exactness="order only", mechanism="gradient-dpsgd",
         noise_quantity=_VAR + " on the mean gradient (seed 002 Table 1 footnote)",
         note="The utility cell reads 'NOT GIVEN'.",
@@ -421,9 +429,8 @@ _S002 = [
         perturbation="input", pure=False, noise_type="Gaussian",
         noise_latex=r"O(\frac{G^2 T \log(1/\delta)}{n^2 \epsilon^2})",
         risk_latex=r"O(\frac{m G^2 \log(1/\delta) \log(n)}{n^2 \epsilon^2})",
-        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
-        risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"])
-        / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=_noisy_gd_noise,
+        risk_fn=_noisy_gd_risk,
         exactness="order only", mechanism="input-dbdp", noise_quantity=_GAUSS2,
         note=("Thm 1 (Eq. 10) gives σ = c·q·G√(T log(1/δ))/ε, variance q²G²T log(1/δ)/ε²: the "
               "table's 1/n² matches only q = 1/n, while Thm 1 assumes q is of the order of 1/|B_t| "
@@ -436,9 +443,8 @@ _S002 = [
         perturbation="input", pure=False, noise_type="Gaussian",
         noise_latex=r"O(\frac{G^2 T \log(1/\delta)}{n^2 \epsilon^2})",
         risk_latex=r"\text{(for the worst case)}\ O(\frac{m G^2 \log(1/\delta) \log(n)}{n^2 \epsilon^2})",
-        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
-        risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"])
-        / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=_noisy_gd_noise,
+        risk_fn=_noisy_gd_risk,
         exactness="order only", mechanism="input-dbdp-if", noise_quantity=_GAUSS2,
         note=("Thm 2 (Eq. 15) sets σ_t ≥ cG√(T log(1/δ))/√(w_t n ε), i.e. variance "
               "G²T log(1/δ)/(w_t n ε): n and ε to the first power and a w_t factor, not the "
@@ -557,9 +563,8 @@ _S004 = [
         noise_latex=r"\sigma^{2}=c\frac{G^{2}T\ln(1/\delta)}{n^{2}\epsilon^{2}}",
         risk_latex=(r"\mathbb{E}\left[L_{D}(\theta_{T})\right]-L_{D}^{*}\leq O\left(\frac{pG^{2}"
                     r"\ln(1/\delta)\log(n)}{n^{2}\epsilon^{2}}\right)"),
-        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
-        risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"])
-        / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=_noisy_gd_noise,
+        risk_fn=_noisy_gd_risk,
         exactness="order only", mechanism="distributed-wddp", noise_quantity=_VAR,
         note=("c = 1. LaTeX transcribed from the PDF text of Eq. (3) and Thm 2; seed 004's Table 1 "
               "itself is not in the extracted text. Independent of m: the same as centralised DP-GD. "
@@ -573,9 +578,8 @@ _S004 = [
         noise_latex=r"\sigma^{2}=c\frac{G^{2}T\ln(1/\delta)}{n^{2}\epsilon^{2}}",
         risk_latex=(r"\mathbb{E}\left[L_{D}(\theta_{T})\right]-L_{D}^{*}\leq O\left(\frac{pG^{2}"
                     r"\ln(1/\delta)\log(n)}{n^{2}\epsilon^{2}}\right)"),
-        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
-        risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"])
-        / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=_noisy_gd_noise,
+        risk_fn=_noisy_gd_risk,
         exactness="order only", mechanism="distributed-wddp", noise_quantity=_VAR,
         note="c = 1. Same bound as Thm 2 under the PL condition instead of strong convexity.",
     ),
@@ -586,8 +590,7 @@ _S004 = [
         noise_latex=r"\sigma^{2}=c\frac{G^{2}T\ln(1/\delta)}{(mn_{(1)})^{2}\epsilon^{2}}",
         risk_latex=r"O\left(\frac{pG^{2}\ln(1/\delta)\log^{2}(mn_{(1)})}{(mn_{(1)})^{2}\epsilon^{2}}\right)",
         noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["m"] * v["n_min"], v["epsilon"], v["delta"]),
-        risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["m"] * v["n_min"]) ** 2
-        / ((v["m"] * v["n_min"]) ** 2 * v["epsilon"] ** 2),
+        risk_fn=lambda v: noisy_gd_risk(v["p"], v["G"], v["m"] * v["n_min"], v["epsilon"], v["delta"], 2),
         exactness="order only", mechanism="distributed-avg", noise_quantity=_VAR,
         note=("Derived, not printed in the extracted text: the noise from 'tighter … by a factor of "
               "(mn_(1))²/n²' (after Thm 1), the risk from 'by a factor of (mn_(1))² log(n)/(log(mn_(1))n)²' "
@@ -600,9 +603,8 @@ _S004 = [
         perturbation="gradient", pure=False, noise_type="Gaussian",
         noise_latex=r"\sigma^{2}=c\frac{G^{2}T\ln(1/\delta)}{n^{2}\epsilon^{2}}",
         risk_latex=r"O\left(\frac{pG^{2}\ln(1/\delta)\log^{2}(n)}{n^{2}\epsilon^{2}}\right)",
-        noise_fn=lambda v: noisy_gd_variance(v["G"], v["T"], v["n"], v["epsilon"], v["delta"]),
-        risk_fn=lambda v: v["p"] * v["G"] ** 2 * _LOG(1.0 / v["delta"]) * _LOG(v["n"]) ** 2
-        / (v["n"] ** 2 * v["epsilon"] ** 2),
+        noise_fn=_noisy_gd_noise,
+        risk_fn=lambda v: noisy_gd_risk(v["p"], v["G"], v["n"], v["epsilon"], v["delta"], 2),
         exactness="order only", mechanism="gradient-dpgd", noise_quantity=_VAR,
         note=("Derived: the noise 'has the same form as in centralized setting' (after Thm 1); the risk "
               "is WD-DP's times log(n) (Remark 1: Wang et al.'s proof keeps Tpσ²/(2L) with "

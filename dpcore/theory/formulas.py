@@ -19,6 +19,7 @@ from ..exceptions import ParameterError
 
 __all__ = [
     "noisy_gd_variance",
+    "noisy_gd_risk",
     "kang_input_variance",
     "kifer_sigma",
     "chaudhuri_output_rate",
@@ -40,6 +41,16 @@ def noisy_gd_variance(G: float, T: int, n: float, epsilon: float, delta: float, 
     tables' order-only rows with c = 1.
     """
     return c * G**2 * T * math.log(1 / delta) / (n**2 * epsilon**2)
+
+
+def noisy_gd_risk(p: float, G: float, n: float, epsilon: float, delta: float, log_power: int = 1) -> float:
+    """``p·G²·log(1/δ)·log^k(n)/(n²ε²)``: the excess-risk order of noisy GD on n records.
+
+    Seed 001 prints Wang et al. 2017's with k = 1 and seed 004 (Remark 1) reads it
+    with k = 2; seed 004's WD-DP (Thms 2–3) and seed 002's DBDP rows have k = 1;
+    Jayaraman et al.'s averaging is k = 2 at n = m·n_(1).  Order only: constant 1.
+    """
+    return p * G**2 * math.log(1 / delta) * math.log(n) ** log_power / (n**2 * epsilon**2)
 
 
 def kang_input_variance(G: float, T: int, n: float, epsilon: float, delta: float, lam_term: float = 1.0,
