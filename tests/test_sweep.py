@@ -350,3 +350,31 @@ def test_preset_figure_rings_points_that_miss_their_target():
     note = " ".join(a["text"] for a in fig["layout"]["annotations"] if "Ringed" in a["text"])
     assert "input-fukuchi (certified 991 at 0.1)" in note.replace("<br>", " ")
     assert "objective-gaussian (no guarantee" in note.replace("<br>", " ")
+
+
+def test_run_grid_table_has_the_documented_schema_and_matches_single_runs():
+    """One row per spec × repeat, the spec's position and tags, an error row for a refused
+    spec; each spec's numbers equal a direct run's."""
+    from dpcore.experiments.grid import summaries
+    from dpcore.experiments.run import run
+
+    specs = [RunSpec(dataset="iris", mechanism="gradient-dpgd", iterations=20, repeats=3),
+             RunSpec(dataset="iris", mechanism="output-gaussian", epsilon=0.5, repeats=2),
+             RunSpec(dataset="iris", mechanism="output-laplace", lam=0.0, repeats=2)]  # needs λ > 0
+    df = run_grid(specs, Context(), tags=[{"label": "a"}, {"label": "b"}, {"label": "c"}])
+    assert list(df.columns[:2]) == ["spec", "task"]
+    for col in ("label", "dataset", "mechanism", "epsilon", "epsilon_target", "epsilon_certified",
+                "epsilon_local", "sigma", "run", "run_seed", "accuracy", "gap", "error"):
+        assert col in df.columns, col
+    assert df.groupby("spec").size().to_dict() == {0: 3, 1: 2, 2: 1}
+    refused = df[df["spec"] == 2].iloc[0]
+    assert isinstance(refused["error"], str) and "λ" in refused["error"] and pd.isna(refused["run"])
+    assert df.attrs["computed"] == 3 and df.attrs["cached"] == 0
+    out = summaries(df, len(specs))
+    assert out[2] == {"error": refused["error"]}
+    for spec, summary in zip(specs[:2], out[:2]):
+        direct = run(spec).to_dict()
+        assert summary["accuracy_mean"] == direct["accuracy_mean"]
+        assert summary["gap_mean"] == direct["gap_mean"]
+        assert summary["epsilon_certified"] == direct["epsilon_certified"]
+        assert list(summary["gap_runs"]) == [r["gap"] for r in direct["runs"]]
