@@ -97,7 +97,9 @@ _P = [
     # the noise swamps any signal and the sampled-Gaussian accountant's grid explodes.
     Param("epsilon", Interval(float, 1e-4, 1000.0, "both"), 1.0,
           "privacy budget ε (from 1e-4 to 1000)", 0.01, 10.0, log_scale=True,
-          ticks=log_ticks(0.01, 10, 31, (0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 2.0, 3.0, 5.0, 7.0))),
+          # round values a class can say aloud, with every ε the seed papers plot
+          ticks=(0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0,
+                 3.0, 4.0, 5.0, 7.0, 10.0)),
     Param("delta", Interval(float, 1e-100, 1.0, "left"), 1e-5,
           "privacy parameter δ in [1e-100, 1); keep it below 1/n", 1e-10, 1e-2, log_scale=True,
           ticks=(1e-10, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2), tick_format=".0e"),
@@ -122,7 +124,8 @@ _P = [
     Param("clients", Interval(int, 1, None, "both"), 4,
           "number of parties m", 1, 64),
     Param("skew", Interval(float, 1.0, None, "both"), 1.0,
-          "client-size skew u = n_max / n_min", 1.0, 100.0, log_scale=True),
+          "client-size skew u = n_max / n_min", 1.0, 100.0, log_scale=True,
+          ticks=(1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0, 100.0)),  # seed 004's 2^k
     Param("radius", Interval(float, 0.0, None, "neither"), 1.0,
           "radius η of the parameter ball (linreg)", 0.1, 100.0, log_scale=True),
     Param("test_fraction", Interval(float, 0.0, 1.0, "neither"), 0.2,

@@ -54,6 +54,27 @@ def fmt_eps(value) -> str:
     return f"{value:.3g}"
 
 
+def readable(rows: list[dict]) -> list[dict]:
+    """Rows for an on-screen table: ∞ for an infinite ε (no guarantee), — for a missing value,
+    lists joined.  A column holding either is shown as text throughout (one type per column,
+    as Arrow needs); the other columns keep their numbers.  Downloads keep the raw values."""
+    def special(v):
+        return v is None or isinstance(v, (list, tuple)) or (isinstance(v, float) and not math.isfinite(v))
+
+    def text(v):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "—"
+        if isinstance(v, float) and math.isinf(v):
+            return "∞" if v > 0 else "−∞"
+        if isinstance(v, (list, tuple)):
+            return ", ".join(text(x) for x in v)
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    as_text = {k for k in keys if any(special(r.get(k)) or isinstance(r.get(k), str) for r in rows)}
+    return [{k: text(r.get(k)) if k in as_text else r.get(k) for k in keys} for r in rows]
+
+
 def fmt_num(value, spec: str = ".4f") -> str:
     return "—" if value is None else format(value, spec)
 
@@ -379,8 +400,15 @@ def download_table(rows, name: str, key: str) -> None:
                        file_name=f"{name}.csv", mime="text/csv", key=key)
 
 
+def client_bars(sizes) -> None:
+    """Records per client as bars, clients numbered from 1 as in the tables."""
+    st.bar_chart({"client": list(range(1, len(sizes) + 1)), "records": list(sizes)}, x="client", y="records",
+                 x_label="client", y_label="records")
+
+
 def download_figure(fig, name: str, key: str) -> None:
-    st.download_button("Download plot (HTML)", fig.to_html(include_plotlyjs="cdn").encode(),
+    """The figure as a self-contained HTML file: plotly.js is embedded, so it opens offline."""
+    st.download_button("Download plot (HTML)", fig.to_html(include_plotlyjs=True).encode(),
                        file_name=f"{name}.html", mime="text/html", key=key)
 
 

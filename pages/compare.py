@@ -9,6 +9,7 @@ from dpcore.params import parse_grid
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
 from pages.common import (
+    readable,
     app_context,
     with_progress,
     band_figure,
@@ -147,5 +148,5 @@ if rows:
     download_figure(fig1, "compare_metric", "cmp_dl_fig1")
     st.plotly_chart(fig2, width="stretch")
     download_figure(fig2, "compare_gap", "cmp_dl_fig2")
-    st.dataframe(ok, width="stretch")
+    st.dataframe(readable(ok), width="stretch")
     download_table(ok, "compare", "cmp_dl_table")

@@ -5,7 +5,9 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import skew_curve
 from dpcore.partition import client_sizes
+from dpcore.mechanisms import REGISTRY
 from pages.common import (
+    client_bars,
     with_progress,
     band_figure,
     dataset_picker,
@@ -55,12 +57,12 @@ except DPCoreError as exc:
     st.error(f"{exc}")
     st.stop()
 if sizes:
-    st.bar_chart({"records": sizes}, x_label="client", y_label="records")
+    client_bars(sizes)
 
 cols = st.columns(2)
 for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
     with col:
-        st.subheader(mech)
+        st.subheader(REGISTRY[mech].name)
         rec = run_or_error(RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=epsilon, delta=delta,
                                    iterations=T, repeats=repeats, clients=m, skew=u, calibration=calibration))
         if rec:

@@ -4,6 +4,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.mechanisms import REGISTRY
 from pages.common import (
+    client_bars,
     dataset_picker,
     download_figure,
     fmt_eps,
@@ -105,7 +106,7 @@ st.caption(f"What was certified ({rec['neighbouring']} neighbours): {rec['privac
 if rec.get("note"):
     st.info(rec["note"])
 if rec.get("client_sizes"):
-    st.bar_chart({"records": rec["client_sizes"]}, x_label="client", y_label="records")
+    client_bars(rec["client_sizes"])
 
 fig = loss_figure(rec)
 if fig is not None:

@@ -5,6 +5,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.studies import compare_measured
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
+    readable,
     app_context,
     dataset_picker,
     download_figure,
@@ -61,7 +62,7 @@ table = [{"row": r["id"], "method": r["method"], "reference": r["reference"], "p
           "excess risk": r.get("risk"), "slope in n": r["slopes"]["n"]["risk"],
           "slope in ε": r["slopes"]["epsilon"]["risk"], "exactness": r["exactness"]}
          for r in report["rows"]]
-st.dataframe(table, hide_index=True, width="stretch")
+st.dataframe(readable(table), hide_index=True, width="stretch")
 download_table(table, "bounds", "th_dl_table")
 
 seed = st.selectbox("Show the rows of", ["001", "002", "003", "004"], key="th_seed",
@@ -70,7 +71,7 @@ for r in report["rows"]:
     if r["seed"] != seed:
         continue
     with st.expander(f"{r['id']}: {r['method']} ({r['reference']})"):
-        st.caption(r["source"])
+        st.caption(r["citation"])
         if r["noise_latex"] != "—":
             st.latex(r["noise_latex"])
         if r["risk_latex"] != "—":

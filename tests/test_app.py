@@ -1,10 +1,13 @@
 """Streamlit pages, exercised with AppTest (one smoke test per page plus interactions)."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from dpcore.params import PARAMS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -338,3 +341,29 @@ def test_explore_builds_option_widgets_from_the_declarations():
     at.selectbox(key="ex_opt_distributed-wddp_split").set_value("stratified").run()
     assert not at.exception and not at.error
     assert any(m.label == "ε certified" for m in at.metric)
+
+
+def test_views_name_things_for_a_class():
+    """Headings use mechanism names, the Theory view cites papers (not file ids), tables show ∞
+    and — instead of Infinity and None, and the ε/δ/skew sliders offer the declared values."""
+    from pages.common import readable
+
+    at = _page("distributed.py").run()
+    headings = [h.value for h in at.subheader]
+    assert not any(h in ("distributed-wddp", "distributed-avg") for h in headings), headings
+    assert list(at.select_slider(key="dist_u").options) == [f"{u:g}" for u in PARAMS["skew"].ticks]
+    at = _page("theory.py").run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "Kang et al., “Input Perturbation" in captions and ".txt" not in captions
+    assert readable([{"eps": math.inf, "acc": None, "n": 3}, {"eps": 0.5, "acc": 0.8, "n": 4}]) == [
+        {"eps": "∞", "acc": "—", "n": 3}, {"eps": "0.5", "acc": "0.8", "n": 4}]
+
+
+def test_slider_values_are_round_and_include_every_plotted_epsilon():
+    from dpcore.experiments.presets import PRESETS
+
+    eps = PARAMS["epsilon"].ticks
+    assert all(b / a >= 1.2 for a, b in zip(eps, eps[1:])), eps  # no 0.05 next to 0.0501
+    plotted = {e for p in PRESETS.values() for e in p.epsilons if e <= 10}
+    assert plotted <= set(eps), plotted - set(eps)
+    assert {2.0, 4.0, 8.0, 16.0} <= set(PARAMS["skew"].ticks)

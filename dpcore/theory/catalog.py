@@ -62,6 +62,7 @@ __all__ = [
     "EXACTNESS",
     "GLOBAL_NOTES",
     "PAPERS",
+    "CITATIONS",
     "PARAMETERS",
     "PERTURBATIONS",
     "ParamValue",
@@ -82,6 +83,14 @@ PAPERS = {
     "002": "002_4dba1b4c54fc673e.txt",
     "003": "003_7466b32f38e95f7f.txt",
     "004": "004_c3d4c5bc1ad0ed72.txt",
+}
+
+#: how the views cite each seed paper
+CITATIONS = {
+    "001": "Kang et al., “Input Perturbation: A New Paradigm between Central and Local Differential Privacy”",
+    "002": "Kang et al., “Differentially Private ERM Based on Data Perturbation”",
+    "003": "Fukuchi, Tran & Sakuma, “Differentially Private Empirical Risk Minimization with Input Perturbation”",
+    "004": "Kang et al., “Weighted Distributed Differential Privacy ERM”",
 }
 
 EMPTY = "—"  # a table cell the paper leaves empty (or fills with "None" / "NOT GIVEN")
@@ -161,6 +170,7 @@ class BoundRow:
             "source": self.source,
             "seed": self.seed,
             "paper_file": PAPERS[self.seed],
+            "citation": f"{CITATIONS[self.seed]}, {self.source.split(' ', 1)[1]}",
             "method": self.method,
             "reference": self.reference,
             "perturbation": self.perturbation,
