@@ -14,9 +14,11 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure"]
+__all__ = ["MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure",
+           "band_figure", "REFERENCE_LINE", "readable_axes"]
 
 # Calibrations round up by about 1e-9; anything above this relative slack misses.
 MISS_RTOL = 1e-6
@@ -144,8 +146,75 @@ def tradeoff_figure(result: dict) -> go.Figure:
                              mode="lines+markers", name=f"{result['curve_mechanism']}, input noise varied"))
     central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
     if central:
-        fig.add_hline(y=max(central), line_dash="dot", annotation_text="best central mechanism (local ε = ∞)")
+        fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)", **REFERENCE_LINE)
     fig.update_xaxes(type="log", title="local ε (protection against the server; smaller is stronger)")
     fig.update_yaxes(title="test accuracy")
     fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+    return fig
+
+
+COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+           "#7f7f7f", "#bcbd22"]
+#: reference lines (non-private level, L*) in a grey that reads on light and dark backgrounds
+REFERENCE_LINE = dict(line_dash="dot", line_color="#888888", line_width=1.5)
+#: the largest number of distinct x values labelled one by one on a log axis
+MAX_LABELLED = 12
+
+
+def readable_axes(fig: go.Figure, xs, *, log_x: bool, log_y: bool) -> None:
+    """Axes a class can read: on a log x axis the plotted values themselves as tick labels
+    (decades only when there are many), decades on a log y axis (no stray minor labels
+    such as "2 5"), and the legend above the plot, clear of the axis titles."""
+    values = sorted({float(x) for x in xs if x is not None and float(x) > 0})
+    if log_x:
+        if 0 < len(values) <= MAX_LABELLED:
+            fig.update_xaxes(type="log", tickmode="array", tickvals=values, ticktext=[f"{v:g}" for v in values])
+        else:
+            fig.update_xaxes(type="log", dtick=1)
+    if log_y:
+        fig.update_yaxes(type="log", dtick=1, exponentformat="power")
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+                      margin=dict(l=10, r=10, t=90, b=10), title=dict(y=0.98, yanchor="top"))
+
+
+def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", log_x: bool = True,
+                log_y: bool = False, title: str = "", baseline: float | None = None,
+                x_title: str | None = None, y_title: str | None = None,
+                bounds: tuple[float, float] | None = None) -> go.Figure:
+    """Lines with ±1 std bands over repeats, one per group (rows' ``<y>`` and
+    ``<y with _std>``); points whose certified ε misses their target ε (rows' ``epsilon``
+    and ``epsilon_certified``) get a red ring and every point names both in its hover.
+
+    A band stays where its metric can be: within ``bounds`` (e.g. (0, 1) for an
+    accuracy) and, on a log y axis, above a tenth of its mean (a band reaching 0 would
+    otherwise fall to the bottom edge).
+    """
+    fig = go.Figure()
+    groups = list(dict.fromkeys(r[group] for r in rows))
+    for k, g in enumerate(groups):
+        pts = sorted((r for r in rows if r[group] == g and r.get(y) is not None), key=lambda r: r[x])
+        if not pts:
+            continue
+        xs = [r[x] for r in pts]
+        ys = np.array([r[y] for r in pts], dtype=float)
+        sd = np.array([r.get(y.replace("_mean", "_std")) or 0.0 for r in pts], dtype=float)
+        low, high = ys - sd, ys + sd
+        if bounds is not None:
+            low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+        if log_y:
+            low = np.maximum(low, ys / 10.0)
+        colour = COLOURS[k % len(COLOURS)]
+        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=list(high) + list(low[::-1]), fill="toself", mode="lines",
+                                 line=dict(width=0), fillcolor=colour, opacity=0.15, showlegend=False,
+                                 hoverinfo="skip"))
+        targets = [r.get("epsilon") for r in pts]
+        certs = [r.get("epsilon_certified") for r in pts]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=str(g), line=dict(color=colour),
+                                 hovertext=[f"{g}<br>{x}={xv:g}<br>{y}={yv:.4g}<br>{h}" for xv, yv, h in
+                                            zip(xs, ys, hover_texts(targets, certs))], hoverinfo="text"))
+        mark_missed(fig, xs, list(ys), targets, certs)
+    if baseline is not None:
+        fig.add_hline(y=baseline, annotation_text="non-private", **REFERENCE_LINE)
+    fig.update_layout(title=title, xaxis_title=x_title or x, yaxis_title=y_title or y)
+    readable_axes(fig, [r[x] for r in rows], log_x=log_x, log_y=log_y)
     return fig

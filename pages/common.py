@@ -17,7 +17,7 @@ import streamlit as st
 
 from dpcore import datasets
 from dpcore.exceptions import DPCoreError
-from dpcore.figures import hover_texts, mark_missed, target_note
+from dpcore.figures import REFERENCE_LINE, target_note
 from dpcore.experiments.context import Context
 from dpcore.experiments.run import RunSpec, run, slow_reference
 from dpcore.mechanisms import REGISTRY
@@ -292,46 +292,6 @@ def reference_notice(config: RunSpec):
 
 # -- figures ----------------------------------------------------------------------------
 
-_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
-            "#7f7f7f", "#bcbd22"]
-
-
-def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", log_x: bool = True,
-                log_y: bool = False, title: str = "", baseline: float | None = None,
-                x_title: str | None = None, y_title: str | None = None) -> go.Figure:
-    """Lines with ±1 std bands over repeats, one per group; points whose certified ε misses
-    their target ε (rows' ``epsilon`` and ``epsilon_certified``) get a red ring and every
-    point names both in its hover (:mod:`dpcore.figures`)."""
-    fig = go.Figure()
-    groups = list(dict.fromkeys(r[group] for r in rows))
-    for k, g in enumerate(groups):
-        pts = sorted((r for r in rows if r[group] == g and r.get(y) is not None), key=lambda r: r[x])
-        if not pts:
-            continue
-        xs = [r[x] for r in pts]
-        ys = np.array([r[y] for r in pts], dtype=float)
-        sd = np.array([r.get(y.replace("_mean", "_std")) or 0.0 for r in pts], dtype=float)
-        colour = _COLOURS[k % len(_COLOURS)]
-        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=list(ys + sd) + list((ys - sd)[::-1]), fill="toself",
-                                 line=dict(width=0), fillcolor=colour, opacity=0.15, showlegend=False,
-                                 hoverinfo="skip"))
-        targets = [r.get("epsilon") for r in pts]
-        certs = [r.get("epsilon_certified") for r in pts]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=str(g), line=dict(color=colour),
-                                 hovertext=[f"{g}<br>{x}={xv:g}<br>{y}={yv:.4g}<br>{h}" for xv, yv, h in
-                                            zip(xs, ys, hover_texts(targets, certs))], hoverinfo="text"))
-        mark_missed(fig, xs, list(ys), targets, certs)
-    if baseline is not None:
-        fig.add_hline(y=baseline, line_dash="dot", annotation_text="non-private")
-    fig.update_layout(title=title, xaxis_title=x_title or x, yaxis_title=y_title or y,
-                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
-    if log_x:
-        fig.update_xaxes(type="log")
-    if log_y:
-        fig.update_yaxes(type="log")
-    return fig
-
-
 def missed_target_note(rows, target: str = "epsilon") -> None:
     """Under a plot over ε: which mechanisms miss their target, and by how much."""
     note = target_note(rows, target=target)
@@ -348,7 +308,7 @@ def loss_figure(rec: dict) -> go.Figure | None:
     for r in range(arr.shape[1]):
         fig.add_trace(go.Scatter(x=steps, y=arr[:, r], mode="lines", name=f"run {r + 1}",
                                  line=dict(width=1)))
-    fig.add_hline(y=rec["loss_star"], line_dash="dot", annotation_text="L* (non-private optimum)")
+    fig.add_hline(y=rec["loss_star"], annotation_text="L* (non-private optimum)", **REFERENCE_LINE)
     fig.update_layout(title="Training objective on the data the optimiser saw", xaxis_title="step t",
                       yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
     return fig

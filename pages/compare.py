@@ -8,11 +8,11 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.params import parse_grid
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
+from dpcore.figures import band_figure
 from pages.common import (
     readable,
     app_context,
     with_progress,
-    band_figure,
     dataset_picker,
     download_figure,
     download_table,
@@ -140,7 +140,8 @@ if rows:
     metric = "accuracy_mean" if any("accuracy_mean" in r for r in ok) else "rmse_mean"
     baseline = next((r.get(metric.replace("_mean", "_nonprivate")) for r in ok), None)
     fig1 = band_figure(ok, "epsilon", metric, title=metric.split("_")[0] + " against ε",
-                       baseline=baseline, x_title="ε", y_title=metric.split("_")[0])
+                       baseline=baseline, x_title="ε", y_title=metric.split("_")[0],
+                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
     fig2 = band_figure(ok, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
                        x_title="ε", y_title="L(θ) − L*")
     st.plotly_chart(fig1, width="stretch")

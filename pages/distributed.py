@@ -6,10 +6,10 @@ from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import skew_curve
 from dpcore.partition import client_sizes
 from dpcore.mechanisms import REGISTRY
+from dpcore.figures import band_figure
 from pages.common import (
     client_bars,
     with_progress,
-    band_figure,
     dataset_picker,
     download_figure,
     download_table,
@@ -92,7 +92,8 @@ if curve:
     metric, label = (("accuracy_mean", "test accuracy") if any(r.get("accuracy_mean") is not None for r in rows)
                      else ("rmse_mean", "test RMSE"))
     fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
-                      x_title="u = n_max / n_min", y_title=label)
+                      x_title="u = n_max / n_min", y_title=label,
+                      bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
     st.plotly_chart(fig, width="stretch")
     missed_target_note(rows)
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")

@@ -367,3 +367,17 @@ def test_slider_values_are_round_and_include_every_plotted_epsilon():
     plotted = {e for p in PRESETS.values() for e in p.epsilons if e <= 10}
     assert plotted <= set(eps), plotted - set(eps)
     assert {2.0, 4.0, 8.0, 16.0} <= set(PARAMS["skew"].ticks)
+
+
+def test_band_figure_keeps_bands_where_the_metric_can_be_and_labels_the_grid():
+    from dpcore.figures import band_figure
+
+    rows = [{"mechanism": "m", "epsilon": e, "epsilon_certified": e, "accuracy_mean": a, "accuracy_std": 0.2,
+             "gap_mean": g, "gap_std": 2 * g} for e, a, g in ((0.1, 0.9, 1e-2), (1.0, 0.95, 1e-3))]
+    acc = band_figure(rows, "epsilon", "accuracy_mean", bounds=(0.0, 1.0))
+    band = acc.data[0].y
+    assert max(band) <= 1.0 and min(band) >= 0.0
+    assert list(acc.layout.xaxis.ticktext) == ["0.1", "1"]  # the grid's own values, no stray "2 5"
+    assert acc.layout.legend.y > 1  # above the plot, clear of the x-axis title
+    gap = band_figure(rows, "epsilon", "gap_mean", log_y=True)
+    assert min(gap.data[0].y) > 0  # a band reaching 0 would fall to the bottom of a log axis
