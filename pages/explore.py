@@ -1,9 +1,13 @@
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
+from dpcore.experiments.audit import audit
 from dpcore.experiments.run import RunSpec
 from dpcore.mechanisms import REGISTRY
+from dpcore.params import PARAMS
 from pages.common import (
+    app_context,
+    user_dataset,
     client_bars,
     dataset_picker,
     download_figure,
@@ -92,12 +96,27 @@ c2.metric("optimality gap L(θ) − L*", f"{rec['gap_mean']:.3e}", help=f"± {re
 c3.metric("noise σ", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
 c4.metric("seconds", f"{rec['seconds']:.2f}")
 
-e1, e2, e3 = st.columns(3)
+e1, e2, e3, e4 = st.columns(4)
 e1.metric("ε target", fmt_eps(rec["epsilon_target"]))
 e2.metric("ε certified", fmt_eps(rec["epsilon_certified"]),
           help="what the noise that actually ran provably gives (∞: no valid proof)")
 e3.metric("ε local", fmt_eps(rec["epsilon_local"]),
           help="protection of each record against the server (∞ for central mechanisms)")
+if cls.private and e4.button("Audit this setting", key="ex_audit_run",
+                             help=f"{PARAMS['trials'].default} runs on each of two neighbouring datasets "
+                                  "(black-box canary attack, as in the Audit view)"):
+    bar = st.progress(0.0, text="auditing…")
+    try:
+        found = audit(config, PARAMS["trials"].default, dataset=user_dataset(dataset), ctx=app_context(),
+                      progress=lambda done, total: bar.progress(done / total, text=f"audit: {done}/{total} runs"))
+        st.session_state["ex_audit"] = (config, found.epsilon_lower_bound, found.verdict)
+    except DPCoreError as exc:
+        st.error(f"{exc}")
+    bar.empty()
+audited = st.session_state.get("ex_audit")
+if audited is not None and audited[0] == config:
+    e4.metric("ε audited (lower bound)", fmt_eps(audited[1]), help=f"verdict: {audited[2]}. An attack can show "
+              "privacy is at least this bad; it never proves a claim (the Audit view has the details).")
 target, cert = rec["epsilon_target"], rec["epsilon_certified"]
 if target is not None and (cert is None or cert > target * (1 + 1e-6)):
     st.error(f"The noise that ran certifies ε = {fmt_eps(cert)}, above the target {fmt_eps(target)}: "

@@ -381,3 +381,20 @@ def test_band_figure_keeps_bands_where_the_metric_can_be_and_labels_the_grid():
     assert acc.layout.legend.y > 1  # above the plot, clear of the x-axis title
     gap = band_figure(rows, "epsilon", "gap_mean", log_y=True)
     assert min(gap.data[0].y) > 0  # a band reaching 0 would fall to the bottom of a log axis
+
+
+def test_explore_shows_the_audited_epsilon_on_demand():
+    """The three ε's on one screen: an audit of the leaking setup (published DP-GD, c = 0.1)
+    gives a positive lower bound next to the target and the certified ε; a changed setting
+    drops the stale audit."""
+    at = _page("explore.py").run()
+    at.radio(key="ex_calibration").set_value("published").run()
+    at.select_slider(key="ex_c").set_value(0.1).run()
+    at.button(key="ex_audit_run").click().run()
+    assert not at.exception
+    assert all("under-delivers" in e.value for e in at.error)  # the leak's own red banner only
+    m = _metrics(at)
+    audited = float(m["ε audited (lower bound)"])
+    assert 0 < audited <= float(m["ε certified"]), m  # evidence of the leak, never above what is proven
+    at.select_slider(key="ex_epsilon").set_value(3.0).run()
+    assert "ε audited (lower bound)" not in _metrics(at)
