@@ -17,6 +17,7 @@ PAGES = [
     st.Page("pages/theory.py", title="Theory", icon=":material/functions:"),
     st.Page("pages/audit.py", title="Audit", icon=":material/policy:"),
     st.Page("pages/datasets.py", title="Datasets", icon=":material/table:"),
+    st.Page("pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ]
 
 st.navigation(PAGES).run()

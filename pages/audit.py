@@ -8,6 +8,7 @@ from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    param_help,
     app_context,
     dataset_picker,
     download_figure,
@@ -50,7 +51,7 @@ with st.sidebar:
     epsilon = param_widget("epsilon", "au_epsilon", label="ε target")
     delta = param_widget("delta", "au_delta", label="δ")
     cals = list(REGISTRY[mechanism].calibrations)
-    calibration = st.radio("Calibration", cals, horizontal=True, key="au_cal")
+    calibration = st.radio("Calibration", cals, horizontal=True, key="au_cal", help=param_help("calibration"))
     c = param_widget("c", "au_c", label="constant c") if calibration == "published" else 1.0
     T = param_widget("iterations", "au_T", label="iterations T", value=50)
     noise_scale = param_widget("noise_scale", "au_noise", label="noise scale (1 = as calibrated)")

@@ -45,6 +45,68 @@ def with_progress(bar) -> Context:
     return app_context().with_(progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
 
 
+# -- the glossary -------------------------------------------------------------------------
+
+#: The glossary view's terms, in teaching order: anchor → (term, explanation in Markdown).
+GLOSSARY = {
+    "epsilon": ("ε (epsilon), the privacy budget",
+                "Replacing one record changes the probability of any output by at most a factor "
+                "$e^\\varepsilon$ (up to δ). Smaller ε: more noise, stronger privacy. ε = 1 means the "
+                "odds of any conclusion about one person move by at most $e \\approx 2.7$×."),
+    "delta": ("δ (delta), the slack",
+              "The probability with which the $e^\\varepsilon$ bound may fail. Keep it well below 1/n: "
+              "with δ ≥ 1/n a mechanism could publish a whole record and still meet (ε, δ)."),
+    "replace-one": ("Neighbouring datasets (replace-one)",
+                    "Two datasets that differ in one record, replaced by another. Every guarantee here is "
+                    "stated for this relation; a proof for adding or removing a record can give half the "
+                    "sensitivity and must be converted."),
+    "sensitivity": ("Sensitivity",
+                    "How far replacing one record can move what is released (a gradient, a minimiser), in "
+                    "L2 norm. The noise is scaled to it: twice the sensitivity needs twice the noise."),
+    "calibration": ("Calibration: published or certified",
+                    "*Published*: the paper's noise formula with its constant c. *Certified*: the smallest "
+                    "noise whose certified ε meets the target. A published formula can under-deliver; the "
+                    "app then shows its certified ε in red."),
+    "target": ("ε target", "What you asked for."),
+    "certified": ("ε certified",
+                  "What the noise that actually ran provably gives, from one accountant for every mechanism "
+                  "(∞ when no valid proof applies)."),
+    "local": ("ε local: local vs central privacy",
+              "A central guarantee protects a record from whoever sees the model; a local one protects it "
+              "from the server that collects the data. Central mechanisms have local ε = ∞."),
+    "audited": ("ε audited",
+                "A lower bound from attacking the model with a planted record (a canary): privacy is at "
+                "least this bad, with 95 % confidence. An audit can refute a claim, never prove one."),
+    "gap": ("Optimality gap",
+            "L(θ) − L*: how much worse the private model's training objective is than the exact "
+            "non-private optimum. It is the excess empirical risk the bounds predict."),
+    "clipping": ("Clipping",
+                 "Scaling each record's gradient down to norm at most C, so that one record's influence "
+                 "(the sensitivity) is bounded whatever the data."),
+    "regularisation": ("λ, L2 regularisation",
+                       "The objective adds (λ/2)‖θ‖². It makes the minimiser stable (strongly convex), which "
+                       "output and objective perturbation need: smaller λ, larger sensitivity."),
+    "skew": ("Clients and skew u",
+             "In distributed learning m parties each hold part of the data; u = n_max/n_min says how "
+             "uneven their sizes are. WD-DP weights each party by its share n_j/n."),
+}
+
+#: the glossary entry each parameter's tooltip links to
+PARAM_TERMS = {"epsilon": "epsilon", "delta": "delta", "calibration": "calibration", "c": "calibration",
+               "clip_norm": "clipping", "lam": "regularisation", "clients": "skew", "skew": "skew"}
+
+
+def glossary_link(anchor: str) -> str:
+    """A Markdown link to one glossary entry (for ``help=`` tooltips)."""
+    return f"[Glossary: {GLOSSARY[anchor][0]}](/glossary#{anchor})"
+
+
+def param_help(name: str) -> str:
+    """A parameter's tooltip: its declared help and, where there is one, its glossary entry."""
+    term = PARAM_TERMS.get(name)
+    return PARAMS[name].help + (f" — {glossary_link(term)}" if term else "")
+
+
 # -- formatting -------------------------------------------------------------------------
 
 def fmt_eps(value) -> str:
@@ -81,7 +143,7 @@ def fmt_num(value, spec: str = ".4f") -> str:
 
 # -- widgets ----------------------------------------------------------------------------
 
-def _select_slider(container, label, options, value, key, fmt):
+def _select_slider(container, label, options, value, key, fmt, help=None):
     """A select_slider whose state (from a URL, say) is snapped to the nearest option.
 
     The default goes into session state instead of ``value=`` so that the widget's
@@ -100,7 +162,7 @@ def _select_slider(container, label, options, value, key, fmt):
             current = value
         _say_link_changed(key, label, before, fmt(current))
     st.session_state[key] = current
-    return container.select_slider(label, options, key=key, format_func=fmt)
+    return container.select_slider(label, options, key=key, format_func=fmt, help=help)
 
 
 def _say_link_changed(key: str, label: str, given, used) -> None:
@@ -119,15 +181,16 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
     """
     p = PARAMS[name]
     label = label or p.help
+    kw.setdefault("help", param_help(name))
     if p.ticks:
         return _select_slider(container, label, list(p.ticks), kw.pop("value", p.default), key,
-                              lambda v: format(v, p.tick_format))
+                              lambda v: format(v, p.tick_format), kw.pop("help"))
     kind = getattr(p.constraint, "kind", float)
     lo, hi = p.ui_min, p.ui_max
     value = kw.pop("value", p.default)
     if p.log_scale and kind is float:
         opts = list(log_ticks(lo, hi, 25, {float(value)} | ({0.0} if zero else set())))
-        return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}")
+        return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}", kw.pop("help"))
     current = st.session_state.get(key, value)
     before = current
     try:
@@ -140,8 +203,9 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
         _say_link_changed(key, label, before, current)
     st.session_state[key] = current
     if kind is int:
-        return container.number_input(label, min_value=int(lo), max_value=int(hi), step=1, key=key)
-    return container.number_input(label, min_value=float(lo), max_value=float(hi), key=key)
+        return container.number_input(label, min_value=int(lo), max_value=int(hi), step=1, key=key,
+                                      help=kw.pop("help"))
+    return container.number_input(label, min_value=float(lo), max_value=float(hi), key=key, help=kw.pop("help"))
 
 
 HIDDEN_OPTIONS = ("keep_data",)  # for audits and scripts, not a user's choice

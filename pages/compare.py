@@ -10,6 +10,7 @@ from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
 from dpcore.figures import band_figure
 from pages.common import (
+    param_help,
     readable,
     app_context,
     with_progress,
@@ -89,7 +90,8 @@ delta = param_widget("delta", "cmp_delta", label="δ", container=c3)
 T = param_widget("iterations", "cmp_T", label="iterations T", container=c4)
 lam = param_widget("lam", "cmp_lam", label="λ (L2 regularisation)", container=c9, zero=True)
 repeats = param_widget("repeats", "cmp_R", label="repeats", value=3, container=c5)
-calibration = c6.radio("Calibration", ["certified", "published"], key="cmp_cal", horizontal=True)
+calibration = c6.radio("Calibration", ["certified", "published"], key="cmp_cal", horizontal=True,
+                       help=param_help("calibration"))
 clients, skew = 4, 4.0
 if any(REGISTRY[m].family == "distributed" for m in mechs):
     c7, c8 = st.columns(2)

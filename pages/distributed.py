@@ -8,6 +8,7 @@ from dpcore.partition import client_sizes
 from dpcore.mechanisms import REGISTRY
 from dpcore.figures import band_figure
 from pages.common import (
+    param_help,
     client_bars,
     with_progress,
     dataset_picker,
@@ -42,7 +43,8 @@ m = param_widget("clients", "dist_m", label="clients m", container=c2)
 u = param_widget("skew", "dist_u", label="skew u", container=c3)
 epsilon = param_widget("epsilon", "dist_epsilon", label="ε", container=c4)
 c5, c8, c6, c7 = st.columns(4)
-calibration = c5.radio("Calibration", ["certified", "published"], key="dist_cal", horizontal=True)
+calibration = c5.radio("Calibration", ["certified", "published"], key="dist_cal", horizontal=True,
+                       help=param_help("calibration"))
 delta = param_widget("delta", "dist_delta", label="δ", container=c8)
 T = param_widget("iterations", "dist_T", label="local iterations T", container=c6)
 repeats = param_widget("repeats", "dist_R", label="repeats", value=3, container=c7)

@@ -6,6 +6,7 @@ from dpcore.experiments.run import RunSpec
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    glossary_link,
     app_context,
     user_dataset,
     client_bars,
@@ -48,7 +49,8 @@ with st.sidebar:
     lr = param_widget("learning_rate", "ex_lr", label="learning rate η")
     calibration = st.radio("Calibration", list(cls.calibrations), horizontal=True, key="ex_calibration",
                            help="certified: the noise is chosen so that its certified ε meets the target; "
-                                "published: the paper's formula (with its constant c), whatever it certifies")
+                                "published: the paper's formula (with its constant c), whatever it certifies — "
+                                + glossary_link("calibration"))
     c = param_widget("c", "ex_c", label="constant c") if calibration == "published" else 1.0
     extra = {}  # the common settings this mechanism declares it reads (cls.settings)
     if "sample_rate" in cls.settings:

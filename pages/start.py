@@ -46,5 +46,6 @@ for page, text in [
     ("pages/theory.py", "**Theory**: every published bound, evaluated for your settings, beside the measured gap."),
     ("pages/audit.py", "**Audit**: attack a mechanism and compare the audited ε with the certified one."),
     ("pages/datasets.py", "**Datasets**: the bundled data and how they were prepared."),
+    ("pages/glossary.py", "**Glossary**: ε, δ, sensitivity, certified, audited, local, replace-one, …"),
 ]:
     st.page_link(page, label=text)

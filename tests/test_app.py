@@ -398,3 +398,16 @@ def test_explore_shows_the_audited_epsilon_on_demand():
     assert 0 < audited <= float(m["ε certified"]), m  # evidence of the leak, never above what is proven
     at.select_slider(key="ex_epsilon").set_value(3.0).run()
     assert "ε audited (lower bound)" not in _metrics(at)
+
+
+def test_glossary_lists_every_term_and_tooltips_link_to_it():
+    from pages.common import GLOSSARY, PARAM_TERMS
+
+    at = _page("glossary.py").run()
+    assert not at.exception
+    assert [h.value for h in at.subheader] == [term for term, _ in GLOSSARY.values()]
+    assert {"epsilon", "delta", "sensitivity", "gap", "certified", "audited", "local", "replace-one"} <= set(GLOSSARY)
+    assert set(PARAM_TERMS.values()) <= set(GLOSSARY)
+    at = _page("explore.py").run()
+    assert "/glossary#epsilon" in at.select_slider(key="ex_epsilon").help
+    assert "/glossary#calibration" in at.radio(key="ex_calibration").help

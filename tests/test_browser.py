@@ -34,6 +34,7 @@ VIEWS = {
     "theory": "How each bound scales",
     "audit": "Run the audit",
     "datasets": "Use your own data",
+    "glossary": "Neighbouring datasets (replace-one)",
 }
 
 pytestmark = [pytest.mark.browser,

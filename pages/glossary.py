@@ -1,0 +1,10 @@
+import streamlit as st
+
+from pages.common import GLOSSARY
+
+st.title("Glossary")
+st.caption("The words every view uses, in the order a lesson meets them. Each setting's tooltip (the ? beside it) "
+           "links to its entry here.")
+for anchor, (term, text) in GLOSSARY.items():
+    st.subheader(term, anchor=anchor)
+    st.markdown(text)
