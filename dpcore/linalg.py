@@ -145,8 +145,8 @@ def is_sparse(X: np.ndarray) -> bool:
 
 def margins(theta: np.ndarray, X: np.ndarray) -> np.ndarray:
     """``θᵀx`` for every run and row: (R, n) from (R, p) and (n, p) or (R, B, p)."""
-    if X.ndim != 2:
-        return np.einsum("rp,rbp->rb", theta, X)
+    if X.ndim != 2:  # one matrix per run (perturbed data, mini-batches): R BLAS products
+        return np.matmul(X, theta[:, :, None])[..., 0]
     twin = _twin(X)
     if twin is None:
         return theta @ X.T
@@ -172,7 +172,7 @@ def _sum_in_order(parts):
 def weighted_rows(coef: np.ndarray, X: np.ndarray) -> np.ndarray:
     """``Σ_i coef_{r,i} x_i`` for every run: (R, p)."""
     if X.ndim != 2:
-        return np.einsum("rb,rbp->rp", coef, X)
+        return np.matmul(coef[:, None, :], X)[:, 0, :]
     twin = _twin(X)
     if twin is None:
         return coef @ X
