@@ -118,3 +118,15 @@ def test_a_slow_reference_is_announced_until_it_is_held(tmp_path, monkeypatch):
     for f in tmp_path.glob("erm-*.json"):
         f.unlink()
     assert slow_reference(cfg, ctx) is not None
+
+
+def test_runs_without_a_context_share_the_process_default():
+    """A script's loop over run(spec) solves each exact reference once (the MLP's takes minutes)."""
+    from dpcore.experiments.context import Context, default_context
+    from dpcore.experiments.run import RunSpec, problem_data, run
+
+    spec = RunSpec(dataset="iris", mechanism="output-gaussian", lam=3e-3)
+    run(spec)
+    assert default_context().store.holds(*problem_data(spec))
+    assert default_context() is default_context()
+    assert not Context().store.holds(*problem_data(spec))  # an explicit context has its own

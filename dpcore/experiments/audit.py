@@ -679,7 +679,7 @@ def audit(
     ``max_rows`` training rows the audit runs on a seeded random subsample of
     that many (``note`` says so).  ``dataset``: a user's own data in place of
     ``config.dataset`` (as for :func:`dpcore.experiments.run.run`).  ``ctx``: where
-    the full data's exact solution comes from (its store; a fresh one by default).
+    the full data's exact solution comes from (its store; by default the process's :func:`~dpcore.experiments.context.default_context`).
 
     ``threat="black-box"`` scores the released model on the canary;
     ``"white-box"`` scores every release along the way (:mod:`dpcore.experiments.whitebox`).

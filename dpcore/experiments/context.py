@@ -8,8 +8,10 @@ runs mechanisms takes one explicitly; nothing in the package keeps such
 settings in module-level variables.  No field of a context changes a number
 (the equality tests check this for workers, threads and caches).
 
-What stays at module level are memos of pure functions of immutable inputs,
-which cannot change a number either: loaded datasets
+A call that passes no context gets :func:`default_context`, one per process
+(so that a script's loop over ``run`` solves each reference once).  What else
+stays at module level are memos of pure functions of immutable inputs, which
+cannot change a number either: loaded datasets
 (:func:`dpcore.datasets.load`), certified ε's of noise plans
 (:func:`dpcore.privacy.certify`) and accountant results, and the sparse twins of
 large one-hot matrices (:mod:`dpcore.linalg`, tested bit-equal to the dense
@@ -18,6 +20,7 @@ products).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -28,7 +31,7 @@ from ..erm import ReferenceStore
 from ..exceptions import ParameterError
 from ..optim import DEFAULT_TRACE_POINTS
 
-__all__ = ["Context", "Progress", "DEFAULT_TRACE_POINTS"]
+__all__ = ["Context", "Progress", "DEFAULT_TRACE_POINTS", "default_context"]
 
 #: ``progress(done, total, label)``, called after each finished unit of work
 Progress = Callable[[int, int, str], None]
@@ -86,3 +89,11 @@ class Context:
     def tell(self, done: int, total: int, label: str) -> None:
         if self.progress is not None:
             self.progress(done, total, label)
+
+
+@functools.cache
+def default_context() -> Context:
+    """The context of a call that passes none (a script, the Python API): one per process,
+    in this process, nothing on disk.  Its store keeps exact solutions between calls, so a
+    loop over ``run(spec)`` solves each dataset's reference once, as the app's context does."""
+    return Context()

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import summarize
-from .context import Context
+from .context import Context, default_context
 from .run import RunSpec
 from .sweep import Task, run_tasks
 
@@ -57,7 +57,7 @@ def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
     one; such a grid runs in this process.  The same spec twice is refused (a
     grid is a set); a spec the core refuses gives an ``error`` row, the others run.
     """
-    ctx = Context() if ctx is None else ctx
+    ctx = default_context() if ctx is None else ctx
     specs = list(specs)
     tags = [dict(t) for t in tags] if tags is not None else [{} for _ in specs]
     if len(tags) != len(specs):

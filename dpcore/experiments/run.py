@@ -28,7 +28,7 @@ from ..metrics import accuracy, optimality_gap, rmse, summarize
 from ..models import make_model
 from ..optim import BatchRNG, run_seeds
 from ..params import validate
-from .context import DEFAULT_TRACE_POINTS, Context
+from .context import DEFAULT_TRACE_POINTS, Context, default_context
 
 __all__ = ["RunSpec", "RunResult", "run", "load_problem", "problem_data", "delta_warning",
            "row_norm_warning", "slow_reference"]
@@ -224,7 +224,7 @@ def load_problem(config: RunSpec, dataset=None, ctx: Context | None = None) -> P
     ``dataset`` (optional) is a user's own :class:`~dpcore.datasets.Dataset` (an
     uploaded CSV); its exact ERM is solved afresh rather than kept in the store.
     """
-    ctx = Context() if ctx is None else ctx
+    ctx = default_context() if ctx is None else ctx
     return _with_reference(*problem_data(config, dataset), dataset is not None, ctx)
 
 
@@ -283,10 +283,10 @@ def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
 def run(config: RunSpec, ctx: Context | None = None, *, dataset=None) -> RunResult:
     """Run ``config.repeats`` batched runs of one mechanism and measure them.
 
-    ``ctx``: how to execute (default: a fresh :class:`Context`, nothing kept on disk).
+    ``ctx``: how to execute (default: :func:`~dpcore.experiments.context.default_context`).
     ``dataset`` overrides the registry lookup with the user's own data.
     """
-    ctx = Context() if ctx is None else ctx
+    ctx = default_context() if ctx is None else ctx
     mechanism = get_mechanism(config.mechanism)
     data, model = problem_data(config, dataset)
     check_budget(config, data, model, mechanism)  # before the exact ERM's solve
