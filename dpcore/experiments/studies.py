@@ -231,22 +231,13 @@ def compare_measured(dataset_id: str, model_id: str, epsilon: float, delta: floa
         calib = calibration if calibration in cls.calibrations else cls.calibrations[0]
         entry["calibration"] = calib
         try:
-            for x in grid:
-                cfg = dict(dataset=plan["run_dataset"], model=model_id, mechanism=mech, epsilon=epsilon,
-                           delta=delta, iterations=iterations, repeats=repeats, seed=seed,
-                           calibration=calib, lam=lam, clients=clients, skew=skew)
-                if learning_rate is not None:
-                    cfg["learning_rate"] = learning_rate
-                if over == "n":
-                    cfg.update(n=int(x), d=plan["d_raw"])
-                else:
-                    cfg["epsilon"] = float(x)
-                specs.append(RunSpec(**cfg))
-                owners.append(entry)
+            mine = [RunSpec(**_measured_spec(plan, x, model_id, mech, epsilon, delta, iterations, repeats, seed,
+                                             calib, lam, learning_rate, clients, skew)) for x in grid]
         except DPCoreError as exc:  # a mechanism refusing a setting: report it, keep the others
             entry["skipped"] = str(exc)
-            specs = [s for s, e in zip(specs, owners) if e is not entry]
-            owners = [e for e in owners if e is not entry]
+            continue
+        specs += mine
+        owners += [entry] * len(mine)
     measured: dict[int, list[dict]] = {}
     for entry, summary in zip(owners, _run(specs, ctx)):
         measured.setdefault(id(entry), []).append(summary)
@@ -268,3 +259,18 @@ def compare_measured(dataset_id: str, model_id: str, epsilon: float, delta: floa
         "iterations": iterations, "repeats": repeats, "seed": seed, "lam": plan["params"]["lam"].value,
         "mechanisms": results,
     }
+
+
+def _measured_spec(plan, x, model_id, mech, epsilon, delta, iterations, repeats, seed, calibration, lam,
+                   learning_rate, clients, skew) -> dict[str, Any]:
+    """The RunSpec fields of one grid point of :func:`compare_measured`."""
+    cfg = dict(dataset=plan["run_dataset"], model=model_id, mechanism=mech, epsilon=epsilon, delta=delta,
+               iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, lam=lam,
+               clients=clients, skew=skew)
+    if learning_rate is not None:
+        cfg["learning_rate"] = learning_rate
+    if plan["over"] == "n":
+        cfg.update(n=int(x), d=plan["d_raw"])
+    else:
+        cfg["epsilon"] = float(x)
+    return cfg
