@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -323,6 +324,7 @@ class ReferenceStore:
         self.folder = None if folder is None else Path(folder)
         self.size = int(size)
         self._memory: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()  # the app's sessions share one store, each on its own thread
 
     def __reduce__(self):
         return (ReferenceStore, (self.folder, self.size))
@@ -331,19 +333,23 @@ class ReferenceStore:
         return f"ReferenceStore(folder={self.folder!r}, held={len(self._memory)})"
 
     def memo(self, key, compute: Callable[[], Any]) -> Any:
-        """``compute()``, or its result for the same ``key`` when still held."""
-        if key in self._memory:
-            self._memory.move_to_end(key)
-            return self._memory[key]
+        """``compute()``, or its result for the same ``key`` when still held.  Two threads asking
+        for the same new key may both compute it (the same value); neither waits on the other."""
+        with self._lock:
+            if key in self._memory:
+                self._memory.move_to_end(key)
+                return self._memory[key]
         value = compute()
-        self._memory[key] = value
-        while len(self._memory) > self.size:
-            self._memory.popitem(last=False)
+        with self._lock:
+            self._memory[key] = value
+            while len(self._memory) > self.size:
+                self._memory.popitem(last=False)
         return value
 
     def clear(self) -> None:
         """Forget what is held in memory (the disk copies stay)."""
-        self._memory.clear()
+        with self._lock:
+            self._memory.clear()
 
     def _path(self, dataset, model: Model) -> Path | None:
         return None if self.folder is None else self.folder / f"erm-{_disk_key(dataset, model)}.json"
