@@ -6,10 +6,28 @@ render.  All computation lives in :mod:`dpcore`.
 
 import streamlit as st
 
-st.set_page_config(page_title="DP-ERM explorer", page_icon=":material/lock:", layout="wide")
+#: Presenter mode (``?present=1``, kept in the URL): large type and the sidebar folded, for a projector.
+PRESENTER_CSS = """<style>
+html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 22px; }
+h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; }
+[data-testid="stMetricValue"] { font-size: 2.6rem; }
+</style>"""
+
+present = st.query_params.get("present") == "1"
+st.set_page_config(page_title="DP-ERM explorer", page_icon=":material/lock:", layout="wide",
+                   initial_sidebar_state="collapsed" if present else "auto")
+present = st.sidebar.toggle("Presenter mode", value=present, key="present",
+                            help="Large type and the sidebar folded, for a projector; the Lesson view walks "
+                                 "through the ideas one chart at a time. Kept in the link (?present=1).")
+if present:
+    st.query_params["present"] = "1"
+    st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
+else:
+    st.query_params.pop("present", None)
 
 PAGES = [
     st.Page("pages/start.py", title="Start here", icon=":material/flag:", default=True),
+    st.Page("pages/lesson.py", title="Lesson", icon=":material/school:"),
     st.Page("pages/explore.py", title="Explore", icon=":material/search:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/show_chart:"),
     st.Page("pages/local_central.py", title="Local vs central", icon=":material/home:"),

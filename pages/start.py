@@ -39,6 +39,7 @@ only show that privacy is *at least this bad*.
 )
 st.subheader("A one-minute tour")
 for page, text in [
+    ("pages/lesson.py", "**Lesson**: the ideas in six steps, one chart each (turn on presenter mode for a class)."),
     ("pages/explore.py", "**Explore**: one mechanism, one setting; see accuracy, gap and the three ε's."),
     ("pages/compare.py", "**Compare**: several mechanisms over a grid of ε, with the seed papers' presets."),
     ("pages/local_central.py", "**Local vs central**: what each mechanism gives the record's owner."),

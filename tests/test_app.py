@@ -411,3 +411,30 @@ def test_glossary_lists_every_term_and_tooltips_link_to_it():
     at = _page("explore.py").run()
     assert "/glossary#epsilon" in at.select_slider(key="ex_epsilon").help
     assert "/glossary#calibration" in at.radio(key="ex_calibration").help
+
+
+def test_presenter_mode_is_kept_in_the_link_and_enlarges_the_type():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.query_params["present"] = "1"
+    at.run()
+    assert not at.exception
+    assert at.toggle(key="present").value is True
+    assert any("font-size: 22px" in m.value for m in at.markdown)
+    at.toggle(key="present").set_value(False).run()
+    assert not any("font-size: 22px" in m.value for m in at.markdown)
+
+
+def test_the_lesson_walks_six_steps_one_chart_each():
+    at = _page("lesson.py").run()
+    titles = []
+    for step in range(1, 7):
+        assert not at.exception and not at.error, step
+        titles.append(at.header[0].value)
+        assert len(at.get("plotly_chart")) == 1, step  # one chart at a time
+        if step < 6:
+            at.button(key="lesson_next").click().run()
+    assert titles[0] == "1. What ε means" and titles[-1] == "6. What an audit shows"
+    assert at.button(key="lesson_next").disabled
+    assert "ε audited" in " ".join(m.value for m in at.markdown)
+    at.button(key="lesson_prev").click().run()
+    assert at.header[0].value.startswith("5.")

@@ -35,6 +35,8 @@ VIEWS = {
     "audit": "Run the audit",
     "datasets": "Use your own data",
     "glossary": "Neighbouring datasets (replace-one)",
+    "lesson": "1. What ε means",
+    "?present=1": "A one-minute tour",
 }
 
 pytestmark = [pytest.mark.browser,
@@ -93,7 +95,8 @@ def test_view_renders_without_errors(server, browser, path):
         page.goto(f"{server}/{path}", timeout=90_000)
         page.get_by_text(VIEWS[path]).first.wait_for(timeout=120_000)
         page.wait_for_timeout(1500)  # let late elements (charts, errors) arrive
-        page.screenshot(path=str(shots / f"{path or 'start'}.png"), full_page=True)
+        name = (path or "start").replace("?", "").replace("=", "-")
+        page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
         errors = page.locator('[data-testid="stAlertContentError"]')
         assert errors.count() == 0, errors.first.inner_text()

@@ -1,0 +1,111 @@
+import math
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from dpcore.experiments.audit import audit
+from dpcore.experiments.run import RunSpec
+from dpcore.experiments.studies import epsilon_sweep, skew_curve, tradeoff
+from dpcore.figures import band_figure, privacy_region_figure, tradeoff_figure
+from pages.common import app_context, fmt_eps, restore_from_url, write_to_url
+
+st.title("A lesson in six steps")
+restore_from_url({"lesson_step": 1})
+DATA = "breast-cancer"  # small: every step answers in seconds
+BASE = RunSpec(dataset=DATA, iterations=100, repeats=5)
+LEAKING = RunSpec(dataset=DATA, mechanism="gradient-dpgd", epsilon=1.0, iterations=50, calibration="published", c=0.1)
+
+
+@st.cache_data(show_spinner="Running…")
+def _sweep(mechanisms: tuple, epsilons: tuple) -> list:
+    return [r for r in epsilon_sweep(BASE, list(mechanisms), list(epsilons), app_context()) if "error" not in r]
+
+
+@st.cache_data(show_spinner="Running every mechanism at ε = 1…")
+def _tradeoff() -> dict:
+    return tradeoff(DATA, 1.0, 1e-5, iterations=100, repeats=2, ctx=app_context())
+
+
+@st.cache_data(show_spinner="Training on 4 clients at each skew…")
+def _skew() -> list:
+    return [r for r in skew_curve(DATA, 1.0, 1e-5, clients=4, skews=(1, 2, 4, 8), repeats=3,
+                                  ctx=app_context())["rows"] if "error" not in r]
+
+
+@st.cache_data(show_spinner="Attacking 2 × 500 trained models…")
+def _audit() -> dict:
+    return audit(LEAKING, 500, ctx=app_context()).to_dict()
+
+
+def odds() -> go.Figure:
+    eps = [0.1, 0.5, 1.0, 2.0, 5.0]
+    fig = go.Figure(go.Bar(x=[f"ε = {e:g}" for e in eps], y=[math.exp(e) for e in eps],
+                           text=[f"{math.exp(e):.3g}×" for e in eps], textposition="outside"))
+    fig.update_layout(title="How much one record can move the odds of any conclusion: e^ε",
+                      yaxis_title="largest odds factor", yaxis_type="log", margin=dict(l=10, r=10, t=60, b=10))
+    return fig
+
+
+def noise() -> go.Figure:
+    rows = _sweep(("gradient-dpgd",), (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0))
+    return band_figure(rows, "epsilon", "accuracy_mean", title="DP-GD: test accuracy against ε", x_title="ε",
+                       y_title="accuracy", baseline=rows[0]["accuracy_nonprivate"], bounds=(0.0, 1.0))
+
+
+def places() -> go.Figure:
+    rows = _sweep(("output-gaussian", "objective-gaussian", "gradient-dpgd", "input-kang"), (0.1, 0.3, 1.0, 3.0))
+    return band_figure(rows, "epsilon", "gap_mean", log_y=True, title="Where the noise enters: optimality gap",
+                       x_title="ε", y_title="L(θ) − L*")
+
+
+def skew() -> go.Figure:
+    return band_figure(_skew(), "skew", "accuracy_mean", title="Uneven clients: accuracy against skew u",
+                       x_title="u = n_max / n_min", y_title="accuracy", bounds=(0.0, 1.0))
+
+
+def audited() -> go.Figure:
+    rec = _audit()
+    st.markdown(f"**ε target** {fmt_eps(rec['epsilon_target'])} · **ε certified** "
+                f"{fmt_eps(rec['epsilon_certified'])} · **ε audited** (lower bound) "
+                f"{fmt_eps(rec['epsilon_lower_bound'])}: {rec['verdict']}")
+    return privacy_region_figure(rec)
+
+
+#: (title, what to say, the view to try it in (its URL path), the one chart)
+STEPS = [
+    ("What ε means", "Differential privacy bounds how much replacing **one record** can change what anyone "
+     "concludes from the model: by at most a factor e^ε in the odds, up to a small slack δ. Small ε, "
+     "strong privacy.", "glossary", odds),
+    ("Noise costs accuracy", "The guarantee is bought with noise. As ε grows the noise shrinks and the private "
+     "model approaches the non-private one (dotted).", "explore", noise),
+    ("Four places to add noise", "Perturb the output, the objective, every gradient, or the data themselves. "
+     "They cost different amounts at the same ε.", "compare", places),
+    ("Local vs central", "Central mechanisms trust the server with the raw data (local ε = ∞); input "
+     "perturbation protects each record from the server too, at a price.", "local_central",
+     lambda: tradeoff_figure(_tradeoff())),
+    ("Skewed clients", "Split the data over clients of very different sizes: weighting each client by its "
+     "share of the data (WD-DP) keeps accuracy where plain averaging loses it.", "distributed", skew),
+    ("What an audit shows", "Attack the model with a planted record. A published formula with too small a "
+     "constant leaks: the attack proves ε is above the target, though never above what the noise "
+     "certifies.", "audit", audited),
+]
+
+
+
+def _move(by: int) -> None:
+    """Step forward or back (a callback: the buttons then render with the new step)."""
+    st.session_state["lesson_step"] = min(max(int(st.session_state.get("lesson_step", 1)) + by, 1), len(STEPS))
+
+
+step = min(max(int(st.session_state.get("lesson_step", 1)), 1), len(STEPS))
+st.session_state["lesson_step"] = step
+c1, c2, c3 = st.columns([1, 4, 1])
+c1.button("← previous", key="lesson_prev", disabled=step == 1, on_click=_move, args=(-1,))
+c3.button("next →", key="lesson_next", disabled=step == len(STEPS), on_click=_move, args=(1,))
+title, text, view, chart = STEPS[step - 1]
+c2.progress(step / len(STEPS), text=f"step {step} of {len(STEPS)}")
+write_to_url(["lesson_step"])
+st.header(f"{step}. {title}")
+st.markdown(text)
+st.plotly_chart(chart(), width="stretch")
+st.markdown(f"[Try it yourself in the {view.replace('_', ' ').title()} view →](/{view})")
