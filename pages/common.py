@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -22,7 +23,7 @@ from dpcore.experiments.context import Context
 from dpcore.experiments.run import RunSpec, run, slow_reference
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
-from dpcore.params import PARAMS, log_ticks
+from dpcore.params import PARAMS, Interval, Options, log_ticks
 
 
 #: Exact reference solutions (L*) of registered data outlive the server (the MLP's takes
@@ -214,8 +215,6 @@ HIDDEN_OPTIONS = ("keep_data",)  # for audits and scripts, not a user's choice
 def option_widgets(cls, key_prefix: str, container=st) -> tuple:
     """Widgets for a mechanism's declared options (those with a default), from their
     declarations: a checkbox, a select box or a bounded number input. Returns the options."""
-    from dpcore.params import Interval, Options
-
     out = {}
     for p in cls.options.values():
         if p.default is None or p.name in HIDDEN_OPTIONS:
@@ -418,8 +417,6 @@ def write_to_url(keys: list[str]) -> None:
 
 
 def download_table(rows, name: str, key: str) -> None:
-    import pandas as pd
-
     st.download_button("Download table (CSV)", pd.DataFrame(rows).to_csv(index=False).encode(),
                        file_name=f"{name}.csv", mime="text/csv", key=key)
 
