@@ -435,6 +435,6 @@ def test_the_lesson_walks_six_steps_one_chart_each():
             at.button(key="lesson_next").click().run()
     assert titles[0] == "1. What ε means" and titles[-1] == "6. What an audit shows"
     assert at.button(key="lesson_next").disabled
-    assert "ε audited" in " ".join(m.value for m in at.markdown)
+    assert "claim not met" in " ".join(m.value for m in at.markdown)  # the leak is caught, as the text says
     at.button(key="lesson_prev").click().run()
     assert at.header[0].value.startswith("5.")
