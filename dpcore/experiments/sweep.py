@@ -10,7 +10,8 @@ does no training.  Tasks run in this process, in local worker processes
 given a scheduler address, on a Dask distributed cluster.  With several
 workers each task runs with one BLAS thread, so the numbers do not depend on
 how many workers ran it.  :func:`dpcore.experiments.grid.run_grid` is the
-one entry point; nothing else calls this module.
+one way to run tasks; :func:`warm_workers` only starts its worker processes
+ahead of time (the Compare view does, while the user chooses).
 """
 
 from __future__ import annotations
