@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -170,7 +170,6 @@ class SweepResult:
     computed: int
     cached: int
     wall_seconds: float
-    paths: dict[str, str] = field(default_factory=dict)
 
     def rows(self, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         return tidy_rows(self.tasks, self.results, extra)
