@@ -26,8 +26,14 @@ replace-one sensitivity Δ we pass ``σ/Δ`` under ``ADD_OR_REMOVE_ONE`` instead
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import logging
 import math
 import numbers
+import threading
+from importlib.metadata import version as _version
+from pathlib import Path
 
 import dp_accounting as dpa
 import numpy as np
@@ -36,6 +42,9 @@ from dp_accounting.pld import privacy_loss_distribution as _pl
 from dp_accounting.pld import privacy_loss_mechanism as _plm
 from scipy.optimize import brentq
 from scipy.stats import norm
+
+from . import __version__
+from .jsonutil import write_atomic
 
 __all__ = [
     "NEIGHBOURING",
@@ -47,6 +56,7 @@ __all__ = [
     "sampled_gaussian_event",
     "sampled_gaussian_epsilon",
     "calibrate_sampled_gaussian",
+    "CalibrationTable",
     "rr_keep_probability",
     "feature_release_epsilon",
 ]
@@ -277,6 +287,97 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
     while sampled_gaussian_epsilon(z, sample_rate, steps, delta) > epsilon:
         z *= 1.001
     return z
+
+
+class CalibrationTable:
+    """:func:`calibrate_sampled_gaussian`, remembered in memory and, given ``folder``, on
+    disk (one small JSON file per event, shared by processes and kept between sessions).
+
+    A calibration costs 5–30 PLD constructions (0.1–0.8 s); checking one costs a single
+    PLD evaluation.  So every answer read back is **re-certified** before it is used: if
+    :func:`sampled_gaussian_epsilon` at the stored multiplier exceeds the target (a
+    corrupted, edited or stale file), the entry is discarded and calibrated again, so a
+    table can never under-noise.  Entries are keyed by the event (ε, δ, q, T, as exact
+    floats), the versions of dpcore and dp-accounting and this module's source, so a
+    changed accountant never reads old answers and a hit returns exactly what a fresh
+    calibration would.
+    """
+
+    def __init__(self, folder=None):
+        self.folder = None if folder is None else Path(folder)
+        self._memory: dict[tuple, float] = {}
+        self._lock = threading.Lock()
+
+    def __reduce__(self):
+        return (CalibrationTable, (self.folder,))
+
+    def __repr__(self) -> str:
+        return f"CalibrationTable(folder={self.folder!r}, held={len(self._memory)})"
+
+    def path(self, epsilon: float, delta: float, sample_rate: float, steps: int) -> Path | None:
+        """The file that holds this event's calibration (``None`` without a folder)."""
+        if self.folder is None:
+            return None
+        h = hashlib.sha256(_TABLE_FINGERPRINT)
+        h.update(repr(_event_key(epsilon, delta, sample_rate, steps)).encode())
+        return self.folder / f"calibration-{h.hexdigest()[:24]}.json"
+
+    def sampled_gaussian(self, epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
+        """The noise multiplier :func:`calibrate_sampled_gaussian` gives, from the table when
+        it holds a re-certified answer."""
+        key = _event_key(epsilon, delta, sample_rate, steps)
+        with self._lock:
+            z = self._memory.get(key)
+        if z is None:
+            z = self._read(epsilon, delta, sample_rate, steps)
+        if z is None:
+            z = calibrate_sampled_gaussian(epsilon, delta, sample_rate, steps)
+            self._write(epsilon, delta, sample_rate, steps, z)
+        with self._lock:
+            self._memory[key] = z
+        return z
+
+    def _read(self, epsilon, delta, sample_rate, steps) -> float | None:
+        path = self.path(epsilon, delta, sample_rate, steps)
+        if path is None or not path.exists():
+            return None
+        try:
+            rec = json.loads(path.read_text())
+            if rec.get("event") != list(_event_key(epsilon, delta, sample_rate, steps)):
+                raise ValueError("written for another event")
+            z = float(rec["noise_multiplier"])
+            if not (math.isfinite(z) and z > 0):
+                raise ValueError(f"noise multiplier {z!r}")
+            certified = sampled_gaussian_epsilon(z, sample_rate, steps, delta)
+            if not certified <= epsilon:
+                raise ValueError(f"z = {z!r} certifies ε = {certified!r} > {epsilon!r}")
+            return z
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            _LOG.warning("discarding the stored calibration %s (%s); calibrating again", path.name, exc)
+            return None
+
+    def _write(self, epsilon, delta, sample_rate, steps, z) -> None:
+        path = self.path(epsilon, delta, sample_rate, steps)
+        if path is None:
+            return
+        rec = {"event": list(_event_key(epsilon, delta, sample_rate, steps)), "noise_multiplier": z,
+               "epsilon": epsilon, "delta": delta, "sample_rate": sample_rate, "steps": int(steps)}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, rec)
+        except OSError:
+            pass  # a read-only folder only costs the recomputation
+
+
+def _event_key(epsilon, delta, sample_rate, steps) -> tuple:
+    return (float(epsilon).hex(), float(delta).hex(), float(sample_rate).hex(), int(steps))
+
+
+_LOG = logging.getLogger(__name__)
+#: what a stored calibration depends on besides its event: a change to any of these
+#: (this module's source included) starts a new table
+_TABLE_FINGERPRINT = (f"{__version__} dp-accounting {_version('dp-accounting')} ".encode()
+                      + Path(__file__).read_bytes())
 
 
 def rr_keep_probability(label_epsilon: float) -> float:

@@ -29,6 +29,7 @@ from scipy.optimize import brentq, minimize
 
 from . import __version__
 from . import models as _models
+from .accounting import CalibrationTable
 from .exceptions import ModelError
 from .jsonutil import write_atomic
 from .models import LinReg, LogReg, MLP, Model
@@ -325,6 +326,8 @@ class ReferenceStore:
         self.size = int(size)
         self._memory: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()  # the app's sessions share one store, each on its own thread
+        #: sampled-Gaussian noise calibrations, kept in the same folder (``calibration-*.json``)
+        self.calibrations = CalibrationTable(self.folder)
 
     def __reduce__(self):
         return (ReferenceStore, (self.folder, self.size))

@@ -308,7 +308,7 @@ def _pld_run(events: tuple, delta: float, grid: float) -> float:
 
 
 def calibrate(family: Callable[[float], NoisePlan], epsilon: float, delta: float, *,
-              start: float = 1.0) -> float:
+              start: float = 1.0, table: acc.CalibrationTable | None = None) -> float:
     """Smallest noise parameter s > 0 with ``certify(family(s), δ) ≤ ε``.
 
     ``family`` maps the noise parameter (σ, a scale, a noise multiplier …) to
@@ -316,7 +316,8 @@ def calibrate(family: Callable[[float], NoisePlan], epsilon: float, delta: float
     A family whose plan is one Poisson-sampled Gaussian with multiplier s uses
     the accountant's own calibration of that event; every other family is
     solved by Brent's method on log ε(s).  Either way the answer is confirmed
-    by :func:`certify` (and nudged up until it is), so it never undershoots.
+    by :func:`certify` (and nudged up until it is), so it never undershoots.  ``table``
+    remembers sampled-Gaussian calibrations between processes (re-certified on every read).
     """
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ParameterError(f"a calibration needs a finite ε > 0; got {epsilon!r}")
@@ -330,7 +331,8 @@ def calibrate(family: Callable[[float], NoisePlan], epsilon: float, delta: float
                and math.isclose(probe.releases[0].noise_multiplier, 1.0, rel_tol=1e-12))
     if sampled:
         r = probe.releases[0]
-        s = acc.calibrate_sampled_gaussian(epsilon, delta, r.sample_rate, r.count)
+        calibrate_event = acc.calibrate_sampled_gaussian if table is None else table.sampled_gaussian
+        s = calibrate_event(epsilon, delta, r.sample_rate, r.count)
     else:
         s = _brent(eps_at, epsilon, start)
     for _ in range(10_000):

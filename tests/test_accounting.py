@@ -1,5 +1,6 @@
 """Accounting: analytic Gaussian, exact composition, sampled Gaussian, calibration."""
 
+import json
 import math
 
 import dp_accounting as dpa
@@ -138,3 +139,63 @@ def test_degenerate_cases():
     assert math.isinf(acc.gaussian_epsilon(1.0, 0.0, 10, 1e-5))
     assert acc.sigma_ag(math.inf, 1e-5) == 0.0
     assert np.isclose(acc.gdp_delta(1.0, 0.0), 2 * norm.cdf(0.5) - 1)
+
+
+# -- the persistent calibration table ---------------------------------------------------
+
+_EVENT = (1.0, 1e-5, 0.01, 50)  # ε, δ, q, T
+
+
+def _count_calibrations(monkeypatch):
+    calls = []
+    real = acc.calibrate_sampled_gaussian
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(acc, "calibrate_sampled_gaussian", counted)
+    return calls
+
+
+def test_calibration_table_reads_back_exactly_what_it_computed(tmp_path, monkeypatch):
+    fresh = acc.calibrate_sampled_gaussian(*_EVENT)
+    calls = _count_calibrations(monkeypatch)
+    assert acc.CalibrationTable(tmp_path).sampled_gaussian(*_EVENT) == fresh
+    assert len(calls) == 1 and len(list(tmp_path.glob("calibration-*.json"))) == 1
+    # a new table on the same folder (another process, a later session) calibrates nothing
+    again = acc.CalibrationTable(tmp_path)
+    assert again.sampled_gaussian(*_EVENT) == fresh
+    assert len(calls) == 1
+    # another event is another entry
+    assert again.sampled_gaussian(0.5, 1e-5, 0.01, 50) > fresh
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("tamper", ["halve", "garbage", "other-event", "negative"])
+def test_calibration_table_never_trusts_an_entry_that_does_not_certify(tmp_path, monkeypatch, tamper):
+    fresh = acc.calibrate_sampled_gaussian(*_EVENT)
+    table = acc.CalibrationTable(tmp_path)
+    table.sampled_gaussian(*_EVENT)
+    path = table.path(*_EVENT)
+    rec = json.loads(path.read_text())
+    if tamper == "halve":  # a stored multiplier too small for the target: under-noising
+        rec["noise_multiplier"] = fresh / 2
+        assert acc.sampled_gaussian_epsilon(fresh / 2, _EVENT[2], _EVENT[3], _EVENT[1]) > _EVENT[0]
+    elif tamper == "other-event":
+        rec["event"][0] = (2.0).hex()
+    elif tamper == "negative":
+        rec["noise_multiplier"] = -fresh
+    path.write_text("{not json" if tamper == "garbage" else json.dumps(rec))
+    calls = _count_calibrations(monkeypatch)
+    assert acc.CalibrationTable(tmp_path).sampled_gaussian(*_EVENT) == fresh
+    assert len(calls) == 1  # discarded and calibrated again …
+    assert json.loads(path.read_text())["noise_multiplier"] == fresh  # … and the entry repaired
+
+
+def test_calibration_table_without_folder_keeps_nothing_on_disk(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    table = acc.CalibrationTable()
+    assert table.path(*_EVENT) is None
+    assert table.sampled_gaussian(*_EVENT) == acc.calibrate_sampled_gaussian(*_EVENT)
+    assert not list(tmp_path.iterdir())

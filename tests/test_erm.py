@@ -1,5 +1,6 @@
 """Exact non-private ERM against independent solvers."""
 
+import json
 import pickle
 
 import numpy as np
@@ -130,3 +131,21 @@ def test_runs_without_a_context_share_the_process_default():
     assert default_context().store.holds(*problem_data(spec))
     assert default_context() is default_context()
     assert not Context().store.holds(*problem_data(spec))  # an explicit context has its own
+
+
+def test_a_context_with_a_folder_keeps_sampled_calibrations_there(tmp_path):
+    """DP-SGD's noise multiplier is read back from the context's folder by the next process,
+    and the run is the same number for number (the table only saves the calibration)."""
+    from dpcore.experiments.context import Context
+    from dpcore.experiments.run import RunSpec, run
+
+    spec = RunSpec(dataset="iris", mechanism="gradient-dpsgd", epsilon=0.7, iterations=20, repeats=2)
+    plain = run(spec, Context())
+    first = run(spec, Context(erm_dir=tmp_path))
+    files = list(tmp_path.glob("calibration-*.json"))
+    assert len(files) == 1
+    assert json.loads(files[0].read_text())["noise_multiplier"] == first.extras["noise_multiplier"]
+    again = run(spec, Context(erm_dir=tmp_path))
+    for r in (first, again):
+        assert r.sigma == plain.sigma and r.epsilon_certified == plain.epsilon_certified
+        assert np.array_equal(r.accuracy, plain.accuracy) and np.array_equal(r.gap, plain.gap)

@@ -151,8 +151,9 @@ class Mechanism:
         raise NotImplementedError
 
     def certified_noise(self, problem: Problem, config) -> float:
+        table = None if problem.store is None else problem.store.calibrations
         return calibrate(lambda s: self.plan(problem, config, s), config.epsilon, config.delta,
-                         start=self.calibration_start(problem, config))
+                         start=self.calibration_start(problem, config), table=table)
 
     def calibration_start(self, problem: Problem, config) -> float:
         return 1.0
