@@ -3,9 +3,7 @@
     python benchmarks/bench_sweep.py [--part a,b,c] [--quick]
 
 Part (c) needs diffprivlib (``benchmarks/requirements.txt``), never a runtime
-dependency.  Its newest release does not import under scikit-learn ≥ 1.8, so
-when this environment cannot import it the script makes a private virtualenv
-``benchmarks/.venv-diffprivlib`` with scikit-learn < 1.8 and runs it there.
+dependency; ``benchmarks/peers.py`` runs it in a virtualenv of its own.
 
 (a) One configuration's R repeats as one batched computation against the same
     R runs one at a time (same seeds, so the same numbers): the speed-up.
@@ -36,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dpcore.experiments.run import RunSpec, load_problem, run  # noqa: E402
 from dpcore.experiments.context import Context  # noqa: E402
+from peers import run_peer  # noqa: E402
 
 #: sweeps record no loss curves; the exact solutions stay in memory between timings
 CTX = Context(trace_points=0)
@@ -159,39 +158,11 @@ for eps in cfg["epsilons"]:
 print(json.dumps(out))
 """
 
-VENV = Path(__file__).resolve().parent / ".venv-diffprivlib"
-
-
-def _diffprivlib_python() -> str | None:
-    """A Python that imports diffprivlib: this one, or a private venv made for it.
-
-    diffprivlib 0.6.6 (the newest) does not import under scikit-learn ≥ 1.8, which
-    we depend on, so part (c) runs it in its own virtualenv with scikit-learn < 1.8.
-    """
-    import subprocess
-
-    probe = "import diffprivlib.models"
-    if subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0:
-        return sys.executable
-    py = VENV / "bin" / "python"
-    if not py.exists():
-        print(f"creating {VENV} for diffprivlib (scikit-learn < 1.8) …", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "-r",
-                        str(Path(__file__).resolve().parent / "requirements.txt")], check=True)
-    ok = subprocess.run([str(py), "-c", probe], capture_output=True).returncode == 0
-    return str(py) if ok else None
-
 
 def part_c(quick: bool) -> None:
     import json
-    import subprocess
     import tempfile
 
-    python = _diffprivlib_python()
-    if python is None:
-        print("\n(c) skipped: diffprivlib could not be installed (pip install -r benchmarks/requirements.txt)")
-        return
     seeds = 5 if quick else 20
     lam = 1e-3
     epsilons = [0.1, 0.5, 1.0, 5.0]
@@ -201,15 +172,11 @@ def part_c(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "adult.npz"
         np.savez(path, X=ds.X_train, y=ds.y_train, Xt=ds.X_test, yt=ds.y_test)
-        res = subprocess.run([python, "-c", _RUNNER, str(path),
-                              json.dumps({"epsilons": epsilons, "seeds": seeds, "C": 1.0 / (lam * n)})],
-                             capture_output=True, text=True, env={"OPENBLAS_NUM_THREADS": "1",
-                                                                  "OMP_NUM_THREADS": "1",
-                                                                  "PATH": "/usr/bin:/bin"})
-    if res.returncode != 0:
-        print(f"\n(c) diffprivlib failed: {res.stderr.strip().splitlines()[-1]}")
+        theirs = run_peer(_RUNNER, str(path),
+                          json.dumps({"epsilons": epsilons, "seeds": seeds, "C": 1.0 / (lam * n)}))
+    if isinstance(theirs, str):
+        print(f"\n(c) skipped: diffprivlib failed: {theirs}")
         return
-    theirs = json.loads(res.stdout)
     rows = []
     for eps, th in zip(epsilons, theirs["rows"]):
         cfg = replace(cfg0, epsilon=eps)

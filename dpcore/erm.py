@@ -33,10 +33,11 @@ from .accounting import CalibrationTable
 from .exceptions import ModelError
 from .jsonutil import write_atomic
 from .models import LinReg, LogReg, MLP, Model
+from .optim import step_reporter
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["ErmSolution", "solve_erm", "LazySolution", "ReferenceStore", "GRAD_TOL"]
+__all__ = ["ErmSolution", "solve_erm", "LazySolution", "known_start", "ReferenceStore", "GRAD_TOL"]
 
 GRAD_TOL = 1e-10
 
@@ -130,17 +131,24 @@ def _ball_least_squares(model: LinReg, X: np.ndarray, y: np.ndarray) -> ErmSolut
 
 
 def _lbfgs_mlp(model: MLP, X: np.ndarray, y: np.ndarray, restarts: int = 3,
-               max_iter: int = 300, seed: int = 0) -> ErmSolution:
+               max_iter: int = 300, seed: int = 0, progress=None) -> ErmSolution:
     best = None
     d = X.shape[1]
+    tell = step_reporter(progress, restarts * max_iter, "exact reference (L-BFGS)")
     for k in range(restarts):
+        done = [k * max_iter]
+
+        def iterated(_, done=done):
+            done[0] += 1
+            tell(done[0])
+
         theta0 = model.init(1, d, [np.random.default_rng([seed, k])])[0]
 
         def fg(t):
             value, grad = model.loss_and_grad(t[None], X, y)
             return float(value[0]), grad[0]
 
-        res = minimize(fg, theta0, jac=True, method="L-BFGS-B",
+        res = minimize(fg, theta0, jac=True, method="L-BFGS-B", callback=iterated,
                        options={"maxiter": max_iter, "gtol": 1e-10, "ftol": 1e-15})
         if best is None or res.fun < best.fun:
             best = res
@@ -216,8 +224,9 @@ def solve_perturbed(model: Model, X: np.ndarray, y: np.ndarray, linear: np.ndarr
     return theta
 
 
-def solve_erm(model: Model, X: np.ndarray, y: np.ndarray) -> ErmSolution:
-    """Minimise the model's regularised objective on (X, y) in float64."""
+def solve_erm(model: Model, X: np.ndarray, y: np.ndarray, progress=None) -> ErmSolution:
+    """Minimise the model's regularised objective on (X, y) in float64.  ``progress`` hears
+    of the MLP's L-BFGS iterations (the only solve long enough to need it)."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if isinstance(model, LogReg):
@@ -225,7 +234,7 @@ def solve_erm(model: Model, X: np.ndarray, y: np.ndarray) -> ErmSolution:
     elif isinstance(model, LinReg):
         sol = _ball_least_squares(model, X, y)
     elif isinstance(model, MLP):
-        return _lbfgs_mlp(model, X, y)
+        return _lbfgs_mlp(model, X, y, progress=progress)
     else:  # pragma: no cover - registry guards this
         raise ModelError(f"no exact solver for model {model.id!r}")
     if not sol.grad_norm <= GRAD_TOL:
@@ -285,6 +294,14 @@ def _read_solution(path: Path, dataset, model: Model) -> ErmSolution | None:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _LOG.warning("discarding the cached ERM solution %s (%s); solving again", path.name, exc)
         return None
+
+
+def known_start(erm) -> np.ndarray | None:
+    """The exact solution's θ when it is already at hand, else ``None``: a warm start
+    worth taking only if it costs no solve of its own (a :class:`LazySolution` not yet read)."""
+    if isinstance(erm, LazySolution) and erm._solution is None:
+        return None
+    return erm.theta
 
 
 class LazySolution:
@@ -364,15 +381,16 @@ class ReferenceStore:
         path = self._path(dataset, model)
         return path is not None and path.exists()
 
-    def exact(self, dataset, model: Model) -> ErmSolution:
-        """:func:`solve_erm` on the dataset's training split, solved once."""
-        return self.memo(("erm", dataset, model), lambda: self._load_or_solve(dataset, model))
+    def exact(self, dataset, model: Model, progress=None) -> ErmSolution:
+        """:func:`solve_erm` on the dataset's training split, solved once (``progress`` hears
+        of the solve when there is one)."""
+        return self.memo(("erm", dataset, model), lambda: self._load_or_solve(dataset, model, progress))
 
-    def _load_or_solve(self, dataset, model: Model) -> ErmSolution:
+    def _load_or_solve(self, dataset, model: Model, progress=None) -> ErmSolution:
         path = self._path(dataset, model)
         sol = None if path is None else _read_solution(path, dataset, model)
         if sol is None:
-            sol = solve_erm(model, dataset.X_train, dataset.y_train)
+            sol = solve_erm(model, dataset.X_train, dataset.y_train, progress=progress)
             if path is not None:
                 rec = {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
                        "iterations": int(sol.iterations), "method": sol.method,

@@ -27,7 +27,7 @@ from . import streams
 from .models import Model
 
 __all__ = ["BatchRNG", "OptResult", "gradient_descent", "sgd", "run_seeds", "trace_marks",
-           "DEFAULT_TRACE_POINTS"]
+           "DEFAULT_TRACE_POINTS", "Progress", "step_reporter"]
 
 
 def run_seeds(seed: int, repeats: int) -> list[int]:
@@ -125,6 +125,26 @@ def _noisy_step(model, theta, grad, t, lr, noise_std, grad_hook, rngs):
     return model.project(theta - step * grad)
 
 
+#: ``progress(done, total, label)``: how long work tells its caller how far it is
+Progress = Callable[[int, int, str], None]
+#: at most this many progress reports per loop (each is a Python call, never a number's input)
+PROGRESS_REPORTS = 100
+
+
+def step_reporter(progress: Progress | None, total: int, label: str = "training") -> Callable[[int], None]:
+    """``tell(done)`` for a loop of ``total`` steps: calls ``progress(done, total, label)``
+    about :data:`PROGRESS_REPORTS` times (and at the last step); does nothing without one."""
+    if progress is None or total <= 0:
+        return lambda done: None
+    every = max(1, total // PROGRESS_REPORTS)
+
+    def tell(done: int) -> None:
+        if done % every == 0 or done == total:
+            progress(done, total, label)
+
+    return tell
+
+
 def gradient_descent(
     model: Model,
     X: np.ndarray,
@@ -138,16 +158,19 @@ def gradient_descent(
     grad_hook: Callable | None = None,
     clip_norm: float | None = None,
     trace_points: int | None = None,
+    progress: Progress | None = None,
 ) -> OptResult:
     """Full-batch (noisy) gradient descent, T steps, for R runs at once.
 
     With ``clip_norm`` the data part of the gradient is the mean of per-example
     gradients clipped to that norm (for models without a Lipschitz bound).
+    ``progress(done, T, "training")`` hears of the steps (see :func:`step_reporter`).
     """
     theta = np.array(theta0, dtype=float, copy=True)
     marks = trace_marks(iterations, trace_points)
     trace, steps = [], []
     n = X.shape[-2]
+    tell = step_reporter(progress, iterations)
     for t in range(iterations):
         if clip_norm is None and t in marks:
             value, grad = model.loss_and_grad(theta, X, y)  # the trace point shares the pass
@@ -159,6 +182,7 @@ def gradient_descent(
                 trace.append(model.loss(theta, X, y)); steps.append(t)
             grad = model.clipped_grad_sum(theta, X, y, clip_norm) / n + model.lam * theta
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
+        tell(t + 1)
     if iterations in marks:
         trace.append(model.loss(theta, X, y)); steps.append(iterations)
     return OptResult(theta, np.array(trace).reshape(len(steps), theta.shape[0]), np.array(steps))
@@ -180,6 +204,7 @@ def sgd(
     grad_hook: Callable | None = None,
     trace_points: int | None = None,
     average: bool = False,
+    progress: Progress | None = None,
 ) -> OptResult:
     """Mini-batch or Poisson-sampled SGD with optional per-example clipping.
 
@@ -187,7 +212,7 @@ def sgd(
     ``sample_rate`` (Poisson sampling) is given.  The step direction is
     ``(Σ_{i∈B} clip(g_i)) / B̄ + λθ + noise``, where ``B̄`` is the batch size,
     or its expectation ``q·n`` under Poisson sampling (so the sum's
-    sensitivity is what the accountant sees).
+    sensitivity is what the accountant sees).  ``progress`` as in :func:`gradient_descent`.
     """
     if (batch_size is None) == (sample_rate is None):
         raise ValueError("give exactly one of batch_size and sample_rate")
@@ -197,6 +222,7 @@ def sgd(
     trace, steps = [], []
     avg = np.zeros_like(theta) if average else None
     denom = float(batch_size) if batch_size is not None else float(sample_rate) * n
+    tell = step_reporter(progress, iterations)
     for t in range(iterations):
         if t in marks:
             trace.append(model.loss(theta, X, y)); steps.append(t)
@@ -217,6 +243,7 @@ def sgd(
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
         if average:
             avg += (theta - avg) / (t + 1)
+        tell(t + 1)
     if iterations in marks:
         trace.append(model.loss(theta, X, y)); steps.append(iterations)
     return OptResult(theta, np.array(trace).reshape(len(steps), theta.shape[0]), np.array(steps), avg)

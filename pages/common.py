@@ -6,8 +6,10 @@ work happens here beyond arranging results for display.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore import datasets
+from dpcore.erm import ReferenceStore
 from dpcore.exceptions import DPCoreError
 from dpcore.figures import REFERENCE_LINE, target_note
 from dpcore.experiments.context import Context
@@ -314,29 +317,62 @@ def dataset_details(dataset_id: str) -> dict:
     return out
 
 
-def _record(config: RunSpec, dataset=None) -> dict:
+def _record(config: RunSpec, dataset=None, progress=None) -> dict:
     """``dpcore.experiments.run.run`` as a record with the loss trace."""
-    res = run(config, app_context(), dataset=dataset)
+    res = run(config, app_context().with_(progress=progress), dataset=dataset)
     rec = res.to_dict()
     rec["loss_trace"] = None if res.loss_trace is None else res.loss_trace.tolist()
     rec["trace_steps"] = None if res.trace_steps is None else res.trace_steps.tolist()
     return rec
 
 
-@st.cache_data(show_spinner="Training…", max_entries=256)
-def cached_run(config: RunSpec) -> dict:
-    """:func:`_record` on a registered dataset (pure and seed-keyed, so cacheable)."""
-    return _record(config)
+@st.cache_resource
+def run_records() -> ReferenceStore:
+    """Records of runs on registered data, shared by sessions (runs are pure and seed-keyed).
+    A thread-safe LRU memo rather than ``st.cache_data``, so that a run being computed can
+    report its progress on the page that asked for it."""
+    return ReferenceStore(size=256)
+
+
+#: a run shows a progress bar once it has taken this long (shorter ones only a spinner)
+PROGRESS_AFTER_SECONDS = 2.0
+
+
+@contextlib.contextmanager
+def run_progress(after: float = PROGRESS_AFTER_SECONDS):
+    """A ``progress(done, total, label)`` callback that, once the work has lasted ``after``
+    seconds, shows a bar with what it is doing and an estimate of the time left; the bar
+    goes when the work ends."""
+    slot = st.empty()
+    start = time.perf_counter()
+    last = [0.0]
+
+    def progress(done: int, total: int, label: str) -> None:
+        now = time.perf_counter()
+        elapsed = now - start
+        if elapsed < after or now - last[0] < 0.2 or total <= 0:
+            return
+        last[0] = now
+        frac = min(1.0, done / total)
+        left = elapsed / frac * (1.0 - frac) if frac > 0 else math.inf
+        eta = f"about {left:.0f} s left" if math.isfinite(left) else "estimating the time left"
+        slot.progress(frac, text=f"{label.capitalize()}: {done:,} of {total:,} · {eta}")
+
+    try:
+        yield progress
+    finally:
+        slot.empty()
 
 
 def run_or_error(config: RunSpec) -> dict | None:
-    """Run (cached; uploads uncached) and show a clear ``st.error`` instead of a traceback."""
+    """Run (kept for every session; uploads never) and show a clear ``st.error`` instead of a
+    traceback; a long run shows its progress and the time it still needs."""
     try:
         ds = user_dataset(config.dataset)
-        if ds is None:
-            with reference_notice(config):
-                return cached_run(config)
-        return _record(config, dataset=ds)  # a user's own data: never in the shared cache
+        with reference_notice(config), run_progress() as progress:
+            if ds is None:
+                return copy.deepcopy(run_records().memo(config, lambda: _record(config, progress=progress)))
+            return _record(config, dataset=ds, progress=progress)  # a user's own data: never shared
     except DPCoreError as exc:
         st.error(f"{exc}")
         return None
@@ -344,12 +380,10 @@ def run_or_error(config: RunSpec) -> dict | None:
 
 @contextlib.contextmanager
 def reference_notice(config: RunSpec):
-    """Say why the wait is long when the run first needs the MLP's slow reference solve."""
+    """A spinner while the run trains; it says why the wait is long when the run first needs
+    the MLP's slow reference solve."""
     note = slow_reference(config, app_context()) if user_dataset(config.dataset) is None else None
-    if note is None:
-        yield
-        return
-    with st.spinner(note):
+    with st.spinner(note or "Training…"):
         yield
 
 

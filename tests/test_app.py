@@ -438,3 +438,35 @@ def test_the_lesson_walks_six_steps_one_chart_each():
     assert "claim not met" in " ".join(m.value for m in at.markdown)  # the leak is caught, as the text says
     at.button(key="lesson_prev").click().run()
     assert at.header[0].value.startswith("5.")
+
+
+def _progress_script():
+    import sys
+    import time
+
+    import streamlit as st
+
+    sys.path.insert(0, st.session_state["root"])
+    from pages.common import run_progress
+
+    bar = run_progress(after=st.session_state["after"])
+    st.session_state["bar"] = bar  # held open, as while a run trains
+    tell = bar.__enter__()
+    time.sleep(0.05)
+    tell(250, 1000, "training")
+
+
+@pytest.mark.parametrize("after, shown", [(0.0, True), (60.0, False)])
+def test_a_long_run_shows_progress_and_the_time_left(after, shown):
+    at = AppTest.from_function(_progress_script)
+    at.session_state["root"] = str(ROOT)
+    at.session_state["after"] = after
+    at.run()
+    assert not at.exception
+    bars = [e for e in at.main.children.values() if e.type == "progress"]
+    if not shown:  # a run shorter than `after` seconds shows only the spinner
+        assert not bars
+        return
+    (bar,) = bars
+    assert bar.proto.value == 25
+    assert bar.proto.text.startswith("Training: 250 of 1,000 · about ") and bar.proto.text.endswith(" s left")

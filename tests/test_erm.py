@@ -149,3 +149,36 @@ def test_a_context_with_a_folder_keeps_sampled_calibrations_there(tmp_path):
     for r in (first, again):
         assert r.sigma == plain.sigma and r.epsilon_certified == plain.epsilon_certified
         assert np.array_equal(r.accuracy, plain.accuracy) and np.array_equal(r.gap, plain.gap)
+
+
+def test_a_run_reports_its_steps_and_the_reference_solve_without_changing_a_number():
+    """Context.progress hears a single run's optimisation steps (at most ~100 reports, the
+    last one complete) and an MLP reference's L-BFGS iterations; a grid hears whole tasks."""
+    from dpcore.experiments.context import Context
+    from dpcore.experiments.grid import run_grid
+    from dpcore.experiments.run import RunSpec, run
+
+    heard = []
+    ctx = Context(progress=lambda done, total, label: heard.append((done, total, label)))
+    for mechanism, T in (("gradient-dpgd", 500), ("gradient-dpsgd", 60), ("distributed-wddp", 40)):
+        heard.clear()
+        clients = 3 if mechanism.startswith("distributed") else 1
+        spec = RunSpec(dataset="iris", mechanism=mechanism, iterations=T, repeats=2,
+                       clients=clients if clients > 1 else None)
+        got = run(spec, ctx)
+        assert heard[-1][:2] == (clients * T, clients * T)
+        assert [d for d, _, _ in heard] == sorted(d for d, _, _ in heard)
+        assert len(heard) <= 101 * clients
+        quiet = run(spec, Context())
+        assert np.array_equal(got.gap, quiet.gap) and got.sigma == quiet.sigma
+
+    heard.clear()
+    run(RunSpec(dataset="iris", model="mlp", mechanism="gradient-dpgd", iterations=5, lam=2e-3), ctx)
+    solve = [h for h in heard if h[2].startswith("exact reference")]
+    assert solve and solve[-1][1] == 900 and solve[-1][0] <= 900  # 3 restarts × 300 iterations at most
+    assert heard[-1] == (5, 5, "training")
+
+    heard.clear()
+    specs = [RunSpec(dataset="iris", mechanism="gradient-dpgd", epsilon=e, iterations=300) for e in (0.5, 1.0)]
+    run_grid(specs, ctx)
+    assert [(d, t) for d, t, _ in heard] == [(1, 2), (2, 2)]

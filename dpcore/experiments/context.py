@@ -22,19 +22,16 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..erm import ReferenceStore
 from ..exceptions import ParameterError
-from ..optim import DEFAULT_TRACE_POINTS
+from ..optim import DEFAULT_TRACE_POINTS, Progress
 
 __all__ = ["Context", "Progress", "DEFAULT_TRACE_POINTS", "default_context"]
 
-#: ``progress(done, total, label)``, called after each finished unit of work
-Progress = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class Context:
@@ -50,7 +47,10 @@ class Context:
     nothing); ``None`` keeps nothing on disk.  ``trace_points``: loss-curve
     points each run records (``None``: the optimisers' default for one run;
     none in a grid, where nothing plots a curve and the extra loss evaluations
-    would cost up to a quarter of a run).  ``progress``: see :data:`Progress`.  ``store``: the
+    would cost up to a quarter of a run).  ``progress(done, total, label)`` hears how far work
+    is: a grid reports its finished configurations; a single run (:func:`run`) its
+    optimisation steps and, when it must solve one, the exact reference's solver
+    iterations (a hundred reports at most per loop; it never changes a number).  ``store``: the
     exact solutions and other noise-free results this context has computed.
     """
 

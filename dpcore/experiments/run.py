@@ -229,9 +229,12 @@ def load_problem(config: RunSpec, dataset=None, ctx: Context | None = None) -> P
 
 
 def _with_reference(dataset, model, user_data: bool, ctx: Context, trace_points: int | None = None) -> Problem:
-    erm = solve_erm(model, dataset.X_train, dataset.y_train) if user_data else ctx.store.exact(dataset, model)
+    if user_data:
+        erm = solve_erm(model, dataset.X_train, dataset.y_train, progress=ctx.progress)
+    else:
+        erm = ctx.store.exact(dataset, model, progress=ctx.progress)
     return Problem(dataset=dataset, model=model, erm=erm, trace_points=trace_points,
-                   store=None if user_data else ctx.store)
+                   store=None if user_data else ctx.store, progress=ctx.progress)
 
 
 def delta_warning(delta: float, n: int) -> str | None:

@@ -142,8 +142,8 @@ def execute(config_record: dict[str, Any], threads: int | None = 1,
     t0 = time.perf_counter()
     if ctx is None:
         ctx = Context(erm_dir=erm_dir, trace_points=trace_points)
-    elif ctx.trace_points != trace_points:
-        ctx = ctx.with_(trace_points=trace_points)
+    else:  # the grid reports whole tasks: the task's own steps are not the grid's progress
+        ctx = ctx.with_(trace_points=trace_points, progress=None)
     try:
         sparse_threads = linalg.limit_threads(threads) if threads else contextlib.nullcontext()
         with threadpool_limits(limits=threads), sparse_threads:

@@ -19,6 +19,7 @@ from ..datasets import Dataset
 from ..erm import ErmSolution, ReferenceStore
 from ..exceptions import ModelError, ParameterError
 from ..models import Model
+from ..optim import Progress
 from ..params import Param, check
 from ..privacy import (  # replace-one (SPEC §1)
     NEIGHBOURING,
@@ -45,6 +46,7 @@ class Problem:
     erm: ErmSolution
     trace_points: int | None = None  # None: the optimisers' default
     store: ReferenceStore | None = None  # None: nothing is reused
+    progress: Progress | None = None  # told of the optimisers' steps (never changes a number)
 
     @property
     def X(self) -> np.ndarray:

@@ -86,7 +86,8 @@ class _Distributed(Mechanism):
         for j, idx in enumerate(parts):
             opt = gradient_descent(model, problem.X[idx], problem.y[idx], theta0, iterations=T,
                                    learning_rate=config.learning_rate, rngs=rngs,
-                                   noise_std=sigmas[j], clip_norm=clip, trace_points=0)
+                                   noise_std=sigmas[j], clip_norm=clip, trace_points=0,
+                                   progress=_client_progress(problem.progress, j, len(parts)))
             theta += w[j] * opt.theta
             client_plans.append(self.client_plan(G, sizes[j], T, sigmas[j]))
         return MechanismOutput(
@@ -102,6 +103,13 @@ class _Distributed(Mechanism):
                     "single_class_clients": (sum(len(np.unique(problem.y[idx])) < 2 for idx in parts)
                                              if problem.dataset.task == "classification" else 0)},
         )
+
+
+def _client_progress(progress, j: int, clients: int):
+    """Client j's steps as a share of all clients' (each trains T steps in turn)."""
+    if progress is None:
+        return None
+    return lambda done, total, label: progress(j * total + done, clients * total, f"client {j + 1}")
 
 
 @register

@@ -86,7 +86,7 @@ class GradientDPGD(Mechanism):
         theta0 = problem.start(rngs)
         opt = gradient_descent(model, problem.X, problem.y, theta0, iterations=T,
                                learning_rate=config.learning_rate, rngs=rngs, noise_std=sigma,
-                               clip_norm=clip, trace_points=problem.trace_points)
+                               clip_norm=clip, trace_points=problem.trace_points, progress=problem.progress)
         sens = 2.0 * G / n
         return MechanismOutput(
             theta=opt.theta, sigma=sigma, plan=self.plan(problem, config, sigma),
@@ -113,7 +113,7 @@ def _sampled_run(mechanism, problem, config, rngs, *, sample_rate, clip, z, lr, 
     theta0 = problem.start(rngs)
     opt = sgd(model, problem.X, problem.y, theta0, iterations=T, learning_rate=lr, rngs=rngs,
               sample_rate=sample_rate, clip_norm=clip, noise_std=noise_mean_space,
-              grad_hook=grad_hook, trace_points=problem.trace_points)
+              grad_hook=grad_hook, trace_points=problem.trace_points, progress=problem.progress)
     return MechanismOutput(
         theta=opt.theta, sigma=z * clip, plan=_sampled_plan(config, sample_rate, clip, z),
         loss_trace=opt.loss_trace, trace_steps=opt.trace_steps,

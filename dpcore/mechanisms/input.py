@@ -265,7 +265,7 @@ class InputKang(_InputBase):
         theta0 = problem.start(rngs)
         return gradient_descent(problem.model, Xp, yp, theta0, iterations=config.iterations,
                                 learning_rate=config.learning_rate, rngs=rngs, grad_hook=grad_hook,
-                                trace_points=problem.trace_points)
+                                trace_points=problem.trace_points, progress=problem.progress)
 
 
 @register
@@ -300,7 +300,7 @@ class InputDBDP(_InputBase):
         return sgd(problem.model, Xp, yp, theta0, iterations=config.iterations,
                    learning_rate=config.learning_rate, rngs=rngs,
                    batch_size=self.batch(problem, config), grad_hook=grad_hook,
-                   trace_points=problem.trace_points)
+                   trace_points=problem.trace_points, progress=problem.progress)
 
 
 def _mixed_derivative_norm(theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import privacy
-from ..erm import solve_perturbed
+from ..erm import known_start, solve_perturbed
 from ..noise import gamma_norm
 from ..theory.formulas import chaudhuri_objective, kifer_sigma
 from .base import Mechanism, MechanismOutput, register
@@ -66,7 +66,7 @@ class ObjectiveChaudhuri(Mechanism):
         extra = self.extra_l2(problem, config)
         scale = self.noise(problem, config)
         b = gamma_norm(rngs, problem.p, scale)
-        theta = solve_perturbed(model, problem.X, problem.y, b / n, extra, start=problem.erm.theta)
+        theta = solve_perturbed(model, problem.X, problem.y, b / n, extra, start=known_start(problem.erm))
         return MechanismOutput(
             theta=theta, sigma=scale, plan=self.plan(problem, config, scale),
             extras={"noise": "Gamma-norm scale of the linear term b", "epsilon_prime": 2.0 / scale,
@@ -138,7 +138,7 @@ class ObjectiveGaussian(Mechanism):
         extra = big_delta / n - model.lam
         sigma = self.noise(problem, config)
         b = rngs.normal(problem.p, sigma)
-        theta = solve_perturbed(model, problem.X, problem.y, b / n, extra, start=problem.erm.theta)
+        theta = solve_perturbed(model, problem.X, problem.y, b / n, extra, start=known_start(problem.erm))
         extras = {"noise": "Gaussian σ of the linear term b", "Delta": big_delta, "extra_l2": extra,
                   "sigma_paper": self.published_noise(problem, config)}
         if extra > 0:

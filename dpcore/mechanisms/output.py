@@ -179,7 +179,8 @@ def _nonprivate_gd(problem, step: float, T: int):
 
     def compute():
         return gradient_descent(model, ds.X_train, ds.y_train, model.init(1, ds.d), iterations=T,
-                                learning_rate=step, rngs=BatchRNG([0]), trace_points=points)
+                                learning_rate=step, rngs=BatchRNG([0]), trace_points=points,
+                                progress=problem.progress)
 
     if problem.store is None:
         return compute()
