@@ -449,6 +449,9 @@ def _progress_script():
     sys.path.insert(0, st.session_state["root"])
     from pages.common import run_progress
 
+    if "bar" in st.session_state:  # the run ends: the bar goes
+        st.session_state.pop("bar").__exit__(None, None, None)
+        st.stop()
     bar = run_progress(after=st.session_state["after"])
     st.session_state["bar"] = bar  # held open, as while a run trains
     tell = bar.__enter__()
@@ -464,9 +467,12 @@ def test_a_long_run_shows_progress_and_the_time_left(after, shown):
     at.run()
     assert not at.exception
     bars = [e for e in at.main.children.values() if e.type == "progress"]
-    if not shown:  # a run shorter than `after` seconds shows only the spinner
+    if shown:
+        (bar,) = bars
+        assert bar.proto.value == 25
+        assert bar.proto.text.startswith("Training: 250 of 1,000 · about ") and bar.proto.text.endswith(" s left")
+    else:  # a run shorter than `after` seconds shows only the spinner
         assert not bars
-        return
-    (bar,) = bars
-    assert bar.proto.value == 25
-    assert bar.proto.text.startswith("Training: 250 of 1,000 · about ") and bar.proto.text.endswith(" s left")
+    at.run()
+    assert not at.exception
+    assert not [e for e in at.main.children.values() if e.type == "progress"]
