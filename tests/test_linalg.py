@@ -63,6 +63,29 @@ def test_fused_glm_pass_equals_dense_and_is_thread_independent():
     np.testing.assert_array_equal(h1, m.hessian(theta[:3], X, y))
 
 
+def test_large_dense_matrices_take_the_blocked_pass(monkeypatch):
+    """A dense X above DENSE_BLOCK_BYTES: loss and gradient in one blocked pass, equal to the
+    two-pass products to rounding, the same bits on one thread or two; below it, nothing changes."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((20_000, 15)) / 4
+    y = np.where(rng.random(X.shape[0]) < 0.5, -1.0, 1.0)
+    theta = rng.standard_normal((5, X.shape[1]))
+    m = LogReg(lam=1e-3)
+    plain = m.loss_and_grad(theta, X, y)  # 2.4 MB: below the threshold, two BLAS passes
+    assert linalg.map_rows(theta, X, lambda z, rows: (z, None)) is None
+    monkeypatch.setattr(linalg, "DENSE_BLOCK_BYTES", X.nbytes)
+    assert linalg.map_rows(theta, X, lambda z, rows: (None, rows))[1][1] == slice(4369, 8738)  # ~0.5 MB blocks
+    value, grad = m.loss_and_grad(theta, X, y)
+    np.testing.assert_allclose(value, plain[0], rtol=1e-13)
+    np.testing.assert_allclose(grad, plain[1], rtol=1e-11, atol=1e-15)
+    np.testing.assert_array_equal(grad, m.grad(theta, X, y))
+    np.testing.assert_array_equal(value, m.loss(theta, X, y))
+    with linalg.limit_threads(1):
+        v1, g1 = m.loss_and_grad(theta, X, y)
+    np.testing.assert_array_equal(v1, value)
+    np.testing.assert_array_equal(g1, grad)
+
+
 def test_dense_and_small_matrices_get_no_twin():
     rng = np.random.default_rng(1)
     full = rng.standard_normal((4000, 60))
