@@ -58,6 +58,14 @@ class BatchRNG:
         out.gens = [self.gens[r] for r in runs]
         return out
 
+    @classmethod
+    def concat(cls, parts: Sequence["BatchRNG"]) -> "BatchRNG":
+        """The runs of several batches, in order (their generators shared, not copied)."""
+        out = cls.__new__(cls)
+        out.seeds = [s for b in parts for s in b.seeds]
+        out.gens = [g for b in parts for g in b.gens]
+        return out
+
     def __len__(self) -> int:
         return len(self.gens)
 
@@ -122,6 +130,8 @@ def _noisy_step(model, theta, grad, t, lr, noise_std, grad_hook, rngs):
     if grad_hook is not None:
         grad = grad_hook(t, grad, rngs)
     step = lr(t) if callable(lr) else lr
+    if isinstance(step, np.ndarray):  # one rate per run (a stack of configurations)
+        step = step[:, None]
     return model.project(theta - step * grad)
 
 

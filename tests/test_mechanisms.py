@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from dpcore.erm import solve_erm
-from dpcore.exceptions import ModelError, PrivacyWarning
+from dpcore.exceptions import ModelError, ParameterError, PrivacyWarning
 from dpcore.experiments.run import RunSpec, run
 from dpcore.mechanisms import REGISTRY, Mechanism, register
 from dpcore.models import LogReg
@@ -182,3 +182,77 @@ def test_the_registry_lists_mechanisms_in_teaching_order():
     ranks = [FAMILIES.index(cls.family) for cls in REGISTRY.values()]
     assert ranks == sorted(ranks), [cls.id for cls in REGISTRY.values()]
     assert next(iter(REGISTRY)) == "non-private"
+
+
+# -- stacked configurations (run_many) ---------------------------------------------------
+
+_STACKABLE = ["gradient-dpgd", "gradient-dpsgd", "gradient-bassily", "gradient-lssgd",
+              "distributed-wddp", "distributed-avg"]
+
+
+@pytest.mark.parametrize("mechanism", _STACKABLE)
+def test_a_stack_of_configurations_gives_each_ones_own_result(mechanism):
+    """An ε × learning-rate grid trained as one batch: every spec's sigma, certified ε and
+    seeds are its single run's, its gaps and accuracies equal to the rounding of the
+    batched products (dense data)."""
+    from dataclasses import replace
+
+    from dpcore.experiments.run import RunSpec, run, run_many, stack_groups
+
+    base = RunSpec(dataset="breast-cancer", mechanism=mechanism, iterations=30, repeats=3,
+                   clients=4 if mechanism.startswith("distributed") else None)
+    specs = [replace(base, epsilon=e, learning_rate=lr) for e in (0.3, 1.0, 4.0) for lr in (0.5, 1.0)]
+    assert stack_groups(specs) == [list(range(6))]
+    stacked = run_many(specs)
+    for spec, got in zip(specs, stacked):
+        alone = run(spec)
+        assert got.config == spec and got.seeds == alone.seeds
+        assert got.sigma == alone.sigma and got.epsilon_certified == alone.epsilon_certified
+        np.testing.assert_allclose(got.gap, alone.gap, rtol=1e-9, atol=1e-13)
+        np.testing.assert_allclose(got.accuracy, alone.accuracy, atol=1.5 / got.n_train)
+        assert got.extras.keys() == alone.extras.keys()
+    # the noise differs by ε: the stack did not give every configuration the same runs
+    assert len({float(r.gap.mean()) for r in stacked}) == len(specs)
+
+
+def test_a_stack_on_sparse_data_is_bit_for_bit_its_single_runs():
+    from dataclasses import replace
+
+    from dpcore.experiments.run import RunSpec, run, run_many
+
+    base = RunSpec(dataset="adult", mechanism="gradient-dpgd", iterations=15, repeats=2)
+    specs = [replace(base, epsilon=e, learning_rate=lr) for e in (0.1, 2.0) for lr in (0.5, 2.0)]
+    for got, spec in zip(run_many(specs), specs):
+        alone = run(spec)
+        np.testing.assert_array_equal(got.gap, alone.gap)
+        np.testing.assert_array_equal(got.accuracy, alone.accuracy)
+        np.testing.assert_array_equal(got.loss_trace, alone.loss_trace)
+
+
+def test_stack_groups_keep_other_settings_apart_and_refusals_to_their_spec(monkeypatch):
+    from dataclasses import replace
+
+    from dpcore.experiments import run as run_mod
+    from dpcore.experiments.run import RunSpec, run_outcomes, stack_groups
+    from dpcore.mechanisms.gradient import GradientDPGD
+
+    base = RunSpec(dataset="iris", mechanism="gradient-dpgd", iterations=10, repeats=2)
+    specs = [base, replace(base, epsilon=2.0), replace(base, iterations=20),
+             replace(base, mechanism="output-gaussian"), replace(base, mechanism="output-gaussian", epsilon=2.0),
+             replace(base, epsilon=3.0)]
+    assert stack_groups(specs) == [[0, 1, 5], [2], [3], [4]]  # T differs; output perturbation never stacks
+    monkeypatch.setattr(run_mod, "STACK_RUNS", 4)
+    assert stack_groups(specs) == [[0, 1], [5], [2], [3], [4]]
+
+    real = GradientDPGD.noise
+
+    def refuse_eps_2(self, problem, config):
+        if config.epsilon == 2.0:
+            raise ParameterError("refused for the test")
+        return real(self, problem, config)
+
+    monkeypatch.setattr(GradientDPGD, "noise", refuse_eps_2)
+    out = run_outcomes(specs)
+    assert isinstance(out[1], ParameterError)
+    assert all(not isinstance(o, Exception) for i, o in enumerate(out) if i != 1)
+    assert [o.config for i, o in enumerate(out) if i != 1] == [s for i, s in enumerate(specs) if i != 1]

@@ -326,7 +326,7 @@ def test_one_worker_runs_in_this_process(tmp_path, monkeypatch):
     real = sweep_mod._execute_keyed
 
     def counting(*args, **kw):
-        calls.append(args[0])
+        calls.extend(args[0])  # the keys of a bundle of tasks
         return real(*args, **kw)
 
     monkeypatch.setattr(sweep_mod, "_execute_keyed", counting)

@@ -39,7 +39,7 @@ from .. import __version__, linalg
 from ..exceptions import DPCoreError, ParameterError
 from ..jsonutil import write_atomic
 from .context import Context
-from .run import RunSpec, _load_dataset, load_problem, run, slow_reference
+from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups
 
 __all__ = ["Task", "SweepResult", "task_key", "execute", "dispatch", "warm_workers", "run_tasks",
            "tidy_rows", "environment", "CACHE_SCHEMA"]
@@ -139,28 +139,50 @@ def execute(config_record: dict[str, Any], threads: int | None = 1,
     ``ctx``: the caller's context, when the task runs in the caller's process
     (its store is reused); a worker process builds one from ``erm_dir``.
     """
+    return execute_many([config_record], threads, erm_dir, dataset, trace_points, ctx)[0]
+
+
+def execute_many(config_records: Sequence[dict[str, Any]], threads: int | None = 1,
+                 erm_dir: str | None = None, dataset=None, trace_points: int = 0,
+                 ctx: Context | None = None) -> list[dict[str, Any]]:
+    """:func:`execute` for several tasks; those that can train as one batch do
+    (:func:`~dpcore.experiments.run.run_many`); a task's ``wall_seconds`` is its share."""
     t0 = time.perf_counter()
     if ctx is None:
         ctx = Context(erm_dir=erm_dir, trace_points=trace_points)
     else:  # the grid reports whole tasks: the task's own steps are not the grid's progress
         ctx = ctx.with_(trace_points=trace_points, progress=None)
-    try:
-        sparse_threads = linalg.limit_threads(threads) if threads else contextlib.nullcontext()
-        with threadpool_limits(limits=threads), sparse_threads:
-            result = run(_config_from_record(config_record), ctx, dataset=dataset).to_dict()
-    except DPCoreError as exc:
-        return {"error": str(exc), "wall_seconds": time.perf_counter() - t0}
-    out = {k: result.get(k) for k in _SUMMARY_KEYS}
-    out["runs"] = result["runs"]
-    out["wall_seconds"] = time.perf_counter() - t0
-    out["host"] = platform.node()
-    return out
+    specs = [_config_from_record(r) for r in config_records]
+    sparse_threads = linalg.limit_threads(threads) if threads else contextlib.nullcontext()
+    with threadpool_limits(limits=threads), sparse_threads:
+        outcomes = run_outcomes(specs, ctx, dataset=dataset)
+    wall = time.perf_counter() - t0
+    total = sum(spec.repeats for spec in specs)
+    records = []
+    for spec, outcome in zip(specs, outcomes):
+        share = wall * spec.repeats / total
+        if isinstance(outcome, DPCoreError):
+            records.append({"error": str(outcome), "wall_seconds": share})
+            continue
+        result = outcome.to_dict()
+        out = {k: result.get(k) for k in _SUMMARY_KEYS}
+        out["runs"] = result["runs"]
+        out["wall_seconds"] = share
+        out["host"] = platform.node()
+        records.append(out)
+    return records
 
 
-def _execute_keyed(key: str, config_record: dict[str, Any], threads: int | None,
+def _execute_keyed(keys: Sequence[str], config_records: Sequence[dict[str, Any]], threads: int | None,
                    erm_dir: str | None = None, dataset=None, trace_points: int = 0,
-                   ctx: Context | None = None) -> tuple[str, dict]:
-    return key, execute(config_record, threads, erm_dir, dataset, trace_points, ctx)
+                   ctx: Context | None = None) -> list[tuple[str, dict]]:
+    return list(zip(keys, execute_many(config_records, threads, erm_dir, dataset, trace_points, ctx)))
+
+
+def bundles(tasks: Sequence[Task]) -> list[list[Task]]:
+    """The tasks in groups that train as one batch (:func:`~dpcore.experiments.run.stack_groups`):
+    a preset's ε × learning-rate grid of one mechanism is one bundle."""
+    return [[tasks[i] for i in group] for group in stack_groups([t.config for t in tasks])]
 
 
 @dataclass
@@ -182,19 +204,26 @@ def _folder(path: Path | None) -> str | None:
 def dispatch(tasks: Sequence[Task], ctx: Context, threads: int | None, trace_points: int, dataset=None):
     """Run tasks (no result cache) and yield ``(key, record)`` as each finishes.
 
-    One worker (or a user's own ``dataset``, which never leaves this process)
-    runs them here, in order, with ``ctx``'s store; more use loky worker
-    processes, which share exact solutions through ``ctx.erm_dir``.
+    Tasks that can train as one batch go together (:func:`bundles`).  One worker (or a
+    user's own ``dataset``, which never leaves this process) runs them here, in order,
+    with ``ctx``'s store; more use loky worker processes, which share exact solutions
+    through ``ctx.erm_dir``.
     """
     erm_dir = _folder(ctx.erm_dir)
     workers = ctx.n_workers
-    if workers == 1 or len(tasks) <= 1 or dataset is not None:
-        for t in tasks:
-            yield _execute_keyed(t.key, _config_record(t.config), threads, erm_dir, dataset, trace_points, ctx)
+    groups = bundles(tasks)
+
+    def args(group):
+        return [t.key for t in group], [_config_record(t.config) for t in group]
+
+    if workers == 1 or len(groups) <= 1 or dataset is not None:
+        for group in groups:
+            yield from _execute_keyed(*args(group), threads, erm_dir, dataset, trace_points, ctx)
         return
-    par = Parallel(n_jobs=min(workers, len(tasks)), backend="loky", return_as="generator_unordered")
-    yield from par(delayed(_execute_keyed)(t.key, _config_record(t.config), threads, erm_dir, None, trace_points)
-                   for t in tasks)
+    par = Parallel(n_jobs=min(workers, len(groups)), backend="loky", return_as="generator_unordered")
+    for done in par(delayed(_execute_keyed)(*args(group), threads, erm_dir, None, trace_points)
+                    for group in groups):
+        yield from done
 
 
 def _warm(config_record: dict[str, Any], erm_dir: str | None = None) -> str:
@@ -258,12 +287,12 @@ def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int | None, erm
             raise ParameterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     try:
         futures = [
-            client.submit(_execute_keyed, t.key, _config_record(t.config), threads, erm_dir, None, trace_points,
-                          key=f"dpcore-task-{t.key}", pure=False)
-            for t in pending
+            client.submit(_execute_keyed, [t.key for t in group], [_config_record(t.config) for t in group],
+                          threads, erm_dir, None, trace_points, key=f"dpcore-task-{group[0].key}", pure=False)
+            for group in bundles(pending)
         ]
         for fut in as_completed(futures):
-            yield fut.result()
+            yield from fut.result()
     finally:
         if own:
             client.close()
@@ -296,7 +325,7 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None) -> SweepResu
         else:
             pending.append(t)
     by_key = {t.key: t for t in pending}
-    parallel = ctx.scheduler is not None or (ctx.n_workers > 1 and len(pending) > 1 and dataset is None)
+    parallel = ctx.scheduler is not None or (ctx.n_workers > 1 and len(bundles(pending)) > 1 and dataset is None)
     threads = ctx.threads if ctx.threads is not None else (1 if parallel else None)
     points = 0 if ctx.trace_points is None else int(ctx.trace_points)
     with contextlib.ExitStack() as stack:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..datasets import Dataset
 from ..erm import ErmSolution, ReferenceStore
 from ..exceptions import ModelError, ParameterError
 from ..models import Model
-from ..optim import Progress
+from ..optim import BatchRNG, Progress
 from ..params import Param, check
 from ..privacy import (  # replace-one (SPEC §1)
     NEIGHBOURING,
@@ -28,7 +29,7 @@ from ..privacy import (  # replace-one (SPEC §1)
     certify,
 )
 
-__all__ = ["Mechanism", "MechanismOutput", "Problem", "REGISTRY", "register", "get_mechanism", "declare",
+__all__ = ["Mechanism", "MechanismOutput", "Problem", "Stack", "REGISTRY", "register", "get_mechanism", "declare",
            "validate_options"]
 
 
@@ -103,6 +104,40 @@ class MechanismOutput:
         return certify(self.plan, delta), local
 
 
+class Stack:
+    """Configurations of one mechanism that differ only in its :attr:`Mechanism.stack_fields`
+    (ε, the learning rate), trained as one batch of runs: config k's R_k runs follow each
+    other, with their own generators (so their noise is what separate runs would draw).
+
+    A stack of one configuration is exactly a plain run: :meth:`per_run` then gives the
+    scalar it always passed.
+    """
+
+    def __init__(self, configs: Sequence[Any], rngs: Sequence[BatchRNG]):
+        self.configs = list(configs)
+        self.sizes = [len(r) for r in rngs]
+        self.rngs = rngs[0] if len(rngs) == 1 else BatchRNG.concat(rngs)
+
+    def per_run(self, values: Sequence[float]) -> float | np.ndarray:
+        """One value per configuration, as the optimisers take it: a scalar when all are
+        equal, else one per run, (R_total,)."""
+        if all(v == values[0] for v in values):
+            return values[0]
+        return np.repeat(np.asarray(values, dtype=float), self.sizes)
+
+    def learning_rate(self, rates: Sequence[Any]):
+        """The optimisers' learning rate for per-configuration rates (floats or schedules t ↦ η_t)."""
+        if not any(callable(r) for r in rates):
+            return self.per_run(rates)
+        return lambda t: self.per_run([r(t) if callable(r) else r for r in rates])
+
+    def split(self, array: np.ndarray | None, axis: int = 0) -> list[np.ndarray | None]:
+        """Each configuration's share of a per-run array (runs along ``axis``)."""
+        if array is None:
+            return [None] * len(self.configs)
+        return np.split(array, np.cumsum(self.sizes)[:-1], axis=axis)
+
+
 class Mechanism:
     """Base class.  Subclasses set the metadata and implement :meth:`run`."""
 
@@ -127,6 +162,9 @@ class Mechanism:
     options: ClassVar[dict[str, Param]] = {}
     # The optional common settings this mechanism reads (the command line refuses the others).
     settings: ClassVar[tuple[str, ...]] = ()
+    # RunSpec fields in which configurations may differ and still train as one batch
+    # (:meth:`run_stack`): those that change only the noise scale or the step size.
+    stack_fields: ClassVar[tuple[str, ...]] = ()
 
     def check(self, problem: Problem, config) -> None:
         """Refuse a model or setting the mechanism cannot handle, saying why."""
@@ -143,6 +181,17 @@ class Mechanism:
 
     def run(self, problem: Problem, config, rngs) -> MechanismOutput:
         raise NotImplementedError
+
+    def run_stack(self, problem: Problem, configs: Sequence[Any], rngs: Sequence[BatchRNG]) -> list[MechanismOutput]:
+        """Several configurations that differ only in :attr:`stack_fields`, one output each.
+
+        A mechanism with stack fields trains them as one batch (one pass over the data per
+        step for all their runs: a whole ε × learning-rate grid costs a little more than
+        one configuration); its :meth:`run` is the stack of one.  Each output is what
+        :meth:`run` gives that configuration, to the rounding of the batched products.
+        Others run the configurations in turn.
+        """
+        return [self.run(problem, c, r) for c, r in zip(configs, rngs)]
 
     # The noise of a mechanism with one noise parameter s: the plan it would run with s,
     # the paper's s, and the certified s (the inverse of certification, dpcore.privacy).

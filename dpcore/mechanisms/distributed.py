@@ -17,7 +17,7 @@ from ..optim import gradient_descent
 from ..params import Interval, Options, Param
 from ..partition import SPLITS, client_sizes, partition
 from ..theory.formulas import noisy_gd_variance
-from .base import Mechanism, MechanismOutput, declare, register
+from .base import Mechanism, MechanismOutput, Stack, declare, register
 from .gradient import _bound
 
 __all__ = ["DistributedWDDP", "DistributedAvg"]
@@ -67,29 +67,46 @@ class _Distributed(Mechanism):
         return privacy.gaussian(f"a client's mean gradient ({n_j} records), every local step",
                                 2.0 * G / n_j, sigma, T)
 
-    def run(self, problem, config, rngs):
-        sizes, parts = self.split(problem, config)
-        G, clip = _bound(problem, config)
-        T, n, delta = config.iterations, problem.n, config.delta
-        model = problem.model
+    stack_fields = ("epsilon", "learning_rate")
+
+    def client_sigmas(self, problem, config, sizes) -> list[float]:
+        """Each client's noise: the paper's one σ (published), or each client (ε, δ)-DP for
+        its own records (certified); times ``noise_scale``."""
+        G, _ = _bound(problem, config)
+        T, delta = config.iterations, config.delta
         if config.calibration == "published":
-            sig = self.published_sigma(G, T, n, sizes, config)
-            sigmas = [sig] * len(sizes)
-        else:  # each client (ε, δ)-DP for its own records: calibrate its own release
+            sigmas = [self.published_sigma(G, T, problem.n, sizes, config)] * len(sizes)
+        else:
             sigmas = [privacy.calibrate(lambda s, nj=nj: self.client_plan(G, nj, T, s), config.epsilon, delta,
                                         start=2.0 * G / nj) for nj in sizes]
-        sigmas = [s * config.noise_scale for s in sigmas]
+        return [s * config.noise_scale for s in sigmas]
+
+    def run(self, problem, config, rngs):
+        return self.run_stack(problem, [config], [rngs])[0]
+
+    def run_stack(self, problem, configs, rngs):
+        stack = Stack(configs, rngs)
+        first = configs[0]
+        sizes, parts = self.split(problem, first)  # the federation does not depend on ε or the step
+        G, clip = _bound(problem, first)
+        T = first.iterations
+        sigmas = [self.client_sigmas(problem, c, sizes) for c in configs]  # [config][client]
         w = self.weights(sizes)
-        theta0 = problem.start(rngs)
+        theta0 = problem.start(stack.rngs)
         theta = np.zeros_like(theta0)
-        client_plans = []
+        lr = stack.learning_rate([c.learning_rate for c in configs])
         for j, idx in enumerate(parts):
-            opt = gradient_descent(model, problem.X[idx], problem.y[idx], theta0, iterations=T,
-                                   learning_rate=config.learning_rate, rngs=rngs,
-                                   noise_std=sigmas[j], clip_norm=clip, trace_points=0,
+            opt = gradient_descent(problem.model, problem.X[idx], problem.y[idx], theta0, iterations=T,
+                                   learning_rate=lr, rngs=stack.rngs, noise_std=stack.per_run([s[j] for s in sigmas]),
+                                   clip_norm=clip, trace_points=0,
                                    progress=_client_progress(problem.progress, j, len(parts)))
             theta += w[j] * opt.theta
-            client_plans.append(self.client_plan(G, sizes[j], T, sigmas[j]))
+        return [self._output(problem, config, sizes, parts, G, w, theta_k, sig)
+                for config, theta_k, sig in zip(configs, stack.split(theta), sigmas)]
+
+    def _output(self, problem, config, sizes, parts, G, w, theta, sigmas) -> MechanismOutput:
+        client_plans = [self.client_plan(G, nj, config.iterations, s) for nj, s in zip(sizes, sigmas)]
+        delta = config.delta
         return MechanismOutput(
             theta=theta, sigma=max(sigmas), plan=privacy.parallel(client_plans),
             client_sizes=[int(s) for s in sizes],

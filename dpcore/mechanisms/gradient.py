@@ -11,7 +11,7 @@ from .. import privacy
 from ..optim import gradient_descent, sgd
 from ..params import Interval, Param
 from ..theory.formulas import noisy_gd_variance
-from .base import Mechanism, MechanismOutput, declare, register
+from .base import Mechanism, MechanismOutput, Stack, declare, register
 
 
 def _bound(problem, config) -> tuple[float, float | None]:
@@ -78,22 +78,29 @@ class GradientDPGD(Mechanism):
         G, _ = _bound(problem, config)
         return dpgd_certified_sigma(G, config.iterations, problem.n, config.epsilon, config.delta)
 
+    stack_fields = ("epsilon", "learning_rate")
+
     def run(self, problem, config, rngs):
-        n, T = problem.n, config.iterations
-        G, clip = _bound(problem, config)
-        sigma = self.noise(problem, config)
-        model = problem.model
-        theta0 = problem.start(rngs)
-        opt = gradient_descent(model, problem.X, problem.y, theta0, iterations=T,
-                               learning_rate=config.learning_rate, rngs=rngs, noise_std=sigma,
-                               clip_norm=clip, trace_points=problem.trace_points, progress=problem.progress)
+        return self.run_stack(problem, [config], [rngs])[0]
+
+    def run_stack(self, problem, configs, rngs):
+        stack = Stack(configs, rngs)
+        first = configs[0]
+        n, T = problem.n, first.iterations
+        G, clip = _bound(problem, first)
+        sigmas = [self.noise(problem, c) for c in configs]
+        opt = gradient_descent(problem.model, problem.X, problem.y, problem.start(stack.rngs), iterations=T,
+                               learning_rate=stack.learning_rate([c.learning_rate for c in configs]),
+                               rngs=stack.rngs, noise_std=stack.per_run(sigmas), clip_norm=clip,
+                               trace_points=problem.trace_points, progress=problem.progress)
         sens = 2.0 * G / n
-        return MechanismOutput(
-            theta=opt.theta, sigma=sigma, plan=self.plan(problem, config, sigma),
-            loss_trace=opt.loss_trace, trace_steps=opt.trace_steps,
+        return [MechanismOutput(
+            theta=theta, sigma=sigma, plan=self.plan(problem, config, sigma),
+            loss_trace=trace, trace_steps=opt.trace_steps,
             extras={"noise": "Gaussian σ on the mean gradient, every step", "sensitivity": sens,
                     "clip_norm": clip, "mu_gdp": math.sqrt(T) * sens / sigma},
-        )
+        ) for config, sigma, theta, trace in zip(configs, sigmas, stack.split(opt.theta),
+                                                 stack.split(opt.loss_trace, axis=1))]
 
 
 _SAMPLED_EVENT = ("T Poisson-sampled Gaussian releases of the sum of clipped per-record gradients "
@@ -105,21 +112,27 @@ def _sampled_plan(config, sample_rate, clip, z):
                                     sample_rate, config.iterations)
 
 
-def _sampled_run(mechanism, problem, config, rngs, *, sample_rate, clip, z, lr, grad_hook=None):
-    """Poisson-sampled clipped SGD with noise σ = z·C on the clipped sum."""
-    n, T = problem.n, config.iterations
-    model = problem.model
-    noise_mean_space = z * clip / (sample_rate * n)
-    theta0 = problem.start(rngs)
-    opt = sgd(model, problem.X, problem.y, theta0, iterations=T, learning_rate=lr, rngs=rngs,
-              sample_rate=sample_rate, clip_norm=clip, noise_std=noise_mean_space,
-              grad_hook=grad_hook, trace_points=problem.trace_points, progress=problem.progress)
-    return MechanismOutput(
-        theta=opt.theta, sigma=z * clip, plan=_sampled_plan(config, sample_rate, clip, z),
-        loss_trace=opt.loss_trace, trace_steps=opt.trace_steps,
+def _sampled_run(problem, configs, rngs, *, sample_rate, clip, zs, lrs, grad_hook=None):
+    """Poisson-sampled clipped SGD with noise σ = z·C on the clipped sum, for a stack of
+    configurations (one noise multiplier and learning rate each)."""
+    stack = Stack(configs, rngs)
+    n, T = problem.n, configs[0].iterations
+    noise_mean_space = [z * clip / (sample_rate * n) for z in zs]
+    opt = sgd(problem.model, problem.X, problem.y, problem.start(stack.rngs), iterations=T,
+              learning_rate=stack.learning_rate(lrs), rngs=stack.rngs, sample_rate=sample_rate,
+              clip_norm=clip, noise_std=stack.per_run(noise_mean_space), grad_hook=grad_hook,
+              trace_points=problem.trace_points, progress=problem.progress)
+    return [MechanismOutput(
+        theta=theta, sigma=z * clip, plan=_sampled_plan(config, sample_rate, clip, z),
+        loss_trace=trace, trace_steps=opt.trace_steps,
         extras={"noise": "Gaussian σ = z·C on the sum of clipped gradients, every step",
                 "noise_multiplier": z, "sample_rate": sample_rate, "clip_norm": clip},
-    )
+    ) for config, z, theta, trace in zip(configs, zs, stack.split(opt.theta), stack.split(opt.loss_trace, axis=1))]
+
+
+def _decaying(lr: float):
+    """Bassily et al.'s step size η/√t."""
+    return lambda t: lr / math.sqrt(t + 1)
 
 
 @register
@@ -162,12 +175,16 @@ class GradientBassily(Mechanism):
                                 * math.log(1.0 / config.delta)) / config.epsilon
         return sigma_paper / (n * G)  # noise on n∇ℓ, in units of G on the sampled sum
 
+    stack_fields = ("epsilon", "learning_rate")
+
     def run(self, problem, config, rngs):
-        G, clip = _bound(problem, config)
-        z = self.noise(problem, config)
-        lr = config.learning_rate
-        return _sampled_run(self, problem, config, rngs, sample_rate=1.0 / problem.n,
-                            clip=G if clip is None else clip, z=z, lr=lambda t: lr / math.sqrt(t + 1))
+        return self.run_stack(problem, [config], [rngs])[0]
+
+    def run_stack(self, problem, configs, rngs):
+        G, clip = _bound(problem, configs[0])
+        return _sampled_run(problem, configs, rngs, sample_rate=1.0 / problem.n,
+                            clip=G if clip is None else clip, zs=[self.noise(problem, c) for c in configs],
+                            lrs=[_decaying(c.learning_rate) for c in configs])
 
 
 def dpsgd_published_multiplier(c: float, q: float, T: int, epsilon: float, delta: float) -> float:
@@ -219,14 +236,19 @@ class GradientDPSGD(Mechanism):
         q, _ = _dpsgd_settings(problem, config)
         return dpsgd_published_multiplier(config.c, q, config.iterations, config.epsilon, config.delta)
 
-    def multiplier(self, problem, config) -> tuple[float, float, float]:
-        q, C = _dpsgd_settings(problem, config)
-        return q, C, self.noise(problem, config)
+    stack_fields = ("epsilon", "learning_rate")
 
     def run(self, problem, config, rngs):
-        q, C, z = self.multiplier(problem, config)
-        return _sampled_run(self, problem, config, rngs, sample_rate=q, clip=C, z=z,
-                            lr=config.learning_rate)
+        return self.run_stack(problem, [config], [rngs])[0]
+
+    def run_stack(self, problem, configs, rngs):
+        q, C = _dpsgd_settings(problem, configs[0])
+        return _sampled_run(problem, configs, rngs, sample_rate=q, clip=C, grad_hook=self.smooth(configs[0]),
+                            zs=[self.noise(problem, c) for c in configs], lrs=[c.learning_rate for c in configs])
+
+    def smooth(self, config):
+        """The hook applied to each noisy gradient (none: plain DP-SGD)."""
+        return None
 
 
 def laplacian_smoothing(v: np.ndarray, smoothing: float) -> np.ndarray:
@@ -255,11 +277,12 @@ class GradientLSSGD(GradientDPSGD):
                    "Laplacian, FFT); post-processing, so the same ε as DP-SGD.")
     formula = r"\theta_{t+1} = \theta_t - \eta\,A_\sigma^{-1}(g_t + zC\,\xi_t),\quad A_\sigma = I - \sigma L"
 
-    def run(self, problem, config, rngs):
-        q, C, z = self.multiplier(problem, config)
+    def smooth(self, config):
         s = float(config.option("smoothing"))
-        out = _sampled_run(self, problem, config, rngs, sample_rate=q, clip=C, z=z,
-                           lr=config.learning_rate,
-                           grad_hook=lambda t, g, r: laplacian_smoothing(g, s))
-        out.extras["smoothing"] = s
-        return out
+        return lambda t, g, r: laplacian_smoothing(g, s)
+
+    def run_stack(self, problem, configs, rngs):
+        outs = super().run_stack(problem, configs, rngs)
+        for out in outs:
+            out.extras["smoothing"] = float(configs[0].option("smoothing"))
+        return outs
