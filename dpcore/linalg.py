@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["share", "is_sparse", "margins", "weighted_rows", "map_rows", "weighted_grams",
+__all__ = ["share", "single", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "weighted_grams",
            "limit_threads", "MAX_DENSITY", "THREADS", "BLOCKS", "DENSE_BLOCK_BYTES"]
 
 #: Above this share of non-zeros, BLAS on the dense matrix is as fast or faster
@@ -98,6 +98,18 @@ class _Twin:
         self.blocks = [(a, b, A, A.T.tocsr()) for a, b, A in _row_blocks(csr)]
         self.csr = csr
         self._pairs = None
+        self._rows: dict = {}  # row slices in a dtype (the MLP's chunks, float32)
+
+    def rows(self, rows: slice | None, dtype) -> sp.csr_array:
+        """The CSR rows ``rows`` (all when ``None``) in ``dtype``, made once and kept."""
+        key = (None if rows is None else (rows.start, rows.stop), np.dtype(dtype).str)
+        with _pairs_lock:
+            got = self._rows.get(key)
+            if got is None:
+                got = self.csr if rows is None else self.csr[rows.start:rows.stop]
+                got = got.astype(dtype)
+                self._rows[key] = got
+            return got
 
     def pairs(self):
         """``K`` with ``K[(j,k), i] = x_ij·x_ik`` for j ≤ k (non-empty pairs only), so that
@@ -144,6 +156,30 @@ def _twin(X: np.ndarray) -> _Twin | None:
     return twin
 
 
+_SINGLES: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+_singles_lock = threading.Lock()
+
+
+def single(X: np.ndarray) -> np.ndarray:
+    """``X`` in float32 for the float32 compute paths: made once per read-only (shared)
+    matrix and kept while ``X`` lives; other arrays (mini-batches) are converted each time."""
+    if X.dtype == np.float32:
+        return X
+    if X.flags.writeable or X.ndim != 2:
+        return X.astype(np.float32)
+    key = id(X)
+    with _singles_lock:
+        held = _SINGLES.get(key)
+        if held is not None and held[0]() is X:
+            return held[1]
+    out = X.astype(np.float32)
+    out.flags.writeable = False
+    with _singles_lock:
+        _SINGLES[key] = (weakref.ref(X), out)
+    weakref.finalize(X, _SINGLES.pop, key, None)
+    return out
+
+
 def is_sparse(X: np.ndarray) -> bool:
     """Whether products with ``X`` go through its sparse twin."""
     return _twin(X) is not None
@@ -184,6 +220,29 @@ def weighted_rows(coef: np.ndarray, X: np.ndarray) -> np.ndarray:
         return coef @ X
     C = np.ascontiguousarray(coef.T)
     return np.ascontiguousarray(_sum_in_order(_map(lambda b: b[3] @ C[b[0]:b[1]], twin.blocks)).T)
+
+
+def project_rows(X: np.ndarray, W: np.ndarray, rows: slice | None = None) -> np.ndarray:
+    """``W_r x_i`` for the rows ``rows`` of a shared X (all when ``None``) and every run r:
+    (R, n_rows, h) from W (R, h, d), in W's dtype; through the sparse twin when X has one."""
+    twin = _twin(X)
+    if twin is None:
+        return np.einsum("nd,rhd->rnh", X if rows is None else X[rows], W, optimize=True)
+    R, h, d = W.shape
+    out = twin.rows(rows, W.dtype) @ np.ascontiguousarray(W.reshape(R * h, d).T)  # (n_rows, R·h)
+    return out.reshape(-1, R, h).transpose(1, 0, 2)
+
+
+def project_rows_t(C: np.ndarray, X: np.ndarray, rows: slice | None = None) -> np.ndarray:
+    """``Σ_i C_{r,i} x_iᵀ`` over the rows ``rows`` of a shared X: (R, h, d) from C (R, n_rows, h),
+    in C's dtype; through the sparse twin when X has one."""
+    twin = _twin(X)
+    if twin is None:
+        return np.einsum("rnh,nd->rhd", C, X if rows is None else X[rows], optimize=True)
+    R, n, h = C.shape
+    A = twin.rows(rows, C.dtype)
+    out = A.T @ np.ascontiguousarray(C.transpose(1, 0, 2).reshape(n, R * h))  # (d, R·h)
+    return np.ascontiguousarray(out.reshape(-1, R, h).transpose(1, 2, 0))
 
 
 def map_rows(theta: np.ndarray, X: np.ndarray, fn):

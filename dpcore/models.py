@@ -268,6 +268,10 @@ class LinReg(_GLM):
         return np.ones_like(z)
 
 
+#: float32 paths clip this much below the clipping norm (float32 norms are good to ~1e-7)
+CLIP_MARGIN_FLOAT32 = 1e-5
+
+
 @dataclass(frozen=True)
 class MLP(Model):
     """One hidden layer of width ``hidden`` (default d, as in the papers), tanh, logistic output.
@@ -284,6 +288,8 @@ class MLP(Model):
 
     # rows per chunk × runs × hidden kept below this many floats
     _CHUNK_FLOATS: ClassVar[int] = 4_000_000
+    #: the training loops' precision (see :meth:`clipped_grad_sum`)
+    compute_dtype: ClassVar[str] = "float32"
 
     def width(self, d: int) -> int:
         return int(self.hidden or d)
@@ -330,14 +336,16 @@ class MLP(Model):
     def smoothness(self) -> float:
         return float("inf")
 
-    def _forward(self, theta, X):
-        d = X.shape[-1]
-        W1, b1, w2, b2 = self.unpack(theta, d)
+    def _forward(self, theta, X, rows=None):
+        """Hidden activations (R, n, h) and output scores (R, n) of the rows ``rows`` of a
+        shared X (2-D; its sparse twin serves it), or of a per-run chunk X (3-D)."""
+        W1, b1, w2, b2 = self.unpack(theta, X.shape[-1])
         if X.ndim == 2:
-            A = np.einsum("nd,rhd->rnh", X, W1, optimize=True)
+            A = linalg.project_rows(X, W1, rows)
         else:
             A = np.einsum("rnd,rhd->rnh", X, W1, optimize=True)
-        H = np.tanh(A + b1[:, None, :])
+        A += b1[:, None, :]  # A is this call's own array: in place, no (R, n, h) temporaries
+        H = np.tanh(A, out=A)
         out = np.einsum("rnh,rh->rn", H, w2) + b2[:, None]
         return H, out
 
@@ -350,43 +358,49 @@ class MLP(Model):
             yield s, min(n, s + step)
 
     @staticmethod
-    def _take(X, y, s, e):
+    def _part(X, y, s, e):
+        """Chunk ``s:e``: (the X to pass on, the row slice for a shared X, y's rows, X's rows)."""
         if X.ndim == 2:
-            return X[s:e], y[s:e]
-        return X[:, s:e], y[:, s:e]
+            return X, slice(s, e), y[s:e], X[s:e]
+        return X[:, s:e], None, y[:, s:e], X[:, s:e]
 
     def scores(self, theta, X):
-        parts = [self._forward(theta, self._take(X, X[..., 0], s, e)[0])[1]
-                 for s, e in self._chunks(theta, X)]
+        parts = []
+        for s, e in self._chunks(theta, X):
+            Xa, rows, _, _ = self._part(X, X[..., 0], s, e)
+            parts.append(self._forward(theta, Xa, rows)[1])
         return np.concatenate(parts, axis=-1)
 
     def data_loss(self, theta, X, y):
         n = X.shape[-2]
         total = np.zeros(theta.shape[0])
         for s, e in self._chunks(theta, X):
-            Xc, yc = self._take(X, y, s, e)
-            _, out = self._forward(theta, Xc)
+            Xa, rows, yc, _ = self._part(X, y, s, e)
+            _, out = self._forward(theta, Xa, rows)
             total += np.sum(-log_expit(yc * out), axis=-1)
         return total / n
 
-    def _terms(self, theta, X, y):
+    def _terms(self, theta, X, y, rows=None):
         """The output scores and the per-example pieces: out, g = dℓ/dout (R,n),
-        δ1 = g·w2·(1−H²) (R,n,h), H."""
-        H, out = self._forward(theta, X)
+        δ1 = g·w2·(1−H²) (R,n,h), H.  ``y``: the labels of these rows."""
+        H, out = self._forward(theta, X, rows)
         g = -y * expit(-y * out)
         _, _, w2, _ = self.unpack(theta, X.shape[-1])
-        delta1 = g[:, :, None] * w2[:, None, :] * (1.0 - H**2)
+        delta1 = np.square(H)  # δ1 = (1 − H²)·w2·g, built in one (R, n, h) array
+        np.subtract(1.0, delta1, out=delta1)
+        delta1 *= w2[:, None, :]
+        delta1 *= g[:, :, None]
         return out, g, delta1, H
 
-    def _backward_terms(self, theta, X, y):
+    def _backward_terms(self, theta, X, y, rows=None):
         """Per-example pieces: g = dℓ/dout (R,n), δ1 = g·w2·(1−H²) (R,n,h), H."""
-        return self._terms(theta, X, y)[1:]
+        return self._terms(theta, X, y, rows)[1:]
 
-    def _assemble(self, coef, g, delta1, H, X):
+    def _assemble(self, coef, g, delta1, H, X, rows=None):
         """``Σ_i coef_i ∇ℓ_i`` from the per-example pieces, (R, p)."""
         cd = coef[:, :, None] * delta1
         if X.ndim == 2:
-            dW1 = np.einsum("rnh,nd->rhd", cd, X, optimize=True)
+            dW1 = linalg.project_rows_t(cd, X, rows)
         else:
             dW1 = np.einsum("rnh,rnd->rhd", cd, X, optimize=True)
         db1 = cd.sum(axis=1)
@@ -404,10 +418,10 @@ class MLP(Model):
         total = np.zeros_like(theta)
         value = np.zeros(theta.shape[0])
         for s, e in self._chunks(theta, X):
-            Xc, yc = self._take(X, y, s, e)
-            out, g, delta1, H = self._terms(theta, Xc, yc)
+            Xa, rows, yc, _ = self._part(X, y, s, e)
+            out, g, delta1, H = self._terms(theta, Xa, yc, rows)
             value += np.sum(-log_expit(yc * out), axis=-1)
-            total += self._assemble(np.ones_like(g), g, delta1, H, Xc)
+            total += self._assemble(np.ones_like(g), g, delta1, H, Xa, rows)
         loss = value / n + 0.5 * self.lam * np.sum(theta**2, axis=1)
         return loss, total / n + self.lam * theta
 
@@ -422,18 +436,34 @@ class MLP(Model):
             [dW1.reshape(R, n, -1), delta1, g[:, :, None] * H, g[:, :, None]], axis=2
         )
 
-    def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None):
+    def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None, dtype=None):
+        """Σ_i of the per-example gradients clipped to ``clip_norm``, (R, p) in float64.
+
+        The training loops' heaviest work, so it runs in ``dtype`` (default
+        :attr:`compute_dtype`, float32): the (R, n, h) forward and backward arrays in
+        single precision, their sum returned in float64.  In float32 it clips at
+        ``clip_norm·(1 − 1e-5)``, so the rounding of the norms (about 1e-7 relative)
+        never lets a clipped gradient exceed ``clip_norm``, the sensitivity the
+        accountant uses.  The exact reference (L-BFGS) and the losses stay float64.
+        """
         # ‖∇ℓ_i‖² = ‖δ1‖²(‖x‖² + 1) + g²(‖H‖² + 1), so no (R, n, p) array is needed.
-        total = np.zeros_like(theta)
+        dtype = np.dtype(self.compute_dtype if dtype is None else dtype)
+        if dtype == np.float32:
+            if not linalg.is_sparse(X):  # a sparse X's twin makes its own float32 copy
+                X = linalg.single(X)
+            y, theta = np.asarray(y, dtype=np.float32), theta.astype(np.float32)
+            clip_norm = clip_norm * (1.0 - CLIP_MARGIN_FLOAT32)
+        total = np.zeros(theta.shape, dtype=np.float64)
         for s, e in self._chunks(theta, X):
-            Xc, yc = self._take(X, y, s, e)
-            g, delta1, H = self._backward_terms(theta, Xc, yc)
-            xx = np.sum(Xc**2, axis=-1)
-            sq = np.sum(delta1**2, axis=-1) * (xx + 1.0) + g**2 * (np.sum(H**2, axis=-1) + 1.0)
-            scale = np.minimum(1.0, clip_norm / np.maximum(np.sqrt(sq), 1e-300))
+            Xa, rows, yc, Xc = self._part(X, y, s, e)
+            g, delta1, H = self._backward_terms(theta, Xa, yc, rows)
+            xx = np.einsum("...nd,...nd->...n", Xc, Xc)
+            sq = (np.einsum("rnh,rnh->rn", delta1, delta1) * (xx + 1.0)
+                  + g**2 * (np.einsum("rnh,rnh->rn", H, H) + 1.0))
+            scale = np.minimum(1.0, clip_norm / np.maximum(np.sqrt(sq.astype(np.float64)), 1e-300))
             if weights is not None:
                 scale = scale * (weights[:, s:e] if weights.ndim == 2 else weights[s:e])
-            total += self._assemble(scale, g, delta1, H, Xc)
+            total += self._assemble(scale.astype(dtype), g, delta1, H, Xa, rows)
         return total
 
     def predict(self, theta, X):

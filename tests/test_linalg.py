@@ -132,3 +132,24 @@ def test_logistic_derivative_equals_expit_form():
     ref = -y * expit(-y * z)
     np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0)
     assert np.all(np.isfinite(got))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_projections_through_the_twin_equal_dense_ones(dtype):
+    """The MLP's products with a shared one-hot X (forward W x_i, backward Σ c_i x_iᵀ), whole
+    or by row chunk, through the sparse twin in the weights' dtype."""
+    rng, X = _onehot(7)
+    dense = X.copy()
+    linalg.share(X)
+    assert linalg.is_sparse(X)
+    W = rng.standard_normal((3, 6, X.shape[1])).astype(dtype)
+    rows = slice(100, 1700)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    got = linalg.project_rows(X, W, rows)
+    assert got.dtype == dtype and got.shape == (3, 1600, 6)
+    np.testing.assert_allclose(got, np.einsum("nd,rhd->rnh", dense[rows], W), **tol)
+    C = rng.standard_normal((3, 1600, 6)).astype(dtype)
+    back = linalg.project_rows_t(C, X, rows)
+    assert back.dtype == dtype and back.shape == (3, 6, X.shape[1])
+    np.testing.assert_allclose(back, np.einsum("rnh,nd->rhd", C, dense[rows]), **tol)
+    np.testing.assert_allclose(linalg.project_rows(X, W), np.einsum("nd,rhd->rnh", dense, W), **tol)

@@ -256,3 +256,21 @@ def test_stack_groups_keep_other_settings_apart_and_refusals_to_their_spec(monke
     assert isinstance(out[1], ParameterError)
     assert all(not isinstance(o, Exception) for i, o in enumerate(out) if i != 1)
     assert [o.config for i, o in enumerate(out) if i != 1] == [s for i, s in enumerate(specs) if i != 1]
+
+
+@pytest.mark.parametrize("mechanism", ["gradient-dpgd", "gradient-dpsgd"])
+def test_mlp_float32_training_leaves_the_guarantee_and_the_accuracy(monkeypatch, mechanism):
+    """The MLP trains in float32 (its heavy loops); against the float64 path: the same noise and
+    certified ε (computed in float64), accuracies and gaps within single-precision drift."""
+    from dpcore.experiments.context import Context
+    from dpcore.experiments.run import RunSpec, run
+    from dpcore.models import MLP
+
+    spec = RunSpec(dataset="breast-cancer", model="mlp", mechanism=mechanism, epsilon=2.0,
+                   iterations=40, repeats=4, lam=2e-3)
+    single = run(spec, Context())
+    monkeypatch.setattr(MLP, "compute_dtype", "float64")
+    double = run(spec, Context())
+    assert single.sigma == double.sigma and single.epsilon_certified == double.epsilon_certified
+    assert abs(single.accuracy.mean() - double.accuracy.mean()) <= 0.01
+    np.testing.assert_allclose(single.gap, double.gap, rtol=1e-3, atol=1e-5)

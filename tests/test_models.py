@@ -40,11 +40,12 @@ def test_per_example_grads_and_clipping(model, kind):
     C = 0.2
     norms = np.linalg.norm(pe, axis=-1)
     ref = np.einsum("rn,rnp->rp", np.minimum(1, C / norms), pe)
-    np.testing.assert_allclose(model.clipped_grad_sum(theta, X, y, C), ref, atol=1e-13)
+    kw = {"dtype": "float64"} if model.id == "mlp" else {}  # the MLP trains in float32 by default
+    np.testing.assert_allclose(model.clipped_grad_sum(theta, X, y, C, **kw), ref, atol=1e-13)
     # per-run mini-batches, with a padding mask
     idx = rng.integers(0, X.shape[0], size=(2, 6))
     w = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1.0]])
-    got = model.clipped_grad_sum(theta, X[idx], y[idx], C, w)
+    got = model.clipped_grad_sum(theta, X[idx], y[idx], C, w, **kw)
     for r in range(2):
         keep = idx[r][w[r] > 0]
         g = model.per_example_grads(theta[r : r + 1], X[keep], y[keep])[0]
@@ -95,11 +96,15 @@ def test_mlp_chunking_does_not_change_results(monkeypatch):
     rng, X, y, _ = _data(4, n=97)
     m = MLP(lam=0.01)
     theta = m.init(3, X.shape[1], [np.random.default_rng(i) for i in range(3)])
-    full = m.grad(theta, X, y), m.loss(theta, X, y), m.clipped_grad_sum(theta, X, y, 0.1)
+    def all_of():
+        return (m.grad(theta, X, y), m.loss(theta, X, y), m.clipped_grad_sum(theta, X, y, 0.1, dtype="float64"),
+                m.clipped_grad_sum(theta, X, y, 0.1))
+
+    full = all_of()
     monkeypatch.setattr(MLP, "_CHUNK_FLOATS", 50)
-    chunked = m.grad(theta, X, y), m.loss(theta, X, y), m.clipped_grad_sum(theta, X, y, 0.1)
-    for a, b in zip(full, chunked):
-        np.testing.assert_allclose(a, b, atol=1e-13)
+    chunked = all_of()
+    for a, b, tol in zip(full, chunked, (1e-13, 1e-13, 1e-13, 1e-6)):  # the last in float32
+        np.testing.assert_allclose(a, b, atol=tol)
 
 
 def test_make_model_errors():
@@ -117,3 +122,21 @@ def test_loss_and_grad_is_exactly_loss_and_grad(model, kind):
     value, grad = model.loss_and_grad(theta, X, y)
     np.testing.assert_array_equal(value, model.loss(theta, X, y))
     np.testing.assert_array_equal(grad, model.grad(theta, X, y))
+
+
+def test_mlp_float32_training_path_stays_within_the_clipping_norm():
+    """The MLP's training sum runs in float32: it equals the float64 sum to about 1e-5
+    (its clip margin and single-precision rounding), and every example's clipped
+    gradient, measured in float64, stays within C: the sensitivity the accountant uses."""
+    model = MLP(hidden=7)
+    rng, X, y, _ = _data(2)
+    theta = rng.standard_normal((3, model.n_params(X.shape[1])))
+    C = 0.2
+    g64 = model.clipped_grad_sum(theta, X, y, C, dtype="float64")
+    g32 = model.clipped_grad_sum(theta, X, y, C)
+    assert g32.dtype == np.float64
+    np.testing.assert_allclose(g32, g64, rtol=1e-4, atol=1e-5 * C)
+    assert not np.array_equal(g32, g64)  # the default really is the float32 path
+    for i in range(X.shape[0]):
+        one = model.clipped_grad_sum(theta, X[i:i + 1], y[i:i + 1], C)
+        assert np.all(np.linalg.norm(one, axis=1) <= C)
