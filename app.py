@@ -30,6 +30,7 @@ PAGES = [
     st.Page("pages/lesson.py", title="Lesson", icon=":material/school:"),
     st.Page("pages/explore.py", title="Explore", icon=":material/search:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/show_chart:"),
+    st.Page("pages/figures.py", title="Paper figures", icon=":material/insert_chart:"),
     st.Page("pages/local_central.py", title="Local vs central", icon=":material/home:"),
     st.Page("pages/distributed.py", title="Distributed", icon=":material/hub:"),
     st.Page("pages/theory.py", title="Theory", icon=":material/functions:"),

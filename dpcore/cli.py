@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import sys
 from typing import Any, Sequence
 
@@ -361,7 +362,8 @@ def _cmd_sweep(args) -> Any:
     except OSError as exc:
         raise DPCoreError(f"cannot create the output folder {args.out!r}: {exc.strerror}") from None
     rec = run_preset(preset, args.out, quick=args.quick, repeats=args.repeats, max_n=args.max_n,
-                     calibration=args.calibration, workers=args.workers, scheduler=args.scheduler, progress=_progress)
+                     calibration=args.calibration, workers=args.workers, scheduler=args.scheduler, progress=_progress,
+                     command="python -m dpcore " + shlex.join(args.argv))
     if rec["tasks"] and len(rec.get("failed_tasks", [])) == rec["tasks"]:
         raise DPCoreError(f"every one of the {rec['tasks']} tasks failed: {rec['errors'][0]}")
     if args.json:
@@ -381,6 +383,7 @@ COMMANDS = {"sweep": _cmd_sweep, "datasets": _cmd_datasets, "mechanisms": _cmd_m
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # the command, for provenance
         out = COMMANDS[args.command](args)
     except _Exit as exc:
         print(str(exc), file=sys.stderr)

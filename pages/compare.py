@@ -60,13 +60,15 @@ PRESETS = {
         cmp_mechs=CENTRAL, cmp_T=100, cmp_delta=1e-5, cmp_R=5, cmp_lam=1e-3, cmp_paper=""),
     "Seed 001, Fig. 2 (Adult, LR, ε ≤ 0.25)": _from_paper("001-fig2", "adult"),
     "Seed 002, Fig. 1 (Adult, ε from 0.01 to 7)": _from_paper("002-fig1", "adult"),
-    "Seed 003, Fig. 1 (synthetic regression, d = 14)": _from_paper("003-fig1", "synthetic-regression"),
+    "Seed 003 setting against ε (synthetic regression, d = 14)": _from_paper("003-fig1", "synthetic-regression"),
     "Seed 004, Fig. 1 (Adult, 32 equal clients, T = 100 not 1000)": _from_paper("004-fig1", "adult",
                                                                                   cmp_T=100),
 }
 
-st.caption("One click loads a setting (the seed papers' come from `python -m dpcore sweep --list`, "
-           "which re-runs whole figures); then press **Run comparison**.")
+st.caption("One click loads a setting (the seed papers' come from `python -m dpcore sweep --list`); then "
+           "press **Run comparison**. These are single panels against ε on this view's axes; the papers' "
+           "whole figures, on their own axes (ε, n, skew u) and at full size, open instantly in "
+           "**Paper figures**.")
 cols = st.columns(len(PRESETS))
 for col, (name, values) in zip(cols, PRESETS.items()):
     if col.button(name, key=f"preset_{name}"):

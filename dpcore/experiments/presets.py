@@ -517,10 +517,12 @@ def with_overrides(preset: Preset, items: Sequence[str]) -> Preset:
 
 def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None = None,
                max_n: int | None = None, calibration: str | None = None,
-               workers: int | None = None, scheduler=None, progress=None) -> dict[str, Any]:
+               workers: int | None = None, scheduler=None, progress=None,
+               command: str | None = None) -> dict[str, Any]:
     """Run (or resume) a preset into ``out``: ``<id>.csv``, ``<id>.html``, ``<id>.json``.
 
-    Returns the JSON record (also written to disk), with the output paths.
+    Returns the JSON record (also written to disk), with the output paths, the code
+    version (``environment``) and ``command``, the command line that asked for it.
     """
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
@@ -542,6 +544,7 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
     failed = sorted(set(df.loc[df["error"].notna(), "task"])) if "error" in df else []
     record = {
         "preset": preset.describe(),
+        "command": command,
         "quick": quick,
         "repeats_override": repeats,
         "calibration_override": calibration,
@@ -562,3 +565,41 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
     }
     Path(paths["json"]).write_text(dumps(record, indent=2))
     return record
+
+
+#: Full-size results shipped with the repository, one ``<id>.csv`` (tidy, every repeat) and
+#: ``<id>.json`` (the command, the code version, timings) per preset; made by
+#: ``python -m dpcore sweep --preset ID --out data/results`` (see data/results/README.md).
+RESULTS_DIR = Path(__file__).resolve().parents[2] / "data" / "results"
+
+
+@dataclass(frozen=True)
+class ShippedResults:
+    """A preset's shipped full-size results: the tidy table and the sweep's record."""
+
+    preset: Preset
+    table: pd.DataFrame
+    record: dict[str, Any]
+
+    def figure(self) -> go.Figure:
+        return self.preset.figure(self.table)
+
+    def provenance(self) -> str:
+        """One sentence: when, by which code, with which command, how long it took."""
+        rec, env = self.record, self.record.get("environment", {})
+        commit = env.get("git_commit") or "an unrecorded commit"
+        took = rec.get("wall_seconds")
+        return (f"{rec.get('tasks', len(self.table))} configurations × {self.preset.repeats} repeats, "
+                f"computed {rec.get('started', '?')[:10]} by dpcore {env.get('dpcore', '?')} at "
+                f"{commit[:12]} in {took / 60:.0f} min on {rec.get('workers')} workers: "
+                f"`{rec.get('command') or f'python -m dpcore sweep --preset {self.preset.id} --out data/results'}`")
+
+
+def shipped_results(preset_id: str, folder: Path | None = None) -> ShippedResults | None:
+    """The shipped full-size results of a preset (``None`` when there are none)."""
+    preset = get_preset(preset_id)
+    folder = RESULTS_DIR if folder is None else Path(folder)
+    csv, rec = folder / f"{preset.id}.csv", folder / f"{preset.id}.json"
+    if not (csv.exists() and rec.exists()):
+        return None
+    return ShippedResults(preset=preset, table=pd.read_csv(csv), record=json.loads(rec.read_text()))

@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import platform
+import subprocess
 import sys
 import tempfile
 import threading
@@ -399,5 +400,21 @@ def environment() -> dict[str, Any]:
             pkgs[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pkgs[name] = None
-    return {"dpcore": __version__, "python": sys.version.split()[0],
+    return {"dpcore": __version__, "git_commit": _git_commit(), "python": sys.version.split()[0],
             "platform": platform.platform(), "packages": pkgs}
+
+
+def _git_commit() -> str | None:
+    """The commit of the checkout this package runs from (``-dirty`` with local changes),
+    or ``None`` outside a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -1,0 +1,37 @@
+"""Paper figures: each seed figure, whole, from the full-size results shipped with the app."""
+
+import streamlit as st
+
+from dpcore.experiments.presets import PRESETS, RESULTS_DIR, shipped_results
+from pages.common import download_figure, download_table, restore_from_url, write_to_url
+
+st.title("Paper figures")
+st.caption("Every panel of a seed paper's figure, on the paper's axes (ε, n, skew u), from full-size "
+           "results computed once and shipped with the app: nothing is trained here. Each point is the "
+           "mean ± sd over the repeats; hover for the target and the **certified** ε. A ringed point "
+           "missed its target.")
+
+URL_KEYS = {"fig_preset": "004-fig1"}
+restore_from_url(URL_KEYS)
+ids = list(PRESETS)
+preset_id = st.selectbox("Figure", ids, key="fig_preset",
+                         format_func=lambda p: f"{p} — {PRESETS[p].paper}, {PRESETS[p].figures}: {PRESETS[p].title}")
+write_to_url(list(URL_KEYS))
+
+shipped = shipped_results(preset_id)
+preset = PRESETS[preset_id]
+if shipped is None:
+    st.info(f"The full-size results of **{preset_id}** are not shipped yet ({len(preset.tasks())} "
+            f"configurations × {preset.repeats} repeats). Compute them with\n\n"
+            f"`python -m dpcore sweep --preset {preset_id} --out {RESULTS_DIR.parent.name}/{RESULTS_DIR.name}`\n\n"
+            "(resumable; add `--quick` for a rehearsal in seconds) and reload this page.")
+    st.stop()
+
+st.markdown(shipped.provenance())
+fig = shipped.figure()
+st.plotly_chart(fig, use_container_width=True)
+c1, c2 = st.columns(2)
+with c1:
+    download_figure(fig, preset_id, key="fig_download_plot")
+with c2:
+    download_table(shipped.table, preset_id, key="fig_download_table")
