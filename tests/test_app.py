@@ -80,7 +80,7 @@ def test_compare_preset_and_run():
     at.button(key="cmp_run").click().run()
     assert not at.exception and not at.error
     assert len(at.get("plotly_chart")) == 2
-    at.button(key="preset_Seed 003, Fig. 1 (synthetic regression, d = 14)").click().run()
+    at.button(key="preset_Seed 003 setting against ε (synthetic regression, d = 14)").click().run()
     assert at.selectbox(key="cmp_dataset").value == "synthetic-regression"
     assert at.text_input(key="cmp_eps").value == "0.1, 1"  # the paper's two ε (dpcore.experiments.presets)
     at.button(key="preset_Seed 004, Fig. 1 (Adult, 32 equal clients, T = 100 not 1000)").click().run()
@@ -94,7 +94,7 @@ def test_compare_seed_preset_keeps_its_per_mechanism_settings():
     """Seed 003 runs output-laplace with λ = 1e-3 (the rest at λ = 0) on d = 14 synthetic data,
     as `dpcore sweep --preset 003-fig1` does; an error about λ has a λ control to change."""
     at = _page("compare.py").run()
-    at.button(key="preset_Seed 003, Fig. 1 (synthetic regression, d = 14)").click().run()
+    at.button(key="preset_Seed 003 setting against ε (synthetic regression, d = 14)").click().run()
     assert at.select_slider(key="cmp_lam").value == 0.0
     assert any("output-laplace with lam = 0.001" in c.value and "d = 14" in c.value for c in at.caption)
     at.number_input(key="cmp_R").set_value(2).run()
