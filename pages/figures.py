@@ -11,9 +11,11 @@ st.caption("Every panel of a seed paper's figure, on the paper's axes (ε, n, sk
            "mean ± sd over the repeats; hover for the target and the **certified** ε. A ringed point "
            "missed its target.")
 
-URL_KEYS = {"fig_preset": "004-fig1"}
-restore_from_url(URL_KEYS)
 ids = list(PRESETS)
+SHIPPED = [p for p in ids if shipped_results(p) is not None]
+URL_KEYS = {"fig_preset": SHIPPED[0] if SHIPPED else ids[0]}
+restore_from_url(URL_KEYS)
+st.session_state.setdefault("fig_preset", URL_KEYS["fig_preset"])  # a shipped figure first
 preset_id = st.selectbox("Figure", ids, key="fig_preset",
                          format_func=lambda p: f"{p} — {PRESETS[p].paper}, {PRESETS[p].figures}: {PRESETS[p].title}")
 write_to_url(list(URL_KEYS))
@@ -29,7 +31,7 @@ if shipped is None:
 
 st.markdown(shipped.provenance())
 fig = shipped.figure()
-st.plotly_chart(fig, use_container_width=True)
+st.plotly_chart(fig, use_container_width=False)  # the paper's panel layout at its own width
 c1, c2 = st.columns(2)
 with c1:
     download_figure(fig, preset_id, key="fig_download_plot")

@@ -184,10 +184,13 @@ class Preset:
             col_keys = [e for e in col_keys if any(abs(e - p) < 1e-12 for p in self.epsilons)]
         row_keys = [r for r in row_keys if r is None or self.rows != "model" or (ok["model"] == r).any()]
         titles = []
-        for r in row_keys:
+        for i, r in enumerate(row_keys):
             for c in col_keys:
                 cname = c if self.cols == "dataset" else f"ε = {c:g}"
-                titles.append(cname if r is None else f"{cname} ({_row_label(self.rows, r)})")
+                if self.rows == "metric":  # the metric is the row's y-axis title: name the column once
+                    titles.append(cname if i == 0 else "")
+                else:
+                    titles.append(cname if r is None else f"{cname} ({_row_label(self.rows, r)})")
         fig = make_subplots(rows=len(row_keys), cols=len(col_keys), subplot_titles=titles,
                             horizontal_spacing=0.06, vertical_spacing=0.12)
         colours = {m: qualitative.Plotly[i % 10] for i, m in enumerate(self.mechanisms)}
@@ -233,7 +236,8 @@ class Preset:
                     if REGISTRY[mech].private:
                         mark_missed(fig, xs, ys, tgt, cert, row=i, col=j)
                 fig.update_yaxes(title_text=_row_label("metric", metric) if j == 1 else None,
-                                 type="log" if metric == "gap" else None, row=i, col=j)
+                                 type="log" if metric == "gap" else None,
+                                 dtick=1 if metric == "gap" else None, row=i, col=j)  # log: decades only
                 fig.update_xaxes(title_text={"epsilon": "ε", "n": "n (training rows)",
                                              "skew": "skew u = n_max / n_min"}[self.x],
                                  type="log" if self.x == "n" or self.log_x else None, row=i, col=j)

@@ -405,15 +405,15 @@ def environment() -> dict[str, Any]:
 
 
 def _git_commit() -> str | None:
-    """The commit of the checkout this package runs from (``-dirty`` with local changes),
-    or ``None`` outside a git checkout."""
+    """The commit of the checkout this package runs from (``-dirty`` when the package's own
+    source, ``dpcore/``, has local changes), or ``None`` outside a git checkout."""
     root = Path(__file__).resolve().parents[2]
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10)
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "dpcore"],
                                capture_output=True, text=True, timeout=10)
         return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
