@@ -2,8 +2,15 @@
 
 import streamlit as st
 
-from dpcore.experiments.presets import PRESETS, RESULTS_DIR, shipped_results
+from dpcore.experiments.presets import PRESETS, RESULTS_DIR, shipped_ids, shipped_results
 from pages.common import download_figure, download_table, restore_from_url, write_to_url
+
+
+@st.cache_data(show_spinner="Reading the shipped results…")
+def load_shipped(preset_id: str):
+    """:func:`shipped_results`, read once per server (the files change only with the app)."""
+    return shipped_results(preset_id)
+
 
 st.title("Paper figures")
 st.caption("Every panel of a seed paper's figure, on the paper's axes (ε, n, skew u), from full-size "
@@ -12,7 +19,7 @@ st.caption("Every panel of a seed paper's figure, on the paper's axes (ε, n, sk
            "missed its target.")
 
 ids = list(PRESETS)
-SHIPPED = [p for p in ids if shipped_results(p) is not None]
+SHIPPED = shipped_ids()
 URL_KEYS = {"fig_preset": SHIPPED[0] if SHIPPED else ids[0]}
 restore_from_url(URL_KEYS)
 st.session_state.setdefault("fig_preset", URL_KEYS["fig_preset"])  # a shipped figure first
@@ -20,7 +27,7 @@ preset_id = st.selectbox("Figure", ids, key="fig_preset",
                          format_func=lambda p: f"{p} — {PRESETS[p].paper}, {PRESETS[p].figures}: {PRESETS[p].title}")
 write_to_url(list(URL_KEYS))
 
-shipped = shipped_results(preset_id)
+shipped = load_shipped(preset_id)
 preset = PRESETS[preset_id]
 if shipped is None:
     st.info(f"The full-size results of **{preset_id}** are not shipped yet ({len(preset.tasks())} "

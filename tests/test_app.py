@@ -476,3 +476,38 @@ def test_a_long_run_shows_progress_and_the_time_left(after, shown):
     at.run()
     assert not at.exception
     assert not [e for e in at.main.children.values() if e.type == "progress"]
+
+
+def test_paper_figures_open_the_shipped_results_whole():
+    from dpcore.experiments.presets import PRESETS, shipped_results
+
+    shipped = [p for p in PRESETS if shipped_results(p) is not None]
+    assert shipped, "data/results/ ships at least one preset's full-size results"
+    at = _page("figures.py")
+    at.query_params["fig_preset"] = shipped[0]
+    at.run()
+    assert not at.exception and not at.error
+    assert "computed" in at.markdown[0].value and "python -m dpcore sweep" in at.markdown[0].value
+    chart = at.get("plotly_chart")[0]
+    spec = json.loads(chart.proto.spec)
+    names = {t.get("name") for t in spec["data"]}
+    assert set(PRESETS[shipped[0]].mechanisms) <= names  # every mechanism of the figure
+    assert any("certified" in h for t in spec["data"] for h in t.get("hovertext", []))
+    missing = [p for p in PRESETS if shipped_results(p) is None]
+    if missing:  # a preset without shipped results says how to make them
+        at.selectbox(key="fig_preset").set_value(missing[0]).run()
+        assert not at.exception
+        assert f"--preset {missing[0]}" in at.info[0].value
+
+
+def test_shipped_results_need_both_files(tmp_path):
+    import pandas as pd
+
+    from dpcore.experiments.presets import shipped_results
+
+    assert shipped_results("004-fig1", folder=tmp_path) is None
+    pd.DataFrame({"mechanism": ["gradient-dpgd"]}).to_csv(tmp_path / "004-fig1.csv", index=False)
+    assert shipped_results("004-fig1", folder=tmp_path) is None  # no record of how it was made
+    (tmp_path / "004-fig1.json").write_text('{"tasks": 1, "command": "python -m dpcore sweep"}')
+    got = shipped_results("004-fig1", folder=tmp_path)
+    assert got is not None and list(got.table["mechanism"]) == ["gradient-dpgd"]

@@ -29,6 +29,7 @@ VIEWS = {
     "": "A one-minute tour",
     "explore": "ε certified",
     "compare": "Run comparison",
+    "figures": "repeats, computed",
     "local_central": "Run the trade-off",
     "distributed": "max client ε (certified)",
     "theory": "How each bound scales",

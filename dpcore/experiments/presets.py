@@ -599,6 +599,12 @@ class ShippedResults:
                 f"`{rec.get('command') or f'python -m dpcore sweep --preset {self.preset.id} --out data/results'}`")
 
 
+def shipped_ids(folder: Path | None = None) -> list[str]:
+    """The presets whose full-size results are shipped (both files present), in preset order."""
+    folder = RESULTS_DIR if folder is None else Path(folder)
+    return [p for p in PRESETS if (folder / f"{p}.csv").exists() and (folder / f"{p}.json").exists()]
+
+
 def shipped_results(preset_id: str, folder: Path | None = None) -> ShippedResults | None:
     """The shipped full-size results of a preset (``None`` when there are none)."""
     preset = get_preset(preset_id)
