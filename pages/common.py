@@ -345,16 +345,21 @@ def run_progress(after: float = PROGRESS_AFTER_SECONDS):
     goes when the work ends."""
     slot = st.empty()
     start = time.perf_counter()
-    last = [0.0]
+    last = [0.0]  # when the bar last changed
+    # when the current loop began, its last count, the time of its last report: a count that
+    # starts again is a new loop (training after the reference solve), begun at that last report
+    phase = [start, 0, start]
 
     def progress(done: int, total: int, label: str) -> None:
         now = time.perf_counter()
-        elapsed = now - start
-        if elapsed < after or now - last[0] < 0.2 or total <= 0:
+        if done < phase[1]:
+            phase[0] = phase[2]
+        phase[1], phase[2] = done, now
+        if now - start < after or now - last[0] < 0.2 or total <= 0:
             return
         last[0] = now
         frac = min(1.0, done / total)
-        left = elapsed / frac * (1.0 - frac) if frac > 0 else math.inf
+        left = (now - phase[0]) / frac * (1.0 - frac) if frac > 0 else math.inf
         eta = f"about {left:.0f} s left" if math.isfinite(left) else "estimating the time left"
         slot.progress(frac, text=f"{label.capitalize()}: {done:,} of {total:,} · {eta}")
 

@@ -511,3 +511,32 @@ def test_shipped_results_need_both_files(tmp_path):
     (tmp_path / "004-fig1.json").write_text('{"tasks": 1, "command": "python -m dpcore sweep"}')
     got = shipped_results("004-fig1", folder=tmp_path)
     assert got is not None and list(got.table["mechanism"]) == ["gradient-dpgd"]
+
+
+def test_the_time_left_is_estimated_from_the_loop_under_way(monkeypatch):
+    """After a reference solve, training's estimate counts from training's own start."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from pages import common
+
+    shown, clock = [], [100.0]
+
+    class Slot:
+        def progress(self, frac, text):
+            shown.append((frac, text))
+
+        def empty(self):
+            shown.append("cleared")
+
+    monkeypatch.setattr(common.st, "empty", Slot)
+    monkeypatch.setattr(common.time, "perf_counter", lambda: clock[0])
+    with common.run_progress(after=2.0) as tell:
+        clock[0] = 101.0
+        tell(100, 900, "exact reference (L-BFGS)")  # 1 s in: below the threshold, no bar
+        assert shown == []
+        clock[0] = 190.0
+        tell(900, 900, "exact reference (L-BFGS)")
+        clock[0] = 200.0
+        tell(25, 100, "training")  # 10 s of training for a quarter: 30 s left, not 570
+    assert shown[-2] == (0.25, "Training: 25 of 100 · about 30 s left") and shown[-1] == "cleared"

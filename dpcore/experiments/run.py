@@ -31,8 +31,8 @@ from ..optim import BatchRNG, run_seeds
 from ..params import validate
 from .context import DEFAULT_TRACE_POINTS, Context, default_context
 
-__all__ = ["RunSpec", "RunResult", "run", "run_many", "run_outcomes", "stack_groups", "load_problem", "problem_data", "delta_warning",
-           "row_norm_warning", "slow_reference"]
+__all__ = ["RunSpec", "RunResult", "run", "run_many", "run_outcomes", "stack_groups", "load_problem",
+           "problem_data", "delta_warning", "row_norm_warning", "slow_reference"]
 
 
 @dataclass(frozen=True)
@@ -312,7 +312,8 @@ def run_many(specs: Sequence[RunSpec], ctx: Context | None = None, *, dataset=No
 
 def stack_groups(specs: Sequence[RunSpec]) -> list[list[int]]:
     """Indices of ``specs`` in groups that can train as one batch (:meth:`Mechanism.run_stack`),
-    in first-appearance order; a group's runs stay within :data:`MEMORY_BUDGET`."""
+    in first-appearance order, at most :data:`STACK_RUNS` runs each (a stack whose arrays
+    would pass a quarter of :data:`MEMORY_BUDGET` is halved when it runs)."""
     groups: dict[Any, list[int]] = {}
     for i, spec in enumerate(specs):
         cls = REGISTRY.get(spec.mechanism)

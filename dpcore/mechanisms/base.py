@@ -9,8 +9,8 @@ noise actually ran.  Pages, the command line and the test suites enumerate
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
