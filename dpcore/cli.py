@@ -347,7 +347,7 @@ def _cmd_sweep(args) -> Any:
                  "tasks": len(p.tasks())} for p in PRESETS.values()]
         if args.json:
             return rows
-        return "\n".join(f"{r['id']:10} {r['tasks']:5d} tasks  {r['paper']}, {r['figures']}: {r['title']}"
+        return "\n".join(f"{r['id']:12} {r['tasks']:5d} tasks  {r['paper']}, {r['figures']}: {r['title']}"
                          for r in rows)
     if not args.preset or not args.out:
         raise DPCoreError("sweep needs --preset ID and --out DIR (or --list to see the presets)")
