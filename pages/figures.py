@@ -37,6 +37,9 @@ if shipped is None:
     st.stop()
 
 st.markdown(shipped.provenance())
+if "error" in shipped.table:
+    for message in sorted(set(shipped.table["error"].dropna())):
+        st.warning(f"Not in the figure, refused by the core: {message}")
 fig = shipped.figure()
 st.plotly_chart(fig, use_container_width=False)  # the paper's panel layout at its own width
 c1, c2 = st.columns(2)

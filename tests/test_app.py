@@ -540,3 +540,28 @@ def test_the_time_left_is_estimated_from_the_loop_under_way(monkeypatch):
         clock[0] = 200.0
         tell(25, 100, "training")  # 10 s of training for a quarter: 30 s left, not 570
     assert shown[-2] == (0.25, "Training: 25 of 100 · about 30 s left") and shown[-1] == "cleared"
+
+
+def test_paper_figures_say_which_settings_were_refused(monkeypatch, tmp_path):
+    import shutil
+
+    import pandas as pd
+    import streamlit as st
+
+    from dpcore.experiments import presets
+
+    st.cache_data.clear()  # the view reads shipped results once per server
+
+    for ext in ("csv", "json"):
+        shutil.copy(presets.RESULTS_DIR / f"004-fig1.{ext}", tmp_path / f"004-fig1.{ext}")
+    table = pd.read_csv(tmp_path / "004-fig1.csv")
+    table["error"] = table["error"].astype(object)
+    table.loc[0, "error"] = "refused for the test: use at most 64 repeats"
+    table.to_csv(tmp_path / "004-fig1.csv", index=False)
+    monkeypatch.setattr(presets, "RESULTS_DIR", tmp_path)
+    at = _page("figures.py")
+    at.query_params["fig_preset"] = "004-fig1"
+    at.run()
+    assert not at.exception
+    assert any("refused for the test" in w.value for w in at.warning)
+    st.cache_data.clear()
