@@ -41,7 +41,7 @@ if "error" in shipped.table:
     for message in sorted(set(shipped.table["error"].dropna())):
         st.warning(f"Not in the figure, refused by the core: {message}")
 fig = shipped.figure()
-st.plotly_chart(fig, use_container_width=False)  # the paper's panel layout at its own width
+st.plotly_chart(fig, width="content")  # the paper's panel layout at its own width
 c1, c2 = st.columns(2)
 with c1:
     download_figure(fig, preset_id, key="fig_download_plot")
