@@ -511,6 +511,13 @@ def test_shipped_results_need_both_files(tmp_path):
     (tmp_path / "004-fig1.json").write_text('{"tasks": 1, "command": "python -m dpcore sweep"}')
     got = shipped_results("004-fig1", folder=tmp_path)
     assert got is not None and list(got.table["mechanism"]) == ["gradient-dpgd"]
+    # the provenance says what the last run computed and whether a budget was raised
+    record = {"tasks": 3, "computed": 1, "cached": 2, "wall_seconds": 60.0, "workers": 2,
+              "started": "2026-11-23T10:00:00", "command": "python -m dpcore sweep --preset 004-fig1",
+              "environment": {"dpcore": "0.1.0", "git_commit": "abc"}, "budgets": {"memory_bytes": 8 * 2**30}}
+    (tmp_path / "004-fig1.json").write_text(json.dumps(record))
+    text = shipped_results("004-fig1", folder=tmp_path).provenance()
+    assert "(1 tasks computed, 2 from the result cache" in text and "memory budget raised to 8 GiB" in text
 
 
 def test_the_time_left_is_estimated_from_the_loop_under_way(monkeypatch):

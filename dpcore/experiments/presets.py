@@ -41,6 +41,7 @@ from ..models import make_model
 from ..params import check, validate
 from .context import Context
 from .grid import run_grid
+from . import run as run_mod
 from .run import RunSpec
 from .sweep import Task, environment
 
@@ -552,6 +553,8 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
     record = {
         "preset": preset.describe(),
         "command": command,
+        # which settings a run refuses up front (DPCORE_MEMORY_BUDGET / DPCORE_WORK_BUDGET)
+        "budgets": {"memory_bytes": run_mod.MEMORY_BUDGET, "work": run_mod.WORK_BUDGET},
         "quick": quick,
         "repeats_override": repeats,
         "calibration_override": calibration,
@@ -596,10 +599,20 @@ class ShippedResults:
         rec, env = self.record, self.record.get("environment", {})
         commit = env.get("git_commit") or "an unrecorded commit"
         took = rec.get("wall_seconds")
-        return (f"{rec.get('tasks', len(self.table))} configurations × {self.preset.repeats} repeats, "
+        budget = rec.get("budgets", {}).get("memory_bytes")
+        raised = "" if budget is None or budget <= 4 * 2**30 else f" (memory budget raised to {budget / 2**30:.0f} GiB)"
+        return (f"{rec.get('tasks', len(self.table))} configurations × {self.preset.repeats} repeats{raised}, "
                 f"computed {rec.get('started', '?')[:10]} by dpcore {env.get('dpcore', '?')} at "
-                f"{commit[:12]} in {took / 60:.0f} min on {rec.get('workers')} workers: "
+                f"{commit[:12]} in {took / 60:.0f} min on {rec.get('workers')} workers"
+                f"{cached_note(rec)}: "
                 f"`{rec.get('command') or f'python -m dpcore sweep --preset {self.preset.id} --out data/results'}`")
+
+
+def cached_note(rec: dict[str, Any]) -> str:
+    """How much of a sweep its last run computed, when some tasks came from the result cache."""
+    if not rec.get("cached"):
+        return ""
+    return f" ({rec['computed']} tasks computed, {rec['cached']} from the result cache of earlier runs)"
 
 
 def shipped_ids(folder: Path | None = None) -> list[str]:
