@@ -518,6 +518,10 @@ def test_shipped_results_need_both_files(tmp_path):
     (tmp_path / "004-fig1.json").write_text(json.dumps(record))
     text = shipped_results("004-fig1", folder=tmp_path).provenance()
     assert "(1 tasks computed, 2 from the result cache" in text and "memory budget raised to 8 GiB" in text
+    assert "in 60 s on 2 workers" in text
+    del record["wall_seconds"]
+    (tmp_path / "004-fig1.json").write_text(json.dumps(record))
+    assert "in an unrecorded time" in shipped_results("004-fig1", folder=tmp_path).provenance()
 
 
 def test_the_time_left_is_estimated_from_the_loop_under_way(monkeypatch):

@@ -599,11 +599,13 @@ class ShippedResults:
         rec, env = self.record, self.record.get("environment", {})
         commit = env.get("git_commit") or "an unrecorded commit"
         took = rec.get("wall_seconds")
+        took = ("an unrecorded time" if took is None else f"{took:.0f} s" if took < 120
+                else f"{took / 60:.0f} min")
         budget = rec.get("budgets", {}).get("memory_bytes")
         raised = "" if budget is None or budget <= 4 * 2**30 else f" (memory budget raised to {budget / 2**30:.0f} GiB)"
         return (f"{rec.get('tasks', len(self.table))} configurations × {self.preset.repeats} repeats{raised}, "
                 f"computed {rec.get('started', '?')[:10]} by dpcore {env.get('dpcore', '?')} at "
-                f"{commit[:12]} in {took / 60:.0f} min on {rec.get('workers')} workers"
+                f"{commit[:12]} in {took} on {rec.get('workers')} workers"
                 f"{cached_note(rec)}: "
                 f"`{rec.get('command') or f'python -m dpcore sweep --preset {self.preset.id} --out data/results'}`")
 
