@@ -39,6 +39,7 @@ from dpcore.experiments.context import Context  # noqa: E402
 from dpcore.experiments.run import RunSpec, load_problem, run  # noqa: E402
 from dpcore.models import LogReg  # noqa: E402
 from dpcore.optim import BatchRNG, gradient_descent  # noqa: E402
+from bench_sweep import median_time  # noqa: E402
 from peers import run_peer  # noqa: E402
 
 ROWS: list[list[str]] = []  # measure, this project, peer, goal, verdict
@@ -48,15 +49,6 @@ def row(measure: str, ours: str, peer: str, goal: str, met: bool | None, why: st
     verdict = "—" if met is None else ("met" if met else "not met")
     ROWS.append([measure, ours, peer, goal, verdict + (f" ({why})" if why else "")])
     print(f"  {measure}: {ours}   peer: {peer}   goal: {goal}   {verdict}", flush=True)
-
-
-def median_time(fn, reps: int = 3) -> float:
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def one_thread():

@@ -40,7 +40,8 @@ from peers import run_peer  # noqa: E402
 CTX = Context(trace_points=0)
 
 
-def _time(fn, reps: int = 3) -> float:
+def median_time(fn, reps: int = 3) -> float:
+    """Median wall time of ``reps`` calls of ``fn`` (bench_live.py uses it too)."""
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -75,7 +76,7 @@ def part_a(quick: bool) -> None:
     for cfg in cases:
         load_problem(cfg, ctx=CTX)  # data and exact ERM cached before timing
         batched = run(cfg, CTX)
-        t_b = _time(lambda: run(cfg, CTX), reps=2)
+        t_b = median_time(lambda: run(cfg, CTX), reps=2)
         singles = []
 
         def one_at_a_time():
@@ -83,7 +84,7 @@ def part_a(quick: bool) -> None:
             for r in range(R):
                 singles.append(run(replace(cfg, repeats=1, seed=cfg.seed + r), CTX))
 
-        t_s = _time(one_at_a_time, reps=2)
+        t_s = median_time(one_at_a_time, reps=2)
         metric = batched.accuracy
         diff = max(abs(float(s.accuracy[0]) - float(metric[r])) for r, s in enumerate(singles))
         rows.append([cfg.mechanism, cfg.dataset, R, f"{t_b:.2f}", f"{t_s:.2f}", f"{t_s / t_b:.1f}×",
@@ -181,9 +182,9 @@ def part_c(quick: bool) -> None:
     for eps, th in zip(epsilons, theirs["rows"]):
         cfg = replace(cfg0, epsilon=eps)
         ours = run(cfg, CTX)
-        t_batch = _time(lambda: run(cfg, CTX), reps=2)
+        t_batch = median_time(lambda: run(cfg, CTX), reps=2)
         one = replace(cfg, repeats=1)
-        t_one = _time(lambda: run(one, CTX), reps=3)
+        t_one = median_time(lambda: run(one, CTX), reps=3)
         t_dpl = statistics.median(th["seconds"])
         acc = np.array(th["accuracy"])
         rows.append([f"{eps:g}", f"{ours.accuracy.mean():.4f} ± {ours.accuracy.std(ddof=1):.4f}",

@@ -617,17 +617,22 @@ def cached_note(rec: dict[str, Any]) -> str:
     return f" ({rec['computed']} tasks computed, {rec['cached']} from the result cache of earlier runs)"
 
 
+def _shipped_files(preset_id: str, folder: Path | None) -> tuple[Path, Path] | None:
+    """A preset's shipped table and record, when both are there."""
+    folder = RESULTS_DIR if folder is None else Path(folder)
+    csv, rec = folder / f"{preset_id}.csv", folder / f"{preset_id}.json"
+    return (csv, rec) if csv.exists() and rec.exists() else None
+
+
 def shipped_ids(folder: Path | None = None) -> list[str]:
     """The presets whose full-size results are shipped (both files present), in preset order."""
-    folder = RESULTS_DIR if folder is None else Path(folder)
-    return [p for p in PRESETS if (folder / f"{p}.csv").exists() and (folder / f"{p}.json").exists()]
+    return [p for p in PRESETS if _shipped_files(p, folder) is not None]
 
 
 def shipped_results(preset_id: str, folder: Path | None = None) -> ShippedResults | None:
     """The shipped full-size results of a preset (``None`` when there are none)."""
     preset = get_preset(preset_id)
-    folder = RESULTS_DIR if folder is None else Path(folder)
-    csv, rec = folder / f"{preset.id}.csv", folder / f"{preset.id}.json"
-    if not (csv.exists() and rec.exists()):
+    files = _shipped_files(preset.id, folder)
+    if files is None:
         return None
-    return ShippedResults(preset=preset, table=pd.read_csv(csv), record=json.loads(rec.read_text()))
+    return ShippedResults(preset=preset, table=pd.read_csv(files[0]), record=json.loads(files[1].read_text()))
