@@ -12,6 +12,8 @@ import os
 import re
 import shlex
 import sys
+import time
+from pathlib import Path
 from typing import Any, Sequence
 
 from .datasets import get_spec, list_datasets
@@ -21,9 +23,11 @@ from .experiments.context import Context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
 from .experiments.run import RunSpec, run
 from .experiments.studies import tradeoff
+from .experiments.sweep import environment
+from .experiments.tune import DEFAULT_MECHANISMS, tune
 from .jsonutil import dumps
 from .mechanisms import REGISTRY
-from .params import PARAMS, validate
+from .params import PARAMS, parse_grid, validate
 from .theory.catalog import bounds_report
 
 __all__ = ["main", "build_parser"]
@@ -144,6 +148,26 @@ def build_parser() -> argparse.ArgumentParser:
     _common_run_args(s)
     s.add_argument("--mechanisms", default=None, help="comma-separated ids (default: all applicable)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
+    s = sub.add_parser("tune", help="search each mechanism's settings on a validation split, "
+                                    "choose privately, and report what the search costs")
+    s.add_argument("--dataset", required=True, help="a classification dataset id")
+    s.add_argument("--model", default="logreg")
+    s.add_argument("--mechanisms", default=None,
+                   help="comma-separated ids (default: the central output, objective and gradient ones)")
+    s.add_argument("--epsilons", default="0.1,1,10", help="comma-separated target ε's")
+    s.add_argument("--delta", type=_ptype("delta"), default=None, help="default 1/n² (Yu et al. 2020)")
+    s.add_argument("--repeats", "-R", type=_ptype("repeats"), default=1,
+                   help="runs per candidate (each one is paid for)")
+    s.add_argument("--final-repeats", type=_ptype("repeats"), default=10,
+                   help="runs of the chosen setting, for its test accuracy")
+    s.add_argument("--seed", type=_ptype("seed"), default=0)
+    s.add_argument("--selection-epsilon", type=_ptype("epsilon"), default=None,
+                   help="ε of the private choice among candidates (default: the target ε)")
+    s.add_argument("--validation-fraction", type=_ptype("test_fraction"), default=0.2,
+                   help="share of the training rows the candidates are scored on")
+    s.add_argument("--out", default=None, help="write the JSON record (with its provenance) to this file")
+    s.add_argument("--json", action="store_true", help="print one JSON document")
+
     s = sub.add_parser("sweep", help="run a seed paper's figure (a preset) to CSV, HTML and JSON")
     s.add_argument("--preset", required=False, help="preset id (see `dpcore sweep --list`)")
     s.add_argument("--out", default=None, help="output folder (also holds the result cache)")
@@ -376,7 +400,46 @@ def _cmd_sweep(args) -> Any:
     return "\n".join(lines)
 
 
-COMMANDS = {"sweep": _cmd_sweep, "datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,
+def _cmd_tune(args) -> Any:
+    mechs = ([m.strip() for m in args.mechanisms.split(",") if m.strip()] if args.mechanisms
+             else [m for m in DEFAULT_MECHANISMS if args.model in REGISTRY[m].models])
+    epsilons = parse_grid("epsilon", args.epsilons, "--epsilons", 12)
+    started = time.time()
+    result = tune(args.dataset, mechs, epsilons, args.delta, model=args.model, repeats=args.repeats,
+                  final_repeats=args.final_repeats, seed=args.seed, validation_fraction=args.validation_fraction,
+                  selection_epsilon=args.selection_epsilon, ctx=Context(progress=_progress))
+    record = {**result.to_dict(), "command": "python -m dpcore " + " ".join(args.argv),
+              "seconds": round(time.time() - started, 1), "date": time.strftime("%Y-%m-%d"),
+              "environment": environment()}
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(record, indent=1) + "\n")
+    if args.json:
+        return record
+
+    def e(v):
+        return "∞" if v is None or v == float("inf") else f"{v:.3g}"
+
+    lines = [f"{result.dataset} ({result.model}), δ = {result.delta:.3g}: candidates scored on "
+             f"{result.n_validation} validation rows, the choice trained on all {result.n_train}",
+             f"{'mechanism':20} {'ε':>6} {'test acc':>9} {'val acc':>8} {'ε spent':>8}  setting"]
+    for r in result.rows:
+        if "error" in r:
+            lines.append(f"{r['mechanism']:20} {e(r['epsilon']):>6} error: {r['error']}")
+            continue
+        setting = ", ".join(f"{k}={v:g}" for k, v in r["setting"].items())
+        lines.append(f"{r['mechanism']:20} {e(r['epsilon']):>6} {r['test_accuracy']:9.4f} "
+                     f"{r['validation_accuracy']:8.4f} {e(r['epsilon_spent']):>8}  {setting}")
+    lines.append("ε spent: the whole search (every candidate run, the private choice, the final run) at "
+                 f"δ = {max((r.get('delta_spent', 0) for r in result.rows), default=0):.3g}; the released "
+                 "run alone certifies the target ε.")
+    for err in result.errors:
+        lines.append(f"refused: {err['mechanism']} at ε = {e(err['epsilon'])}: {err['error']}")
+    return "\n".join(lines)
+
+
+COMMANDS = {"tune": _cmd_tune, "sweep": _cmd_sweep, "datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,
             "tradeoff": _cmd_tradeoff, "bounds": _cmd_bounds, "audit": _cmd_audit}
 
 

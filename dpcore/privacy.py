@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import dp_accounting as dpa
@@ -58,6 +58,8 @@ __all__ = [
     "theorem",
     "void",
     "parallel",
+    "compose",
+    "fixed_delta",
     "certify",
     "calibrate",
     "classical_gaussian_sigma",
@@ -237,6 +239,31 @@ def void(reason: str) -> NoisePlan:
 def parallel(plans) -> NoisePlan:
     """Plans over disjoint sets of records (the worst part counts)."""
     return NoisePlan(parts=tuple(plans))
+
+
+def compose(plans, times=None) -> NoisePlan:
+    """Sequential composition: every release of every plan, plan k repeated ``times[k]``
+    times (default once); a plan without a guarantee voids the composition.  Plans with
+    disjoint parts are not composed here (their parts would need splitting): ValueError."""
+    plans = list(plans)
+    times = [1] * len(plans) if times is None else [int(k) for k in times]
+    for plan in plans:
+        if plan.void is not None:
+            return plan
+    if any(plan.parts for plan in plans):
+        raise ValueError("plans with disjoint parts are not composed")
+    releases = tuple(replace(r, count=r.count * k) for plan, k in zip(plans, times) if k > 0
+                     for r in plan.releases)
+    if not releases:
+        raise ValueError("nothing to compose")
+    return NoisePlan(releases)
+
+
+def fixed_delta(plan: NoisePlan) -> float:
+    """The δ a plan's published theorems spend between them (the worst part for parallel
+    parts): :func:`certify` needs at least this much δ for a finite ε."""
+    own = sum(r.count * r.delta for r in plan.releases if r.kind == "theorem")
+    return own + max((fixed_delta(p) for p in plan.parts), default=0.0)
 
 
 def classical_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:

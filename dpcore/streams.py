@@ -24,3 +24,5 @@ CLIENT_SPLIT = 405
 WHITE_BOX = 0xB0C5
 #: the audit's subsample of the training rows, and its random canary
 AUDIT_SUBSAMPLE, AUDIT_CANARY = 0xA0D1, 0xA0D2
+#: tuning: the validation split of the training rows, and the private choice among candidates
+TUNE_SPLIT, TUNE_SELECT = 0x7E57, 0x7E58

@@ -132,3 +132,33 @@ def test_noise_scale_flag_shows_an_under_noised_run(capsys):
     rec = json.loads(capsys.readouterr().out)
     assert rec["config"]["noise_scale"] == 0.5 and rec["epsilon_target"] == 1.0
     assert rec["epsilon_certified"] > 1.5  # half the noise: μ doubles
+
+
+def test_tune_prints_the_choice_and_its_cost_and_writes_a_record(capsys, tmp_path):
+    out = tmp_path / "tuned" / "bc.json"
+    code = main(["tune", "--dataset", "breast-cancer", "--epsilons", "1", "--final-repeats", "3",
+                 "--mechanisms", "objective-chaudhuri,output-gaussian", "--out", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "objective-chaudhuri" in text and "ε spent" in text
+    record = json.loads(out.read_text())
+    assert record["command"].startswith("python -m dpcore tune --dataset breast-cancer")
+    assert {r["mechanism"] for r in record["rows"]} == {"objective-chaudhuri", "output-gaussian"}
+    # 5 λ candidates and the final run against the choice: pure ε composes by adding
+    chaudhuri = next(r for r in record["rows"] if r["mechanism"] == "objective-chaudhuri")
+    assert chaudhuri["epsilon_spent"] == pytest.approx(6.0, rel=1e-6)
+    assert record["delta"] == pytest.approx(1 / 546 ** 2)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--mechanisms", "local-duchi"], "central mechanisms"),
+    (["--epsilons", "abc"], "not a number"),
+    (["--dataset", "synthetic-regression", "--model", "linreg"], "classification"),
+])
+def test_tune_refuses_bad_input_with_one_line(capsys, args, said):
+    argv = ["tune", "--dataset", "breast-cancer", *args]
+    if argv.count("--dataset") == 2:
+        argv = ["tune", *args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert said in err and "\n" not in err

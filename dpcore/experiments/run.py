@@ -29,6 +29,7 @@ from ..metrics import accuracy, optimality_gap, rmse, summarize
 from ..models import make_model
 from ..optim import BatchRNG, run_seeds
 from ..params import validate
+from ..privacy import NoisePlan
 from .context import DEFAULT_TRACE_POINTS, Context, default_context
 
 __all__ = ["RunSpec", "RunResult", "run", "run_many", "run_outcomes", "stack_groups", "load_problem",
@@ -119,6 +120,8 @@ class RunResult:
     client_sizes: list[int] | None = None
     warnings: list[str] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
+    #: what one run released, for certification and composition (not in :meth:`to_dict`)
+    plan: NoisePlan | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The command line's JSON record (SPEC §7); infinite ε become ``null`` on output."""
@@ -337,26 +340,31 @@ STACK_RUNS = 200
 
 
 def run_outcomes(specs: Sequence[RunSpec], ctx: Context | None = None, *,
-                 dataset=None) -> list[RunResult | DPCoreError]:
+                 dataset=None, keep_reference: bool = False) -> list[RunResult | DPCoreError]:
     """:func:`run_many`, with each spec's refusal (a :class:`DPCoreError`) in its place
-    instead of raised: what a grid records."""
+    instead of raised: what a grid records.
+
+    ``keep_reference``: ``dataset`` is one dpcore derived from bundled data (a validation
+    split), so its exact ERM may be kept in the context's store like the bundled data's,
+    rather than solved afresh for every stack as a user's upload is."""
     ctx = default_context() if ctx is None else ctx
     outcomes: list[RunResult | DPCoreError | None] = [None] * len(specs)
     for group in stack_groups(specs):
         try:
-            results = _run_stack([specs[i] for i in group], ctx, dataset)
+            results = _run_stack([specs[i] for i in group], ctx, dataset, keep_reference)
         except DPCoreError as exc:
             if len(group) == 1:
                 results = [exc]
             else:  # one configuration's refusal must not take the others with it
-                results = run_outcomes([specs[i] for i in group[:1]], ctx, dataset=dataset) + \
-                    run_outcomes([specs[i] for i in group[1:]], ctx, dataset=dataset)
+                kw = {"dataset": dataset, "keep_reference": keep_reference}
+                results = run_outcomes([specs[i] for i in group[:1]], ctx, **kw) + \
+                    run_outcomes([specs[i] for i in group[1:]], ctx, **kw)
         for i, res in zip(group, results):
             outcomes[i] = res
     return outcomes  # type: ignore[return-value]
 
 
-def _run_stack(specs: list[RunSpec], ctx: Context, dataset) -> list[RunResult]:
+def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool = False) -> list[RunResult]:
     first = specs[0]
     mechanism = get_mechanism(first.mechanism)
     data, model = problem_data(first, dataset)
@@ -365,9 +373,10 @@ def _run_stack(specs: list[RunSpec], ctx: Context, dataset) -> list[RunResult]:
     rows = max(data.n, data.X_test.shape[0])
     if len(specs) > 1 and sum(s.repeats for s in specs) * rows * 8 * 4 > MEMORY_BUDGET / 4:
         half = len(specs) // 2  # a stack as large as the budget allows, no larger
-        return _run_stack(specs[:half], ctx, dataset) + _run_stack(specs[half:], ctx, dataset)
+        return (_run_stack(specs[:half], ctx, dataset, keep_reference)
+                + _run_stack(specs[half:], ctx, dataset, keep_reference))
     points = DEFAULT_TRACE_POINTS if ctx.trace_points is None else ctx.trace_points
-    problem = _with_reference(data, model, dataset is not None, ctx, points)
+    problem = _with_reference(data, model, dataset is not None and not keep_reference, ctx, points)
     for spec in specs:
         mechanism.check(problem, spec)
     caught: list[str] = []
@@ -433,4 +442,5 @@ def _result(config: RunSpec, mechanism, problem: Problem, out, seeds: list[int],
         warnings=caught,
         extras={**out.extras, "privacy_event": out.plan.describe(),
                 "neighbouring": out.plan.neighbouring},
+        plan=out.plan,
     )

@@ -1,0 +1,347 @@
+"""Hyperparameter tuning, with its privacy cost shown rather than hidden.
+
+A mechanism's accuracy depends on knobs the privacy proof does not fix: the steps T, the
+step size, the regularisation λ, the clipping norm, the sampling rate.  Papers tune them on
+the data and report the best (Yu et al. 2020 choose T and η from small grids); a student
+comparing mechanisms at one untuned default can reach the opposite of the paper's finding.
+
+:func:`tune` searches each mechanism's grid (:func:`search_space`) on a validation split
+carved from the training rows, per ε, with the candidates that differ only in ε or the step
+size trained as one batch.  Choosing among candidates by their accuracy on private data is
+itself a release, so the choice is made privately and accounted:
+
+* the split is a seeded permutation of positions (data-independent), so under replace-one
+  a record is either a training record or a validation record;
+* every candidate is a run on the training part: for a training record the search composes
+  all of them (and the final run), exactly, with the mechanisms' own privacy events;
+* the choice is the exponential mechanism on each candidate's count of correct validation
+  predictions (sensitivity 1), sampled by the Gumbel-max trick at ``selection_epsilon``
+  (default: the target ε): for a validation record it costs that, plus the final run;
+* the chosen setting is then trained once on the whole training split (the released model).
+
+``epsilon_spent`` is the worse of the two, certified at ``delta_spent`` (the target δ plus
+whatever δ the published theorems of the composed runs spend).  ``epsilon_certified`` is the
+final run's alone: what a paper reports when the search is treated as free (for instance
+because the grid was chosen on public data).  Both are in every row.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .. import datasets as _datasets
+from .. import streams
+from ..exceptions import ParameterError
+from ..mechanisms import REGISTRY
+from ..metrics import summarize
+from ..params import validate
+from ..privacy import certify, compose, fixed_delta, parallel, theorem
+from .context import Context, default_context
+from .run import RunResult, RunSpec, run_outcomes
+
+__all__ = ["TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "TUNED_DIR", "shipped_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "tune", "TuneResult",
+           "epsilon_for_accuracy", "choose", "search_cost", "YU_2020_ADULT"]
+
+#: What ``dpcore tune`` tunes unless told otherwise: the central mechanisms of the comparison.
+DEFAULT_MECHANISMS = ("output-laplace", "output-gaussian", "output-bolt-on", "objective-chaudhuri",
+                      "objective-gaussian", "gradient-dpgd", "gradient-dpsgd")
+
+#: The shipped tuning records (``dpcore tune --out``), one JSON per dataset and model.
+TUNED_DIR = _datasets.DATA_DIR / "tuned"
+
+#: Families whose runs release one flat privacy event (composable across candidates).
+TUNABLE_FAMILIES = ("output", "objective", "gradient")
+
+_LAMBDAS = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+
+#: The grids, per mechanism (logistic and linear regression).  T and η widen Yu et al.'s
+#: {50, 200, 800} × {0.1, 1, 5}; λ spans the values at which output and objective
+#: perturbation are known to work on the bundled tabular data.
+_SPACES: dict[str, dict[str, tuple]] = {
+    "output-laplace": {"lam": _LAMBDAS},
+    "output-gaussian": {"lam": _LAMBDAS},
+    "output-bolt-on": {"lam": _LAMBDAS},
+    "objective-chaudhuri": {"lam": _LAMBDAS},
+    "objective-gaussian": {"lam": _LAMBDAS},
+    "gradient-dpgd": {"iterations": (50, 200, 800), "learning_rate": (0.5, 1.0, 2.0, 5.0),
+                      "clip_norm": (0.5, 1.0), "lam": (1e-4,)},
+    "gradient-dpsgd": {"iterations": (200, 800), "learning_rate": (1.0, 2.0, 5.0),
+                       "sample_rate": (0.01, 0.05), "lam": (1e-4,)},
+    "gradient-bassily": {"iterations": (200, 1000, 5000), "learning_rate": (0.1, 0.5, 2.0), "lam": (1e-4,)},
+    "gradient-lssgd": {"iterations": (200, 800), "learning_rate": (1.0, 2.0, 5.0),
+                       "sample_rate": (0.01, 0.05), "lam": (1e-4,)},
+}
+
+#: Yu, Zhang, Chen, Yin & Liu 2020, "Gradient perturbation is underrated for differentially
+#: private convex optimization", Table 2: validation accuracy (%) on Adult, ε = 0.1,
+#: δ = 1/n², logistic regression, averaged over 20 runs.  Our closest mechanism for each
+#: of their columns (AMP is Iyengar et al.'s objective perturbation; Out-SGD is Wu et
+#: al.'s bolt-on output perturbation of permutation SGD).
+YU_2020_ADULT = {
+    "non-private": ("Non private", 84.8),
+    "objective-chaudhuri": ("AMP (objective perturbation)", 79.3),
+    "output-bolt-on": ("Out-SGD (bolt-on output perturbation)", 77.4),
+    "gradient-dpsgd": ("DP-SGD", 80.4),
+    "gradient-dpgd": ("DP-GD", 80.9),
+}
+
+
+def search_space(mechanism: str, model: str = "logreg") -> dict[str, tuple]:
+    """The grid :func:`tune` searches for ``mechanism`` (RunSpec field → values)."""
+    if mechanism not in REGISTRY:
+        raise ParameterError(f"unknown mechanism {mechanism!r}; see `dpcore mechanisms`")
+    cls = REGISTRY[mechanism]
+    if not cls.private:
+        raise ParameterError(f"{mechanism} is not private: there is nothing to tune against a budget")
+    if cls.family not in TUNABLE_FAMILIES:
+        raise ParameterError(
+            f"tuning covers the central mechanisms ({', '.join(TUNABLE_FAMILIES)} families); "
+            f"{mechanism} is a {cls.family} mechanism, whose privacy is per client or per record part")
+    if model == "mlp":
+        raise ParameterError("tuning the MLP is not offered: each of its candidates takes minutes here; "
+                             "tune a linear model (logreg or linreg)")
+    return dict(_SPACES[mechanism])
+
+
+def candidates(base: RunSpec, space: dict[str, tuple]) -> list[RunSpec]:
+    """``base`` with every combination of the grid's values."""
+    names = sorted(space)
+    return [replace(base, **dict(zip(names, values))) for values in itertools.product(*(space[k] for k in names))]
+
+
+@functools.lru_cache(maxsize=8)
+def validation_split(dataset: _datasets.Dataset, fraction: float = 0.2, seed: int = 0) -> _datasets.Dataset:
+    """The training rows split into a training part (``X_train``) and a validation part
+    (``X_test``), by a seeded permutation of positions: which part a record falls in does
+    not depend on the data, so the two parts compose in parallel.  The test split is not
+    touched.  The same arguments give the same object (its exact ERM is kept once)."""
+    fraction = validate("test_fraction", fraction, "validation_split")
+    n = dataset.n
+    n_val = int(round(fraction * n))
+    if n_val < 1 or n - n_val < 2:
+        raise ParameterError(f"{dataset.id} has {n} training rows: too few for a validation split of {fraction:g}")
+    order = np.random.default_rng([seed, streams.TUNE_SPLIT]).permutation(n)
+    val, train = np.sort(order[:n_val]), np.sort(order[n_val:])
+    X_tr, y_tr, X_va, y_va = (dataset.X_train[train], dataset.y_train[train],
+                              dataset.X_train[val], dataset.y_train[val])
+    for a in (X_tr, y_tr, X_va, y_va):
+        a.setflags(write=False)
+    return replace(dataset, X_train=X_tr, y_train=y_tr, X_test=X_va, y_test=y_va,
+                   notes=dataset.notes + (f"validation split: {n - n_val} training and {n_val} validation "
+                                          f"rows of the training split (seed {seed})",))
+
+
+@dataclass
+class TuneResult:
+    """Per (mechanism, ε): the chosen setting and what it costs."""
+
+    dataset: str
+    model: str
+    delta: float
+    n_train: int
+    n_validation: int
+    rows: list[dict[str, Any]]
+    candidates: list[dict[str, Any]]  # every candidate's validation accuracy
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(v):
+            if isinstance(v, float) and math.isinf(v):
+                return None
+            return v
+        return {"dataset": self.dataset, "model": self.model, "delta": self.delta, "n_train": self.n_train,
+                "n_validation": self.n_validation,
+                "rows": [{k: clean(v) for k, v in r.items()} for r in self.rows],
+                "candidates": [{k: clean(v) for k, v in c.items()} for c in self.candidates],
+                "errors": self.errors}
+
+
+def _setting(spec: RunSpec, space: dict[str, tuple]) -> dict[str, Any]:
+    return {k: getattr(spec, k) for k in sorted(space)}
+
+
+def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], delta: float | None = None, *,
+         model: str = "logreg", repeats: int = 1, final_repeats: int = 10, seed: int = 0,
+         validation_fraction: float = 0.2, selection_epsilon: float | None = None,
+         grids: dict[str, dict[str, tuple]] | None = None, ctx: Context | None = None) -> TuneResult:
+    """Tune each mechanism at each ε on a validation split and train the choice on the whole
+    training split (module docstring: how the choice is made and what it costs).
+
+    ``repeats``: runs per candidate on the validation split (each is a release the search
+    pays for); ``final_repeats``: runs of the chosen setting on the test split, for its
+    accuracy (one of them is the released model; the others only measure the spread).
+    ``delta`` defaults to 1/n² (Yu et al.'s choice).  Classification only: the choice
+    scores correct validation predictions.  ``grids`` replaces a mechanism's
+    :func:`search_space` (its values are checked when the candidates are built).
+    """
+    ctx = default_context() if ctx is None else ctx
+    full = _datasets.load(dataset)
+    if full.task != "classification":
+        raise ParameterError(f"tuning scores correct validation predictions: {dataset} is a {full.task} "
+                             "task; pick a classification dataset")
+    epsilons = sorted({validate("epsilon", float(e), "tune") for e in epsilons})
+    if not epsilons:
+        raise ParameterError("tune needs at least one ε")
+    delta = 1.0 / full.n ** 2 if delta is None else validate("delta", delta, "tune")
+    repeats = validate("repeats", repeats, "tune")
+    final_repeats = validate("repeats", final_repeats, "tune")
+    if selection_epsilon is not None:
+        selection_epsilon = validate("epsilon", selection_epsilon, "tune")
+    split = validation_split(full, validation_fraction, seed)
+    spaces = {m: search_space(m, model) for m in mechanisms}
+    for m, grid in (grids or {}).items():
+        if m in spaces:
+            spaces[m] = {k: tuple(v) for k, v in grid.items()}
+    if not spaces:
+        raise ParameterError("tune needs at least one mechanism")
+
+    specs: list[RunSpec] = []
+    owner: list[tuple[str, float]] = []
+    for mech, space in spaces.items():
+        for eps in epsilons:
+            base = RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=eps, delta=delta,
+                           repeats=repeats, seed=seed)
+            for spec in candidates(base, space):
+                specs.append(spec)
+                owner.append((mech, eps))
+    total = len(specs) + len(spaces) * len(epsilons)
+    inner = ctx.with_(progress=None, trace_points=0)  # progress counts candidates, not steps
+    done = 0
+    outcomes: list = []
+    for mech in spaces:  # one mechanism at a time, so progress moves
+        mine = [s for s, (m, _) in zip(specs, owner) if m == mech]
+        outcomes += run_outcomes(mine, inner, dataset=split, keep_reference=True)
+        done += len(mine)
+        ctx.tell(done, total, f"searched {mech}")
+
+    rows: list[dict[str, Any]] = []
+    table: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    finals: list[RunSpec] = []
+    chosen: list[tuple[str, float, list[RunResult], int, int]] = []
+    for mi, (mech, space) in enumerate(spaces.items()):
+        for ei, eps in enumerate(epsilons):
+            runs = [(s, o) for s, o, w in zip(specs, outcomes, owner) if w == (mech, eps)]
+            ok = [(s, o) for s, o in runs if isinstance(o, RunResult)]
+            for s, o in runs:
+                if not isinstance(o, RunResult):
+                    errors.append({"mechanism": mech, "epsilon": eps, **_setting(s, space), "error": str(o)})
+            if not ok:
+                continue
+            counts = np.array([float(np.mean(o.accuracy)) * split.n_test for _, o in ok])
+            eps_sel = eps if selection_epsilon is None else selection_epsilon
+            pick = choose(counts, eps_sel, np.random.default_rng([seed, streams.TUNE_SELECT, mi, ei]))
+            best = int(np.argmax(counts))
+            for k, (s, o) in enumerate(ok):
+                table.append({"mechanism": mech, "epsilon": eps, **_setting(s, space),
+                              "validation_accuracy": float(np.mean(o.accuracy)),
+                              "epsilon_certified": o.epsilon_certified, "chosen": k == pick})
+            finals.append(replace(ok[pick][0], repeats=final_repeats))
+            chosen.append((mech, eps, [o for _, o in ok], pick, best))
+
+    final_outcomes = run_outcomes(finals, inner)
+    ctx.tell(total, total, "trained the chosen settings")
+    for spec, (mech, eps, cands, pick, best), out in zip(finals, chosen, final_outcomes):
+        space = spaces[mech]
+        row: dict[str, Any] = {"mechanism": mech, "epsilon": eps, "setting": _setting(spec, space),
+                               "candidates": len(cands),
+                               "validation_accuracy": float(np.mean(cands[pick].accuracy)),
+                               "best_validation_accuracy": float(np.mean(cands[best].accuracy))}
+        if not isinstance(out, RunResult):
+            row["error"] = str(out)
+            rows.append(row)
+            continue
+        eps_sel = eps if selection_epsilon is None else selection_epsilon
+        spent, delta_spent = search_cost([c.plan for c in cands], [len(c.seeds) for c in cands], out.plan,
+                                         eps_sel, delta)
+        s = summarize(out.accuracy)
+        row.update({"test_accuracy": s["mean"], "test_accuracy_std": s["std"],
+                    "accuracy_nonprivate": out.accuracy_nonprivate,
+                    "epsilon_certified": out.epsilon_certified, "selection_epsilon": eps_sel,
+                    "epsilon_spent": spent, "delta_spent": delta_spent})
+        rows.append(row)
+    return TuneResult(dataset=dataset, model=model, delta=delta, n_train=full.n, n_validation=split.n_test,
+                      rows=rows, candidates=table, errors=errors)
+
+
+def choose(scores, epsilon: float, rng: np.random.Generator) -> int:
+    """The exponential mechanism over candidates whose ``scores`` change by at most 1 when one
+    record is replaced: index k with probability ∝ exp(ε·score_k / 2), which is ε-DP
+    (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10).  Sampled by the Gumbel-max trick:
+    the argmax of ε·score/2 plus independent standard Gumbel noise has exactly that law."""
+    scores = np.asarray(scores, dtype=float)
+    return int(np.argmax(epsilon * scores / 2.0 + rng.gumbel(size=scores.shape)))
+
+
+def search_cost(plans, times, final_plan, selection_epsilon: float, delta: float) -> tuple[float, float]:
+    """(ε, δ) of "search, choose privately, train the choice": a training record is in every
+    candidate run (``times[k]`` runs of ``plans[k]``) and the final run; a validation record
+    only in the choice (pure ``selection_epsilon``) and the final run.  Parallel parts: the
+    worse counts.  δ: the target plus what the composed theorems spend."""
+    train_part = compose(list(plans) + [final_plan], list(times) + [1])
+    validation_part = compose([theorem("the private choice among candidates", selection_epsilon), final_plan])
+    whole = parallel([train_part, validation_part])
+    delta_spent = delta + fixed_delta(whole)
+    return certify(whole, delta_spent), delta_spent
+
+
+def epsilon_for_accuracy(rows: Sequence[dict[str, Any]], target: float) -> list[dict[str, Any]]:
+    """Per mechanism, the smallest tuned ε whose test accuracy (mean of the final runs)
+    reaches ``target``; ``None`` when no ε of the grid does.  ``rows``: a
+    :class:`TuneResult`'s (or its record's)."""
+    out = []
+    for mech in dict.fromkeys(r["mechanism"] for r in rows):
+        mine = sorted((r for r in rows if r["mechanism"] == mech and "test_accuracy" in r),
+                      key=lambda r: r["epsilon"])
+        hit = next((r for r in mine if r["test_accuracy"] >= target), None)
+        out.append({"mechanism": mech, "target_accuracy": target,
+                    "epsilon": None if hit is None else hit["epsilon"],
+                    "epsilon_spent": None if hit is None else hit["epsilon_spent"],
+                    "test_accuracy": None if hit is None else hit["test_accuracy"],
+                    "best_accuracy": max((r["test_accuracy"] for r in mine), default=None)})
+    return out
+
+
+def _tuned_path(dataset: str, model: str):
+    return TUNED_DIR / f"{dataset}-{model}.json"
+
+
+@functools.lru_cache(maxsize=16)
+def _read_tuned(path, mtime_ns: int) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def shipped_tuning(dataset: str, model: str = "logreg") -> dict[str, Any] | None:
+    """The shipped tuning record of a dataset and model (:meth:`TuneResult.to_dict` plus its
+    provenance), or ``None``."""
+    path = _tuned_path(dataset, model)
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _read_tuned(path, mtime)
+
+
+def tuned_setting(dataset: str, model: str, mechanism: str, epsilon: float) -> tuple[dict[str, Any], float] | None:
+    """The shipped tuned setting of ``mechanism`` at the tuned ε closest to ``epsilon`` (on a
+    log scale), with that ε; ``None`` when nothing was tuned for it."""
+    record = shipped_tuning(dataset, model)
+    if record is None:
+        return None
+    rows = [r for r in record.get("rows", []) if r.get("mechanism") == mechanism and "setting" in r
+            and "error" not in r]
+    if not rows:
+        return None
+    row = min(rows, key=lambda r: abs(math.log(r["epsilon"]) - math.log(epsilon)))
+    return dict(row["setting"]), float(row["epsilon"])
