@@ -13,12 +13,18 @@ h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; }
 [data-testid="stMetricValue"] { font-size: 2.6rem; }
 </style>"""
 
+#: Always: a wide Markdown table scrolls inside itself instead of widening the page (on a phone).
+BASE_CSS = """<style>
+[data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+</style>"""
+
 present = st.query_params.get("present") == "1"
 st.set_page_config(page_title="DP-ERM explorer", page_icon=":material/lock:", layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
 present = st.sidebar.toggle("Presenter mode", value=present, key="present",
                             help="Large type and the sidebar folded, for a projector; the Lesson view walks "
                                  "through the ideas one chart at a time. Kept in the link (?present=1).")
+st.markdown(BASE_CSS, unsafe_allow_html=True)
 if present:
     st.query_params["present"] = "1"
     st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
@@ -31,6 +37,7 @@ PAGES = [
     st.Page("pages/explore.py", title="Explore", icon=":material/search:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/show_chart:"),
     st.Page("pages/figures.py", title="Paper figures", icon=":material/insert_chart:"),
+    st.Page("pages/tune.py", title="Tune", icon=":material/tune:"),
     st.Page("pages/local_central.py", title="Local vs central", icon=":material/home:"),
     st.Page("pages/distributed.py", title="Distributed", icon=":material/hub:"),
     st.Page("pages/theory.py", title="Theory", icon=":material/functions:"),

@@ -12,12 +12,13 @@ and by the presets' exported figures.
 from __future__ import annotations
 
 import math
+import re
 from typing import Iterable
 
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure",
+__all__ = ["on_screen", "tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure",
            "band_figure", "REFERENCE_LINE", "readable_axes"]
 
 # Calibrations round up by about 1e-9; anything above this relative slack misses.
@@ -218,3 +219,72 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
     fig.update_layout(title=title, xaxis_title=x_title or x, yaxis_title=y_title or y)
     readable_axes(fig, [r[x] for r in rows], log_x=log_x, log_y=log_y)
     return fig
+
+
+def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | None = None,
+                  published_epsilon: float | None = None) -> go.Figure:
+    """Tuned test accuracy against ε, per mechanism (one colour each), twice: a solid line at
+    the target ε (what the released run certifies; papers report this) and a dashed one at
+    the ε the whole search spent.  ``published``: mechanism → (label, accuracy in %) at
+    ``published_epsilon``, drawn as open diamonds (Yu et al. 2020's table).  Three grey
+    legend entries say what the line styles mean."""
+    fig = go.Figure()
+    groups = list(dict.fromkeys(r["mechanism"] for r in rows))
+    xs_all: list[float] = []
+    for k, g in enumerate(groups):
+        pts = sorted((r for r in rows if r["mechanism"] == g and r.get("test_accuracy") is not None),
+                     key=lambda r: r["epsilon"])
+        if not pts:
+            continue
+        colour = COLOURS[k % len(COLOURS)]
+        acc = [r["test_accuracy"] for r in pts]
+        hover = [f"{g}<br>ε target {fmt_epsilon(r['epsilon'])} · certified {fmt_epsilon(r.get('epsilon_certified'))}"
+                 f" · spent by the search {fmt_epsilon(r.get('epsilon_spent'))}<br>test accuracy "
+                 f"{r['test_accuracy']:.4f}<br>" + ", ".join(f"{a}={b:g}" for a, b in r["setting"].items())
+                 for r in pts]
+        for x, dash in (("epsilon", None), ("epsilon_spent", "dash")):
+            xs = [r.get(x) for r in pts]
+            if any(v is None or not math.isfinite(v) for v in xs):
+                continue
+            xs_all += xs
+            fig.add_trace(go.Scatter(x=xs, y=acc, mode="lines+markers", name=g, legendgroup=g,
+                                     showlegend=dash is None, line=dict(color=colour, dash=dash),
+                                     hovertext=hover, hoverinfo="text"))
+        if published and g in published and published_epsilon is not None:
+            label, value = published[g]
+            xs_all.append(published_epsilon)
+            fig.add_trace(go.Scatter(x=[published_epsilon], y=[value / 100.0], mode="markers", legendgroup=g,
+                                     name=f"{g}: published ({label})", showlegend=False,
+                                     marker=dict(symbol="diamond-open", size=12, color=colour, line=dict(width=2)),
+                                     hovertext=f"published: {label}, {value:.1f} % at ε = {published_epsilon:g}",
+                                     hoverinfo="text"))
+    keys = [("solid: the released run, at its target ε", dict(mode="lines", line=dict(color="#888888"))),
+            ("dashed: with the search paid, at the ε spent",
+             dict(mode="lines", line=dict(color="#888888", dash="dash")))]
+    if published:
+        keys.append(("◇ published (Yu et al. 2020, Table 2)",
+                     dict(mode="markers", marker=dict(symbol="diamond-open", size=11, color="#888888"))))
+    for name, style in keys:
+        fig.add_trace(go.Scatter(x=[None], y=[None], name=name, hoverinfo="skip", **style))
+    fig.update_layout(title="tuned test accuracy against ε", xaxis_title="ε", yaxis_title="test accuracy")
+    readable_axes(fig, xs_all or [1.0], log_x=True, log_y=False)
+    return fig
+
+
+def on_screen(fig: go.Figure) -> tuple[str, go.Figure]:
+    """(title, copy of ``fig``) for a page: the title comes out of the chart, as plain text the
+    page writes above it (it wraps on a phone; Plotly's does not, and the toolbar covers a
+    title in the chart's corner), and a horizontal legend goes above the plot area, clear of
+    the x-axis title.  The figure itself (for downloads) keeps both as they were."""
+    shown = go.Figure(fig)
+    text = shown.layout.title.text or ""
+    title = re.sub(r"<[^>]+>", "", re.sub(r"<br\s*/?>", " — ", text)).strip(" —")
+    if text:
+        shown.update_layout(title_text=None)
+    legend = shown.layout.legend
+    on_top = legend.orientation == "h"
+    if on_top:
+        shown.update_layout(legend=dict(yanchor="bottom", y=1.02, xanchor="left", x=0))
+    margin = shown.layout.margin
+    shown.update_layout(margin=dict(t=max(28 if on_top else 10, min(margin.t or 10, 40))))
+    return title, shown

@@ -8,6 +8,7 @@ from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    show_chart,
     param_help,
     app_context,
     dataset_picker,
@@ -104,7 +105,7 @@ if res:
     st.caption(f"What was tested: {res['canary_description']}. {res.get('note') or ''}")
     log_axes = st.toggle("log axes (the small error rates that matter for small δ)", key="au_log")
     fig = privacy_region_figure(res, log_axes=log_axes)
-    st.plotly_chart(fig, width="stretch")
+    show_chart(fig)
     st.caption("The shaded area is what the certified guarantee forbids: no attack's ROC can enter it. "
                "The dashed curve is what the target ε would forbid. The closer the blue ROC comes to "
                "the red curve, the tighter the audit.")
@@ -116,5 +117,5 @@ if res:
         hist.add_vline(x=res["threshold"], line_dash="dot", annotation_text="threshold")
     hist.update_layout(barmode="overlay", xaxis_title=f"score ({res['score']})", yaxis_title="runs",
                        margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
-    st.plotly_chart(hist, width="stretch")
+    show_chart(hist)
     download_figure(hist, "audit_scores", "au_dl_fig")

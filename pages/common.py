@@ -21,7 +21,7 @@ import streamlit as st
 from dpcore import datasets
 from dpcore.erm import ReferenceStore
 from dpcore.exceptions import DPCoreError
-from dpcore.figures import REFERENCE_LINE, target_note
+from dpcore.figures import REFERENCE_LINE, on_screen, target_note
 from dpcore.experiments.context import Context
 from dpcore.experiments.run import RunSpec, run, slow_reference
 from dpcore.mechanisms import REGISTRY
@@ -193,7 +193,11 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
     lo, hi = p.ui_min, p.ui_max
     value = kw.pop("value", p.default)
     if p.log_scale and kind is float:
-        opts = list(log_ticks(lo, hi, 25, {float(value)} | ({0.0} if zero else set())))
+        extra = {float(value)} | ({0.0} if zero else set())
+        held = st.session_state.get(key)  # a value set by a tuned setting or a link stays exact
+        if isinstance(held, (int, float)) and not isinstance(held, bool) and lo <= held <= hi:
+            extra.add(float(held))
+        opts = list(log_ticks(lo, hi, 25, extra))
         return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}", kw.pop("help"))
     current = st.session_state.get(key, value)
     before = current
@@ -210,6 +214,16 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
         return container.number_input(label, min_value=int(lo), max_value=int(hi), step=1, key=key,
                                       help=kw.pop("help"))
     return container.number_input(label, min_value=float(lo), max_value=float(hi), key=key, help=kw.pop("help"))
+
+
+#: A tuned setting's fields (dpcore.experiments.tune) → Explore's widgets.
+TUNED_WIDGETS = {"iterations": "ex_T", "learning_rate": "ex_lr", "lam": "ex_lam", "sample_rate": "ex_q",
+                 "clip_norm": "ex_clip", "batch_size": "ex_batch"}
+
+
+def apply_setting(setting: dict) -> None:
+    """Put a tuned setting into Explore's widgets (a button's callback, before the rerun)."""
+    st.session_state.update({TUNED_WIDGETS[k]: v for k, v in setting.items() if k in TUNED_WIDGETS})
 
 
 HIDDEN_OPTIONS = ("keep_data",)  # for audits and scripts, not a user's choice
@@ -464,6 +478,15 @@ def client_bars(sizes) -> None:
     """Records per client as bars, clients numbered from 1 as in the tables."""
     st.bar_chart({"client": list(range(1, len(sizes) + 1)), "records": list(sizes)}, x="client", y="records",
                  x_label="client", y_label="records")
+
+
+def show_chart(fig, width: str = "stretch", key: str | None = None) -> None:
+    """A chart, readable at any width (:func:`dpcore.figures.on_screen`): its title as text above
+    it, a horizontal legend above the plot."""
+    title, shown = on_screen(fig)
+    if title:
+        st.markdown("**" + "".join("\\" + c if c in "\\`*_{}[]$#<>|" else c for c in title) + "**")
+    st.plotly_chart(shown, width=width, key=key)
 
 
 def download_figure(fig, name: str, key: str) -> None:

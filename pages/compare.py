@@ -10,6 +10,7 @@ from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
 from dpcore.figures import band_figure
 from pages.common import (
+    show_chart,
     param_help,
     readable,
     app_context,
@@ -148,10 +149,10 @@ if rows:
                        bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
     fig2 = band_figure(ok, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
                        x_title="ε", y_title="L(θ) − L*")
-    st.plotly_chart(fig1, width="stretch")
+    show_chart(fig1)
     missed_target_note(ok)
     download_figure(fig1, "compare_metric", "cmp_dl_fig1")
-    st.plotly_chart(fig2, width="stretch")
+    show_chart(fig2)
     download_figure(fig2, "compare_gap", "cmp_dl_fig2")
     st.dataframe(readable(ok), width="stretch")
     download_table(ok, "compare", "cmp_dl_table")

@@ -8,6 +8,7 @@ from dpcore.partition import client_sizes
 from dpcore.mechanisms import REGISTRY
 from dpcore.figures import band_figure
 from pages.common import (
+    show_chart,
     param_help,
     client_bars,
     with_progress,
@@ -96,11 +97,11 @@ if curve:
     fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
                       x_title="u = n_max / n_min", y_title=label,
                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
-    st.plotly_chart(fig, width="stretch")
+    show_chart(fig)
     missed_target_note(rows)
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")
     fig_gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
                           x_title="u = n_max / n_min", y_title="L(θ) − L*")
-    st.plotly_chart(fig_gap, width="stretch")
+    show_chart(fig_gap)
     download_figure(fig_gap, "gap_vs_skew", "dist_dl_fig_gap")
     download_table(rows, "skew_curve", "dist_dl_curve")

@@ -3,11 +3,14 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.audit import audit
 from dpcore.experiments.run import RunSpec
+from dpcore.experiments.tune import tuned_setting
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    show_chart,
     glossary_link,
     app_context,
+    apply_setting,
     user_dataset,
     client_bars,
     dataset_picker,
@@ -43,6 +46,12 @@ with st.sidebar:
                              key="ex_mechanism", format_func=lambda m: f"{m} — {REGISTRY[m].name}")
     cls = REGISTRY[mechanism]
     epsilon = param_widget("epsilon", "ex_epsilon", label="ε (privacy budget)")
+    tuned = None if user_dataset(dataset) is not None else tuned_setting(dataset, model, mechanism, epsilon)
+    if tuned is not None:
+        st.button("Use the tuned settings", key="ex_tuned", on_click=apply_setting, args=(tuned[0],),
+                  help=f"T, η, λ (and C or q) as tuned on {dataset} at ε = {tuned[1]:g}: "
+                       + ", ".join(f"{k} = {v:g}" for k, v in tuned[0].items())
+                       + ". The Tune view shows how they were chosen and what the search costs.")
     delta = param_widget("delta", "ex_delta", label="δ")
     iterations = param_widget("iterations", "ex_T", label="iterations T")
     lam = param_widget("lam", "ex_lam", label="λ (L2 regularisation)")
@@ -57,6 +66,11 @@ with st.sidebar:
         extra["sample_rate"] = param_widget("sample_rate", "ex_q", label="sampling rate q")
     elif "batch_size" in cls.settings:
         extra["batch_size"] = param_widget("batch_size", "ex_batch", label="batch size")
+    if "clip_norm" in cls.settings:
+        clip = param_widget("clip_norm", "ex_clip", label="clipping norm C (0: none, the loss's own bound)",
+                            zero=True, value=0.0)
+        if clip:
+            extra["clip_norm"] = clip
     if "clients" in cls.settings:
         extra["clients"] = param_widget("clients", "ex_m", label="clients m")
         extra["skew"] = param_widget("skew", "ex_u", label="skew u = n_max/n_min")
@@ -131,7 +145,7 @@ if rec.get("client_sizes"):
 
 fig = loss_figure(rec)
 if fig is not None:
-    st.plotly_chart(fig, width="stretch")
+    show_chart(fig)
     download_figure(fig, "loss_curve", "ex_dl_fig")
 with st.expander("All numbers (JSON)"):
     st.json({k: v for k, v in rec.items() if k not in ("loss_trace", "trace_steps")})

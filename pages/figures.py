@@ -3,7 +3,7 @@
 import streamlit as st
 
 from dpcore.experiments.presets import PRESETS, RESULTS_DIR, shipped_ids, shipped_results
-from pages.common import download_figure, download_table, restore_from_url, write_to_url
+from pages.common import download_figure, download_table, restore_from_url, write_to_url, show_chart
 
 
 @st.cache_data(show_spinner="Reading the shipped results…")
@@ -41,7 +41,7 @@ if "error" in shipped.table:
     for message in sorted(set(shipped.table["error"].dropna())):
         st.warning(f"Not in the figure, refused by the core: {message}")
 fig = shipped.figure()
-st.plotly_chart(fig, width="content")  # the paper's panel layout at its own width
+show_chart(fig, width="content")  # the paper's panel layout at its own width
 c1, c2 = st.columns(2)
 with c1:
     download_figure(fig, preset_id, key="fig_download_plot")

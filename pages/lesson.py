@@ -7,7 +7,7 @@ from dpcore.experiments.audit import audit
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import epsilon_sweep, skew_curve, tradeoff
 from dpcore.figures import band_figure, privacy_region_figure, tradeoff_figure
-from pages.common import app_context, fmt_eps, restore_from_url, write_to_url
+from pages.common import app_context, fmt_eps, restore_from_url, write_to_url, show_chart
 
 st.title("A lesson in six steps")
 restore_from_url({"lesson_step": 1})
@@ -108,5 +108,5 @@ c2.progress(step / len(STEPS), text=f"step {step} of {len(STEPS)}")
 write_to_url(["lesson_step"])
 st.header(f"{step}. {title}")
 st.markdown(text)
-st.plotly_chart(chart(), width="stretch")
+show_chart(chart())
 st.markdown(f"[Try it yourself in the {view.replace('_', ' ').title()} view →](/{view})")

@@ -4,6 +4,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.figures import tradeoff_figure
 from dpcore.experiments.studies import tradeoff
 from pages.common import (
+    show_chart,
     with_progress,
     dataset_picker,
     download_figure,
@@ -60,7 +61,7 @@ if out:
                    "accuracy": r.get("accuracy_mean"), "gap": r.get("gap_mean"),
                    "error": r.get("error", "")} for r in rows], width="stretch", hide_index=True)
     fig = tradeoff_figure(out)
-    st.plotly_chart(fig, width="stretch")
+    show_chart(fig)
     missed_target_note([r for r in rows if "error" not in r], target="epsilon_target")
     download_figure(fig, "local_vs_central", "lc_dl_fig")
     download_table(rows + out["curve"], "local_vs_central", "lc_dl_table")

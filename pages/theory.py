@@ -5,6 +5,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.studies import compare_measured
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
+    show_chart,
     readable,
     app_context,
     dataset_picker,
@@ -93,7 +94,7 @@ for r in sc["rows"]:
 fig.update_xaxes(type="log", title=over)
 fig.update_yaxes(type="log", title="predicted excess risk")
 fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
-st.plotly_chart(fig, width="stretch")
+show_chart(fig)
 download_figure(fig, "bounds_scaling", "th_dl_fig")
 
 st.subheader("Measured gap beside the prediction")
@@ -120,5 +121,5 @@ if meas:
     fig2.update_xaxes(type="log", title=meas["over"])
     fig2.update_yaxes(type="log", title="optimality gap / predicted excess risk")
     fig2.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
-    st.plotly_chart(fig2, width="stretch")
+    show_chart(fig2)
     download_figure(fig2, "measured_vs_predicted", "th_dl_fig2")

@@ -576,3 +576,63 @@ def test_paper_figures_say_which_settings_were_refused(monkeypatch, tmp_path):
     assert not at.exception
     assert any("refused for the test" in w.value for w in at.warning)
     st.cache_data.clear()
+
+
+def test_tune_page_shows_the_shipped_tuning_and_the_epsilon_for_an_accuracy():
+    from dpcore.experiments.tune import shipped_tuning
+
+    record = shipped_tuning("adult", "logreg")
+    assert record is not None, "data/tuned/adult-logreg.json is shipped"
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
+    at.switch_page("pages/tune.py").run()
+    assert not at.exception
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    names = [t.get("name", "") for t in fig["data"]]
+    assert any("published (DP-GD)" in n for n in names) and any("ε spent" in n for n in names)
+    table = at.dataframe[0].value
+    assert len(table) == len([r for r in record["rows"] if "error" not in r])
+    assert (table["ε spent (search paid)"].astype(float) > table["ε target"].astype(float)).all()
+    at.slider(key="tu_acc").set_value(0.8).run()
+    answer = at.dataframe[1].value
+    assert set(answer["mechanism"]) == {r["mechanism"] for r in record["rows"]}
+    # a tuned setting opens in Explore with its values in the widgets
+    rows = [r for r in record["rows"] if "error" not in r]
+    k = next(i for i, r in enumerate(rows) if r["mechanism"] == "gradient-dpgd")
+    at.selectbox(key="tu_pick").set_value(k).run()
+    at.button(key="tu_open").click().run()
+    assert not at.exception
+    assert at.selectbox(key="ex_mechanism").value == "gradient-dpgd"
+    assert at.number_input(key="ex_T").value == rows[k]["setting"]["iterations"]
+    assert at.select_slider(key="ex_lr").value == rows[k]["setting"]["learning_rate"]
+
+
+def test_explore_offers_the_tuned_settings_where_they_exist():
+    from dpcore.experiments.tune import tuned_setting
+
+    at = _page("explore.py").run()
+    assert "ex_tuned" not in [b.key for b in at.button]  # nothing tuned on breast-cancer
+    at.selectbox(key="ex_dataset").set_value("adult").run()
+    at.selectbox(key="ex_mechanism").set_value("gradient-dpsgd").run()
+    at.select_slider(key="ex_epsilon").set_value(0.1).run()
+    setting, eps = tuned_setting("adult", "logreg", "gradient-dpsgd", 0.1)
+    assert eps == 0.1
+    at.button(key="ex_tuned").click().run()
+    assert not at.exception
+    assert at.number_input(key="ex_T").value == setting["iterations"]
+    assert at.select_slider(key="ex_q").value == setting["sample_rate"]
+    assert at.select_slider(key="ex_lam").value == setting["lam"]
+
+
+def test_tune_here_runs_with_progress_and_refuses_a_bad_grid():
+    at = _page("tune.py")
+    at.run()
+    at.selectbox(key="tu_dataset").set_value("breast-cancer").run()
+    at.multiselect(key="tu_mechs").set_value(["objective-chaudhuri", "output-gaussian"]).run()
+    at.text_input(key="tu_eps").set_value("1, x").run()
+    at.button(key="tu_run").click().run()
+    assert any("Check the settings" in e.value for e in at.error)
+    at.text_input(key="tu_eps").set_value("1, 4").run()
+    at.button(key="tu_run").click().run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert set(table["mechanism"]) == {"objective-chaudhuri", "output-gaussian"} and len(table) == 4

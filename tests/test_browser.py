@@ -1,9 +1,12 @@
 """Every view in a real browser: headless Debian Chromium against the app on 127.0.0.1.
 
 `.ci/run` installs Debian's `chromium` when it is missing; `playwright` (Python) drives
-it through ``executable_path`` (no browser download).  The test fails if a view shows a
-Streamlit exception or an error box.  Screenshots go to ``artifacts/screenshots/``
-(git-ignored).
+it through ``executable_path`` (no browser download).  Every view is opened three ways: light
+and dark colour scheme at 1400 px, and a 390 px phone.  The test fails if a view shows a
+Streamlit exception or an error box, or if the layout check (:data:`LAYOUT_CHECK`) finds a
+legend over an axis title, a toolbar over a title, a title or formula cut off, text or a
+reference line that does not stand out from the background, or a page wider than the
+screen.  Screenshots go to ``artifacts/screenshots/`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ VIEWS = {
     "explore": "ε certified",
     "compare": "Run comparison",
     "figures": "repeats, computed",
+    "tune": "ε for this accuracy",
     "local_central": "Run the trade-off",
     "distributed": "max client ε (certified)",
     "theory": "How each bound scales",
@@ -39,6 +43,53 @@ VIEWS = {
     "lesson": "1. What ε means",
     "?present=1": "A one-minute tour",
 }
+
+#: (viewport width, prefers-color-scheme) of each way a view is opened
+MODES = {"light": (1400, "light"), "dark": (1400, "dark"), "phone": (390, "light")}
+
+#: What a reader would trip over, measured in the page: a list of problems (empty: none).
+LAYOUT_CHECK = """() => {
+  const problems = [];
+  const box = (el) => el ? el.getBoundingClientRect() : null;
+  const hit = (a, b) => a && b && a.width > 0 && b.width > 0 && a.left < b.right - 1 && b.left < a.right - 1
+                        && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const lum = (rgb) => {
+    const m = (rgb || '').match(/[\\d.]+/g);
+    if (!m || m.length < 3) return null;
+    const c = m.slice(0, 3).map(v => { v = v / 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  };
+  const contrast = (a, b) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  const app = document.querySelector('[data-testid="stApp"]') || document.body;
+  const bg = getComputedStyle(app).backgroundColor, L = lum(bg);
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
+    const legend = box(plot.querySelector('.legend')), xtitle = box(plot.querySelector('.xtitle'));
+    const title = box(plot.querySelector('.gtitle')), modebar = box(plot.querySelector('.modebar'));
+    if (hit(legend, xtitle)) problems.push(`chart ${i}: the legend covers the x-axis title`);
+    if (hit(title, modebar)) problems.push(`chart ${i}: the toolbar covers the title`);
+    const frame = plot.getBoundingClientRect();
+    if (title && title.width > 0 && (title.left < frame.left - 1 || title.right > frame.right + 1))
+      problems.push(`chart ${i}: the title is cut off`);
+    plot.querySelectorAll('.xtitle, .ytitle, .gtitle, .xtick text, .ytick text').forEach(t => {
+      const l = lum(getComputedStyle(t).fill);
+      if (l !== null && L !== null && contrast(l, L) < 3)
+        problems.push(`chart ${i}: text ${getComputedStyle(t).fill} on ${bg}`);
+    });
+    plot.querySelectorAll('.shapelayer path').forEach(p => {
+      const l = lum(getComputedStyle(p).stroke);
+      if (l !== null && L !== null && contrast(l, L) < 1.5)
+        problems.push(`chart ${i}: a reference line ${getComputedStyle(p).stroke} vanishes on ${bg}`);
+    });
+  });
+  const main = document.querySelector('[data-testid="stMain"]') || document.documentElement;
+  if (main.scrollWidth > main.clientWidth + 1)
+    problems.push(`the page is wider than the screen: ${main.scrollWidth} > ${main.clientWidth}`);
+  document.querySelectorAll('.katex-display').forEach((k, i) => {
+    if (k.scrollWidth > k.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(k).overflowX))
+      problems.push(`formula ${i} is cut off`);
+  });
+  return {problems: problems, background: bg, luminance: L};
+}"""
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (.ci/run installs it)")]
@@ -87,19 +138,50 @@ def browser(tmp_path_factory):
         b.close()
 
 
+@pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("path", list(VIEWS))
-def test_view_renders_without_errors(server, browser, path):
+def test_view_renders_readably_without_errors(server, browser, path, mode):
     shots = ROOT / "artifacts" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    width, scheme = MODES[mode]
+    page = browser.new_page(viewport={"width": width, "height": 1000}, color_scheme=scheme)
     try:
         page.goto(f"{server}/{path}", timeout=90_000)
         page.get_by_text(VIEWS[path]).first.wait_for(timeout=120_000)
         page.wait_for_timeout(1500)  # let late elements (charts, errors) arrive
         name = (path or "start").replace("?", "").replace("=", "-")
-        page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(shots / f"{name}-{mode}.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
         errors = page.locator('[data-testid="stAlertContentError"]')
         assert errors.count() == 0, errors.first.inner_text()
+        found = page.evaluate(LAYOUT_CHECK)
+        assert (found["luminance"] < 0.2) == (scheme == "dark"), f"the {scheme} theme did not apply: {found}"
+        assert not found["problems"], found["problems"]
     finally:
         page.close()
+
+
+def test_the_layout_check_catches_what_it_looks_for(browser):
+    """A check of the check: a chart with its legend over the x-axis title, a long title, grey
+    text and a reference line on a dark page, and a page wider than a phone."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    fig = go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2], name="a series with a long name"))
+    fig.add_hline(y=2, line_color="#222222")
+    fig.update_layout(title="a title much too long to fit on a phone screen, so it runs off the edge",
+                      xaxis_title="ε", showlegend=True, legend=dict(orientation="h", y=-0.12),
+                      paper_bgcolor="#171614",
+                      font_color="#2a2a2a", width=360, height=300, margin=dict(t=30, b=30))
+    html = pio.to_html(fig, include_plotlyjs=True, full_html=True).replace(
+        "<body>", '<body style="background:#171614"><div style="width:2000px">wide</div>', 1)
+    page = browser.new_page(viewport={"width": 390, "height": 800})
+    try:
+        page.set_content(html)
+        page.wait_for_selector(".js-plotly-plot .legend")
+        problems = " | ".join(page.evaluate(LAYOUT_CHECK)["problems"])
+    finally:
+        page.close()
+    for said in ("the legend covers the x-axis title", "the title is cut off", "text rgb(42, 42, 42)",
+                 "reference line", "wider than the screen"):
+        assert said in problems, (said, problems)

@@ -1,0 +1,118 @@
+import streamlit as st
+
+from dpcore.exceptions import DPCoreError
+from dpcore.experiments.tune import (
+    DEFAULT_MECHANISMS,
+    YU_2020_ADULT,
+    epsilon_for_accuracy,
+    shipped_tuning,
+    tune,
+)
+from dpcore.figures import tuning_figure
+from dpcore.mechanisms import REGISTRY
+from dpcore.params import PARAMS, parse_grid
+from pages.common import (
+    show_chart,
+    apply_setting,
+    dataset_picker,
+    dataset_task,
+    download_figure,
+    download_table,
+    fmt_eps,
+    glossary_link,
+    mechanisms_for,
+    readable,
+    restore_from_url,
+    with_progress,
+    write_to_url,
+)
+
+st.title("Tune each mechanism, and pay for it")
+st.caption("A mechanism's accuracy depends on settings its proof leaves open: the steps T, the step size η, "
+           "the regularisation λ, the clipping norm, the sampling rate. Papers tune them on the data and report "
+           "the best. Choosing by accuracy on private data is itself a release: here every candidate is a run "
+           "on 80 % of the training rows, the choice among them is made privately (the exponential mechanism on "
+           "the other 20 %), and **ε spent** is what the whole search provably costs, next to the ε the "
+           f"released run alone certifies — {glossary_link('certified')}.")
+URL_KEYS = {"tu_dataset": "adult", "tu_eps": "0.1, 1, 10", "tu_acc": 0.82}
+restore_from_url(URL_KEYS)
+
+c1, c2 = st.columns(2)
+dataset = dataset_picker("tu_dataset", container=c1, default="adult")
+if dataset_task(dataset) != "classification":
+    st.error("Tuning scores correct validation predictions: pick a classification dataset.")
+    st.stop()
+available = [m for m in mechanisms_for("logreg", ("output", "objective", "gradient"))]
+mechs = c2.multiselect("Mechanisms", available, default=[m for m in DEFAULT_MECHANISMS if m in available],
+                       key="tu_mechs", format_func=lambda m: f"{m} — {REGISTRY[m].name}")
+st.session_state.setdefault("tu_eps", URL_KEYS["tu_eps"])
+eps_text = st.text_input("ε grid (comma-separated)", key="tu_eps",
+                         help="each ε is tuned separately; δ = 1/n² (Yu et al. 2020)")
+write_to_url(list(URL_KEYS))
+
+shipped = shipped_tuning(dataset, "logreg")
+if st.button("Tune here", type="primary", key="tu_run",
+             help="about a minute for the default mechanisms and three ε's on Adult (2 cores)"):
+    try:
+        epsilons = parse_grid("epsilon", eps_text, "the ε grid", 12)
+        if not mechs:
+            raise DPCoreError("choose at least one mechanism")
+        bar = st.progress(0.0, text="starting…")
+        result = tune(dataset, mechs, epsilons, ctx=with_progress(bar))
+        bar.empty()
+        st.session_state["tu_result"] = result.to_dict()
+    except DPCoreError as exc:
+        st.error(f"Check the settings: {exc}")
+
+record = st.session_state.get("tu_result")
+if record is None or record.get("dataset") != dataset:
+    record = shipped
+    if record is None:
+        st.info(f"No shipped tuning for {dataset}: press **Tune here**.")
+        st.stop()
+    st.caption(f"Shipped tuning (press **Tune here** for your own): `{record.get('command', '')}`, "
+               f"{record.get('date', '')}, {record.get('seconds', 0):.0f} s on 2 cores.")
+rows = [r for r in record["rows"] if "error" not in r]
+for r in record["rows"]:
+    if "error" in r:
+        st.error(f"{r['mechanism']} at ε = {fmt_eps(r['epsilon'])}: {r['error']}")
+for e in record.get("errors", []):
+    st.warning(f"refused candidate: {e['mechanism']} at ε = {fmt_eps(e['epsilon'])}: {e['error']}")
+
+paper = dataset == "adult"
+fig = tuning_figure(rows, YU_2020_ADULT if paper else None, 0.1 if paper else None)
+show_chart(fig)
+download_figure(fig, "tuning", "tu_dl_fig")
+if paper:
+    st.caption("Open diamonds: Yu et al. 2020 (IJCAI), Table 2, Adult at ε = 0.1, δ = 1/n² (their AMP and "
+               "Out-SGD drawn with our objective-chaudhuri and output-bolt-on). Dashed lines: the same accuracy "
+               "at the ε the search spent; papers report the solid one.")
+table = [{"mechanism": r["mechanism"], "ε target": r["epsilon"],
+          "setting": ", ".join(f"{k} = {v:g}" for k, v in r["setting"].items()),
+          "test accuracy": r["test_accuracy"], "± sd": r["test_accuracy_std"],
+          "validation accuracy": r["validation_accuracy"], "best validation": r["best_validation_accuracy"],
+          "ε certified (released run)": r["epsilon_certified"], "ε spent (search paid)": r["epsilon_spent"],
+          "δ spent": r["delta_spent"]} for r in rows]
+st.dataframe(readable(table), width="stretch", hide_index=True)
+download_table(rows, "tuning", "tu_dl_table")
+
+st.subheader("ε for this accuracy")
+need = st.slider("The test accuracy I need", 0.5, 1.0, step=0.005, key="tu_acc", format="%.3f")
+answer = epsilon_for_accuracy(rows, need)
+st.dataframe(readable([{"mechanism": a["mechanism"], "smallest tuned ε": a["epsilon"],
+                        "ε spent with the search": a["epsilon_spent"], "its test accuracy": a["test_accuracy"],
+                        "best on this grid": a["best_accuracy"]} for a in answer]), width="stretch", hide_index=True)
+st.caption("On this ε grid: add ε's above and press **Tune here** for a finer answer. — means no tuned ε reaches "
+           "it.")
+
+st.subheader("Try a tuned setting")
+pick = st.selectbox("Tuned setting", range(len(rows)), key="tu_pick",
+                    format_func=lambda i: f"{rows[i]['mechanism']} at ε = {fmt_eps(rows[i]['epsilon'])}")
+if st.button("Open in Explore", key="tu_open"):
+    row = rows[pick]
+    # Explore's δ slider: the largest of its values at or below the tuned δ (never a weaker guarantee)
+    deltas = [d for d in PARAMS["delta"].ticks if d <= record["delta"]] or [min(PARAMS["delta"].ticks)]
+    st.session_state.update(ex_dataset=dataset, ex_model="logreg", ex_mechanism=row["mechanism"],
+                            ex_epsilon=row["epsilon"], ex_delta=max(deltas))
+    apply_setting(row["setting"])
+    st.switch_page("pages/explore.py")
