@@ -46,4 +46,14 @@ PAGES = [
     st.Page("pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ]
 
-st.navigation(PAGES).run()
+nav = st.navigation(PAGES)
+# A view's link that reached the server before app.py ever ran comes back here (enter_view):
+# on to that view, with the link's own parameters.
+target = st.query_params.get("view")
+if target is not None:
+    rest = {k: v for k, v in st.query_params.to_dict().items() if k != "view"}
+    page = next((p for p in PAGES if p.url_path == target), None)
+    if page is not None:
+        st.switch_page(page, query_params=rest)
+    st.query_params.pop("view", None)
+nav.run()

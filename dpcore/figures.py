@@ -128,35 +128,40 @@ def _local(row: dict) -> float | None:
 
 def tradeoff_figure(result: dict) -> go.Figure:
     """Accuracy against local ε of :func:`dpcore.experiments.studies.tradeoff`'s result:
-    every mechanism with a local guarantee at the central target (ringed when its certified
-    ε misses it), the input-noise curve, and the best central mechanism (local ε = ∞) as a
-    dotted line."""
+    every mechanism with a local guarantee at the central target, each its own colour and
+    symbol in the legend (several share a local ε, so labels on the points would collide;
+    ringed when its certified ε misses the target), the input-noise curve, and the best
+    central mechanism (local ε = ∞) as a dotted line."""
     rows = result["rows"]
     finite = [r for r in rows if _local(r) is not None and math.isfinite(_local(r))]
     fig = go.Figure()
-    xs, ys = [r["epsilon_local"] for r in finite], [r["accuracy_mean"] for r in finite]
-    targets, certs = [r.get("epsilon_target") for r in finite], [r.get("epsilon_certified") for r in finite]
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers+text", text=[r["mechanism"] for r in finite],
-                             textposition="top center", name="at the target ε",
-                             hovertext=[f"{r['mechanism']}<br>local ε {r['epsilon_local']:.4g}<br>{h}"
-                                        for r, h in zip(finite, hover_texts(targets, certs))],
-                             hoverinfo="text"))
-    mark_missed(fig, xs, ys, targets, certs)
+    for k, r in enumerate(finite):
+        target, cert = r.get("epsilon_target"), r.get("epsilon_certified")
+        fig.add_trace(go.Scatter(
+            x=[r["epsilon_local"]], y=[r["accuracy_mean"]], mode="markers", name=r["mechanism"],
+            marker=dict(color=COLOURS[k % len(COLOURS)], symbol=SYMBOLS[k % len(SYMBOLS)], size=11,
+                        line=dict(width=1, color="#ffffff")),
+            hovertext=f"{r['mechanism']}<br>local ε {r['epsilon_local']:.4g}<br>{hover_texts([target], [cert])[0]}",
+            hoverinfo="text"))
+        mark_missed(fig, [r["epsilon_local"]], [r["accuracy_mean"]], [target], [cert])
     curve = [r for r in result["curve"] if _local(r) is not None and math.isfinite(_local(r))]
     fig.add_trace(go.Scatter(x=[r["epsilon_local"] for r in curve], y=[r["accuracy_mean"] for r in curve],
-                             mode="lines+markers", name=f"{result['curve_mechanism']}, input noise varied"))
+                             mode="lines+markers", line=dict(color="#888888"), marker=dict(size=5),
+                             name=f"{result['curve_mechanism']}, input noise varied"))
     central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
     if central:
         fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)", **REFERENCE_LINE)
-    fig.update_xaxes(type="log", title="local ε (protection against the server; smaller is stronger)")
     fig.update_yaxes(title="test accuracy")
-    fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+    readable_axes(fig, [], log_x=False, log_y=False)  # the legend above the plot
+    # decades: the input-noise curve's local ε's are not round numbers worth a label each
+    fig.update_xaxes(type="log", dtick=1, title="local ε (against the server; smaller: stronger)")
     return fig
 
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
            "#7f7f7f", "#bcbd22"]
 #: reference lines (non-private level, L*) in a grey that reads on light and dark backgrounds
+SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "star", "triangle-down", "cross"]
 REFERENCE_LINE = dict(line_dash="dot", line_color="#888888", line_width=1.5)
 #: the largest number of distinct x values labelled one by one on a log axis
 MAX_LABELLED = 12

@@ -8,6 +8,7 @@ from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    enter_view,
     show_chart,
     param_help,
     app_context,
@@ -24,6 +25,7 @@ from pages.common import (
     write_to_url,
 )
 
+enter_view("audit")
 st.title("Audit: catch a mechanism leaking")
 URL_KEYS = {'au_dataset': 'breast-cancer', 'au_model': 'logreg', 'au_mechanism': 'gradient-dpgd', 'au_epsilon': 1.0,
             'au_delta': 1e-05, 'au_cal': 'certified', 'au_c': 1.0, 'au_T': 50, 'au_trials': 500,

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from dpcore import datasets
 from dpcore.erm import ReferenceStore
@@ -33,6 +34,25 @@ from dpcore.params import PARAMS, Interval, Options, log_ticks
 #: minutes); keyed by data, model, version and solver source, so never stale.  Uploads
 #: are never written there.  ``DPCORE_CACHE_DIR`` moves it.
 CACHE_DIR = Path(os.environ.get("DPCORE_CACHE_DIR") or Path.home() / ".cache" / "dpcore")
+# -- how a view is entered ---------------------------------------------------------------
+
+def enter_view(name: str) -> None:
+    """Every view's first call.  Until app.py has called ``st.navigation`` once in this server
+    process, Streamlit serves a link straight to a view with its older page mechanism (the
+    ``pages/`` folder): the view runs without app.py (no navigation, no layout, no presenter
+    mode, helper modules listed as pages).  Then send it through app.py, to the same view
+    with the same link parameters, once per session.  ``PagesManager.uses_pages_directory`` is
+    Streamlit's own record of which mechanism is in charge (if it ever disappears, nothing is
+    redirected); AppTest resets it before every run, so a session that has been through
+    app.py is not sent again."""
+    old_mechanism = getattr(PagesManager, "uses_pages_directory", False)
+    if not old_mechanism or st.session_state.get("_entered_via_app"):
+        st.session_state["_entered_via_app"] = True
+        return
+    st.session_state["_entered_via_app"] = True
+    st.switch_page("app.py", query_params={**st.query_params.to_dict(), "view": name})
+
+
 #: grids run their configurations in this many worker processes
 WORKERS = min(2, os.cpu_count() or 1)
 

@@ -10,6 +10,7 @@ from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
 from dpcore.figures import band_figure
 from pages.common import (
+    enter_view,
     show_chart,
     param_help,
     readable,
@@ -30,6 +31,7 @@ from pages.common import (
     write_to_url,
 )
 
+enter_view("compare")
 st.title("Compare mechanisms over ε")
 URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0, 'cmp_lam': 1e-3, 'cmp_paper': ''}
 restore_from_url(URL_KEYS)

@@ -4,8 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from dpcore import datasets
-from pages.common import dataset_details, user_datasets
+from pages.common import dataset_details, user_datasets, enter_view
 
+enter_view("datasets")
 st.title("Datasets")
 st.caption(
     "Every dataset is one-hot encoded, standardised and row-normalised so that ‖x‖ ≤ 1 "

@@ -8,6 +8,7 @@ from dpcore.partition import client_sizes
 from dpcore.mechanisms import REGISTRY
 from dpcore.figures import band_figure
 from pages.common import (
+    enter_view,
     show_chart,
     param_help,
     client_bars,
@@ -27,6 +28,7 @@ from pages.common import (
     write_to_url,
 )
 
+enter_view("distributed")
 st.title("Distributed learning with uneven clients")
 URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_model': 'logreg', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_delta': 1e-05, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3}
 restore_from_url(URL_KEYS)

@@ -7,6 +7,7 @@ from dpcore.experiments.tune import tuned_setting
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    enter_view,
     show_chart,
     glossary_link,
     app_context,
@@ -29,6 +30,7 @@ from pages.common import (
     write_to_url,
 )
 
+enter_view("explore")
 st.title("Explore one configuration")
 URL_KEYS = {"ex_dataset": "breast-cancer", "ex_model": "logreg", "ex_mechanism": "gradient-dpgd",
             "ex_epsilon": 1.0, "ex_delta": 1e-5, "ex_T": 100, "ex_lam": 1e-3, "ex_lr": 1.0,

@@ -3,8 +3,9 @@
 import streamlit as st
 
 from dpcore.experiments.presets import PRESETS, RESULTS_DIR, shipped_ids, shipped_results
-from pages.common import download_figure, download_table, restore_from_url, write_to_url, show_chart
+from pages.common import download_figure, download_table, restore_from_url, write_to_url, show_chart, enter_view
 
+enter_view("figures")
 
 @st.cache_data(show_spinner="Reading the shipped results…")
 def load_shipped(preset_id: str):

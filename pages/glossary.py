@@ -1,7 +1,8 @@
 import streamlit as st
 
-from pages.common import GLOSSARY
+from pages.common import GLOSSARY, enter_view
 
+enter_view("glossary")
 st.title("Glossary")
 st.caption("The words every view uses, in the order a lesson meets them. Each setting's tooltip (the ? beside it) "
            "links to its entry here.")

@@ -7,8 +7,9 @@ from dpcore.experiments.audit import audit
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import epsilon_sweep, skew_curve, tradeoff
 from dpcore.figures import band_figure, privacy_region_figure, tradeoff_figure
-from pages.common import app_context, fmt_eps, restore_from_url, write_to_url, show_chart
+from pages.common import app_context, fmt_eps, restore_from_url, write_to_url, show_chart, enter_view
 
+enter_view("lesson")
 st.title("A lesson in six steps")
 restore_from_url({"lesson_step": 1})
 DATA = "breast-cancer"  # small: every step answers in seconds

@@ -4,6 +4,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.figures import tradeoff_figure
 from dpcore.experiments.studies import tradeoff
 from pages.common import (
+    enter_view,
     show_chart,
     with_progress,
     dataset_picker,
@@ -20,6 +21,7 @@ from pages.common import (
     write_to_url,
 )
 
+enter_view("local_central")
 st.title("Local vs central privacy")
 URL_KEYS = {'lc_dataset': 'breast-cancer', 'lc_epsilon': 1.0, 'lc_delta': 1e-05, 'lc_R': 2, 'lc_T': 100}
 restore_from_url(URL_KEYS)

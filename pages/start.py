@@ -1,5 +1,8 @@
 import streamlit as st
 
+from pages.common import enter_view
+
+enter_view("start")
 st.title("Differentially private ERM, explained by running it")
 st.markdown(
     """
@@ -37,11 +40,42 @@ under-deliver when c = 1. A proof can rest on an assumption the data break. An a
 only show that privacy is *at least this bad*.
 """
 )
+st.subheader("Where the noise enters training")
+# Light fills with dark text and grey lines: readable on the light and the dark theme alike.
+st.graphviz_chart("""
+digraph {
+  rankdir=LR; bgcolor="transparent"; nodesep=0.3;
+  node [shape=box, style="rounded,filled", fillcolor="#e8eef7", color="#5b7db1", fontname="sans-serif",
+        fontsize=11, fontcolor="#1a1a1a"];
+  edge [color="#888888", fontcolor="#888888", fontname="sans-serif", fontsize=10];
+  subgraph cluster_people { label="each person"; fontcolor="#888888"; color="#888888"; style=dashed;
+    record [label="their record (x, y)"]; }
+  subgraph cluster_server { label="the server that trains"; fontcolor="#888888"; color="#888888"; style=dashed;
+    loss [label="the loss on all records"]; step [label="gradient steps, T of them"]; model [label="the model θ"]; }
+  released [label="the released model", fillcolor="#e6f4e6", color="#2ca02c"];
+  node [fillcolor="#fde8e8", color="#d62728", shape=box, style="rounded,filled"];
+  input [label="input: noise on the record\\n(also protects it from the server)"];
+  objective [label="objective: a random\\nlinear term in the loss"];
+  gradient [label="gradient: Gaussian noise\\non every step"];
+  output [label="output: noise on θ\\nbefore release"];
+  record -> loss -> step -> model -> released;
+  step -> step [label=" repeat"];
+  input -> record [style=dashed, color="#d62728"];
+  objective -> loss [style=dashed, color="#d62728"];
+  gradient -> step [style=dashed, color="#d62728"];
+  output -> released [style=dashed, color="#d62728"];
+}
+""")
+st.caption("Red: the four places a mechanism adds noise. Only noise on the record itself (input, or local DP) "
+           "protects it from the server; the others protect it from whoever sees the released model.")
+
 st.subheader("A one-minute tour")
 for page, text in [
     ("pages/lesson.py", "**Lesson**: the ideas in six steps, one chart each (turn on presenter mode for a class)."),
     ("pages/explore.py", "**Explore**: one mechanism, one setting; see accuracy, gap and the three ε's."),
     ("pages/compare.py", "**Compare**: several mechanisms over a grid of ε, with the seed papers' presets."),
+    ("pages/figures.py", "**Paper figures**: each seed paper's whole figure, at full size, from shipped results."),
+    ("pages/tune.py", "**Tune**: each mechanism at its best settings, and what choosing them costs in ε."),
     ("pages/local_central.py", "**Local vs central**: what each mechanism gives the record's owner."),
     ("pages/distributed.py", "**Distributed**: uneven clients, WD-DP against plain averaging."),
     ("pages/theory.py", "**Theory**: every published bound, evaluated for your settings, beside the measured gap."),

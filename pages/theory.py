@@ -5,6 +5,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.studies import compare_measured
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
+    enter_view,
     show_chart,
     readable,
     app_context,
@@ -20,6 +21,7 @@ from pages.common import (
     write_to_url,
 )
 
+enter_view("theory")
 st.title("Theory: the published bounds, evaluated")
 URL_KEYS = {'th_dataset': 'adult', 'th_model': 'logreg', 'th_epsilon': 0.1, 'th_delta': 1e-05, 'th_T': 1000, 'th_m': 4, 'th_u': 1.0}
 restore_from_url(URL_KEYS)

@@ -12,6 +12,7 @@ from dpcore.figures import tuning_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS, parse_grid
 from pages.common import (
+    enter_view,
     show_chart,
     apply_setting,
     dataset_picker,
@@ -27,6 +28,7 @@ from pages.common import (
     write_to_url,
 )
 
+enter_view("tune")
 st.title("Tune each mechanism, and pay for it")
 st.caption("A mechanism's accuracy depends on settings its proof leaves open: the steps T, the step size η, "
            "the regularisation λ, the clipping norm, the sampling rate. Papers tune them on the data and report "

@@ -24,6 +24,9 @@ def test_app_entry_point_runs():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception
     assert at.title[0].value.startswith("Differentially private ERM")
+    (graph,) = at.get("graphviz_chart")  # the Start page's picture of where noise enters training
+    spec = graph.proto.spec
+    assert all(f"{place}:" in spec for place in ("input", "objective", "gradient", "output"))
 
 
 def test_datasets_page_lists_every_dataset_and_details():

@@ -11,6 +11,7 @@ screen.  Screenshots go to ``artifacts/screenshots/`` (git-ignored).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -70,6 +71,12 @@ LAYOUT_CHECK = """() => {
     const frame = plot.getBoundingClientRect();
     if (title && title.width > 0 && (title.left < frame.left - 1 || title.right > frame.right + 1))
       problems.push(`chart ${i}: the title is cut off`);
+    plot.querySelectorAll('.xtitle, .ytitle').forEach(t => {
+      const r = t.getBoundingClientRect();
+      if (r.width > 0 && (r.left < frame.left - 1 || r.right > frame.right + 1 || r.top < frame.top - 1
+                          || r.bottom > frame.bottom + 1))
+        problems.push(`chart ${i}: an axis title is cut off`);
+    });
     plot.querySelectorAll('.xtitle, .ytitle, .gtitle, .xtick text, .ytick text').forEach(t => {
       const l = lum(getComputedStyle(t).fill);
       if (l !== null && L !== null && contrast(l, L) < 3)
@@ -101,8 +108,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+@contextlib.contextmanager
+def _app_server():
+    """A freshly started app on a free port; yields its URL."""
     port = _free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     proc = subprocess.Popen(
@@ -120,12 +128,20 @@ def server():
     else:
         proc.kill()
         pytest.fail("the Streamlit server did not start within 90 s")
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with _app_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -185,3 +201,21 @@ def test_the_layout_check_catches_what_it_looks_for(browser):
     for said in ("the legend covers the x-axis title", "the title is cut off", "text rgb(42, 42, 42)",
                  "reference line", "wider than the screen"):
         assert said in problems, (said, problems)
+
+
+def test_a_link_to_a_view_works_on_a_freshly_started_server(browser):
+    """Before app.py has ever run, Streamlit serves a view's link with its older page mechanism
+    (no navigation, helper modules listed as pages); enter_view sends it through app.py to the
+    same view, with the link's settings."""
+    with _app_server() as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(f"{url}/theory?th_T=500", timeout=90_000)
+            page.get_by_text(VIEWS["theory"]).first.wait_for(timeout=120_000)
+            page.wait_for_timeout(1500)
+            nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+            assert "Start here" in nav and "common" not in nav, nav
+            assert page.url.split("?")[0].endswith("/theory")
+            assert "th_T=500" in page.url
+        finally:
+            page.close()
