@@ -7,6 +7,7 @@ from pages.common import download_figure, download_table, restore_from_url, writ
 
 enter_view("figures")
 
+
 @st.cache_data(show_spinner="Reading the shipped results…")
 def load_shipped(preset_id: str):
     """:func:`shipped_results`, read once per server (the files change only with the app)."""
@@ -38,6 +39,14 @@ if shipped is None:
     st.stop()
 
 st.markdown(shipped.provenance())
+if shipped.published is not None:
+    st.markdown("**Dotted lines with diamonds**: the same figure with each paper's *published* calibration "
+                "(its own noise formula, c = 1), hover for what that noise certifies; rings where it misses the "
+                "target. " + shipped.provenance(published=True))
+else:
+    st.caption("The papers' published calibrations are not shipped for this figure; "
+               f"`python -m dpcore sweep --preset {preset_id} --out {RESULTS_DIR.parent.name}/{RESULTS_DIR.name} "
+               "--calibration published` adds them (dotted lines).")
 if "error" in shipped.table:
     for message in sorted(set(shipped.table["error"].dropna())):
         st.warning(f"Not in the figure, refused by the core: {message}")
@@ -48,3 +57,5 @@ with c1:
     download_figure(fig, preset_id, key="fig_download_plot")
 with c2:
     download_table(shipped.table, preset_id, key="fig_download_table")
+if shipped.published is not None:
+    download_table(shipped.published, f"{preset_id}-published", key="fig_download_published")

@@ -639,3 +639,36 @@ def test_tune_here_runs_with_progress_and_refuses_a_bad_grid():
     assert not at.exception and not at.error
     table = at.dataframe[0].value
     assert set(table["mechanism"]) == {"objective-chaudhuri", "output-gaussian"} and len(table) == 4
+
+
+def test_paper_figures_draw_the_published_calibration_beside_the_certified(tmp_path):
+    """Both runs of one preset (quick), shipped side by side: the figure draws the published
+    calibration dotted, in the certified run's colours, with the certified ε in every hover."""
+    from dpcore.experiments.presets import get_preset, run_preset, shipped_results
+
+    preset = get_preset("001-fig4")
+
+    def ship(stem, target):
+        for ext in (".csv", ".json"):
+            (tmp_path / f"{target}{ext}").write_bytes((tmp_path / f"{stem}{ext}").read_bytes())
+
+    run_preset(preset, tmp_path, quick=True, workers=1)
+    ship("001-fig4-quick", "001-fig4")
+    alone = shipped_results("001-fig4", folder=tmp_path)
+    assert alone.published is None and alone.provenance(published=True) == ""
+    assert not any("(published)" in (t.name or "") for t in alone.figure().data)
+    run_preset(preset, tmp_path, quick=True, workers=1, calibration="published")
+    ship("001-fig4-quick-published", "001-fig4-published")
+    both = shipped_results("001-fig4", folder=tmp_path)
+    assert both.published is not None and both.provenance(published=True)
+    fig = both.figure()
+    pub = [t for t in fig.data if (t.name or "").endswith("(published)")]
+    assert pub and all(t.line.dash == "dot" for t in pub)
+    colours = {t.name: t.line.color for t in fig.data}
+    assert all(colours[t.name.replace(" (published)", "")] == t.line.color for t in pub)
+    assert all("certified" in h for t in pub for h in t.hovertext)
+    assert "non-private (published)" not in colours  # the baseline is drawn once
+    # input-kang's published noise certifies more than its target: ringed, and named in the note
+    assert any(t.name == "misses its target ε" for t in fig.data)
+    note = " ".join(a.text for a in fig.layout.annotations if a.text)
+    assert "input-kang (published)" in note

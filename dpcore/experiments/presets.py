@@ -172,9 +172,18 @@ class Preset:
 
     # ------------------------------------------------------------------ figure
 
-    def figure(self, df):
-        """The paper's layout from the tidy table (pandas DataFrame)."""
+    def figure(self, df, published=None):
+        """The paper's layout from the tidy table (pandas DataFrame).  ``published``: the same
+        preset run with the papers' published calibrations (``--calibration published``),
+        drawn over it as dotted lines in the same colours; its points whose certified ε
+        misses the target get red rings like any other."""
         ok = df[df["error"].isna()] if "error" in df else df
+        sources = [(ok, "")]
+        if published is not None:
+            pub = published[published["error"].isna()] if "error" in published else published
+            pub = pub[(pub["calibration"] == "published") & pub["mechanism"].map(lambda m: REGISTRY[m].private)]
+            if not pub.empty:
+                sources.append((pub, "published"))
         metrics = [m for m in self.metrics if m in ok.columns]
         if self.x == "n" and "rmse" in ok.columns:
             metrics = ["rmse"]
@@ -199,49 +208,61 @@ class Preset:
         for i, r in enumerate(row_keys, start=1):
             metric = r if self.rows == "metric" else metrics[0]
             for j, c in enumerate(col_keys, start=1):
-                sub = ok
-                if self.rows == "model":
-                    sub = sub[sub["model"] == r]
-                if self.cols == "dataset":
-                    sub = sub[sub["dataset"] == c]
-                else:  # the non-private runs (ε = 1 nominally) belong in every ε panel
-                    sub = sub[(sub["epsilon"] == c) | (sub["mechanism"] == "non-private")]
-                for mech in self.mechanisms:
-                    s = sub[sub["mechanism"] == mech]
-                    if s.empty or metric not in s:
-                        continue
-                    if metric == "gap" and mech == "non-private":
-                        continue  # 0 by definition (rounding noise on a log axis)
-                    flat = mech in self.reference or (self.x == "epsilon"
-                                                      and not REGISTRY[mech].private)
-                    pts = _best_points(s, xcol, metric, flat=flat,
-                                       xs=sorted(sub.loc[sub["mechanism"].map(
-                                           lambda m: REGISTRY[m].private and m not in self.reference),
-                                           xcol].dropna().unique()))
-                    if not pts:
-                        continue
-                    xs, ys, sd, tgt, cert = zip(*pts)
-                    # on a log axis a bar below zero means nothing: cap the lower bar at 90 % of the mean
-                    sd_minus = [min(e, 0.9 * y) for e, y in zip(sd, ys)] if metric == "gap" else sd
-                    fig.add_trace(go.Scatter(
-                        x=xs, y=ys, mode="lines+markers", name=mech, legendgroup=mech,
-                        showlegend=(i == 1 and j == 1) or False,
-                        line=dict(color=colours[mech],
-                                  dash="dash" if not REGISTRY[mech].private else None),
-                        error_y=dict(type="data", array=sd, arrayminus=sd_minus, visible=True,
-                                     thickness=1),
-                        hovertext=[f"{mech}<br>{xcol}={xv:g}<br>{metric}={yv:.4g}<br>{h}"
-                                   for xv, yv, h in zip(xs, ys, hover_texts(tgt, cert))],
-                        hoverinfo="text",
-                    ), row=i, col=j)
-                    if REGISTRY[mech].private:
-                        mark_missed(fig, xs, ys, tgt, cert, row=i, col=j)
+                for frame, style in sources:
+                    self._draw_panel(fig, frame, style, r, c, i, j, metric, xcol, colours)
                 fig.update_yaxes(title_text=_row_label("metric", metric) if j == 1 else None,
                                  type="log" if metric == "gap" else None,
                                  dtick=1 if metric == "gap" else None, row=i, col=j)  # log: decades only
                 fig.update_xaxes(title_text={"epsilon": "ε", "n": "n (training rows)",
                                              "skew": "skew u = n_max / n_min"}[self.x],
                                  type="log" if self.x == "n" or self.log_x else None, row=i, col=j)
+        self._finish(fig, sources, row_keys, col_keys)
+        return fig
+
+    def _draw_panel(self, fig, frame, style: str, r, c, i: int, j: int, metric: str, xcol: str, colours) -> None:
+        """One panel's lines from one table: the certified run (``style`` "") or the published."""
+        sub = frame
+        if self.rows == "model":
+            sub = sub[sub["model"] == r]
+        if self.cols == "dataset":
+            sub = sub[sub["dataset"] == c]
+        else:  # the non-private runs (ε = 1 nominally) belong in every ε panel
+            sub = sub[(sub["epsilon"] == c) | (sub["mechanism"] == "non-private")]
+        for mech in self.mechanisms:
+            s = sub[sub["mechanism"] == mech]
+            if s.empty or metric not in s:
+                continue
+            if metric == "gap" and mech == "non-private":
+                continue  # 0 by definition (rounding noise on a log axis)
+            flat = mech in self.reference or (self.x == "epsilon"
+                                              and not REGISTRY[mech].private)
+            pts = _best_points(s, xcol, metric, flat=flat,
+                               xs=sorted(sub.loc[sub["mechanism"].map(
+                                   lambda m: REGISTRY[m].private and m not in self.reference),
+                                   xcol].dropna().unique()))
+            if not pts:
+                continue
+            xs, ys, sd, tgt, cert = zip(*pts)
+            # on a log axis a bar below zero means nothing: cap the lower bar at 90 % of the mean
+            sd_minus = [min(e, 0.9 * y) for e, y in zip(sd, ys)] if metric == "gap" else sd
+            name = f"{mech} (published)" if style else mech
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines+markers", name=name, legendgroup=name,
+                showlegend=(i == 1 and j == 1) or False,
+                line=dict(color=colours[mech],
+                          dash="dot" if style else "dash" if not REGISTRY[mech].private else None),
+                marker=dict(symbol="diamond" if style else "circle"),
+                error_y=dict(type="data", array=sd, arrayminus=sd_minus, visible=True,
+                             thickness=1),
+                hovertext=[f"{name}<br>{xcol}={xv:g}<br>{metric}={yv:.4g}<br>{h}"
+                           for xv, yv, h in zip(xs, ys, hover_texts(tgt, cert))],
+                hoverinfo="text",
+            ), row=i, col=j)
+            if REGISTRY[mech].private:
+                mark_missed(fig, xs, ys, tgt, cert, row=i, col=j)
+
+    def _finish(self, fig, sources, row_keys, col_keys) -> None:
+        """Legend, the note on missed targets, title and size."""
         # the legend needs every mechanism once
         shown = set()
         for tr in fig.data:
@@ -249,8 +270,9 @@ class Preset:
                 tr.showlegend = True
                 shown.add(tr.name)
         note = target_note(
-            [{"mechanism": m, "epsilon": t, "epsilon_certified": c} for m, t, c in
-             ok[ok["mechanism"].map(lambda m: REGISTRY[m].private)][
+            [{"mechanism": f"{m} (published)" if style else m, "epsilon": t, "epsilon_certified": c}
+             for frame, style in sources for m, t, c in
+             frame[frame["mechanism"].map(lambda m: REGISTRY[m].private)][
                  ["mechanism", "epsilon_target", "epsilon_certified"]].itertuples(index=False)])
         if note:
             fig.add_annotation(text=_wrap(note, 150), xref="paper", yref="paper", x=0, y=-0.08,
@@ -262,7 +284,6 @@ class Preset:
                                 f"the non-private gap is 0 by definition.</sup>",
                           height=330 * len(row_keys) + 120, width=max(700, 330 * len(col_keys)),
                           template="plotly_white")
-        return fig
 
     def comparison(self, dataset: str) -> dict[str, Any]:
         """This figure's setting for a comparison over ε on ``dataset`` (the Compare view's
@@ -590,13 +611,20 @@ class ShippedResults:
     preset: Preset
     table: pd.DataFrame
     record: dict[str, Any]
+    #: the same preset with the papers' published calibrations (``<id>-published.*``), if shipped
+    published: pd.DataFrame | None = None
+    published_record: dict[str, Any] | None = None
 
     def figure(self) -> go.Figure:
-        return self.preset.figure(self.table)
+        return self.preset.figure(self.table, published=self.published)
 
-    def provenance(self) -> str:
-        """One sentence: when, by which code, with which command, how long it took."""
-        rec, env = self.record, self.record.get("environment", {})
+    def provenance(self, published: bool = False) -> str:
+        """One sentence: when, by which code, with which command, how long it took (of the
+        published-calibration run with ``published``)."""
+        rec = self.published_record if published else self.record
+        if rec is None:
+            return ""
+        env = rec.get("environment", {})
         commit = env.get("git_commit") or "an unrecorded commit"
         took = rec.get("wall_seconds")
         took = ("an unrecorded time" if took is None else f"{took:.0f} s" if took < 120
@@ -635,4 +663,7 @@ def shipped_results(preset_id: str, folder: Path | None = None) -> ShippedResult
     files = _shipped_files(preset.id, folder)
     if files is None:
         return None
-    return ShippedResults(preset=preset, table=pd.read_csv(files[0]), record=json.loads(files[1].read_text()))
+    pub = _shipped_files(f"{preset.id}-published", folder)
+    return ShippedResults(preset=preset, table=pd.read_csv(files[0]), record=json.loads(files[1].read_text()),
+                          published=None if pub is None else pd.read_csv(pub[0]),
+                          published_record=None if pub is None else json.loads(pub[1].read_text()))
