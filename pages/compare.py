@@ -33,7 +33,7 @@ from pages.common import (
 
 enter_view("compare")
 st.title("Compare mechanisms over ε")
-URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0, 'cmp_lam': 1e-3, 'cmp_paper': ''}
+URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0, 'cmp_lam': 1e-3, 'cmp_paper': '', 'cmp_tuned': True}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
 shared_settings(SHARED)
@@ -52,7 +52,8 @@ def _from_paper(preset_id: str, dataset: str, **overrides) -> dict:
     ``cmp_paper`` the preset's per-mechanism settings and data options hold too."""
     setting = PAPER_PRESETS[preset_id].comparison(dataset)
     out = {_WIDGETS[k]: v for k, v in setting.items() if k in _WIDGETS}
-    out.update(cmp_eps=", ".join(f"{e:g}" for e in setting["epsilons"]), cmp_R=5, cmp_paper=preset_id)
+    out.update(cmp_eps=", ".join(f"{e:g}" for e in setting["epsilons"]), cmp_R=5, cmp_paper=preset_id,
+               cmp_tuned=False)  # the paper's own settings
     out.update(overrides)
     return out
 
@@ -60,7 +61,7 @@ def _from_paper(preset_id: str, dataset: str, **overrides) -> dict:
 PRESETS = {
     "All central mechanisms, Adult (8 ε × 5 repeats)": dict(
         cmp_dataset="adult", cmp_model="logreg", cmp_eps="0.01, 0.03, 0.1, 0.25, 0.5, 1, 3, 10",
-        cmp_mechs=CENTRAL, cmp_T=100, cmp_delta=1e-5, cmp_R=5, cmp_lam=1e-3, cmp_paper=""),
+        cmp_mechs=CENTRAL, cmp_T=100, cmp_delta=1e-5, cmp_R=5, cmp_lam=1e-3, cmp_paper="", cmp_tuned=True),
     "Seed 001, Fig. 2 (Adult, LR, ε ≤ 0.25)": _from_paper("001-fig2", "adult"),
     "Seed 002, Fig. 1 (Adult, ε from 0.01 to 7)": _from_paper("002-fig1", "adult"),
     "Seed 003 setting against ε (synthetic regression, d = 14)": _from_paper("003-fig1", "synthetic-regression"),
@@ -97,6 +98,11 @@ lam = param_widget("lam", "cmp_lam", label="λ (L2 regularisation)", container=c
 repeats = param_widget("repeats", "cmp_R", label="repeats", value=3, container=c5)
 calibration = c6.radio("Calibration", ["certified", "published"], key="cmp_cal", horizontal=True,
                        help=param_help("calibration"))
+st.session_state.setdefault("cmp_tuned", True)
+tuned = st.toggle("Each mechanism at its tuned settings, where a tuning is shipped", key="cmp_tuned",
+                  help="T, η, λ, C or q as chosen in the Tune view for this dataset (the tuned ε closest to each "
+                       "ε); off: every mechanism at the settings above. Choosing settings on private data costs "
+                       "privacy: the Tune view shows how much.")
 clients, skew = 4, 4.0
 if any(REGISTRY[m].family == "distributed" for m in mechs):
     c7, c8 = st.columns(2)
@@ -134,7 +140,7 @@ if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
     with reference_notice(base):
         rows = epsilon_sweep(base, mechs, epsilons, with_progress(bar), per_mechanism=per_mechanism,
-                             dataset=own_data)
+                             dataset=own_data, tuned=tuned)
     bar.empty()
     st.session_state["cmp_rows"] = rows
 

@@ -76,6 +76,7 @@ def test_explore_bad_setting_gives_an_error_not_a_traceback():
 def test_compare_preset_and_run():
     at = _page("compare.py").run()
     assert not at.exception
+    assert at.toggle(key="cmp_tuned").value is True  # tuned settings where a tuning is shipped
     at.selectbox(key="cmp_dataset").set_value("iris").run()
     at.text_input(key="cmp_eps").set_value("0.5, 5").run()
     at.multiselect(key="cmp_mechs").set_value(["gradient-dpgd", "output-laplace"]).run()
@@ -86,6 +87,7 @@ def test_compare_preset_and_run():
     at.button(key="preset_Seed 003 setting against ε (synthetic regression, d = 14)").click().run()
     assert at.selectbox(key="cmp_dataset").value == "synthetic-regression"
     assert at.text_input(key="cmp_eps").value == "0.1, 1"  # the paper's two ε (dpcore.experiments.presets)
+    assert at.toggle(key="cmp_tuned").value is False  # a paper's setting runs as the paper did
     at.button(key="preset_Seed 004, Fig. 1 (Adult, 32 equal clients, T = 100 not 1000)").click().run()
     assert not at.exception
     assert at.number_input(key="cmp_clients").value == 32

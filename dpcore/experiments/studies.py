@@ -27,6 +27,7 @@ from ..params import validate
 from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scaling_plan
 from .context import Context
 from .grid import run_grid, summaries
+from .tune import tuned_setting
 from .run import RunSpec
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
@@ -58,13 +59,16 @@ def _fill(row: dict[str, Any], summary: Mapping[str, Any], keys: Sequence[str]) 
 
 def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[float],
                   ctx: Context | None = None, *, per_mechanism: Mapping[str, Mapping] | None = None,
-                  dataset=None) -> list[dict]:
+                  dataset=None, tuned: bool = False) -> list[dict]:
     """Rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
 
     A mechanism that cannot run a setting contributes a row with ``error``.
     ``per_mechanism`` maps a mechanism to RunSpec fields that differ for it (a
     seed preset's, e.g. λ for output-laplace); each row lists them under
-    ``overrides``.  ``dataset`` is a user's own data (as for :func:`run`).
+    ``overrides``.  ``dataset`` is a user's own data (as for :func:`run`).  ``tuned``: each
+    mechanism at its shipped tuned setting for the bundled dataset and model
+    (:func:`dpcore.experiments.tune.tuned_setting`, the tuned ε closest to each ε), where
+    there is one; ``per_mechanism`` still has the last word.
     """
     rows: list[dict] = []
     specs: list[RunSpec] = []
@@ -73,7 +77,10 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
         for eps in epsilons:
             row: dict[str, Any] = {"mechanism": mech, "epsilon": float(eps)}
             rows.append(row)
-            extra = dict((per_mechanism or {}).get(mech, {}))
+            found = tuned_setting(base.dataset, base.model, mech, float(eps)) if tuned and dataset is None else None
+            extra = {**(found[0] if found else {}), **dict((per_mechanism or {}).get(mech, {}))}
+            if found:
+                row["tuned_at"] = found[1]
             if extra:
                 row["overrides"] = ", ".join(f"{k}={v}" for k, v in sorted(extra.items()))
             try:
