@@ -44,7 +44,8 @@ def odds() -> go.Figure:
     fig = go.Figure(go.Bar(x=[f"ε = {e:g}" for e in eps], y=[math.exp(e) for e in eps],
                            text=[f"{math.exp(e):.3g}×" for e in eps], textposition="outside"))
     fig.update_layout(title="How much one record can move the odds of any conclusion: e^ε",
-                      yaxis_title="largest odds factor", yaxis_type="log", margin=dict(l=10, r=10, t=60, b=10))
+                      yaxis_title="largest odds factor", yaxis_type="log", yaxis_dtick=1,  # decades only
+                      margin=dict(l=10, r=10, t=60, b=10))
     return fig
 
 

@@ -3,6 +3,7 @@ import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.studies import compare_measured
+from dpcore.figures import readable_axes
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
     enter_view,
@@ -93,9 +94,9 @@ for r in sc["rows"]:
     if r["id"] in chosen:
         fig.add_trace(go.Scatter(x=sc["grid"], y=r["risk"], mode="lines+markers",
                                  name=f"{r['id']} (slope {r['risk_slope']:.2f})" if r["risk_slope"] is not None else r["id"]))
-fig.update_xaxes(type="log", title=over)
-fig.update_yaxes(type="log", title="predicted excess risk")
-fig.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+fig.update_xaxes(title=over)
+fig.update_yaxes(title="predicted excess risk")
+readable_axes(fig, sc["grid"], log_x=True, log_y=True)  # decades, no minor labels; legend above
 show_chart(fig)
 download_figure(fig, "bounds_scaling", "th_dl_fig")
 
@@ -120,8 +121,8 @@ if meas:
             fig2.add_trace(go.Scatter(x=meas["grid"], y=row["predicted_risk"], mode="lines",
                                       line=dict(dash="dot"),
                                       name=f"{row['id']} predicted (slope {row['predicted_slope']:.2f})"))
-    fig2.update_xaxes(type="log", title=meas["over"])
-    fig2.update_yaxes(type="log", title="optimality gap / predicted excess risk")
-    fig2.update_layout(margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+    fig2.update_xaxes(title=meas["over"])
+    fig2.update_yaxes(title="optimality gap / predicted excess risk")
+    readable_axes(fig2, meas["grid"], log_x=True, log_y=True)
     show_chart(fig2)
     download_figure(fig2, "measured_vs_predicted", "th_dl_fig2")

@@ -82,6 +82,14 @@ LAYOUT_CHECK = """() => {
       if (l !== null && L !== null && contrast(l, L) < 3)
         problems.push(`chart ${i}: text ${getComputedStyle(t).fill} on ${bg}`);
     });
+    const full = plot._fullLayout || {};
+    Object.keys(full).filter(k => /^[xy]axis\\d*$/.test(k) && full[k] && full[k].type === 'log').forEach(k => {
+      const id = k.replace('axis', '');
+      plot.querySelectorAll(`.${id}tick text`).forEach(t => {
+        if (/^[2-9]$/.test((t.textContent || '').trim()))
+          problems.push(`chart ${i}: a log axis labels its minor ticks ("${t.textContent}")`);
+      });
+    });
     plot.querySelectorAll('.shapelayer path').forEach(p => {
       const l = lum(getComputedStyle(p).stroke);
       if (l !== null && L !== null && contrast(l, L) < 1.5)
@@ -183,10 +191,10 @@ def test_the_layout_check_catches_what_it_looks_for(browser):
     import plotly.graph_objects as go
     import plotly.io as pio
 
-    fig = go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2], name="a series with a long name"))
+    fig = go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 30, 2], name="a series with a long name"))
     fig.add_hline(y=2, line_color="#222222")
     fig.update_layout(title="a title much too long to fit on a phone screen, so it runs off the edge",
-                      xaxis_title="ε", showlegend=True, legend=dict(orientation="h", y=-0.12),
+                      xaxis_title="ε", yaxis_type="log", showlegend=True, legend=dict(orientation="h", y=-0.12),
                       paper_bgcolor="#171614",
                       font_color="#2a2a2a", width=360, height=300, margin=dict(t=30, b=30))
     html = pio.to_html(fig, include_plotlyjs=True, full_html=True).replace(
@@ -199,7 +207,7 @@ def test_the_layout_check_catches_what_it_looks_for(browser):
     finally:
         page.close()
     for said in ("the legend covers the x-axis title", "the title is cut off", "text rgb(42, 42, 42)",
-                 "reference line", "wider than the screen"):
+                 "reference line", "wider than the screen", "labels its minor ticks"):
         assert said in problems, (said, problems)
 
 
