@@ -164,3 +164,13 @@ def test_compare_can_run_each_mechanism_at_its_shipped_tuning():
     # nothing shipped for this dataset: the toggle changes nothing
     small = replace(base, dataset="breast-cancer", delta=1e-6)
     assert "tuned_at" not in epsilon_sweep(small, ["gradient-dpgd"], [1.0], tuned=True)[0]
+
+
+def test_a_longer_grid_keeps_every_other_choice():
+    grids = {"objective-chaudhuri": {"lam": (1e-3, 1e-2, 3e-2)}, "output-gaussian": {"lam": (1e-4, 1e-2)}}
+    short = tune("breast-cancer", ["objective-chaudhuri"], [1.0], delta=1e-6, final_repeats=2, grids=grids)
+    long = tune("breast-cancer", ["output-gaussian", "objective-chaudhuri"], [0.3, 1.0, 3.0], delta=1e-6,
+                final_repeats=2, grids=grids)
+    pick = [r for r in long.rows if r["mechanism"] == "objective-chaudhuri" and r["epsilon"] == 1.0]
+    assert pick[0]["setting"] == short.rows[0]["setting"]
+    assert pick[0]["test_accuracy"] == short.rows[0]["test_accuracy"]

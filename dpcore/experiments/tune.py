@@ -31,6 +31,7 @@ import functools
 import itertools
 import json
 import math
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -227,8 +228,8 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
     errors: list[dict[str, Any]] = []
     finals: list[RunSpec] = []
     chosen: list[tuple[str, float, list[RunResult], int, int]] = []
-    for mi, (mech, space) in enumerate(spaces.items()):
-        for ei, eps in enumerate(epsilons):
+    for mech, space in spaces.items():
+        for eps in epsilons:
             runs = [(s, o) for s, o, w in zip(specs, outcomes, owner) if w == (mech, eps)]
             ok = [(s, o) for s, o in runs if isinstance(o, RunResult)]
             for s, o in runs:
@@ -238,7 +239,7 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
                 continue
             counts = np.array([float(np.mean(o.accuracy)) * split.n_test for _, o in ok])
             eps_sel = eps if selection_epsilon is None else selection_epsilon
-            pick = choose(counts, eps_sel, np.random.default_rng([seed, streams.TUNE_SELECT, mi, ei]))
+            pick = choose(counts, eps_sel, _choice_rng(seed, mech, eps))
             best = int(np.argmax(counts))
             for k, (s, o) in enumerate(ok):
                 table.append({"mechanism": mech, "epsilon": eps, **_setting(s, space),
@@ -270,6 +271,13 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
         rows.append(row)
     return TuneResult(dataset=dataset, model=model, delta=delta, n_train=full.n, n_validation=split.n_test,
                       rows=rows, candidates=table, errors=errors)
+
+
+def _choice_rng(seed: int, mechanism: str, epsilon: float) -> np.random.Generator:
+    """The private choice's generator for one (mechanism, ε): keyed by their values, not their
+    places in the lists, so adding a mechanism or an ε never changes another's choice."""
+    return np.random.default_rng([seed, streams.TUNE_SELECT, zlib.crc32(mechanism.encode()),
+                                  int(round(epsilon * 1e9))])
 
 
 def choose(scores, epsilon: float, rng: np.random.Generator) -> int:
