@@ -18,7 +18,7 @@ from typing import Iterable
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["on_screen", "tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure",
+__all__ = ["NOTE", "on_screen", "tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure",
            "band_figure", "REFERENCE_LINE", "readable_axes"]
 
 # Calibrations round up by about 1e-9; anything above this relative slack misses.
@@ -276,20 +276,34 @@ def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | No
     return fig
 
 
-def on_screen(fig: go.Figure) -> tuple[str, go.Figure]:
-    """(title, copy of ``fig``) for a page: the title comes out of the chart, as plain text the
-    page writes above it (it wraps on a phone; Plotly's does not, and the toolbar covers a
-    title in the chart's corner), and a horizontal legend goes above the plot area, clear of
-    the x-axis title.  The figure itself (for downloads) keeps both as they were."""
+#: The ``name`` of an annotation that is a note below a figure (it becomes page text on screen).
+NOTE = "note"
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"<[^>]+>", "", re.sub(r"<br\s*/?>", " — ", text or "")).strip(" —")
+
+
+def on_screen(fig: go.Figure) -> tuple[str, go.Figure, list[str]]:
+    """(title, copy of ``fig``, notes) for a page: the title and the notes below the figure
+    (annotations named :data:`NOTE`) come out of the chart, as plain text the page writes
+    around it (it wraps on a phone; Plotly's does not, and the toolbar covers a title in the
+    chart's corner), and a horizontal legend goes above the plot area, clear of the x-axis
+    title.  The figure itself (for downloads) keeps them all as they were."""
     shown = go.Figure(fig)
     text = shown.layout.title.text or ""
-    title = re.sub(r"<[^>]+>", "", re.sub(r"<br\s*/?>", " — ", text)).strip(" —")
+    title = _plain(text)
     if text:
         shown.update_layout(title_text=None)
+    notes = [_plain(a.text) for a in shown.layout.annotations if a.name == NOTE]
+    if notes:
+        shown.layout.annotations = [a for a in shown.layout.annotations if a.name != NOTE]
+        shown.update_layout(margin=dict(b=10))
     legend = shown.layout.legend
     on_top = legend.orientation == "h"
     if on_top:
         shown.update_layout(legend=dict(yanchor="bottom", y=1.02, xanchor="left", x=0))
-    margin = shown.layout.margin
-    shown.update_layout(margin=dict(t=max(28 if on_top else 10, min(margin.t or 10, 40))))
-    return title, shown
+    top = 100 if shown.layout.margin.t is None else shown.layout.margin.t  # Plotly's default: 100 px
+    # the title's room, less: what stays up there (a legend, subplot titles) needs at most 40 px
+    shown.update_layout(margin=dict(t=max(28 if on_top else 10, min(top, 40))))
+    return title, shown, notes

@@ -502,11 +502,18 @@ def client_bars(sizes) -> None:
 
 def show_chart(fig, width: str = "stretch", key: str | None = None) -> None:
     """A chart, readable at any width (:func:`dpcore.figures.on_screen`): its title as text above
-    it, a horizontal legend above the plot."""
-    title, shown = on_screen(fig)
+    it, its notes (red) below it, a horizontal legend above the plot."""
+    title, shown, notes = on_screen(fig)
     if title:
-        st.markdown("**" + "".join("\\" + c if c in "\\`*_{}[]$#<>|" else c for c in title) + "**")
+        st.markdown(f"**{_escape(title)}**")
     st.plotly_chart(shown, width=width, key=key)
+    for note in notes:
+        st.markdown(f":red[{_escape(note)}]")
+
+
+def _escape(text: str) -> str:
+    """Markdown-safe: a figure's text written as a page's."""
+    return "".join("\\" + c if c in "\\`*_{}[]$#<>|" else c for c in text)
 
 
 def download_figure(fig, name: str, key: str) -> None:

@@ -674,3 +674,20 @@ def test_paper_figures_draw_the_published_calibration_beside_the_certified(tmp_p
     assert any(t.name == "misses its target ε" for t in fig.data)
     note = " ".join(a.text for a in fig.layout.annotations if a.text)
     assert "input-kang (published)" in note
+
+
+def test_a_chart_on_screen_writes_its_title_and_notes_as_page_text():
+    import plotly.graph_objects as go
+
+    from dpcore.figures import NOTE, on_screen
+
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[1, 2], name="a"))
+    fig.update_layout(title="accuracy<br><sup>mean ± sd</sup>", legend=dict(orientation="h", y=-0.2))
+    fig.add_annotation(text="ringed points<br>miss their target", name=NOTE, x=0, y=-0.3, xref="paper",
+                       yref="paper", showarrow=False)
+    fig.add_annotation(text="ε = 1", x=0, y=1.05, xref="paper", yref="paper", showarrow=False)  # a panel title
+    title, shown, notes = on_screen(fig)
+    assert title == "accuracy — mean ± sd" and notes == ["ringed points — miss their target"]
+    assert shown.layout.title.text is None and [a.text for a in shown.layout.annotations] == ["ε = 1"]
+    assert shown.layout.legend.y > 1 and shown.layout.margin.t == 40  # room for the legend and panel titles
+    assert fig.layout.title.text.startswith("accuracy") and len(fig.layout.annotations) == 2  # the download keeps all

@@ -71,11 +71,11 @@ LAYOUT_CHECK = """() => {
     const frame = plot.getBoundingClientRect();
     if (title && title.width > 0 && (title.left < frame.left - 1 || title.right > frame.right + 1))
       problems.push(`chart ${i}: the title is cut off`);
-    plot.querySelectorAll('.xtitle, .ytitle').forEach(t => {
+    plot.querySelectorAll('.xtitle, .ytitle, .annotation').forEach(t => {
       const r = t.getBoundingClientRect();
       if (r.width > 0 && (r.left < frame.left - 1 || r.right > frame.right + 1 || r.top < frame.top - 1
                           || r.bottom > frame.bottom + 1))
-        problems.push(`chart ${i}: an axis title is cut off`);
+        problems.push(`chart ${i}: "${(t.textContent || '').slice(0, 30)}" is cut off`);
     });
     plot.querySelectorAll('.xtitle, .ytitle, .gtitle, .xtick text, .ytick text').forEach(t => {
       const l = lum(getComputedStyle(t).fill);
@@ -197,6 +197,7 @@ def test_the_layout_check_catches_what_it_looks_for(browser):
                       xaxis_title="ε", yaxis_type="log", showlegend=True, legend=dict(orientation="h", y=-0.12),
                       paper_bgcolor="#171614",
                       font_color="#2a2a2a", width=360, height=300, margin=dict(t=30, b=30))
+    fig.add_annotation(text="a note above the chart", xref="paper", yref="paper", x=0, y=1.6, showarrow=False)
     html = pio.to_html(fig, include_plotlyjs=True, full_html=True).replace(
         "<body>", '<body style="background:#171614"><div style="width:2000px">wide</div>', 1)
     page = browser.new_page(viewport={"width": 390, "height": 800})
@@ -207,6 +208,7 @@ def test_the_layout_check_catches_what_it_looks_for(browser):
     finally:
         page.close()
     for said in ("the legend covers the x-axis title", "the title is cut off", "text rgb(42, 42, 42)",
+                 '"a note above the chart" is cut off',
                  "reference line", "wider than the screen", "labels its minor ticks"):
         assert said in problems, (said, problems)
 

@@ -34,7 +34,7 @@ from plotly.subplots import make_subplots
 
 from ..datasets import DATASETS, get_spec
 from ..exceptions import ParameterError
-from ..figures import hover_texts, mark_missed, target_note
+from ..figures import NOTE, hover_texts, mark_missed, target_note
 from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism
 from ..models import make_model
@@ -275,7 +275,7 @@ class Preset:
              frame[frame["mechanism"].map(lambda m: REGISTRY[m].private)][
                  ["mechanism", "epsilon_target", "epsilon_certified"]].itertuples(index=False)])
         if note:
-            fig.add_annotation(text=_wrap(note, 150), xref="paper", yref="paper", x=0, y=-0.08,
+            fig.add_annotation(text=_wrap(note, 150), name=NOTE, xref="paper", yref="paper", x=0, y=-0.08,
                                yanchor="top", showarrow=False, align="left",
                                font=dict(color="#d62728", size=11))
             fig.update_layout(margin=dict(b=140))
