@@ -8,10 +8,12 @@ from pages.common import download_figure, download_table, restore_from_url, writ
 enter_view("figures")
 
 
-@st.cache_data(show_spinner="Reading the shipped results…")
+@st.cache_resource(show_spinner="Reading the shipped results…")
 def load_shipped(preset_id: str):
-    """:func:`shipped_results`, read once per server (the files change only with the app)."""
-    return shipped_results(preset_id)
+    """:func:`shipped_results` and its figure, made once per server (the files change only with
+    the app; pages only read the figure: show_chart draws a copy)."""
+    shipped = shipped_results(preset_id)
+    return shipped, None if shipped is None else shipped.figure()
 
 
 st.title("Paper figures")
@@ -29,7 +31,7 @@ preset_id = st.selectbox("Figure", ids, key="fig_preset",
                          format_func=lambda p: f"{p} — {PRESETS[p].paper}, {PRESETS[p].figures}: {PRESETS[p].title}")
 write_to_url(list(URL_KEYS))
 
-shipped = load_shipped(preset_id)
+shipped, fig = load_shipped(preset_id)
 preset = PRESETS[preset_id]
 if shipped is None:
     st.info(f"The full-size results of **{preset_id}** are not shipped yet ({len(preset.tasks())} "
@@ -50,7 +52,6 @@ else:
 if "error" in shipped.table:
     for message in sorted(set(shipped.table["error"].dropna())):
         st.warning(f"Not in the figure, refused by the core: {message}")
-fig = shipped.figure()
 show_chart(fig, width="content")  # the paper's panel layout at its own width
 c1, c2 = st.columns(2)
 with c1:
