@@ -1,7 +1,7 @@
 """Tuned defaults against Yu et al. 2020 (IJCAI), Table 2, Adult at ε = 0.1, δ = 1/n².
 
 Each mechanism runs at its shipped tuned setting (``data/tuned/adult-logreg.json``, made by
-``python -m dpcore tune --dataset adult --epsilons 0.1,1,10 --final-repeats 20 --out
+``python -m dpcore tune --dataset adult --epsilons 0.05,0.1,0.2,0.5,1,2,5,10 --final-repeats 20 --out
 data/tuned/adult-logreg.json``) on the whole training split, R = 20 fresh seeds (not the
 seeds the tuning saw), and on the test split; next to it, the same mechanism at the
 project's untuned defaults (T = 100, η = 1, λ = 1e-3).  The goal: every mechanism Yu et al.

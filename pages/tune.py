@@ -99,6 +99,7 @@ st.dataframe(readable(table), width="stretch", hide_index=True)
 download_table(rows, "tuning", "tu_dl_table")
 
 st.subheader("ε for this accuracy")
+st.session_state.setdefault("tu_acc", URL_KEYS["tu_acc"])
 need = st.slider("The test accuracy I need", 0.5, 1.0, step=0.005, key="tu_acc", format="%.3f")
 answer = epsilon_for_accuracy(rows, need)
 st.dataframe(readable([{"mechanism": a["mechanism"], "smallest tuned ε": a["epsilon"],
