@@ -96,6 +96,9 @@ table = [{"mechanism": r["mechanism"], "ε target": r["epsilon"],
           "ε certified (released run)": r["epsilon_certified"], "ε spent (search paid)": r["epsilon_spent"],
           "δ spent": r["delta_spent"]} for r in rows]
 st.dataframe(readable(table), width="stretch", hide_index=True)
+st.caption("ε spent covers the chosen setting and the model trained with it. The validation accuracies "
+           "(the chosen candidate's and the best) are shown to teach how the search went: they are computed "
+           "from private records without noise, and publishing them is not covered by ε spent.")
 download_table(rows, "tuning", "tu_dl_table")
 
 st.subheader("ε for this accuracy")

@@ -23,6 +23,11 @@ itself a release, so the choice is made privately and accounted:
 whatever δ the published theorems of the composed runs spend).  ``epsilon_certified`` is the
 final run's alone: what a paper reports when the search is treated as free (for instance
 because the grid was chosen on public data).  Both are in every row.
+
+What ε spent covers is the chosen setting and the model trained with it.  The validation
+accuracies the result also reports (every candidate's, the chosen one's, the best) are
+computed from the private validation records without noise, for teaching: a release that
+includes them is not covered by ε spent.
 """
 
 from __future__ import annotations
