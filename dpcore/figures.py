@@ -152,7 +152,7 @@ def tradeoff_figure(result: dict) -> go.Figure:
     if central:
         fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)", **REFERENCE_LINE)
     fig.update_yaxes(title="test accuracy")
-    readable_axes(fig, [], log_x=False, log_y=False)  # the legend above the plot
+    legend_above(fig)
     # decades: the input-noise curve's local ε's are not round numbers worth a label each
     fig.update_xaxes(type="log", dtick=1, title="local ε (against the server; smaller: stronger)")
     return fig
@@ -179,6 +179,11 @@ def readable_axes(fig: go.Figure, xs, *, log_x: bool, log_y: bool) -> None:
             fig.update_xaxes(type="log", dtick=1)
     if log_y:
         fig.update_yaxes(type="log", dtick=1, exponentformat="power")
+    legend_above(fig)
+
+
+def legend_above(fig: go.Figure) -> None:
+    """A horizontal legend above the plot area, clear of the axis titles (and room for it)."""
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
                       margin=dict(l=10, r=10, t=90, b=10), title=dict(y=0.98, yanchor="top"))
 
