@@ -18,6 +18,8 @@ from typing import Iterable
 import numpy as np
 import plotly.graph_objects as go
 
+from .mechanisms import short_name
+
 __all__ = ["NOTE", "on_screen", "tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure",
            "band_figure", "REFERENCE_LINE", "readable_axes"]
 
@@ -73,7 +75,8 @@ def target_note(rows: Iterable[dict], *, group: str = "mechanism", target: str =
     missed: dict[str, list[tuple]] = {}
     for r in rows:
         if misses_target(r.get(target), r.get(certified)):
-            missed.setdefault(str(r.get(group)), []).append((r.get(target), r.get(certified)))
+            name = short_name(r.get(group)) if group == "mechanism" else str(r.get(group))
+            missed.setdefault(name, []).append((r.get(target), r.get(certified)))
     if not missed:
         return None
     parts = []
@@ -138,16 +141,16 @@ def tradeoff_figure(result: dict) -> go.Figure:
     for k, r in enumerate(finite):
         target, cert = r.get("epsilon_target"), r.get("epsilon_certified")
         fig.add_trace(go.Scatter(
-            x=[r["epsilon_local"]], y=[r["accuracy_mean"]], mode="markers", name=r["mechanism"],
+            x=[r["epsilon_local"]], y=[r["accuracy_mean"]], mode="markers", name=short_name(r["mechanism"]),
             marker=dict(color=COLOURS[k % len(COLOURS)], symbol=SYMBOLS[k % len(SYMBOLS)], size=11,
                         line=dict(width=1, color="#ffffff")),
-            hovertext=f"{r['mechanism']}<br>local ε {r['epsilon_local']:.4g}<br>{hover_texts([target], [cert])[0]}",
+            hovertext=f"{short_name(r['mechanism'])} ({r['mechanism']})<br>local ε {r['epsilon_local']:.4g}<br>{hover_texts([target], [cert])[0]}",
             hoverinfo="text"))
         mark_missed(fig, [r["epsilon_local"]], [r["accuracy_mean"]], [target], [cert])
     curve = [r for r in result["curve"] if _local(r) is not None and math.isfinite(_local(r))]
     fig.add_trace(go.Scatter(x=[r["epsilon_local"] for r in curve], y=[r["accuracy_mean"] for r in curve],
                              mode="lines+markers", line=dict(color="#888888"), marker=dict(size=5),
-                             name=f"{result['curve_mechanism']}, input noise varied"))
+                             name=f"{short_name(result['curve_mechanism'])}, input noise varied"))
     central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
     if central:
         fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)", **REFERENCE_LINE)
@@ -220,8 +223,10 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                                  hoverinfo="skip"))
         targets = [r.get("epsilon") for r in pts]
         certs = [r.get("epsilon_certified") for r in pts]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=str(g), line=dict(color=colour),
-                                 hovertext=[f"{g}<br>{x}={xv:g}<br>{y}={yv:.4g}<br>{h}" for xv, yv, h in
+        name = short_name(g) if group == "mechanism" else str(g)
+        head = f"{name} ({g})" if name != str(g) else name
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line=dict(color=colour),
+                                 hovertext=[f"{head}<br>{x}={xv:g}<br>{y}={yv:.4g}<br>{h}" for xv, yv, h in
                                             zip(xs, ys, hover_texts(targets, certs))], hoverinfo="text"))
         mark_missed(fig, xs, list(ys), targets, certs)
     if baseline is not None:
@@ -248,7 +253,8 @@ def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | No
             continue
         colour = COLOURS[k % len(COLOURS)]
         acc = [r["test_accuracy"] for r in pts]
-        hover = [f"{g}<br>ε target {fmt_epsilon(r['epsilon'])} · certified {fmt_epsilon(r.get('epsilon_certified'))}"
+        name = short_name(g)
+        hover = [f"{name} ({g})<br>ε target {fmt_epsilon(r['epsilon'])} · certified {fmt_epsilon(r.get('epsilon_certified'))}"
                  f" · spent by the search {fmt_epsilon(r.get('epsilon_spent'))}<br>test accuracy "
                  f"{r['test_accuracy']:.4f}<br>" + ", ".join(f"{a}={b:g}" for a, b in r["setting"].items())
                  for r in pts]
@@ -257,14 +263,14 @@ def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | No
             if any(v is None or not math.isfinite(v) for v in xs):
                 continue
             xs_all += xs
-            fig.add_trace(go.Scatter(x=xs, y=acc, mode="lines+markers", name=g, legendgroup=g,
+            fig.add_trace(go.Scatter(x=xs, y=acc, mode="lines+markers", name=name, legendgroup=g,
                                      showlegend=dash is None, line=dict(color=colour, dash=dash),
                                      hovertext=hover, hoverinfo="text"))
         if published and g in published and published_epsilon is not None:
             label, value = published[g]
             xs_all.append(published_epsilon)
             fig.add_trace(go.Scatter(x=[published_epsilon], y=[value / 100.0], mode="markers", legendgroup=g,
-                                     name=f"{g}: published ({label})", showlegend=False,
+                                     name=f"{name}: published ({label})", showlegend=False,
                                      marker=dict(symbol="diamond-open", size=12, color=colour, line=dict(width=2)),
                                      hovertext=f"published: {label}, {value:.1f} % at ε = {published_epsilon:g}",
                                      hoverinfo="text"))

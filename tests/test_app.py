@@ -325,7 +325,7 @@ def test_compare_rings_points_that_miss_their_target():
     hover = " ".join(h for t in fig["data"] for h in (t.get("hovertext") or []))
     assert "MISSES ITS TARGET" in hover and "∞ (no guarantee)" in hover
     warning = " ".join(w.value for w in at.warning)
-    assert "gradient-dpgd (certified" in warning and "input-dbdp-if (no guarantee" in warning
+    assert "DP-GD (certified" in warning and "DBDP-IF (no guarantee" in warning
     at.radio(key="cmp_cal").set_value("certified").run()
     at.multiselect(key="cmp_mechs").set_value(["gradient-dpgd"]).run()
     at.button(key="cmp_run").click().run()
@@ -485,6 +485,7 @@ def test_a_long_run_shows_progress_and_the_time_left(after, shown):
 
 def test_paper_figures_open_the_shipped_results_whole():
     from dpcore.experiments.presets import PRESETS, shipped_results
+    from dpcore.mechanisms import short_name
 
     shipped = [p for p in PRESETS if shipped_results(p) is not None]
     assert shipped, "data/results/ ships at least one preset's full-size results"
@@ -496,7 +497,7 @@ def test_paper_figures_open_the_shipped_results_whole():
     chart = at.get("plotly_chart")[0]
     spec = json.loads(chart.proto.spec)
     names = {t.get("name") for t in spec["data"]}
-    assert set(PRESETS[shipped[0]].mechanisms) <= names  # every mechanism of the figure
+    assert {short_name(m) for m in PRESETS[shipped[0]].mechanisms} <= names  # every mechanism, by name
     assert any("certified" in h for t in spec["data"] for h in t.get("hovertext", []))
     missing = [p for p in PRESETS if shipped_results(p) is None]
     if missing:  # a preset without shipped results says how to make them
@@ -672,8 +673,8 @@ def test_paper_figures_draw_the_published_calibration_beside_the_certified(tmp_p
     assert "non-private (published)" not in colours  # the baseline is drawn once
     # input-kang's published noise certifies more than its target: ringed, and named in the note
     assert any(t.name == "misses its target ε" for t in fig.data)
-    note = " ".join(a.text for a in fig.layout.annotations if a.text)
-    assert "input-kang (published)" in note
+    note = " ".join(a.text for a in fig.layout.annotations if a.text).replace("<br>", " ")
+    assert "input (Kang) (published)" in note
 
 
 def test_a_chart_on_screen_writes_its_title_and_notes_as_page_text():

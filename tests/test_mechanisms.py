@@ -28,6 +28,18 @@ def test_registry_has_every_central_mechanism_with_metadata():
         assert meta["neighbouring"] == "replace-one"
 
 
+def test_every_mechanism_has_a_short_legend_name_of_its_own():
+    """Legends and notes name mechanisms by a few words, not by the raw id (#18 §3)."""
+    from dpcore.mechanisms import short_name
+
+    shorts = [cls.short for cls in REGISTRY.values()]
+    assert all(0 < len(s) <= 24 for s in shorts), shorts
+    assert len(set(shorts)) == len(shorts)  # two lines never share a legend entry
+    assert not set(shorts) & (set(REGISTRY) - {"non-private"})  # none is its id
+    assert short_name("gradient-dpgd") == "DP-GD" and short_name("distributed-wddp") == "WD-DP"
+    assert short_name("skew 2") == "skew 2"  # other groupings pass through
+
+
 def test_registry_refuses_duplicates():
     class Dup(Mechanism):
         id = "gradient-dpgd"

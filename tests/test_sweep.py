@@ -348,8 +348,8 @@ def test_preset_figure_rings_points_that_miss_their_target():
     ring = [t for t in fig["data"] if t.get("name") == "misses its target ε"]
     assert len(ring) == 2  # fukuchi (991) and objective-gaussian (∞); not output-laplace
     note = " ".join(a["text"] for a in fig["layout"]["annotations"] if "Ringed" in a["text"])
-    assert "input-fukuchi (certified 991 at 0.1)" in note.replace("<br>", " ")
-    assert "objective-gaussian (no guarantee" in note.replace("<br>", " ")
+    assert "input (Fukuchi) (certified 991 at 0.1)" in note.replace("<br>", " ")
+    assert "objective (Gaussian) (no guarantee" in note.replace("<br>", " ")
 
 
 def test_run_grid_table_has_the_documented_schema_and_matches_single_runs():

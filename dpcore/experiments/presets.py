@@ -36,7 +36,7 @@ from ..datasets import DATASETS, get_spec
 from ..exceptions import ParameterError
 from ..figures import NOTE, hover_texts, mark_missed, target_note
 from ..jsonutil import dumps
-from ..mechanisms import REGISTRY, get_mechanism
+from ..mechanisms import REGISTRY, get_mechanism, short_name
 from ..models import make_model
 from ..params import check, validate
 from .context import Context
@@ -245,7 +245,7 @@ class Preset:
             xs, ys, sd, tgt, cert = zip(*pts)
             # on a log axis a bar below zero means nothing: cap the lower bar at 90 % of the mean
             sd_minus = [min(e, 0.9 * y) for e, y in zip(sd, ys)] if metric == "gap" else sd
-            name = f"{mech} (published)" if style else mech
+            name = short_name(mech) + (" (published)" if style else "")
             fig.add_trace(go.Scatter(
                 x=xs, y=ys, mode="lines+markers", name=name, legendgroup=name,
                 showlegend=(i == 1 and j == 1) or False,
@@ -254,7 +254,7 @@ class Preset:
                 marker=dict(symbol="diamond" if style else "circle"),
                 error_y=dict(type="data", array=sd, arrayminus=sd_minus, visible=True,
                              thickness=1),
-                hovertext=[f"{name}<br>{xcol}={xv:g}<br>{metric}={yv:.4g}<br>{h}"
+                hovertext=[f"{name}, {mech}<br>{xcol}={xv:g}<br>{metric}={yv:.4g}<br>{h}"
                            for xv, yv, h in zip(xs, ys, hover_texts(tgt, cert))],
                 hoverinfo="text",
             ), row=i, col=j)
@@ -270,7 +270,7 @@ class Preset:
                 tr.showlegend = True
                 shown.add(tr.name)
         note = target_note(
-            [{"mechanism": f"{m} (published)" if style else m, "epsilon": t, "epsilon_certified": c}
+            [{"mechanism": short_name(m) + (" (published)" if style else ""), "epsilon": t, "epsilon_certified": c}
              for frame, style in sources for m, t, c in
              frame[frame["mechanism"].map(lambda m: REGISTRY[m].private)][
                  ["mechanism", "epsilon_target", "epsilon_certified"]].itertuples(index=False)])

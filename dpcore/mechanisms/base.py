@@ -143,6 +143,8 @@ class Mechanism:
 
     id: ClassVar[str] = ""
     name: ClassVar[str] = ""
+    # A few words for legends and notes, where the name is too long and the id too raw.
+    short: ClassVar[str] = ""
     family: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     models: ClassVar[tuple[str, ...]] = ()
@@ -221,6 +223,7 @@ class Mechanism:
         return {
             "id": cls.id,
             "name": cls.name,
+            "short": cls.short,
             "family": cls.family,
             "paper": cls.paper,
             "models": list(cls.models),
@@ -273,6 +276,13 @@ def register(cls: type[Mechanism]) -> type[Mechanism]:
         raise ValueError(f"{cls.__name__}: unknown family {cls.family!r}")
     REGISTRY[cls.id] = cls
     return cls
+
+
+def short_name(mechanism_id: str) -> str:
+    """A mechanism's legend name ("DP-GD" for ``gradient-dpgd``); anything else unchanged,
+    so a chart grouped by something other than mechanisms can call it too."""
+    cls = REGISTRY.get(str(mechanism_id))
+    return cls.short if cls is not None and cls.short else str(mechanism_id)
 
 
 def get_mechanism(mechanism_id: str) -> Mechanism:

@@ -19,6 +19,7 @@ class NonPrivate(Mechanism):
     id = "non-private"
     iterative = False
     name = "Non-private ERM"
+    short = "non-private"
     family = "baseline"
     paper = "—"
     models = ("logreg", "linreg", "mlp")

@@ -142,6 +142,7 @@ class DistributedWDDP(_Distributed):
 
     id = "distributed-wddp"
     name = "Weighted distributed DP-ERM (WD-DP)"
+    short = "WD-DP"
     paper = "seed 004: Kang et al., WD-DP (Alg. 1, Thm 1)"
     weighting = "n_j / n"
     description = ("Each party runs T noisy GD steps on its own data; the server averages the models "
@@ -167,6 +168,7 @@ class DistributedAvg(_Distributed):
 
     id = "distributed-avg"
     name = "Distributed DP-ERM, plain averaging"
+    short = "plain averaging"
     paper = "Jayaraman et al. 2018; seed 004 baseline"
     weighting = "1 / m"
     description = "Each party runs T noisy GD steps; the server takes the plain average of the models."

@@ -52,6 +52,7 @@ class GradientDPGD(Mechanism):
     id = "gradient-dpgd"
     settings = ("clip_norm",)
     name = "Noisy gradient descent (DP-GD)"
+    short = "DP-GD"
     family = "gradient"
     paper = "Wang, Ye & Xu 2017"
     models = ("logreg", "linreg", "mlp")
@@ -150,6 +151,7 @@ class GradientBassily(Mechanism):
     id = "gradient-bassily"
     settings = ("clip_norm",)
     name = "Noisy SGD (Bassily et al.)"
+    short = "noisy SGD (Bassily)"
     family = "gradient"
     paper = "Bassily, Smith & Thakurta 2014"
     models = ("logreg", "linreg", "mlp")
@@ -216,6 +218,7 @@ class GradientDPSGD(Mechanism):
     id = "gradient-dpsgd"
     settings = ("batch_size", "sample_rate", "clip_norm")
     name = "DP-SGD (Abadi et al.)"
+    short = "DP-SGD"
     family = "gradient"
     paper = "Abadi et al. 2016"
     models = ("logreg", "linreg", "mlp")
@@ -272,6 +275,7 @@ class GradientLSSGD(GradientDPSGD):
     options = declare(Param("smoothing", Interval(float, 0.0, 1e6, "both"), 1.0,
                             "strength σ of the Laplacian smoothing A_σ = I − σL (0: plain DP-SGD)"))
     name = "DP-LSSGD (Laplacian smoothing)"
+    short = "DP-LSSGD"
     paper = "Wang et al. 2019 (DP-LSSGD)"
     description = ("DP-SGD with the noisy gradient smoothed by the inverse of I − σL (periodic 1-D "
                    "Laplacian, FFT); post-processing, so the same ε as DP-SGD.")

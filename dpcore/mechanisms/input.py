@@ -245,6 +245,7 @@ class InputKang(_InputBase):
         "variant", Options(("strongly-convex", "pl")), None,
         "published noise: Thm 1 (λ-strongly convex) or Thm 3 (PL); default by λ"))}
     name = "Input perturbation + GD (Kang et al.)"
+    short = "input (Kang)"
     paper = "seed 001: Kang et al., Input Perturbation (Alg. 1, Thm 1/3)"
     description = ("Add N(0, σ²) to every record's features once, then run full-batch GD on the "
                    "perturbed data. Certified ε counts the released records (local = central).")
@@ -281,6 +282,7 @@ class InputDBDP(_InputBase):
     id = "input-dbdp"
     settings = ("batch_size",)
     name = "Data-perturbation DP-ERM (DBDP-SGD)"
+    short = "DBDP"
     paper = "seed 002: Kang et al., DBDP-ERM (Alg. 1, Thm 1)"
     description = ("Perturb every record once (D_priv), then mini-batch SGD with sampling rate "
                    "q = |B|/n on D_priv. Certified ε counts the released records.")
@@ -346,6 +348,7 @@ class InputDBDPInfluence(Mechanism):
         Param("w_min", Interval(float, 0.0, 1e6, "neither"), 0.01,
               "floor I of ‖∇x∇θ ℓ‖ in σ_t (the paper assumes w_t ≥ I > 0)"))
     name = "DBDP with influence-function selection (heuristic)"
+    short = "DBDP-IF"
     family = "input"
     paper = "seed 002: Kang et al., DBDP-ERM (Alg. 2)"
     models = ("logreg",)
@@ -456,6 +459,7 @@ class InputFukuchi(Mechanism):
         Param("Delta", Interval(float, 0.0, None, "neither"), None,
               "Alg. 2's regulariser Δ (> 2λ/ε); default 4λ/ε + nλ"))
     name = "Input perturbation of (q, p) (Fukuchi et al.)"
+    short = "input (Fukuchi)"
     family = "input"
     paper = "seed 003: Fukuchi, Tran & Sakuma 2017 (Alg. 1–2)"
     models = ("linreg", "logreg")

@@ -39,6 +39,7 @@ class LocalGaussian(Mechanism):
     iterative = False
     options = declare(LABEL_EPSILON, KEEP_DATA)
     name = "Local Gaussian + randomized response"
+    short = "local Gaussian"
     family = "local"
     paper = "Gaussian mechanism per record (Balle & Wang 2018) + randomized response"
     models = ("logreg",)  # labels go through binary randomized response
@@ -134,6 +135,7 @@ class LocalDuchi(Mechanism):
     id = "local-duchi"
     iterative = False
     name = "Local SGD with the ℓ2-ball mechanism (Duchi et al.)"
+    short = "local ℓ2-ball (Duchi)"
     family = "local"
     paper = "Duchi, Jordan & Wainwright 2013/2018"
     models = ("logreg", "linreg")

@@ -27,6 +27,7 @@ class ObjectiveChaudhuri(Mechanism):
     id = "objective-chaudhuri"
     iterative = False
     name = "Objective perturbation (Chaudhuri et al.)"
+    short = "objective (Chaudhuri)"
     family = "objective"
     paper = "Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2"
     models = ("logreg",)
@@ -99,6 +100,7 @@ class ObjectiveGaussian(Mechanism):
     id = "objective-gaussian"
     iterative = False
     name = "Objective perturbation (Gaussian, Kifer et al.)"
+    short = "objective (Gaussian)"
     family = "objective"
     paper = "Kifer, Smith & Thakurta 2012"
     models = ("logreg", "linreg")

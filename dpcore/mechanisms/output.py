@@ -41,6 +41,7 @@ class OutputLaplace(Mechanism):
     id = "output-laplace"
     iterative = False
     name = "Output perturbation (Laplace / Gamma-norm)"
+    short = "output (Laplace)"
     family = "output"
     paper = "Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1"
     models = ("logreg", "linreg")
@@ -125,6 +126,7 @@ class OutputGaussian(_GaussianOutput):
 
     id = "output-gaussian"
     name = "Output perturbation (Gaussian, after GD)"
+    short = "output (Gaussian)"
     family = "output"
     paper = "Zhang et al. 2017; seed 001 baseline"
     models = ("logreg", "linreg")
@@ -213,6 +215,7 @@ class OutputBoltOn(_GaussianOutput):
     id = "output-bolt-on"
     settings = ("batch_size",)
     name = "Bolt-on output perturbation (permutation SGD)"
+    short = "output (bolt-on)"
     family = "output"
     paper = "Wu et al. 2017 (bolt-on DP-SGD); seed 002 baseline"
     models = ("logreg", "linreg")
