@@ -48,8 +48,8 @@ calibration
     smallest noise whose certified ε meets the target).
 """
 
-from .exceptions import DatasetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
+from .exceptions import BudgetError, DatasetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
 
 __version__ = "0.1.0"
 
-__all__ = ["DPCoreError", "DatasetError", "ModelError", "ParameterError", "PrivacyWarning", "__version__"]
+__all__ = ["BudgetError", "DPCoreError", "DatasetError", "ModelError", "ParameterError", "PrivacyWarning", "__version__"]

@@ -387,7 +387,7 @@ def _cmd_sweep(args) -> Any:
         raise DPCoreError(f"cannot create the output folder {args.out!r}: {exc.strerror}") from None
     rec = run_preset(preset, args.out, quick=args.quick, repeats=args.repeats, max_n=args.max_n,
                      calibration=args.calibration, workers=args.workers, scheduler=args.scheduler, progress=_progress,
-                     command="python -m dpcore " + shlex.join(args.argv))
+                     command=_command(args.argv))
     if rec["tasks"] and len(rec.get("failed_tasks", [])) == rec["tasks"]:
         raise DPCoreError(f"every one of the {rec['tasks']} tasks failed: {rec['errors'][0]}")
     if args.json:
@@ -400,6 +400,13 @@ def _cmd_sweep(args) -> Any:
     return "\n".join(lines)
 
 
+def _command(argv: Sequence[str]) -> str:
+    """The command line that made a record, with the budget variables it ran under (a
+    larger ``DPCORE_WORK_BUDGET`` lets a sweep compute what the default refuses)."""
+    env = [f"{k}={os.environ[k]}" for k in ("DPCORE_MEMORY_BUDGET", "DPCORE_WORK_BUDGET") if k in os.environ]
+    return shlex.join(env + ["python", "-m", "dpcore", *argv])
+
+
 def _cmd_tune(args) -> Any:
     mechs = ([m.strip() for m in args.mechanisms.split(",") if m.strip()] if args.mechanisms
              else [m for m in DEFAULT_MECHANISMS if args.model in REGISTRY[m].models])
@@ -408,7 +415,7 @@ def _cmd_tune(args) -> Any:
     result = tune(args.dataset, mechs, epsilons, args.delta, model=args.model, repeats=args.repeats,
                   final_repeats=args.final_repeats, seed=args.seed, validation_fraction=args.validation_fraction,
                   selection_epsilon=args.selection_epsilon, ctx=Context(progress=_progress))
-    record = {**result.to_dict(), "command": "python -m dpcore " + " ".join(args.argv),
+    record = {**result.to_dict(), "command": _command(args.argv),
               "seconds": round(time.time() - started, 1), "date": time.strftime("%Y-%m-%d"),
               "environment": environment()}
     if args.out:

@@ -16,6 +16,12 @@ class ParameterError(DPCoreError):
     """A parameter outside its declared constraint (see :mod:`dpcore.params`)."""
 
 
+class BudgetError(ParameterError):
+    """A run refused up front because its memory or work estimate exceeds this machine's
+    budget (``DPCORE_MEMORY_BUDGET`` / ``DPCORE_WORK_BUDGET``): a fact about the machine,
+    not the setting, so a sweep never caches it as the setting's result."""
+
+
 class DatasetError(DPCoreError):
     """A bundled data file missing or altered, or a user CSV that cannot be used."""
 

@@ -524,7 +524,11 @@ def test_shipped_results_need_both_files(tmp_path):
     (tmp_path / "004-fig1.json").write_text(json.dumps(record))
     text = shipped_results("004-fig1", folder=tmp_path).provenance()
     assert "(1 tasks computed, 2 from the result cache" in text and "memory budget raised to 8 GiB" in text
-    assert "in 60 s on 2 workers" in text
+    assert "in 60 s on 2 workers" in text and "work budget" not in text
+    record["budgets"]["work"] = 1e12
+    (tmp_path / "004-fig1.json").write_text(json.dumps(record))
+    text = shipped_results("004-fig1", folder=tmp_path).provenance()
+    assert "memory budget raised to 8 GiB; work budget raised to 1e+12 operations" in text
     del record["wall_seconds"]
     (tmp_path / "004-fig1.json").write_text(json.dumps(record))
     assert "in an unrecorded time" in shipped_results("004-fig1", folder=tmp_path).provenance()

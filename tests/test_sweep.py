@@ -147,6 +147,37 @@ def test_rerun_uses_the_cache_and_does_no_training(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(a, b)
 
 
+def test_a_budget_refusal_is_not_cached_so_a_larger_budget_computes_it(tmp_path, monkeypatch):
+    """The refusal's message says to raise DPCORE_WORK_BUDGET; a rerun that does must then
+    train, not read the refusal back from the result cache."""
+    from dpcore.experiments import run as run_mod
+
+    tasks = get_preset("003-fig2").tasks(quick=True)[:3]
+    monkeypatch.setattr(run_mod, "WORK_BUDGET", 1.0)
+    refused = _grid(tasks, tmp_path)
+    assert refused["error"].str.contains("DPCORE_WORK_BUDGET").all()
+    assert not list((tmp_path / "cache").glob("*.json"))  # nothing cached
+    monkeypatch.setattr(run_mod, "WORK_BUDGET", run_mod.DEFAULT_WORK_BUDGET)
+    computed = _grid(tasks, tmp_path)
+    assert computed.attrs["computed"] == len(tasks) and computed["error"].isna().all()
+    assert len(list((tmp_path / "cache").glob("*.json"))) == len(tasks)
+    # a refusal of the setting itself is still a result, cached like any other
+    bad = RunSpec(dataset="iris", model="mlp", mechanism="objective-chaudhuri", epsilon=1.0, delta=1e-3,
+                  iterations=5, repeats=2)
+    ctx = Context(workers=1, threads=1, results_dir=tmp_path / "other", trace_points=0)
+    assert run_grid([bad], ctx)["error"].notna().all()
+    assert len(list((tmp_path / "other").glob("*.json"))) == 1
+
+
+def test_the_recorded_command_names_a_raised_budget(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DPCORE_WORK_BUDGET", "1e12")
+    assert main(["sweep", "--preset", "003-fig2", "--out", str(tmp_path), "--quick", "--workers", "1",
+                 "--set", "epsilons=1", "--set", "ns=128"]) == 0
+    (record,) = tmp_path.glob("*.json")
+    command = json.loads(record.read_text())["command"]
+    assert command.startswith("DPCORE_WORK_BUDGET=1e12 python -m dpcore sweep --preset 003-fig2"), command
+
+
 def test_interrupted_sweep_resumes_with_the_rest_only(tmp_path):
     preset = get_preset("004-u-m8")
     tasks = preset.tasks(quick=True)

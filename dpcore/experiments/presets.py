@@ -629,8 +629,14 @@ class ShippedResults:
         took = rec.get("wall_seconds")
         took = ("an unrecorded time" if took is None else f"{took:.0f} s" if took < 120
                 else f"{took / 60:.0f} min")
-        budget = rec.get("budgets", {}).get("memory_bytes")
-        raised = "" if budget is None or budget <= 4 * 2**30 else f" (memory budget raised to {budget / 2**30:.0f} GiB)"
+        budgets = rec.get("budgets", {})
+        memory, work = budgets.get("memory_bytes"), budgets.get("work")
+        notes = []
+        if memory and memory > run_mod.DEFAULT_MEMORY_BUDGET:
+            notes.append(f"memory budget raised to {memory / 2**30:.0f} GiB")
+        if work and work > run_mod.DEFAULT_WORK_BUDGET:
+            notes.append(f"work budget raised to {work:.0e} operations")
+        raised = f" ({'; '.join(notes)})" if notes else ""
         return (f"{rec.get('tasks', len(self.table))} configurations × {self.preset.repeats} repeats{raised}, "
                 f"computed {rec.get('started', '?')[:10]} by dpcore {env.get('dpcore', '?')} at "
                 f"{commit[:12]} in {took} on {rec.get('workers')} workers"

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import datasets as _datasets
 from ..erm import solve_erm
-from ..exceptions import DPCoreError, ModelError, ParameterError, PrivacyWarning
+from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
 from ..metrics import accuracy, optimality_gap, rmse, summarize
 from ..models import make_model
@@ -259,8 +259,10 @@ def row_norm_warning(X: np.ndarray) -> str | None:
 
 
 #: A run is refused up front when its estimate exceeds these (environment variables override).
-MEMORY_BUDGET = float(os.environ.get("DPCORE_MEMORY_BUDGET", 4 * 2**30))  # bytes
-WORK_BUDGET = float(os.environ.get("DPCORE_WORK_BUDGET", 2e11))  # multiply-adds (≈ 10 minutes)
+DEFAULT_MEMORY_BUDGET = 4 * 2**30  # bytes
+DEFAULT_WORK_BUDGET = 2e11  # multiply-adds (≈ 10 minutes)
+MEMORY_BUDGET = float(os.environ.get("DPCORE_MEMORY_BUDGET", DEFAULT_MEMORY_BUDGET))
+WORK_BUDGET = float(os.environ.get("DPCORE_WORK_BUDGET", DEFAULT_WORK_BUDGET))
 
 
 def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
@@ -276,13 +278,13 @@ def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
     memory = R * rows * 8 * 4
     if memory > MEMORY_BUDGET:
         fit = max(1, int(MEMORY_BUDGET // (rows * 8 * 4)))
-        raise ParameterError(
+        raise BudgetError(
             f"{R:,} runs on {rows:,} rows need about {memory / 2**30:.1f} GiB of memory (budget "
             f"{MEMORY_BUDGET / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): use at most {fit:,} repeats")
     steps = config.iterations if mechanism.iterative else 1
     work = R * steps * (n * max(p, d) + 3000)
     if work > WORK_BUDGET:
-        raise ParameterError(
+        raise BudgetError(
             f"{R:,} runs × {steps:,} steps on {n:,} rows are about {work:.1e} operations (budget "
             f"{WORK_BUDGET:.0e}, DPCORE_WORK_BUDGET, about 10 minutes here): lower the iterations or the repeats")
 

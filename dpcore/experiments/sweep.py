@@ -37,7 +37,7 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
 from .. import __version__, linalg
-from ..exceptions import DPCoreError, ParameterError
+from ..exceptions import BudgetError, DPCoreError, ParameterError
 from ..jsonutil import write_atomic
 from .context import Context
 from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups
@@ -136,7 +136,9 @@ def execute(config_record: dict[str, Any], threads: int | None = 1,
 
     A setting the core refuses (a :class:`DPCoreError`) is a result too: the
     record carries ``error`` and is cached like any other, so the same grid
-    does not try it again.  ``dataset``: a user's own data (see :func:`run`).
+    does not try it again; a refusal by this machine's budget
+    (:class:`~dpcore.exceptions.BudgetError`, marked ``budget``) is not cached, so a
+    sweep rerun with a larger ``DPCORE_WORK_BUDGET`` computes it.  ``dataset``: a user's own data (see :func:`run`).
     ``ctx``: the caller's context, when the task runs in the caller's process
     (its store is reused); a worker process builds one from ``erm_dir``.
     """
@@ -163,7 +165,8 @@ def execute_many(config_records: Sequence[dict[str, Any]], threads: int | None =
     for spec, outcome in zip(specs, outcomes):
         share = wall * spec.repeats / total
         if isinstance(outcome, DPCoreError):
-            records.append({"error": str(outcome), "wall_seconds": share})
+            records.append({"error": str(outcome), "wall_seconds": share,
+                            **({"budget": True} if isinstance(outcome, BudgetError) else {})})
             continue
         result = outcome.to_dict()
         out = {k: result.get(k) for k in _SUMMARY_KEYS}
@@ -337,7 +340,7 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None) -> SweepResu
                   if ctx.scheduler is not None and pending
                   else dispatch(pending, run_ctx, threads, points, dataset))
         for key, rec in stream:
-            if cache is not None:
+            if cache is not None and not rec.get("budget"):
                 cache.put(key, by_key[key].config, rec)
             results[key] = rec
             done += 1
