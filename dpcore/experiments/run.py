@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import datasets as _datasets
 from ..erm import solve_erm
-from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
+from ..exceptions import BudgetError, DPCoreError, ModelError, PrivacyWarning
 from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
 from ..metrics import accuracy, optimality_gap, rmse, summarize
 from ..models import make_model
