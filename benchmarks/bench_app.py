@@ -1,6 +1,7 @@
-"""App benchmark: Explore latency (computed and cached), the Compare preset, and a load test.
+"""App benchmark: Explore latency (computed and cached), the Compare preset, Paper figures
+opening each preset from its shipped results, and a load test.
 
-Run: ``python benchmarks/bench_app.py [--skip-compare] [--sessions 10]``.  Prints figures;
+Run: ``python benchmarks/bench_app.py [--skip-compare] [--sessions 10] [--only figures]``.  Prints figures;
 asserts nothing.  The load test needs Debian ``chromium`` and the ``playwright`` package
 (both installed by ``.ci/run`` / requirements-dev); it talks to 127.0.0.1 only.
 """
@@ -102,6 +103,32 @@ def compare_preset() -> None:
           + ", ".join(f"{m} {s:.1f}" for m, s in sorted(per_mech.items(), key=lambda kv: -kv[1])))
 
 
+def paper_figures() -> None:
+    """Paper figures: open every preset's whole figure from data/results/, cold (the first
+    open in this process: the CSVs read and the figure built) and again (from the server's
+    st.cache_resource).  Issue #18's goal: under 2 s each."""
+    from streamlit.testing.v1 import AppTest
+
+    from dpcore.experiments.presets import PRESETS
+
+    print("Paper figures, each preset opened from its shipped results (goal < 2 s):")
+    worst = 0.0
+    for preset_id in PRESETS:
+        times = []
+        for _ in range(2):
+            at = AppTest.from_file(str(ROOT / "pages" / "figures.py"), default_timeout=300)
+            at.query_params["fig_preset"] = preset_id
+            t = time.perf_counter()
+            at.run()
+            times.append(time.perf_counter() - t)
+        shipped = not at.info and not at.exception
+        charts = len(at.get("plotly_chart"))
+        worst = max(worst, times[0]) if shipped else worst
+        print(f"  {preset_id:13s} cold {times[0]:5.2f} s, again {times[1]:5.2f} s  "
+              f"{'shipped' if shipped else 'NOT SHIPPED'}, {charts} chart(s)")
+    print(f"  slowest cold open: {worst:.2f} s ({'met' if worst < 2 else 'not met'})")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -159,7 +186,7 @@ def load_test(n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-compare", action="store_true")
-    ap.add_argument("--only", default="explore,compare,load", help="comma-separated parts")
+    ap.add_argument("--only", default="explore,compare,figures,load", help="comma-separated parts")
     ap.add_argument("--sessions", type=int, default=10)
     args = ap.parse_args()
     parts = set(args.only.split(","))
@@ -167,6 +194,8 @@ def main() -> None:
         explore_latency()
     if "compare" in parts and not args.skip_compare:
         compare_preset()
+    if "figures" in parts:
+        paper_figures()
     if "load" in parts:
         load_test(args.sessions)
 
