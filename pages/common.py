@@ -64,9 +64,28 @@ def app_context() -> Context:
     return Context(workers=WORKERS, erm_dir=CACHE_DIR / "erm")
 
 
+def progress_reporter(bar, clock=time.perf_counter):
+    """A ``progress(done, total, label)`` callback for a ``st.progress`` bar: the count, the last
+    configuration and, once the work has run 2 s, the time spent and an estimate of the rest."""
+    started = clock()
+
+    def report(k: int, n: int, label: str) -> None:
+        spent = clock() - started
+        text = f"{k}/{n}: {label}"
+        if spent > 2 and 0 < k < n:
+            text += f" · {_duration(spent)} so far, about {_duration(spent * (n - k) / k)} left"
+        bar.progress(k / n, text=text)
+
+    return report
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 def with_progress(bar) -> Context:
     """The app's context, reporting each finished configuration on a ``st.progress`` bar."""
-    return app_context().with_(progress=lambda k, n, label: bar.progress(k / n, text=f"{k}/{n}: {label}"))
+    return app_context().with_(progress=progress_reporter(bar))
 
 
 # -- the glossary -------------------------------------------------------------------------

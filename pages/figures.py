@@ -2,8 +2,19 @@
 
 import streamlit as st
 
-from dpcore.experiments.presets import PRESETS, RESULTS_DIR, shipped_ids, shipped_results
-from pages.common import download_figure, download_table, restore_from_url, write_to_url, show_chart, enter_view
+from dpcore.exceptions import DPCoreError
+from dpcore.experiments.presets import PRESETS, RESULTS_DIR, rerun, shipped_ids, shipped_results
+from pages.common import (
+    CACHE_DIR,
+    WORKERS,
+    download_figure,
+    download_table,
+    enter_view,
+    progress_reporter,
+    restore_from_url,
+    show_chart,
+    write_to_url,
+)
 
 enter_view("figures")
 
@@ -60,3 +71,36 @@ with c2:
     download_table(shipped.table, preset_id, key="fig_download_table")
 if shipped.published is not None:
     download_table(shipped.published, f"{preset_id}-published", key="fig_download_published")
+
+with st.expander("Re-run here"):
+    took = shipped.record.get("wall_seconds")
+    st.caption("Compute this figure again on this machine, to check it or to see the run: the shipped "
+               "results are never overwritten. A *quick rehearsal* (2 repeats, ≤ 10 iterations, a few hundred "
+               "rows) takes seconds; the *full size* took "
+               + (f"about {took / 60:.0f} min" if took else "an unrecorded time")
+               + f" on {shipped.record.get('workers')} workers when it was made. Finished configurations are "
+               "kept, so an interrupted re-run resumes.")
+    size = st.radio("Size", ["quick", "full"], horizontal=True, key="fig_rerun_size",
+                    format_func={"quick": "quick rehearsal", "full": "full size"}.get)
+    calibration = st.radio("Calibration", ["certified", "published"], horizontal=True, key="fig_rerun_cal",
+                           help="certified: the noise that meets each target ε; published: the papers' own "
+                                "formulas (c = 1), whose certified ε may miss the target")
+    if st.button("Re-run this figure", key="fig_rerun"):
+        bar = st.progress(0.0, text="starting…")
+        try:
+            result = rerun(preset_id, CACHE_DIR / "reruns", quick=size == "quick", calibration=calibration,
+                           workers=WORKERS, progress=progress_reporter(bar))
+        except DPCoreError as exc:
+            st.error(f"The re-run stopped: {exc}")
+        except OSError as exc:
+            st.error(f"The re-run could not write its results ({exc}): set DPCORE_CACHE_DIR to a folder "
+                     "this server can write to.")
+        else:
+            st.session_state["fig_rerun_result"] = (preset_id, result)
+        bar.empty()
+    done = st.session_state.get("fig_rerun_result")
+    if done is not None and done[0] == preset_id:
+        st.markdown("**Re-run:** " + done[1].provenance())
+        rerun_fig = done[1].figure()
+        show_chart(rerun_fig, width="content")
+        download_table(done[1].table, f"{preset_id}-rerun", key="fig_download_rerun")

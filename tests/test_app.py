@@ -499,11 +499,26 @@ def test_paper_figures_open_the_shipped_results_whole():
     names = {t.get("name") for t in spec["data"]}
     assert {short_name(m) for m in PRESETS[shipped[0]].mechanisms} <= names  # every mechanism, by name
     assert any("certified" in h for t in spec["data"] for h in t.get("hovertext", []))
-    missing = [p for p in PRESETS if shipped_results(p) is None]
-    if missing:  # a preset without shipped results says how to make them
-        at.selectbox(key="fig_preset").set_value(missing[0]).run()
-        assert not at.exception
-        assert f"--preset {missing[0]}" in at.info[0].value
+
+
+def test_paper_figures_say_how_to_make_results_that_are_not_shipped(monkeypatch):
+    """A preset without results in data/results/ (a user's edit, a new preset) gives the command."""
+    import streamlit as st
+
+    from dpcore.experiments import presets
+
+    shipped_results = presets.shipped_results
+    monkeypatch.setattr(presets, "shipped_results",
+                        lambda p, **kw: None if p == "004-u-m32" else shipped_results(p, **kw))
+    st.cache_resource.clear()  # the view keeps each figure per server
+    try:
+        at = _page("figures.py")
+        at.query_params["fig_preset"] = "004-u-m32"
+        at.run()
+        assert not at.exception and not at.get("plotly_chart")
+        assert "--preset 004-u-m32 --out data/results" in at.info[0].value
+    finally:
+        st.cache_resource.clear()
 
 
 def test_shipped_results_need_both_files(tmp_path):
@@ -696,3 +711,42 @@ def test_a_chart_on_screen_writes_its_title_and_notes_as_page_text():
     assert shown.layout.title.text is None and [a.text for a in shown.layout.annotations] == ["ε = 1"]
     assert shown.layout.legend.y > 1 and shown.layout.margin.t == 40  # room for the legend and panel titles
     assert fig.layout.title.text.startswith("accuracy") and len(fig.layout.annotations) == 2  # the download keeps all
+
+
+def test_paper_figures_rerun_here_computes_the_figure_again_without_touching_the_shipped_files():
+    from dpcore.experiments.presets import RESULTS_DIR
+
+    shipped = {p: p.stat().st_mtime_ns for p in RESULTS_DIR.glob("004-u-m32*")}
+    at = _page("figures.py")
+    at.query_params["fig_preset"] = "004-u-m32"
+    at.run()
+    assert len(at.get("plotly_chart")) == 1
+    at.radio(key="fig_rerun_cal").set_value("published").run()
+    at.button(key="fig_rerun").click().run()
+    assert not at.exception and not at.error
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2  # the shipped figure and, below it, the re-run
+    rerun_spec = json.loads(charts[1].proto.spec)
+    assert "(published calibration)" in " ".join(m.value for m in at.markdown)  # the title, as page text
+    assert any("certified" in h for t in rerun_spec["data"] for h in t.get("hovertext", []))
+    note = next(m.value for m in at.markdown if m.value.startswith("**Re-run:**"))
+    assert "× 2 repeats (a quick rehearsal" in note and "--quick --calibration published" in note
+    assert {p: p.stat().st_mtime_ns for p in RESULTS_DIR.glob("004-u-m32*")} == shipped
+
+
+def test_progress_says_the_time_spent_and_estimates_the_rest():
+    from pages.common import progress_reporter
+
+    class Bar:
+        def progress(self, value, text):
+            shown.append((value, text))
+
+    shown = []
+    clock = iter([100.0, 101.0, 130.0, 400.0])
+    report = progress_reporter(Bar(), clock=lambda: next(clock))
+    report(1, 10, "a")  # 1 s in: too early for an estimate
+    report(3, 10, "b")  # 30 s for 3 of 10: about 70 s left
+    report(4, 10, "c")  # 300 s for 4: 450 s = 8 min left
+    assert shown[0] == (0.1, "1/10: a")
+    assert shown[1] == (0.3, "3/10: b · 30 s so far, about 70 s left")
+    assert shown[2] == (0.4, "4/10: c · 5 min so far, about 8 min left")

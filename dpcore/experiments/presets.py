@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import os
+import shlex
 import textwrap
 import time
 from collections.abc import Sequence
@@ -172,11 +173,12 @@ class Preset:
 
     # ------------------------------------------------------------------ figure
 
-    def figure(self, df, published=None):
+    def figure(self, df, published=None, calibration: str | None = None):
         """The paper's layout from the tidy table (pandas DataFrame).  ``published``: the same
         preset run with the papers' published calibrations (``--calibration published``),
         drawn over it as dotted lines in the same colours; its points whose certified ε
-        misses the target get red rings like any other."""
+        misses the target get red rings like any other.  ``calibration``: the table's own
+        calibration when a run overrode the preset's (named in the title)."""
         ok = df[df["error"].isna()] if "error" in df else df
         sources = [(ok, "")]
         if published is not None:
@@ -217,6 +219,8 @@ class Preset:
                                              "skew": "skew u = n_max / n_min"}[self.x],
                                  type="log" if self.x == "n" or self.log_x else None, row=i, col=j)
         self._finish(fig, sources, row_keys, col_keys)
+        if calibration:
+            fig.layout.title.text = fig.layout.title.text.replace("<br>", f" ({calibration} calibration)<br>", 1)
         return fig
 
     def _draw_panel(self, fig, frame, style: str, r, c, i: int, j: int, metric: str, xcol: str, colours) -> None:
@@ -572,9 +576,7 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
     paths = {"csv": str(root / f"{stem}.csv"), "html": str(root / f"{stem}.html"),
              "json": str(root / f"{stem}.json")}
     df.to_csv(paths["csv"], index=False)
-    fig = preset.figure(df)
-    if calibration:
-        fig.layout.title.text = fig.layout.title.text.replace("<br>", f" ({calibration} calibration)<br>", 1)
+    fig = preset.figure(df, calibration=calibration)
     fig.write_html(paths["html"], include_plotlyjs=True, full_html=True)
     errors = sorted({e for e in df.get("error", pd.Series(dtype=object)).dropna()})
     failed = sorted(set(df.loc[df["error"].notna(), "task"])) if "error" in df else []
@@ -623,7 +625,8 @@ class ShippedResults:
     published_record: dict[str, Any] | None = None
 
     def figure(self) -> go.Figure:
-        return self.preset.figure(self.table, published=self.published)
+        return self.preset.figure(self.table, published=self.published,
+                                  calibration=self.record.get("calibration_override"))
 
     def provenance(self, published: bool = False) -> str:
         """One sentence: when, by which code, with which command, how long it took (of the
@@ -644,9 +647,12 @@ class ShippedResults:
         if work and work > run_mod.DEFAULT_WORK_BUDGET:
             notes.append(f"work budget raised to {work:.0e} operations")
         raised = f" ({'; '.join(notes)})" if notes else ""
-        return (f"{rec.get('tasks', len(self.table))} configurations × {self.preset.repeats} repeats{raised}, "
+        repeats = max((c.get("repeats", 0) for c in rec.get("configs", [])), default=0) or self.preset.repeats
+        size = " (a quick rehearsal: ≤ 10 iterations, a few hundred rows)" if rec.get("quick") else ""
+        workers = rec.get("workers")
+        return (f"{rec.get('tasks', len(self.table))} configurations × {repeats} repeats{size}{raised}, "
                 f"computed {rec.get('started', '?')[:10]} by dpcore {env.get('dpcore', '?')} at "
-                f"{commit[:12]} in {took} on {rec.get('workers')} workers"
+                f"{commit[:12]} in {took} on {workers} worker{'' if workers == 1 else 's'}"
                 f"{cached_note(rec)}: "
                 f"`{rec.get('command') or f'python -m dpcore sweep --preset {self.preset.id} --out data/results'}`")
 
@@ -668,6 +674,25 @@ def _shipped_files(preset_id: str, folder: Path | None) -> tuple[Path, Path] | N
 def shipped_ids(folder: Path | None = None) -> list[str]:
     """The presets whose full-size results are shipped (both files present), in preset order."""
     return [p for p in PRESETS if _shipped_files(p, folder) is not None]
+
+
+def rerun(preset_id: str, folder, *, quick: bool = True, calibration: str = "certified",
+          workers: int | None = None, progress=None) -> ShippedResults:
+    """Run a preset again into ``folder``, never into data/results/ (the shipped results stay
+    what they are): the Paper figures view's "Re-run here".  ``quick``: the 2-repeat,
+    few-hundred-row rehearsal (seconds); otherwise the full size (as long as the shipped
+    record says it took).  Resumable: the folder's result cache keeps finished configurations.
+    Returns the run as :class:`ShippedResults`, its record's command the equivalent command line."""
+    preset = get_preset(preset_id)
+    folder = Path(folder)
+    if folder.resolve() == RESULTS_DIR.resolve():
+        raise ParameterError("a re-run never writes into data/results/: choose another folder")
+    override = None if calibration == "certified" else calibration
+    command = shlex.join(["python", "-m", "dpcore", "sweep", "--preset", preset.id, "--out", str(folder)]
+                         + (["--quick"] if quick else []) + (["--calibration", override] if override else []))
+    record = run_preset(preset, folder, quick=quick, calibration=override, workers=workers, progress=progress,
+                        command=command)
+    return ShippedResults(preset=preset, table=pd.read_csv(record["outputs"]["csv"]), record=record)
 
 
 def shipped_results(preset_id: str, folder: Path | None = None) -> ShippedResults | None:
