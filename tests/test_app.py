@@ -499,6 +499,7 @@ def test_paper_figures_open_the_shipped_results_whole():
     names = {t.get("name") for t in spec["data"]}
     assert {short_name(m) for m in PRESETS[shipped[0]].mechanisms} <= names  # every mechanism, by name
     assert any("certified" in h for t in spec["data"] for h in t.get("hovertext", []))
+    assert not [p for p in PRESETS if shipped_results(p) is None]  # #18: every preset ships
 
 
 def test_paper_figures_say_how_to_make_results_that_are_not_shipped(monkeypatch):
