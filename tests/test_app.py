@@ -541,7 +541,7 @@ def test_shipped_results_need_both_files(tmp_path):
               "environment": {"dpcore": "0.1.0", "git_commit": "abc"}, "budgets": {"memory_bytes": 8 * 2**30}}
     (tmp_path / "004-fig1.json").write_text(json.dumps(record))
     text = shipped_results("004-fig1", folder=tmp_path).provenance()
-    assert "(1 tasks computed, 2 from the result cache" in text and "memory budget raised to 8 GiB" in text
+    assert "(memory budget raised to 8 GiB; 1 tasks computed, 2 from the result cache of earlier runs)" in text
     assert "in 60 s on 2 workers" in text and "work budget" not in text
     record["budgets"]["work"] = 1e12
     (tmp_path / "004-fig1.json").write_text(json.dumps(record))

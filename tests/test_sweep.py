@@ -420,3 +420,12 @@ def test_a_rerun_never_writes_into_the_shipped_results(tmp_path):
     got = rerun("003-fig1", tmp_path, quick=True, workers=1)
     assert (tmp_path / "003-fig1-quick.csv").exists() and len(got.table) == got.record["tasks"] * 2
     assert got.record["command"] == f"python -m dpcore sweep --preset 003-fig1 --out {tmp_path} --quick"
+
+
+def test_preset_panels_name_their_data_not_the_id():
+    rows = [dict(dataset=d, model="logreg", mechanism="gradient-dpgd", epsilon=e, learning_rate=1.0, accuracy=0.8,
+                 gap=0.1, epsilon_target=e, epsilon_certified=e, error=None)
+            for d in ("kddcup99", "adult", "bank") for e in EPS_001]
+    fig = get_preset("001-fig2").figure(pd.DataFrame(rows))
+    titles = [a.text for a in fig.layout.annotations if a.text and "Ringed" not in a.text]
+    assert titles[:3] == ["KDD Cup 1999 (LR)", "Adult (LR)", "Bank Marketing (LR)"], titles

@@ -198,7 +198,8 @@ class Preset:
         titles = []
         for i, r in enumerate(row_keys):
             for c in col_keys:
-                cname = c if self.cols == "dataset" else f"ε = {c:g}"
+                # a panel names its data ("KDD Cup 1999"), not the id; the sample size is in the datasets view
+                cname = DATASETS[c].name.split(" (")[0] if self.cols == "dataset" else f"ε = {c:g}"
                 if self.rows == "metric":  # the metric is the row's y-axis title: name the column once
                     titles.append(cname if i == 0 else "")
                 else:
@@ -646,22 +647,16 @@ class ShippedResults:
             notes.append(f"memory budget raised to {memory / 2**30:.0f} GiB")
         if work and work > run_mod.DEFAULT_WORK_BUDGET:
             notes.append(f"work budget raised to {work:.0e} operations")
-        raised = f" ({'; '.join(notes)})" if notes else ""
+        if rec.get("cached"):
+            notes.append(f"{rec['computed']} tasks computed, {rec['cached']} from the result cache of earlier runs")
+        notes = f" ({'; '.join(notes)})" if notes else ""
         repeats = max((c.get("repeats", 0) for c in rec.get("configs", [])), default=0) or self.preset.repeats
         size = " (a quick rehearsal: ≤ 10 iterations, a few hundred rows)" if rec.get("quick") else ""
         workers = rec.get("workers")
-        return (f"{rec.get('tasks', len(self.table))} configurations × {repeats} repeats{size}{raised}, "
+        return (f"{rec.get('tasks', len(self.table))} configurations × {repeats} repeats{size}, "
                 f"computed {rec.get('started', '?')[:10]} by dpcore {env.get('dpcore', '?')} at "
-                f"{commit[:12]} in {took} on {workers} worker{'' if workers == 1 else 's'}"
-                f"{cached_note(rec)}: "
+                f"{commit[:12]} in {took} on {workers} worker{'' if workers == 1 else 's'}{notes}: "
                 f"`{rec.get('command') or f'python -m dpcore sweep --preset {self.preset.id} --out data/results'}`")
-
-
-def cached_note(rec: dict[str, Any]) -> str:
-    """How much of a sweep its last run computed, when some tasks came from the result cache."""
-    if not rec.get("cached"):
-        return ""
-    return f" ({rec['computed']} tasks computed, {rec['cached']} from the result cache of earlier runs)"
 
 
 def _shipped_files(preset_id: str, folder: Path | None) -> tuple[Path, Path] | None:
