@@ -144,7 +144,8 @@ def tradeoff_figure(result: dict) -> go.Figure:
             x=[r["epsilon_local"]], y=[r["accuracy_mean"]], mode="markers", name=short_name(r["mechanism"]),
             marker=dict(color=COLOURS[k % len(COLOURS)], symbol=SYMBOLS[k % len(SYMBOLS)], size=11,
                         line=dict(width=1, color="#ffffff")),
-            hovertext=f"{short_name(r['mechanism'])} ({r['mechanism']})<br>local ε {r['epsilon_local']:.4g}<br>{hover_texts([target], [cert])[0]}",
+            hovertext=(f"{short_name(r['mechanism'])} ({r['mechanism']})<br>local ε {r['epsilon_local']:.4g}"
+                       f"<br>{hover_texts([target], [cert])[0]}"),
             hoverinfo="text"))
         mark_missed(fig, [r["epsilon_local"]], [r["accuracy_mean"]], [target], [cert])
     curve = [r for r in result["curve"] if _local(r) is not None and math.isfinite(_local(r))]

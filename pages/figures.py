@@ -73,13 +73,14 @@ if shipped.published is not None:
     download_table(shipped.published, f"{preset_id}-published", key="fig_download_published")
 
 with st.expander("Re-run here"):
-    took = shipped.record.get("wall_seconds")
+    work = shipped.record.get("compute_seconds")  # every configuration's recorded time, cached ones included
     st.caption("Compute this figure again on this machine, to check it or to see the run: the shipped "
                "results are never overwritten. A *quick rehearsal* (2 repeats, ≤ 10 iterations, a few hundred "
-               "rows) takes seconds; the *full size* took "
-               + (f"about {took / 60:.0f} min" if took else "an unrecorded time")
-               + f" on {shipped.record.get('workers')} workers when it was made. Finished configurations are "
-               "kept, so an interrupted re-run resumes.")
+               "rows) takes seconds; the *full size* needs "
+               + (f"about {max(1, round(work / WORKERS / 60))} min on this server's {WORKERS} worker process{'' if WORKERS == 1 else 'es'}"
+                  if work else "an unrecorded time")
+               + " (from the shipped record's timings). Finished configurations are kept, so an interrupted "
+               "re-run resumes.")
     size = st.radio("Size", ["quick", "full"], horizontal=True, key="fig_rerun_size",
                     format_func={"quick": "quick rehearsal", "full": "full size"}.get)
     calibration = st.radio("Calibration", ["certified", "published"], horizontal=True, key="fig_rerun_cal",

@@ -342,7 +342,8 @@ def _row_label(kind: str, key) -> str:
 
 def _best_points(s, xcol: str, metric: str, *, flat: bool, xs):
     """(x, mean, sd, ε target, ε certified) per x, taking the learning rate with the best mean
-    metric (the smallest of equals, up to rounding; ε certified: the largest among that point's runs; ∞ stays ∞).
+    metric (the smallest of equal rates, up to rounding; ε certified: the largest among that
+    point's runs; ∞ stays ∞).
 
     One grouped aggregation over (x, learning rate), then a walk over its few rows: a
     figure has hundreds of points, and a pandas call per point made opening one take seconds.

@@ -138,7 +138,8 @@ def execute(config_record: dict[str, Any], threads: int | None = 1,
     record carries ``error`` and is cached like any other, so the same grid
     does not try it again; a refusal by this machine's budget
     (:class:`~dpcore.exceptions.BudgetError`, marked ``budget``) is not cached, so a
-    sweep rerun with a larger ``DPCORE_WORK_BUDGET`` computes it.  ``dataset``: a user's own data (see :func:`run`).
+    sweep rerun with a larger ``DPCORE_WORK_BUDGET`` computes it.  ``dataset``: a
+    user's own data (see :func:`run`).
     ``ctx``: the caller's context, when the task runs in the caller's process
     (its store is reused); a worker process builds one from ``erm_dir``.
     """
