@@ -18,12 +18,13 @@ PACKAGE = ROOT / "dpcore"
 #: Bottom to top.  A module may import modules of its own layer or of a lower one, never a higher one.
 LAYERS = [
     ("foundations", ["dpcore", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.params", "dpcore.accounting",
-                     "dpcore.privacy", "dpcore.noise", "dpcore.metrics", "dpcore.linalg", "dpcore.figures",
+                     "dpcore.privacy", "dpcore.noise", "dpcore.metrics", "dpcore.linalg",
                      "dpcore.streams", "dpcore.theory", "dpcore.theory.formulas"]),
     ("data and models", ["dpcore.datasets", "dpcore.models", "dpcore.partition"]),
     ("solvers", ["dpcore.erm", "dpcore.optim"]),
     ("mechanisms", ["dpcore.mechanisms", "dpcore.mechanisms.*"]),
     ("bounds catalog", ["dpcore.theory.catalog"]),
+    ("figures", ["dpcore.figures"]),  # charts name mechanisms by their short names
     ("experiments", ["dpcore.experiments", "dpcore.experiments.*"]),
     ("interfaces", ["dpcore.estimators", "dpcore.cli", "dpcore.__main__"]),
 ]
