@@ -52,6 +52,9 @@ class Model:
     name: ClassVar[str] = ""
     convex: ClassVar[bool] = True
     task: ClassVar[str] = "classification"
+    #: the work budget's weight of one (row × parameter) of this model, relative to the linear
+    #: models' dense products (see :func:`dpcore.experiments.run.work_estimate`)
+    work_weight: ClassVar[float] = 1.0
 
     def __post_init__(self) -> None:
         validate("lam", self.lam, self.id)
@@ -285,6 +288,10 @@ class MLP(Model):
     id: ClassVar[str] = "mlp"
     name: ClassVar[str] = "One-hidden-layer network"
     convex: ClassVar[bool] = False
+    # float32 and the data's sparse twin: per estimated (row × parameter) a step costs about an
+    # eighth of the linear models' slowest (benchmarks/bench_budget.py: input-kang 0.24 s per 10⁹
+    # on the MLP against 1.8 s on LR); 0.15 keeps a margin
+    work_weight: ClassVar[float] = 0.15
 
     # rows per chunk × runs × hidden kept below this many floats
     _CHUNK_FLOATS: ClassVar[int] = 4_000_000

@@ -169,6 +169,24 @@ def test_a_budget_refusal_is_not_cached_so_a_larger_budget_computes_it(tmp_path,
     assert len(list((tmp_path / "other").glob("*.json"))) == 1
 
 
+def test_the_work_estimate_weighs_the_mlp_and_admits_the_papers_kdd_runs():
+    """R × T × (n × p × weight + 3000), p = (d + 1)² for the MLP of width d: the paper presets'
+    MLP on KDD Cup (T = 100, R = 5; about 80 s a configuration here) fits the default budget,
+    ten times as many steps do not."""
+    from dpcore.experiments import run as run_mod
+    from dpcore.experiments.run import problem_data, work_estimate
+    from dpcore.mechanisms import get_mechanism
+
+    spec = RunSpec(dataset="kddcup99", model="mlp", mechanism="input-kang", iterations=100, repeats=5)
+    data, model = problem_data(spec)
+    by_hand = 5 * 100 * (data.n * (data.d + 1) ** 2 * 0.15 + 3000)
+    assert work_estimate(spec, data, model, get_mechanism("input-kang")) == pytest.approx(by_hand, rel=1e-12)
+    run_mod.check_budget(spec, data, model, get_mechanism("input-kang"))  # no refusal
+    longer = RunSpec(**{**spec.to_dict(), "iterations": 1000, "options": ()})
+    with pytest.raises(run_mod.BudgetError, match="lower the iterations or the repeats"):
+        run_mod.check_budget(longer, data, model, get_mechanism("input-kang"))
+
+
 def test_the_recorded_command_names_a_raised_budget(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DPCORE_WORK_BUDGET", "1e12")
     assert main(["sweep", "--preset", "003-fig2", "--out", str(tmp_path), "--quick", "--workers", "1",

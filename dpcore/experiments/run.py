@@ -260,9 +260,18 @@ def row_norm_warning(X: np.ndarray) -> str | None:
 
 #: A run is refused up front when its estimate exceeds these (environment variables override).
 DEFAULT_MEMORY_BUDGET = 4 * 2**30  # bytes
-DEFAULT_WORK_BUDGET = 2e11  # multiply-adds (≈ 10 minutes)
+DEFAULT_WORK_BUDGET = 2e11  # weighted multiply-adds: up to about 6 minutes on 2 cores (bench_budget.py)
 MEMORY_BUDGET = float(os.environ.get("DPCORE_MEMORY_BUDGET", DEFAULT_MEMORY_BUDGET))
 WORK_BUDGET = float(os.environ.get("DPCORE_WORK_BUDGET", DEFAULT_WORK_BUDGET))
+
+
+def work_estimate(config: RunSpec, dataset, model, mechanism) -> float:
+    """The work budget's measure of a run: runs × steps × (rows × parameters × the model's
+    :attr:`~dpcore.models.Model.work_weight` + 3000).  ``benchmarks/bench_budget.py``
+    measures what a unit costs per mechanism."""
+    steps = config.iterations if mechanism.iterative else 1
+    per_step = dataset.n * max(model.n_params(dataset.d), dataset.d) * model.work_weight + 3000
+    return float(config.repeats * steps * per_step)
 
 
 def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
@@ -271,8 +280,7 @@ def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
     Memory: a few (runs × rows) float64 arrays (margins, their derivatives, the metrics).
     Work: runs × steps × (rows × parameters + a per-step overhead).
     """
-    n, d = dataset.n, dataset.d
-    p = model.n_params(d)
+    n = dataset.n
     rows = max(n, dataset.X_test.shape[0])
     R = config.repeats
     memory = R * rows * 8 * 4
@@ -281,12 +289,13 @@ def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
         raise BudgetError(
             f"{R:,} runs on {rows:,} rows need about {memory / 2**30:.1f} GiB of memory (budget "
             f"{MEMORY_BUDGET / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): use at most {fit:,} repeats")
-    steps = config.iterations if mechanism.iterative else 1
-    work = R * steps * (n * max(p, d) + 3000)
+    work = work_estimate(config, dataset, model, mechanism)
     if work > WORK_BUDGET:
+        steps = config.iterations if mechanism.iterative else 1
         raise BudgetError(
             f"{R:,} runs × {steps:,} steps on {n:,} rows are about {work:.1e} operations (budget "
-            f"{WORK_BUDGET:.0e}, DPCORE_WORK_BUDGET, about 10 minutes here): lower the iterations or the repeats")
+            f"{WORK_BUDGET:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): lower the "
+            "iterations or the repeats")
 
 
 def run(config: RunSpec, ctx: Context | None = None, *, dataset=None) -> RunResult:
