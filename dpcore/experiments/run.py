@@ -278,7 +278,7 @@ def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
     """Refuse a run whose memory or work estimate exceeds the budget, saying how to lower it.
 
     Memory: a few (runs × rows) float64 arrays (margins, their derivatives, the metrics).
-    Work: runs × steps × (rows × parameters + a per-step overhead).
+    Work: :func:`work_estimate`.
     """
     n = dataset.n
     rows = max(n, dataset.X_test.shape[0])
