@@ -39,9 +39,11 @@ from sklearn.preprocessing import OneHotEncoder
 from . import linalg, streams
 from .exceptions import DatasetError
 from .params import validate
+from .partition import record_split
 
 __all__ = [
     "Dataset",
+    "subsample_rows",
     "DatasetSpec",
     "DATASETS",
     "DATA_DIR",
@@ -870,6 +872,25 @@ def load(
     return _load_bundled(spec.id, bool(bias), seed, float(test_fraction))
 
 
+def subsample_rows(n_full: int, n: int, seed: int) -> np.ndarray:
+    """The training rows a subsample of ``n`` keeps (``RunSpec.n`` on bundled data): a seeded
+    choice of positions, whatever the records."""
+    return np.sort(np.random.default_rng([seed, streams.SUBSAMPLE]).choice(n_full, size=n, replace=False))
+
+
+@record_split("subsample (RunSpec.n)", record_independent=True,
+              certifies="a guarantee about the subsample as the dataset: which rows it keeps does not read them")
+def _subsample_parts(X, y, seed):
+    return [subsample_rows(len(y), len(y) // 2, seed)]
+
+
+@record_split("train/test split", record_independent=False,
+              certifies=("nothing: the held-out rows are chosen (stratified on the label) before any mechanism "
+                         "runs, and every guarantee is about the training split as given, the papers' convention"))
+def _train_test_parts(X, y, seed):
+    return list(_split(len(y), np.asarray(y), "classification", 0.2, seed))
+
+
 @functools.lru_cache(maxsize=16)
 def _subsampled(dataset_id: str, bias: bool, seed: int, test_fraction: float, n: int) -> Dataset:
     full = _load_bundled(dataset_id, bias, seed, test_fraction)
@@ -880,7 +901,7 @@ def _subsampled(dataset_id: str, bias: bool, seed: int, test_fraction: float, n:
         )
     if n == full.n:
         return full
-    rows = np.sort(np.random.default_rng([seed, streams.SUBSAMPLE]).choice(full.n, size=n, replace=False))
+    rows = subsample_rows(full.n, n, seed)
     X, y = full.X_train[rows], full.y_train[rows]
     y.setflags(write=False)
     linalg.share(X)

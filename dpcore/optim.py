@@ -42,19 +42,25 @@ class BatchRNG:
     #: clean one), when set: how a white-box audit (dpcore.experiments.whitebox) observes an optimiser.
     observer = None
 
-    def __init__(self, seeds: Sequence[int], stream: int = streams.RUN):
+    def __init__(self, seeds: Sequence[int], stream: int = streams.RUN, key: Sequence[int] = ()):
         self.seeds = [int(s) for s in seeds]
-        # ``stream`` separates independent uses of one seed (data split vs noise ...).
-        self.gens = [np.random.default_rng([s, stream]) for s in self.seeds]
+        # ``stream`` separates independent uses of one seed (data split vs noise ...); ``key``
+        # (a run's ``RunSpec.stream``) separates runs that share a seed but must not share draws.
+        self.keys = [tuple(int(k) for k in key)] * len(self.seeds)
+        self.gens = [np.random.default_rng([s, stream, *k]) for s, k in zip(self.seeds, self.keys)]
 
     def spawn_stream(self, stream: int) -> "BatchRNG":
-        """Independent generators for the same seeds (e.g. initialisation vs noise)."""
-        return BatchRNG(self.seeds, stream=stream)
+        """Independent generators for the same seeds and keys (e.g. initialisation vs noise)."""
+        out = BatchRNG.__new__(BatchRNG)
+        out.seeds, out.keys = list(self.seeds), list(self.keys)
+        out.gens = [np.random.default_rng([s, stream, *k]) for s, k in zip(out.seeds, out.keys)]
+        return out
 
     def subset(self, runs) -> "BatchRNG":
         """The generators of some runs (shared, so their streams continue)."""
         out = BatchRNG.__new__(BatchRNG)
         out.seeds = [self.seeds[r] for r in runs]
+        out.keys = [self.keys[r] for r in runs]
         out.gens = [self.gens[r] for r in runs]
         return out
 
@@ -63,6 +69,7 @@ class BatchRNG:
         """The runs of several batches, in order (their generators shared, not copied)."""
         out = cls.__new__(cls)
         out.seeds = [s for b in parts for s in b.seeds]
+        out.keys = [k for b in parts for k in b.keys]
         out.gens = [g for b in parts for g in b.gens]
         return out
 

@@ -39,7 +39,11 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 import dp_accounting as dpa
+import numpy as np
+from dp_accounting.pld import common as _plc
+from dp_accounting.pld import pld_pmf as _pmf
 from dp_accounting.pld import pld_privacy_accountant as _pld
+from dp_accounting.pld import privacy_loss_distribution as _pldist
 from scipy.optimize import brentq
 
 from . import accounting as acc
@@ -51,12 +55,14 @@ __all__ = [
     "NoisePlan",
     "EpsilonDeltaDpEvent",
     "GammaNormDpEvent",
+    "AnyOfDpEvent",
     "gaussian",
     "sampled_gaussian",
     "gamma_norm",
     "randomized_response",
     "theorem",
     "void",
+    "any_of",
     "parallel",
     "compose",
     "fixed_delta",
@@ -90,7 +96,15 @@ class GammaNormDpEvent(dpa.DpEvent):
     noise_multiplier: float
 
 
-_KINDS = ("gaussian", "sampled-gaussian", "gamma-norm", "randomized-response", "theorem")
+@dataclass(frozen=True)
+class AnyOfDpEvent(dpa.DpEvent):
+    """One of several events runs, and which one may depend on the data (a tuned setting's
+    final run).  Certified through a pair that dominates every alternative (:func:`any_of`)."""
+
+    events: tuple
+
+
+_KINDS = ("gaussian", "sampled-gaussian", "gamma-norm", "randomized-response", "theorem", "any-of")
 
 
 @dataclass(frozen=True)
@@ -101,7 +115,8 @@ class Release:
     quantity before noise (for ``sampled-gaussian``: twice the clipping norm);
     ``noise`` the standard deviation (Gaussians) or the scale s of the
     Gamma-norm density; ``sample_rate`` the Poisson rate; ``epsilon`` the label
-    budget of randomized response, or a theorem's ε (with ``delta``).
+    budget of randomized response, or a theorem's ε (with ``delta``); ``alternatives`` the
+    plans an ``any-of`` release chooses among (:func:`any_of`).
     """
 
     kind: str
@@ -112,10 +127,13 @@ class Release:
     sample_rate: float = 1.0
     epsilon: float | None = None
     delta: float = 0.0
+    alternatives: tuple["NoisePlan", ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise ValueError(f"unknown release kind {self.kind!r}")
+        if (self.kind == "any-of") != bool(self.alternatives):
+            raise ValueError("an any-of release, and only it, has alternatives")
 
     @property
     def noise_multiplier(self) -> float | None:
@@ -138,6 +156,8 @@ class Release:
             inner = GammaNormDpEvent(self.noise / self.sensitivity)
         elif self.kind == "randomized-response":
             inner = dpa.RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(self.epsilon)), 2)
+        elif self.kind == "any-of":
+            inner = AnyOfDpEvent(tuple(p.event() for p in self.alternatives))
         else:
             inner = EpsilonDeltaDpEvent(self.epsilon, self.delta)
         return inner if self.count == 1 else dpa.SelfComposedDpEvent(inner, int(self.count))
@@ -153,6 +173,9 @@ class Release:
             return f"Gamma-norm noise of scale {self.noise:.4g} on {self.what}, Δ = {self.sensitivity:.4g}{times}"
         if self.kind == "randomized-response":
             return f"randomized response with ε = {self.epsilon:.4g} on {self.what}{times}"
+        if self.kind == "any-of":
+            inner = " | ".join(p.describe() for p in self.alternatives)
+            return f"{self.what}: the worst of {len(self.alternatives)} possible plans [{inner}]{times}"
         return f"{self.what}: ({self.epsilon:.4g}, {self.delta:.3g})-DP by a published proof{times}"
 
 
@@ -236,6 +259,67 @@ def void(reason: str) -> NoisePlan:
     return NoisePlan(void=reason)
 
 
+def any_of(what: str, plans) -> NoisePlan:
+    """One of ``plans`` runs, and a rule that may read the data chooses which (a tuning's
+    final run: the setting trained is the one the private choice picked).
+
+    Certifying the plan that happened to be chosen would let the data decide the proof; this
+    plan is dominated by every alternative at once, so it certifies whichever runs:
+
+    * unsampled Gaussians only: the largest μ (a μ_k-GDP mechanism is μ-GDP for μ ≥ μ_k, and
+      Gaussian DP composes adaptively, Dong, Roth & Su 2022 Thm 3.2); exact;
+    * pure and theorem-proved releases only: the largest ε and the largest δ (each alternative
+      is then (max ε, max δ)-DP, and basic composition is adaptive); exact;
+    * anything else: a pair whose privacy profile is the pointwise maximum of the
+      alternatives' (the profile of the convex hull of the minimum of their trade-off
+      functions, a valid pair that dominates each), discretised pessimistically by
+      connecting the dots (Doroshenko, Ghazi, Kamath, Kumar & Manurangsi 2022, Alg. 1) and
+      composed through the PLD accountant (a dominating pair for every possible choice
+      composes adaptively: Zhu, Dong & Wang 2022, Thm 10).
+
+    A void alternative voids the choice.
+
+    References: Dong, Roth & Su 2022 (JRSS B); Zhu, Dong & Wang 2022 (AISTATS), "Optimal
+    accounting of differential privacy via characteristic function"; Doroshenko et al. 2022
+    (PETS), "Connect the dots".
+    """
+    plans = tuple(plans)
+    if not plans:
+        raise ValueError("any_of needs at least one plan")
+    for plan in plans:
+        if plan.void is not None:
+            return plan
+        if plan.parts:
+            raise ValueError("plans with disjoint parts are not chosen among here")
+    if len(set(plans)) == 1:
+        return plans[0]
+    kinds = {r.kind for plan in plans for r in plan.releases}
+    if kinds == {"gaussian"}:
+        if any(not (r.noise and r.noise > 0) for plan in plans for r in plan.releases):
+            return void(f"{what}: a possible choice adds no noise")
+        mu = max(math.sqrt(sum(r.count * (r.sensitivity / r.noise) ** 2 for r in plan.releases))
+                 for plan in plans)
+        return gaussian(f"{what} (the largest μ of {len(plans)} possible plans)", mu, 1.0)
+    if kinds <= {"gamma-norm", "randomized-response", "theorem"}:
+        eps, dlt = zip(*(_basic(plan) for plan in plans))
+        if not all(math.isfinite(e) for e in eps):
+            return void(f"{what}: a possible choice adds no noise")
+        return theorem(f"{what} (the largest ε and δ of {len(plans)} possible plans)", max(eps), max(dlt))
+    return NoisePlan((Release("any-of", what, alternatives=plans),))
+
+
+def _basic(plan: NoisePlan) -> tuple[float, float]:
+    """(ε, δ) of a plan of pure and theorem-proved releases by basic composition."""
+    eps = dlt = 0.0
+    for r in plan.releases:
+        if r.kind == "gamma-norm":
+            eps += r.count * (r.sensitivity / r.noise if r.noise > 0 else math.inf)
+        else:
+            eps += r.count * r.epsilon
+            dlt += r.count * r.delta
+    return eps, dlt
+
+
 def parallel(plans) -> NoisePlan:
     """Plans over disjoint sets of records (the worst part counts)."""
     return NoisePlan(parts=tuple(plans))
@@ -287,7 +371,7 @@ def certify(plan: NoisePlan, delta: float) -> float:
         return worst
     fixed = [r for r in plan.releases if r.kind in ("gamma-norm", "theorem")]
     rr = [r for r in plan.releases if r.kind == "randomized-response"]
-    gauss = [r for r in plan.releases if r.kind in ("gaussian", "sampled-gaussian")]
+    gauss = [r for r in plan.releases if r.kind in ("gaussian", "sampled-gaussian", "any-of")]
     eps_fixed, delta_fixed = 0.0, 0.0
     for r in fixed:
         if r.kind == "gamma-norm":
@@ -303,12 +387,12 @@ def certify(plan: NoisePlan, delta: float) -> float:
     if not gauss:
         eps = eps_fixed + sum(r.count * r.epsilon for r in rr)
         return max(worst, eps)
-    if any(not (r.noise and r.noise > 0) for r in gauss) or not rest > 0:
+    if any(not (r.noise and r.noise > 0) for r in gauss if r.kind != "any-of") or not rest > 0:
         return math.inf
     if not rr and all(r.kind == "gaussian" for r in gauss):
         mu = math.sqrt(sum(r.count * (r.sensitivity / r.noise) ** 2 for r in gauss))
         eps = acc.gdp_epsilon(mu, rest)
-    elif not rr and len(gauss) == 1:
+    elif not rr and len(gauss) == 1 and gauss[0].kind == "sampled-gaussian":
         r = gauss[0]
         eps = acc.sampled_gaussian_epsilon(r.noise_multiplier, r.sample_rate, r.count, rest)
     else:
@@ -325,9 +409,69 @@ def _pld_epsilon(events: tuple, delta: float) -> float:
 
 
 def _pld_run(events: tuple, delta: float, grid: float) -> float:
-    accountant = _pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=grid)
+    accountant = _Accountant(_NR.REPLACE_ONE, value_discretization_interval=grid)
     accountant.compose(dpa.ComposedDpEvent(list(events)))
     return float(accountant.get_epsilon(delta))
+
+
+class _Accountant(_pld.PLDAccountant):
+    """dp-accounting's PLD accountant, extended (through its own hook) to the events only this
+    module makes: a data-dependent choice among plans (:class:`AnyOfDpEvent`), and, inside
+    one, pure releases (Gamma-norm noise: dominated by randomized response at the same ε, the
+    extremal pure pair) and theorem-proved (ε, δ) releases (dp-accounting's pessimistic PLD of
+    an (ε, δ) guarantee)."""
+
+    #: at most this many dots for a choice's dominating pair (any dots give a dominating
+    #: pair: between two, the true profile is convex in e^ε and lies under the chord)
+    DOTS = 4000
+
+    def _maybe_compose(self, event, count, do_compose):
+        grid = self._value_discretization_interval
+        if isinstance(event, GammaNormDpEvent):
+            eps = 1.0 / event.noise_multiplier if event.noise_multiplier > 0 else math.inf
+            event = dpa.RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(min(eps, 700.0))), 2)
+        elif isinstance(event, EpsilonDeltaDpEvent):
+            if do_compose:
+                params = _plc.DifferentialPrivacyParameters(event.epsilon, event.delta)
+                pld = _pldist.from_privacy_parameters(params, grid)
+                self._pld = self._pld.compose(pld.self_compose(count))
+            return None
+        elif isinstance(event, AnyOfDpEvent):
+            if do_compose:
+                pld = self._dominating(event.events)
+                if pld is None:
+                    self._contains_non_dp_event = True
+                else:
+                    self._pld = self._pld.compose(pld.self_compose(count))
+            return None
+        return super()._maybe_compose(event, count, do_compose)
+
+    def _dominating(self, events):
+        """A PLD that dominates every event of ``events`` (``None``: one of them has no
+        guarantee): connect-the-dots on the pointwise maximum of their privacy profiles, both
+        directions of replace-one included, so one symmetric PLD covers the pair and its reverse."""
+        grid = self._value_discretization_interval
+        plds = []
+        for e in events:
+            inner = _Accountant(self.neighboring_relation, value_discretization_interval=grid)
+            inner.compose(e)
+            if inner._contains_non_dp_event:
+                return None
+            plds.append(inner._pld)
+        top = 0.0
+        for pld in plds:
+            inf_mass = float(pld.get_delta_for_epsilon([math.inf])[0])
+            e = pld.get_epsilon_for_delta(max(1e-15, 2.0 * inf_mass))
+            top = max(top, e if math.isfinite(e) else 100.0)
+        top = max(top, grid)
+        step = max(1, math.ceil(2.0 * top / grid / self.DOTS))
+        rounded = np.arange(-math.ceil(top / grid), math.ceil(top / grid) + step, step, dtype=int)
+        eps = rounded * grid
+        deltas = np.max([np.asarray(p.get_delta_for_epsilon(eps), dtype=float) for p in plds], axis=0)
+        deltas = np.minimum(1.0, np.maximum(0.0, deltas))
+        deltas = np.minimum.accumulate(deltas)  # rounding; a profile never increases
+        pmf = _pmf.create_pmf_pessimistic_connect_dots(grid, rounded, deltas)
+        return _pldist.PrivacyLossDistribution(pmf)
 
 
 # ---------------------------------------------------------------------------

@@ -26,3 +26,6 @@ WHITE_BOX = 0xB0C5
 AUDIT_SUBSAMPLE, AUDIT_CANARY = 0xA0D1, 0xA0D2
 #: tuning: the validation split of the training rows, and the private choice among candidates
 TUNE_SPLIT, TUNE_SELECT = 0x7E57, 0x7E58
+#: tuning: first word of a candidate's and of the final run's ``RunSpec.stream`` (every release
+#: of a search draws its own noise)
+TUNE_CANDIDATE, TUNE_FINAL = 0x7E59, 0x7E5A

@@ -216,6 +216,15 @@ def _say_link_changed(key: str, label: str, given, used) -> None:
                    f"using {used}.")
 
 
+def keep_choice(key: str, options, label: str) -> None:
+    """Before a choice widget: a value from the link that is not one of ``options`` is replaced
+    by the first option, and the page says so."""
+    options = list(options)
+    if key in st.session_state and st.session_state[key] not in options:
+        _say_link_changed(key, label, st.session_state[key], options[0])
+        st.session_state[key] = options[0]
+
+
 def param_widget(name: str, key: str, *, label: str | None = None, container=st, zero: bool = False,
                  **kw) -> Any:
     """One widget for a declared parameter; its range comes from :data:`dpcore.params.PARAMS`.

@@ -4,7 +4,7 @@ from dpcore import datasets
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import skew_curve
-from dpcore.partition import client_sizes
+from dpcore.partition import SPLIT_CERTIFIES, SPLITS, client_sizes
 from dpcore.mechanisms import REGISTRY
 from dpcore.figures import band_figure
 from pages.common import (
@@ -17,6 +17,7 @@ from pages.common import (
     download_figure,
     download_table,
     fmt_eps,
+    keep_choice,
     missed_target_note,
     model_picker,
     param_widget,
@@ -28,9 +29,12 @@ from pages.common import (
     write_to_url,
 )
 
+#: the certified ε's name: the worst client where clients compose in parallel, else all of them
+EPS_LABEL = {"random": "max client ε (certified)", "stratified": "ε certified (all clients composed)"}
+
 enter_view("distributed")
 st.title("Distributed learning with uneven clients")
-URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_model': 'logreg', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_delta': 1e-05, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3}
+URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_model': 'logreg', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_delta': 1e-05, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3, 'dist_split': 'random'}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'dist_dataset', 'epsilon': 'dist_epsilon', 'delta': 'dist_delta', 'iterations': 'dist_T'}
 shared_settings(SHARED)
@@ -51,6 +55,11 @@ calibration = c5.radio("Calibration", ["certified", "published"], key="dist_cal"
 delta = param_widget("delta", "dist_delta", label="δ", container=c8)
 T = param_widget("iterations", "dist_T", label="local iterations T", container=c6)
 repeats = param_widget("repeats", "dist_R", label="repeats", value=3, container=c7)
+keep_choice("dist_split", SPLITS, "split")
+split = st.radio("Which records each client holds", list(SPLITS), key="dist_split", horizontal=True,
+                 format_func={"random": "a random split (the papers')", "stratified": "stratified by label"}.get,
+                 help=REGISTRY["distributed-wddp"].options["split"].help)
+st.caption(f"Certified with this split: {SPLIT_CERTIFIES[split]}.")
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
@@ -69,13 +78,14 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
     with col:
         st.subheader(REGISTRY[mech].name)
         rec = run_or_error(RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=epsilon, delta=delta,
-                                   iterations=T, repeats=repeats, clients=m, skew=u, calibration=calibration))
+                                   iterations=T, repeats=repeats, clients=m, skew=u, calibration=calibration,
+                                   options=(("split", split),)))
         if rec:
             if rec.get("accuracy_mean") is not None:
                 st.metric("test accuracy", f"{rec['accuracy_mean']:.4f}")
             else:
                 st.metric("test RMSE", f"{rec['rmse_mean']:.4f}")
-            st.metric("max client ε (certified)", fmt_eps(rec["epsilon_certified"]))
+            st.metric(EPS_LABEL[split], fmt_eps(rec["epsilon_certified"]))
             clients = [{"client": j + 1, "records": size, "weight": w, "σ": sig, "ε certified": fmt_eps(e)}
                        for j, (size, w, sig, e) in enumerate(zip(rec["client_sizes"], rec["weights"],
                                                                  rec["client_sigmas"], rec["client_epsilons"]))]
@@ -86,7 +96,7 @@ if st.button("Sweep the skew u ∈ {1, 2, 4, 8, 16}", type="primary", key="dist_
     bar = st.progress(0.0, text="starting…")
     st.session_state["dist_curve"] = skew_curve(
         dataset, epsilon, delta, model=model, clients=m, iterations=T, repeats=repeats,
-        calibration=calibration, data=own_data, ctx=with_progress(bar))
+        calibration=calibration, split=split, data=own_data, ctx=with_progress(bar))
     bar.empty()
 curve = st.session_state.get("dist_curve")
 if curve:

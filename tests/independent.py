@@ -97,3 +97,27 @@ def sampled_gaussian_epsilon_bracket(z: float, q: float, T: int, delta: float,
 
         out.append(_solve(d_of, delta))
     return out[0], out[1]
+
+
+def rr_delta(eps_rr: float, eps: float) -> float:
+    """δ(ε), any real ε, of binary randomized response at ε_rr: P = (p, 1 − p) against
+    Q = (1 − p, p), p = e^ε_rr/(1 + e^ε_rr); symmetric, so one direction is both."""
+    p = 1.0 / (1.0 + math.exp(-eps_rr))
+    g = math.exp(eps)
+    return max(0.0, p - g * (1 - p)) + max(0.0, (1 - p) - g * p)
+
+
+def gdp_then_worst_of_epsilon(mu: float, profiles, delta: float, nodes: int = 4001) -> float:
+    """ε of a μ-GDP release followed by one of several releases chosen from the data, through
+    the pair whose profile is the pointwise maximum of theirs (``profiles``: functions ε ↦ δ,
+    any real ε).  Composition with a product pair: δ(ε) = E[h*(ε − L)], L ~ N(μ²/2, μ²) the
+    Gaussian's privacy loss, integrated here on a fine grid of ±10 standard deviations."""
+    z = np.linspace(-10.0, 10.0, nodes)
+    w = norm.pdf(z)
+    w /= w.sum()
+    losses = mu * mu / 2 + mu * z
+
+    def d_of(e):
+        return float(sum(wi * max(h(e - li) for h in profiles) for wi, li in zip(w, losses)))
+
+    return _solve(d_of, delta)

@@ -174,3 +174,117 @@ def test_a_longer_grid_keeps_every_other_choice():
     pick = [r for r in long.rows if r["mechanism"] == "objective-chaudhuri" and r["epsilon"] == 1.0]
     assert pick[0]["setting"] == short.rows[0]["setting"]
     assert pick[0]["test_accuracy"] == short.rows[0]["test_accuracy"]
+
+
+# -- the final run is certified as any setting the choice could pick (issue: the choice reads the data)
+
+def test_the_final_run_costs_the_worst_setting_the_choice_could_pick():
+    # DP-GD-like finals: the chosen one has the smaller μ, the worst the larger; Gaussian DP is
+    # monotone in μ and composes adaptively, so the closed form takes the largest μ.
+    delta, eps_sel = 1e-6, 0.3
+    cands = [gaussian("gradient", 2.0, 60.0, count=50), gaussian("gradient", 2.0, 90.0, count=200)]
+    chosen, worst = gaussian("gradient", 2.0, 150.0, count=200), gaussian("gradient", 2.0, 40.0, count=50)
+    spent_chosen, _ = search_cost(cands, [1, 1], [chosen], eps_sel, delta)
+    spent, _ = search_cost(cands, [1, 1], [chosen, worst], eps_sel, delta)
+    mu_c = math.sqrt(50 * (2 / 60) ** 2 + 200 * (2 / 90) ** 2)
+    mu_worst = math.sqrt(50) * 2 / 40
+    expected = max(gdp_eps(math.hypot(mu_c, mu_worst), delta), eps_sel + gdp_eps(mu_worst, delta))
+    assert spent == pytest.approx(expected, rel=1e-6) and spent >= expected * (1 - 1e-12)
+    assert spent > spent_chosen * 1.05  # the two differ, and the worst counts
+
+
+def test_pure_and_theorem_finals_take_the_largest_epsilon_and_delta():
+    finals = [theorem("objective", 0.5, 1e-7), theorem("objective", 0.7, 0.0), gamma_norm("output", 1.0, 1 / 0.6)]
+    spent, delta_spent = search_cost([theorem("objective", 0.5, 1e-7)] * 2, [1, 1], finals, 0.2, 1e-6)
+    assert delta_spent == pytest.approx(1e-6 + 2e-7 + 1e-7)  # two candidates' δ and the largest final δ
+    assert spent == pytest.approx(2 * 0.5 + 0.7)
+
+
+def test_finals_whose_profiles_cross_compose_through_a_pair_that_dominates_both():
+    # A Gaussian (μ = 1) and randomized response (ε = 1.2): neither profile dominates the other
+    # (RR's δ is larger at ε = 0, the Gaussian's beyond 1.2).  Second route: the composition of
+    # the candidates' μ_A-GDP with the pair whose profile is their pointwise maximum, integrated
+    # in tests/independent.py.
+    from dpcore.privacy import NoisePlan, any_of, certify, compose, randomized_response
+    from independent import gdp_delta, gdp_then_worst_of_epsilon, rr_delta
+
+    delta = 1e-6
+    A = gaussian("candidates", 1.0, 3.0, count=10)  # μ_A = √10/3
+    g, rr = gaussian("final", 1.0, 1.0), NoisePlan((randomized_response("final", 1.2),))
+    assert gdp_delta(1.0, 0.0) < rr_delta(1.2, 0.0) and gdp_delta(1.0, 1.5) > rr_delta(1.2, 1.5)
+    ours = certify(compose([A, any_of("final", [g, rr])]), delta)
+    truth = gdp_then_worst_of_epsilon(math.sqrt(10) / 3, [lambda e: gdp_delta(1.0, e), lambda e: rr_delta(1.2, e)],
+                                      delta)
+    assert truth * (1 - 1e-9) <= ours <= truth * 1.02
+    each = [certify(compose([A, f]), delta) for f in (g, rr)]
+    assert ours >= max(each) * (1 - 1e-9)
+
+
+def test_sampled_gaussian_finals_certify_at_least_the_worst_of_them():
+    # the issue's DP-SGD case: finals with different (q, T) at one target ε; the choice's cost is at
+    # least what the worst of them would cost alone, and more than the chosen one's
+    from dpcore.privacy import sampled_gaussian
+
+    delta = 1e-8
+    cands = [sampled_gaussian("sum", 1.0, 4.0, 0.05, 200), sampled_gaussian("sum", 1.0, 2.5, 0.01, 800)]
+    finals = [sampled_gaussian("sum", 1.0, 6.0, 0.05, 800), sampled_gaussian("sum", 1.0, 1.2, 0.01, 200)]
+    alone = [search_cost(cands, [1, 1], [f], 0.1, delta)[0] for f in finals]
+    spent, _ = search_cost(cands, [1, 1], finals, 0.1, delta)
+    assert alone[0] != pytest.approx(alone[1], rel=1e-3)
+    assert spent >= max(alone) * (1 - 1e-9)
+    assert spent <= max(alone) * 1.02
+
+
+def test_no_two_releases_of_a_search_share_a_random_stream(monkeypatch):
+    # Every candidate run and the final run must draw its own noise: the search's cost composes
+    # them as independent releases.  Record every generator the runs are given.
+    import dpcore.experiments.run as run_mod
+
+    seen = []
+
+    class Recording(run_mod.BatchRNG):
+        def __init__(self, seeds, stream=0, key=()):
+            super().__init__(seeds, stream, key)
+            seen.append([(s, k) for s, k in zip(self.seeds, self.keys)])
+
+    monkeypatch.setattr(run_mod, "BatchRNG", Recording)
+    import dpcore.experiments.tune as tune_mod
+
+    finals_seen = []
+    real_cost = tune_mod.search_cost
+
+    def cost(plans, times, final_plans, eps_sel, delta):
+        finals_seen.append(len(final_plans))
+        return real_cost(plans, times, final_plans, eps_sel, delta)
+
+    monkeypatch.setattr(tune_mod, "search_cost", cost)
+    grids = {"output-laplace": {"lam": (1e-3, 1e-2, 3e-2)},
+             "gradient-dpgd": {"iterations": (20,), "learning_rate": (0.5, 2.0)}}
+    res = tune("breast-cancer", list(grids), [1.0], delta=1e-6, repeats=2, final_repeats=3, grids=grids)
+    assert not res.errors and len(res.rows) == 2
+    # the final run is certified as any setting the choice could pick, not the one it picked
+    assert sorted(finals_seen) == [2, 3]
+    runs = [r for batch in seen for r in batch]
+    assert len(runs) == 2 * (3 + 2) + 3 * 2  # every candidate's repeats and both final runs
+    assert len(set(runs)) == len(runs), "two releases drew from the same generator"
+    # and the generators really differ: the first standard normals of every run are distinct
+    firsts = {float(np.random.default_rng([s, 0, *k]).standard_normal()) for s, k in runs}
+    assert len(firsts) == len(runs)
+
+
+def test_a_run_declares_before_it_trains_the_plan_it_runs():
+    # noise_plan is what a search composes for the settings it did not pick: it must be the plan
+    # the run then declares, for every mechanism the search tunes
+    from dpcore.experiments.run import noise_plan, run
+    from dpcore.experiments.tune import DEFAULT_MECHANISMS
+
+    for mech in sorted(set(DEFAULT_MECHANISMS) | {"gradient-bassily", "gradient-lssgd"}):
+        for calibration in ("certified", "published"):
+            spec = RunSpec(dataset="breast-cancer", mechanism=mech, epsilon=0.7, delta=1e-6, iterations=30,
+                           repeats=1, lam=3e-3, calibration=calibration)
+            try:
+                res = run(spec)
+            except Exception as exc:  # a calibration the mechanism does not have
+                assert "calibration" in str(exc)
+                continue
+            assert noise_plan(spec) == res.plan, (mech, calibration)

@@ -12,6 +12,7 @@ executes (caches, loss-curve points) comes from an explicit
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import time
 import warnings
@@ -23,7 +24,7 @@ import numpy as np
 
 from .. import datasets as _datasets
 from ..erm import solve_erm
-from ..exceptions import BudgetError, DPCoreError, ModelError, PrivacyWarning
+from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
 from ..metrics import accuracy, optimality_gap, rmse, summarize
 from ..models import make_model
@@ -32,7 +33,7 @@ from ..params import validate
 from ..privacy import NoisePlan
 from .context import DEFAULT_TRACE_POINTS, Context, default_context
 
-__all__ = ["RunSpec", "RunResult", "run", "run_many", "run_outcomes", "stack_groups", "load_problem",
+__all__ = ["RunSpec", "RunResult", "run", "run_many", "run_outcomes", "stack_groups", "load_problem", "noise_plan",
            "problem_data", "delta_warning", "row_norm_warning", "slow_reference"]
 
 
@@ -65,9 +66,19 @@ class RunSpec:
     d: int | None = None
     noise: float | None = None
     options: tuple[tuple[str, Any], ...] = ()  # mechanism-specific extras, as (key, value) pairs
+    # Extra words of the runs' random stream: () for a plain run (repeat r draws from seed S + r).
+    # Runs that share a seed but are separate releases (a tuning's candidates and its final run)
+    # each get their own, so no two of them share noise.
+    stream: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         owner = "run"
+        words = tuple(self.stream) if isinstance(self.stream, (tuple, list)) else None
+        if words is None or not all(isinstance(w, numbers.Integral) and not isinstance(w, bool)
+                                    and 0 <= w < 2**32 for w in words):
+            raise ParameterError(f"The 'stream' of {owner} must be a tuple of integers in [0, 2**32). "
+                                 f"Got {self.stream!r} instead.")
+        object.__setattr__(self, "stream", tuple(int(w) for w in words))
         for name in ("epsilon", "delta", "iterations", "repeats", "seed", "calibration", "c",
                      "noise_scale", "learning_rate"):
             object.__setattr__(self, name, validate(name, getattr(self, name), owner))
@@ -89,6 +100,10 @@ class RunSpec:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["options"] = dict(self.options)
+        if self.stream:
+            out["stream"] = list(self.stream)
+        else:
+            del out["stream"]  # a plain run's record (and its cache key) stays what it always was
         return out
 
 
@@ -241,6 +256,18 @@ def _with_reference(dataset, model, user_data: bool, ctx: Context, trace_points:
                    store=None if user_data else ctx.store, progress=ctx.progress)
 
 
+def noise_plan(config: RunSpec, ctx: Context | None = None) -> NoisePlan:
+    """The noise plan a run of ``config`` declares (:meth:`~dpcore.mechanisms.Mechanism.planned`),
+    without training it or solving its exact ERM: a tuning composes the plan of every setting it
+    could have chosen, not only the one it chose."""
+    ctx = default_context() if ctx is None else ctx
+    data, model = problem_data(config)
+    mechanism = get_mechanism(config.mechanism)
+    problem = Problem(dataset=data, model=model, erm=None, store=ctx.store)
+    mechanism.check(problem, config)
+    return mechanism.planned(problem, config)
+
+
 def delta_warning(delta: float, n: int) -> str | None:
     """Why δ ≥ 1/n is no real guarantee (``None`` when δ < 1/n)."""
     if delta < 1.0 / n:
@@ -332,7 +359,10 @@ def stack_groups(specs: Sequence[RunSpec]) -> list[list[int]]:
     for i, spec in enumerate(specs):
         cls = REGISTRY.get(spec.mechanism)
         fields_ = cls.stack_fields if cls is not None else ()
-        key = (replace(spec, **{f: getattr(RunSpec, f) for f in fields_}), i if not fields_ else None)
+        # a stacking mechanism draws every run's noise from that run's own generator, so runs of
+        # different streams stack too
+        neutral = {f: getattr(RunSpec, f) for f in fields_ + (("stream",) if fields_ else ())}
+        key = (replace(spec, **neutral), i if not fields_ else None)
         groups.setdefault(key, []).append(i)
     out = []
     for members in groups.values():
@@ -399,7 +429,7 @@ def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool
                     warnings.warn(message, PrivacyWarning)
         seeds = [run_seeds(spec.seed, spec.repeats) for spec in specs]
         t0 = time.perf_counter()
-        outs = mechanism.run_stack(problem, specs, [BatchRNG(s) for s in seeds])
+        outs = mechanism.run_stack(problem, specs, [BatchRNG(s, key=spec.stream) for s, spec in zip(seeds, specs)])
         seconds = time.perf_counter() - t0
         certified = [out.certified(spec.delta) for spec, out in zip(specs, outs)]
     for w in wlist:

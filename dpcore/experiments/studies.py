@@ -158,12 +158,13 @@ def tradeoff(dataset: str, epsilon: float, delta: float, *, model: str = "logreg
 def skew_curve(dataset: str, epsilon: float, delta: float, *, model: str = "logreg", clients: int = 4,
                skews=(1, 2, 4, 8, 16), epsilons=None, iterations: int = 100, repeats: int = 3,
                seed: int = 0, calibration: str = "certified", learning_rate: float = 1.0,
-               ctx: Context | None = None, data=None, **config_kw) -> dict:
+               split: str = "random", ctx: Context | None = None, data=None, **config_kw) -> dict:
     """Accuracy and gap against skew u (and ε) for WD-DP, averaging and the centralised DP-GD.
 
     The data behind the distributed view and seed 004's Figs 1–2: one row per
     (ε, u, method); ``epsilons`` defaults to ``[epsilon]``.  ``data``: a user's
-    own :class:`~dpcore.datasets.Dataset` in place of the registered ``dataset``.
+    own :class:`~dpcore.datasets.Dataset` in place of the registered ``dataset``;
+    ``split``: which records each client holds (the distributed mechanisms' option).
     """
     eps_grid = list(epsilons) if epsilons else [epsilon]
     methods = ("distributed-wddp", "distributed-avg", "gradient-dpgd")
@@ -176,7 +177,8 @@ def skew_curve(dataset: str, epsilon: float, delta: float, *, model: str = "logr
             specs.append(RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=eps, delta=delta,
                                  iterations=iterations, repeats=repeats, seed=seed, calibration=calibration,
                                  learning_rate=learning_rate, clients=None if central else clients,
-                                 skew=None if central else float(u), **config_kw))
+                                 skew=None if central else float(u),
+                                 options=() if central else (("split", split),), **config_kw))
             where.append(row)
         except DPCoreError as exc:
             row["error"] = str(exc)
@@ -185,7 +187,8 @@ def skew_curve(dataset: str, epsilon: float, delta: float, *, model: str = "logr
     for row, summary in zip(where, _run(specs, ctx, data)):
         _fill(row, summary, keys)
     return {"dataset": dataset, "model": model, "epsilons": eps_grid, "delta": delta, "clients": clients,
-            "iterations": iterations, "repeats": repeats, "calibration": calibration, "rows": rows}
+            "iterations": iterations, "repeats": repeats, "calibration": calibration, "split": split,
+            "rows": rows}
 
 
 def compare_measured(dataset_id: str, model_id: str, epsilon: float, delta: float, iterations: int,

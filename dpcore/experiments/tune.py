@@ -18,6 +18,11 @@ itself a release, so the choice is made privately and accounted:
   predictions (sensitivity 1), sampled by the Gumbel-max trick at ``selection_epsilon``
   (default: the target ε): for a validation record it costs that, plus the final run;
 * the chosen setting is then trained once on the whole training split (the released model).
+  Which setting that is depends on the data, so the final run is certified as *any* of the
+  settings the choice could pick (:func:`~dpcore.privacy.any_of`), not as the one it picked;
+* every candidate and the final run draw their noise from their own random stream
+  (``RunSpec.stream``): the composition above treats them as independent releases, which
+  runs sharing one seed's stream would not be.
 
 ``epsilon_spent`` is the worse of the two, certified at ``delta_spent`` (the target δ plus
 whatever δ the published theorems of the composed runs spend).  ``epsilon_certified`` is the
@@ -49,11 +54,12 @@ from ..exceptions import ParameterError
 from ..mechanisms import REGISTRY
 from ..metrics import summarize
 from ..params import validate
-from ..privacy import certify, compose, fixed_delta, parallel, theorem
+from ..partition import record_split
+from ..privacy import NoisePlan, any_of, certify, compose, fixed_delta, parallel, theorem
 from .context import Context, default_context
-from .run import RunResult, RunSpec, run_outcomes
+from .run import RunResult, RunSpec, noise_plan, run_outcomes
 
-__all__ = ["TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "TUNED_DIR", "shipped_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "tune", "TuneResult",
+__all__ = ["TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "TUNED_DIR", "shipped_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
            "epsilon_for_accuracy", "choose", "search_cost", "YU_2020_ADULT"]
 
 #: What ``dpcore tune`` tunes unless told otherwise: the central mechanisms of the comparison.
@@ -134,8 +140,7 @@ def validation_split(dataset: _datasets.Dataset, fraction: float = 0.2, seed: in
     n_val = int(round(fraction * n))
     if n_val < 1 or n - n_val < 2:
         raise ParameterError(f"{dataset.id} has {n} training rows: too few for a validation split of {fraction:g}")
-    order = np.random.default_rng([seed, streams.TUNE_SPLIT]).permutation(n)
-    val, train = np.sort(order[:n_val]), np.sort(order[n_val:])
+    train, val = validation_positions(n, fraction, seed)
     X_tr, y_tr, X_va, y_va = (dataset.X_train[train], dataset.y_train[train],
                               dataset.X_train[val], dataset.y_train[val])
     for a in (X_tr, y_tr, X_va, y_va):
@@ -143,6 +148,21 @@ def validation_split(dataset: _datasets.Dataset, fraction: float = 0.2, seed: in
     return replace(dataset, X_train=X_tr, y_train=y_tr, X_test=X_va, y_test=y_va,
                    notes=dataset.notes + (f"validation split: {n - n_val} training and {n_val} validation "
                                           f"rows of the training split (seed {seed})",))
+
+
+@record_split("tuning (validation part)", record_independent=True,
+              certifies=("the search's cost composes the training part and the validation part in parallel: "
+                         "a seeded permutation of positions decides which part holds a record"))
+def _validation_parts(X, y, seed):
+    return list(validation_positions(len(y), 0.2, seed))
+
+
+def validation_positions(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(training, validation) row positions of :func:`validation_split`: a seeded permutation
+    of the positions, so which part holds a record never depends on the records."""
+    n_val = int(round(fraction * n))
+    order = np.random.default_rng([seed, streams.TUNE_SPLIT]).permutation(n)
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
 
 
 @dataclass
@@ -215,8 +235,8 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
         for eps in epsilons:
             base = RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=eps, delta=delta,
                            repeats=repeats, seed=seed)
-            for spec in candidates(base, space):
-                specs.append(spec)
+            for k, spec in enumerate(candidates(base, space)):
+                specs.append(replace(spec, stream=_stream(streams.TUNE_CANDIDATE, mech, eps, k)))
                 owner.append((mech, eps))
     total = len(specs) + len(spaces) * len(epsilons)
     inner = ctx.with_(progress=None, trace_points=0)  # progress counts candidates, not steps
@@ -250,12 +270,16 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
                 table.append({"mechanism": mech, "epsilon": eps, **_setting(s, space),
                               "validation_accuracy": float(np.mean(o.accuracy)),
                               "epsilon_certified": o.epsilon_certified, "chosen": k == pick})
-            finals.append(replace(ok[pick][0], repeats=final_repeats))
-            chosen.append((mech, eps, [o for _, o in ok], pick, best))
+            # every setting the choice could pick, trained as the final run would be: their plans
+            # bound the final run's cost whichever is picked (the choice reads the data)
+            possible = [replace(s, repeats=final_repeats, stream=_stream(streams.TUNE_FINAL, mech, eps))
+                        for s, _ in ok]
+            finals.append(possible[pick])
+            chosen.append((mech, eps, [o for _, o in ok], pick, best, possible))
 
     final_outcomes = run_outcomes(finals, inner)
     ctx.tell(total, total, "trained the chosen settings")
-    for spec, (mech, eps, cands, pick, best), out in zip(finals, chosen, final_outcomes):
+    for spec, (mech, eps, cands, pick, best, possible), out in zip(finals, chosen, final_outcomes):
         space = spaces[mech]
         row: dict[str, Any] = {"mechanism": mech, "epsilon": eps, "setting": _setting(spec, space),
                                "candidates": len(cands),
@@ -266,7 +290,8 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
             rows.append(row)
             continue
         eps_sel = eps if selection_epsilon is None else selection_epsilon
-        spent, delta_spent = search_cost([c.plan for c in cands], [len(c.seeds) for c in cands], out.plan,
+        final_plans = [out.plan if k == pick else noise_plan(s, inner) for k, s in enumerate(possible)]
+        spent, delta_spent = search_cost([c.plan for c in cands], [len(c.seeds) for c in cands], final_plans,
                                          eps_sel, delta)
         s = summarize(out.accuracy)
         row.update({"test_accuracy": s["mean"], "test_accuracy_std": s["std"],
@@ -281,8 +306,18 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
 def _choice_rng(seed: int, mechanism: str, epsilon: float) -> np.random.Generator:
     """The private choice's generator for one (mechanism, ε): keyed by their values, not their
     places in the lists, so adding a mechanism or an ε never changes another's choice."""
-    return np.random.default_rng([seed, streams.TUNE_SELECT, zlib.crc32(mechanism.encode()),
-                                  int(round(epsilon * 1e9))])
+    return np.random.default_rng([seed, streams.TUNE_SELECT, *_search_key(mechanism, epsilon)])
+
+
+def _search_key(mechanism: str, epsilon: float) -> tuple[int, int]:
+    return zlib.crc32(mechanism.encode()), int(round(epsilon * 1e9)) % 2**32
+
+
+def _stream(kind: int, mechanism: str, epsilon: float, *more: int) -> tuple[int, ...]:
+    """A release's own random stream within a tuning (``RunSpec.stream``): candidate k's, or the
+    final run's, of the search for (mechanism, ε).  The candidates and the final run compose
+    as independent releases only if their noise is independent."""
+    return (kind, *_search_key(mechanism, epsilon), *more)
 
 
 def choose(scores, epsilon: float, rng: np.random.Generator) -> int:
@@ -294,11 +329,18 @@ def choose(scores, epsilon: float, rng: np.random.Generator) -> int:
     return int(np.argmax(epsilon * scores / 2.0 + rng.gumbel(size=scores.shape)))
 
 
-def search_cost(plans, times, final_plan, selection_epsilon: float, delta: float) -> tuple[float, float]:
+def search_cost(plans, times, final_plans, selection_epsilon: float, delta: float) -> tuple[float, float]:
     """(ε, δ) of "search, choose privately, train the choice": a training record is in every
     candidate run (``times[k]`` runs of ``plans[k]``) and the final run; a validation record
     only in the choice (pure ``selection_epsilon``) and the final run.  Parallel parts: the
-    worse counts.  δ: the target plus what the composed theorems spend."""
+    worse counts.  δ: the target plus what the composed theorems spend.
+
+    ``final_plans``: the plan of the final run for each setting the choice could pick (one plan:
+    a search with one possible final).  The choice reads the data, so the final run is
+    certified as any of them (:func:`~dpcore.privacy.any_of`), never as the one that was picked."""
+    if isinstance(final_plans, NoisePlan):
+        final_plans = [final_plans]
+    final_plan = any_of("the final run of the chosen setting", final_plans)
     train_part = compose(list(plans) + [final_plan], list(times) + [1])
     validation_part = compose([theorem("the private choice among candidates", selection_epsilon), final_plan])
     whole = parallel([train_part, validation_part])

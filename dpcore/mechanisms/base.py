@@ -44,7 +44,7 @@ class Problem:
 
     dataset: Dataset
     model: Model
-    erm: ErmSolution
+    erm: ErmSolution | None  # None: not solved (a plan is asked for, nothing trains)
     trace_points: int | None = None  # None: the optimisers' default
     store: ReferenceStore | None = None  # None: nothing is reused
     progress: Progress | None = None  # told of the optimisers' steps (never changes a number)
@@ -202,6 +202,12 @@ class Mechanism:
 
     def published_noise(self, problem: Problem, config) -> float:
         raise NotImplementedError
+
+    def planned(self, problem: Problem, config) -> NoisePlan:
+        """The plan a run of ``config`` declares, known before it trains: :meth:`plan` at
+        :meth:`noise` (mechanisms whose noise is one calibrated parameter; the output,
+        objective and gradient families)."""
+        return self.plan(problem, config, self.noise(problem, config))
 
     def certified_noise(self, problem: Problem, config) -> float:
         table = None if problem.store is None else problem.store.calibrations

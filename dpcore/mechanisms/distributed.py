@@ -15,7 +15,7 @@ import numpy as np
 from .. import privacy
 from ..optim import gradient_descent
 from ..params import Interval, Options, Param
-from ..partition import SPLITS, client_sizes, partition
+from ..partition import RECORD_SPLITS, SPLIT_CERTIFIES, SPLITS, client_sizes, partition
 from ..theory.formulas import noisy_gd_variance
 from .base import Mechanism, MechanismOutput, Stack, declare, register
 from .gradient import _bound
@@ -32,16 +32,23 @@ class _Distributed(Mechanism):
         Param("min_client_size", Interval(int, 1, None, "both"), None,
               "smallest client for random sizes (default n/(4m))"),
         Param("split", Options(SPLITS), "random",
-              "which records each client holds: a random split (the papers'), or stratified by label"))
+              "which records each client holds: random (the papers'; certifies the worst client), or "
+              "stratified by label (reads every label, so all clients are composed: far more noise)"))
     models = ("logreg", "linreg", "mlp")
     notion = "(ε, δ)"
     calibrations = ("certified", "published")
     weighting = ""
     privacy_event = ("per client, T Gaussian releases of its mean gradient (replace-one sensitivity "
-                     "2G/n_j within the client's own data); clients hold disjoint records, so the "
-                     "guarantee is the worst client's (parallel composition)")
+                     "2G/n_j within the client's own data); with the random split clients hold disjoint "
+                     "records fixed by their positions, so the guarantee is the worst client's (parallel "
+                     "composition); the stratified split reads every label, so there every client's "
+                     "releases compose, each with the sensitivity 2G of a whole client's mean gradient")
     calibration_note = ("Published is one σ for every client (the paper's formula with c), which leaves "
                         "small clients weakly protected; certified calibrates each client for its n_j.")
+
+    @classmethod
+    def metadata(cls):
+        return {**super().metadata(), "certified_by_split": dict(SPLIT_CERTIFIES)}
 
     def published_sigma(self, G, T, n, sizes, config) -> float:
         raise NotImplementedError
@@ -63,9 +70,23 @@ class _Distributed(Mechanism):
                           split=config.option("split"))
         return sizes, parts
 
-    def client_plan(self, G: float, n_j: int, T: int, sigma: float) -> privacy.NoisePlan:
-        return privacy.gaussian(f"a client's mean gradient ({n_j} records), every local step",
-                                2.0 * G / n_j, sigma, T)
+    def client_plan(self, G: float, n_j: int, T: int, sigma: float, split: str = "random") -> privacy.NoisePlan:
+        """Client j's T releases.  Replace-one moves one record of a client's data when the split
+        is record-independent (sensitivity 2G/n_j); a split that reads the data can change
+        every record of it (2G, the mean of n_j gradients of norm ≤ G moving anywhere)."""
+        if RECORD_SPLITS[f"clients ({split})"].record_independent:
+            return privacy.gaussian(f"a client's mean gradient ({n_j} records), every local step",
+                                    2.0 * G / n_j, sigma, T)
+        return privacy.gaussian(f"a client's mean gradient ({n_j} records, any of which the {split} split "
+                                "may change), every local step", 2.0 * G, sigma, T)
+
+    def federation_plan(self, G: float, sizes, T: int, sigmas, split: str) -> privacy.NoisePlan:
+        """The worst client (parallel composition) for a record-independent split; otherwise
+        every client's releases compose (:data:`~dpcore.partition.SPLIT_CERTIFIES`)."""
+        plans = [self.client_plan(G, nj, T, s, split) for nj, s in zip(sizes, sigmas)]
+        if RECORD_SPLITS[f"clients ({split})"].record_independent:
+            return privacy.parallel(plans)
+        return privacy.compose(plans)
 
     stack_fields = ("epsilon", "learning_rate")
 
@@ -73,12 +94,16 @@ class _Distributed(Mechanism):
         """Each client's noise: the paper's one σ (published), or each client (ε, δ)-DP for
         its own records (certified); times ``noise_scale``."""
         G, _ = _bound(problem, config)
-        T, delta = config.iterations, config.delta
+        T, delta, split = config.iterations, config.delta, config.option("split")
         if config.calibration == "published":
             sigmas = [self.published_sigma(G, T, problem.n, sizes, config)] * len(sizes)
-        else:
+        elif RECORD_SPLITS[f"clients ({split})"].record_independent:
             sigmas = [privacy.calibrate(lambda s, nj=nj: self.client_plan(G, nj, T, s), config.epsilon, delta,
                                         start=2.0 * G / nj) for nj in sizes]
+        else:  # one σ for all: every client's releases compose, each with sensitivity 2G
+            sigma = privacy.calibrate(lambda s: self.federation_plan(G, sizes, T, [s] * len(sizes), split),
+                                      config.epsilon, delta, start=2.0 * G * math.sqrt(len(sizes)))
+            sigmas = [sigma] * len(sizes)
         return [s * config.noise_scale for s in sigmas]
 
     def run(self, problem, config, rngs):
@@ -105,17 +130,19 @@ class _Distributed(Mechanism):
                 for config, theta_k, sig in zip(configs, stack.split(theta), sigmas)]
 
     def _output(self, problem, config, sizes, parts, G, w, theta, sigmas) -> MechanismOutput:
-        client_plans = [self.client_plan(G, nj, config.iterations, s) for nj, s in zip(sizes, sigmas)]
+        split = config.option("split")
+        client_plans = [self.client_plan(G, nj, config.iterations, s, split) for nj, s in zip(sizes, sigmas)]
         delta = config.delta
         return MechanismOutput(
-            theta=theta, sigma=max(sigmas), plan=privacy.parallel(client_plans),
+            theta=theta, sigma=max(sigmas),
+            plan=self.federation_plan(G, sizes, config.iterations, sigmas, split),
             client_sizes=[int(s) for s in sizes],
             extras={"noise": "Gaussian σ_j on each party's mean gradient, every local step",
                     "client_sigmas": sigmas,
                     "client_epsilons": [privacy.certify(p, delta) for p in client_plans],
                     "weights": w.tolist(), "weighting": self.weighting,
                     "client_sizes_mode": config.option("partition"),
-                    "split": config.option("split"),
+                    "split": split, "certified_as": SPLIT_CERTIFIES[split],
                     "skew_realised": max(sizes) / min(sizes),
                     "single_class_clients": (sum(len(np.unique(problem.y[idx])) < 2 for idx in parts)
                                              if problem.dataset.task == "classification" else 0)},
