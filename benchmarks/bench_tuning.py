@@ -13,13 +13,17 @@ report within 1 point of their accuracy (or above it), and DP-GD â‰¥ 83.5 % at Î
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from dpcore import datasets
-from dpcore.experiments.run import RunSpec, run_many
-from dpcore.experiments.tune import YU_2020_ADULT, shipped_tuning, tuned_setting
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a clone, as the README says
+
+from dpcore import datasets  # noqa: E402
+from dpcore.experiments.run import RunSpec, run_many  # noqa: E402
+from dpcore.experiments.tune import YU_2020_ADULT, shipped_tuning, tuned_setting  # noqa: E402
 
 GOAL_EPSILON_1_DPGD = 0.835
 
