@@ -46,8 +46,11 @@ Canaries (``canary=``):
 
 For the first two, the replaced record ``k`` is a seeded choice among records
 whose label equals the canary's (classification), so label-stratified steps of
-a mechanism (e.g. a stratified client split) see the same label counts on ``D``
-and ``D'``.
+a mechanism see the same label counts on ``D`` and ``D'``: those canaries test the
+noise, not the preprocessing.  ``"mislabeled"`` changes a label, so it is the canary
+that moves records under a label-stratified client split (``split=stratified``: more
+than 50 records on Breast Cancer, ``tests/test_partition.py``) and audits that split's
+effect; the distributed mechanisms certify that split by composing every client.
 
 Scores (``score=``): ``"margin"`` – ``y_c·f_θ(x_c)`` (``y_c θᵀx_c`` for the
 linear models); ``"loss"`` – the canary's loss ``ℓ(θ; x_c, y_c)``.
