@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["share", "single", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "weighted_grams",
+__all__ = ["share", "single", "row_norms", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "weighted_grams",
            "limit_threads", "MAX_DENSITY", "THREADS", "BLOCKS", "DENSE_BLOCK_BYTES"]
 
 #: Above this share of non-zeros, BLAS on the dense matrix is as fast or faster
@@ -156,8 +156,27 @@ def _twin(X: np.ndarray) -> _Twin | None:
     return twin
 
 
-_SINGLES: dict[int, tuple[weakref.ref, np.ndarray]] = {}
-_singles_lock = threading.Lock()
+_DERIVED: dict[tuple[int, str], tuple[weakref.ref, np.ndarray]] = {}
+_derived_lock = threading.Lock()
+
+
+def _derived(X: np.ndarray, what: str, make) -> np.ndarray:
+    """``make(X)``, made once per read-only (shared) 2-D matrix and kept while ``X`` lives;
+    for other arrays (mini-batches, perturbed copies) made each time.  The same function
+    computes it either way, so a held value has the bits a fresh one would."""
+    if X.flags.writeable or X.ndim != 2:
+        return make(X)
+    key = (id(X), what)
+    with _derived_lock:
+        held = _DERIVED.get(key)
+        if held is not None and held[0]() is X:
+            return held[1]
+    out = make(X)
+    out.flags.writeable = False
+    with _derived_lock:
+        _DERIVED[key] = (weakref.ref(X), out)
+    weakref.finalize(X, _DERIVED.pop, key, None)
+    return out
 
 
 def single(X: np.ndarray) -> np.ndarray:
@@ -165,19 +184,13 @@ def single(X: np.ndarray) -> np.ndarray:
     matrix and kept while ``X`` lives; other arrays (mini-batches) are converted each time."""
     if X.dtype == np.float32:
         return X
-    if X.flags.writeable or X.ndim != 2:
-        return X.astype(np.float32)
-    key = id(X)
-    with _singles_lock:
-        held = _SINGLES.get(key)
-        if held is not None and held[0]() is X:
-            return held[1]
-    out = X.astype(np.float32)
-    out.flags.writeable = False
-    with _singles_lock:
-        _SINGLES[key] = (weakref.ref(X), out)
-    weakref.finalize(X, _SINGLES.pop, key, None)
-    return out
+    return _derived(X, "float32", lambda A: A.astype(np.float32))
+
+
+def row_norms(X: np.ndarray) -> np.ndarray:
+    """``‖x_i‖`` for every row (the last axis); once per shared matrix (per-example clipping
+    needs them every step, and they cost as much as the step's own products)."""
+    return _derived(X, "row_norms", lambda A: np.linalg.norm(A, axis=-1))
 
 
 def is_sparse(X: np.ndarray) -> bool:

@@ -38,7 +38,7 @@ def _weighted_rows(coef: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def _row_norms(X: np.ndarray) -> np.ndarray:
-    return np.linalg.norm(X, axis=-1)
+    return linalg.row_norms(X)
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,9 @@ class Model:
         """Per-example gradients of the unregularised loss, (R, n, p)."""
         raise NotImplementedError
 
-    def clipped_grad_sum(self, theta, X, y, clip_norm: float, weights=None) -> np.ndarray:
-        """``Σ_i w_i · g_i · min(1, C/‖g_i‖)`` per run, (R, p); ``weights`` mask padding."""
+    def clipped_grad_sum(self, theta, X, y, clip_norm: float, weights=None, row_norms=None) -> np.ndarray:
+        """``Σ_i w_i · g_i · min(1, C/‖g_i‖)`` per run, (R, p); ``weights`` mask padding;
+        ``row_norms``: ‖x_i‖ of X's rows when the caller holds them (a GLM's gradient norms)."""
         g = self.per_example_grads(theta, X, y)
         norms = np.linalg.norm(g, axis=-1)
         scale = np.minimum(1.0, clip_norm / np.maximum(norms, 1e-300))
@@ -173,9 +174,11 @@ class _GLM(Model):
             return coef[:, :, None] * X[None, :, :]
         return coef[:, :, None] * X
 
-    def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None):
+    def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None, row_norms=None):
         coef = self.dphi(_margins(theta, X), y)
-        norms = np.abs(coef) * _row_norms(X)
+        if not np.isfinite(clip_norm):  # nothing clipped: min(1, ∞/‖g‖) = 1 for every row
+            return _weighted_rows(coef if weights is None else coef * weights, X)
+        norms = np.abs(coef) * (_row_norms(X) if row_norms is None else row_norms)
         scale = np.minimum(1.0, clip_norm / np.maximum(norms, 1e-300))
         if weights is not None:
             scale = scale * weights
@@ -443,7 +446,7 @@ class MLP(Model):
             [dW1.reshape(R, n, -1), delta1, g[:, :, None] * H, g[:, :, None]], axis=2
         )
 
-    def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None, dtype=None):
+    def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None, row_norms=None, dtype=None):
         """Σ_i of the per-example gradients clipped to ``clip_norm``, (R, p) in float64.
 
         The training loops' heaviest work, so it runs in ``dtype`` (default

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import streams
+from . import linalg, streams
 from .models import Model
 
 __all__ = ["BatchRNG", "OptResult", "gradient_descent", "sgd", "run_seeds", "trace_marks",
@@ -255,7 +255,8 @@ def sgd(
         else:
             Xb, yb = X[idx], y[idx]
         clip = np.inf if clip_norm is None else clip_norm
-        g_sum = model.clipped_grad_sum(theta, Xb, yb, clip, weights)
+        norms = linalg.row_norms(X)[idx] if X.ndim == 2 and np.isfinite(clip) else None  # once per X
+        g_sum = model.clipped_grad_sum(theta, Xb, yb, clip, weights, row_norms=norms)
         grad = g_sum / denom + model.lam * theta
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
         if average:

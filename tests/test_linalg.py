@@ -153,3 +153,33 @@ def test_row_projections_through_the_twin_equal_dense_ones(dtype):
     assert back.dtype == dtype and back.shape == (3, 6, X.shape[1])
     np.testing.assert_allclose(back, np.einsum("rnh,nd->rhd", C, dense[rows]), **tol)
     np.testing.assert_allclose(linalg.project_rows(X, W), np.einsum("nd,rhd->rnh", dense, W), **tol)
+
+
+def test_row_norms_are_held_per_shared_matrix_and_equal_fresh_ones():
+    rng = np.random.default_rng(3)
+    X = linalg.share(rng.standard_normal((500, 7)))
+    held = linalg.row_norms(X)
+    assert linalg.row_norms(X) is held  # once per shared matrix
+    np.testing.assert_array_equal(held, np.sqrt(np.sum(X * X, axis=1)))  # a second route, to rounding
+    np.testing.assert_array_equal(held, np.linalg.norm(np.array(X), axis=-1))  # bit for bit a fresh one
+    Y = np.array(X)  # writeable: never held, so an edit shows
+    Y[0] *= 2
+    assert linalg.row_norms(Y)[0] == pytest.approx(2 * held[0])
+    idx = rng.integers(0, 500, size=(3, 40))  # a gathered mini-batch: the held norms, indexed
+    np.testing.assert_array_equal(held[idx], np.linalg.norm(X[idx], axis=-1))
+
+
+@pytest.mark.parametrize("weights", [None, "mask"])
+def test_clipped_sum_with_clipping_off_and_with_given_norms_equals_the_plain_route(weights):
+    rng = np.random.default_rng(4)
+    X, y = rng.standard_normal((300, 6)) / 3, np.sign(rng.standard_normal(300))
+    theta = rng.standard_normal((4, 6))
+    w = None if weights is None else (rng.random((4, 300)) < 0.5).astype(float)
+    m = LogReg()
+    coef = m.dphi(theta @ X.T, y)  # a second route: Σ_i w_i ℓ'(z_i) x_i, no clipping
+    expected = (coef if w is None else coef * w) @ X
+    np.testing.assert_allclose(m.clipped_grad_sum(theta, X, y, np.inf, w), expected, rtol=1e-12, atol=1e-14)
+    norms = np.linalg.norm(X, axis=1)
+    for C in (0.05, 1.0):
+        np.testing.assert_array_equal(m.clipped_grad_sum(theta, X, y, C, w, row_norms=norms),
+                                      m.clipped_grad_sum(theta, X, y, C, w))
