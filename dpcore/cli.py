@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from .datasets import get_spec, list_datasets
 from .exceptions import DPCoreError
 from .experiments.audit import audit
-from .experiments.context import Context
+from .experiments.context import shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
 from .experiments.run import RunSpec, run
 from .experiments.studies import tradeoff
@@ -272,7 +272,7 @@ def _cmd_run(args) -> Any:
         options=_parse_options(args.option + ([f"label_epsilon={args.label_epsilon}"]
                                               if args.label_epsilon is not None else [])),
     )
-    result = run(config)
+    result = run(config, shared_context())
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     record = result.to_dict()
@@ -307,7 +307,7 @@ def _cmd_tradeoff(args) -> Any:
     mechs = [m.strip() for m in args.mechanisms.split(",")] if args.mechanisms else None
     out = tradeoff(args.dataset, args.epsilon, args.delta, model=args.model,
                    iterations=args.iterations, repeats=args.repeats, seed=args.seed,
-                   learning_rate=args.lr, mechanisms=mechs, ctx=Context(progress=_progress))
+                   learning_rate=args.lr, mechanisms=mechs, ctx=shared_context(progress=_progress))
     if all("error" in r for r in out["rows"]):
         raise DPCoreError(f"no mechanism could run: {out['rows'][0]['error']}" if out["rows"]
                           else "no mechanism to run")
@@ -414,7 +414,7 @@ def _cmd_tune(args) -> Any:
     started = time.time()
     result = tune(args.dataset, mechs, epsilons, args.delta, model=args.model, repeats=args.repeats,
                   final_repeats=args.final_repeats, seed=args.seed, validation_fraction=args.validation_fraction,
-                  selection_epsilon=args.selection_epsilon, ctx=Context(progress=_progress))
+                  selection_epsilon=args.selection_epsilon, ctx=shared_context(progress=_progress))
     record = {**result.to_dict(), "command": _command(args.argv),
               "seconds": round(time.time() - started, 1), "date": time.strftime("%Y-%m-%d"),
               "environment": environment()}

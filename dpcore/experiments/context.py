@@ -30,7 +30,7 @@ from ..erm import ReferenceStore
 from ..exceptions import ParameterError
 from ..optim import DEFAULT_TRACE_POINTS, Progress
 
-__all__ = ["Context", "Progress", "DEFAULT_TRACE_POINTS", "default_context"]
+__all__ = ["Context", "Progress", "DEFAULT_TRACE_POINTS", "default_context", "cache_dir", "shared_context"]
 
 
 @dataclass(frozen=True)
@@ -97,3 +97,16 @@ def default_context() -> Context:
     in this process, nothing on disk.  Its store keeps exact solutions between calls, so a
     loop over ``run(spec)`` solves each dataset's reference once, as the app's context does."""
     return Context()
+
+
+def cache_dir() -> Path:
+    """Where exact solutions and noise calibrations of registered data outlive a process:
+    ``DPCORE_CACHE_DIR``, else ``~/.cache/dpcore``.  The app and the command line read the
+    same folder, so a reference the app solved is not solved again by ``python -m dpcore run``."""
+    return Path(os.environ.get("DPCORE_CACHE_DIR") or Path.home() / ".cache" / "dpcore")
+
+
+def shared_context(**settings: Any) -> Context:
+    """A context whose exact solutions (and calibration table) live in :func:`cache_dir` ``/erm``,
+    the store the app uses; ``settings`` are any other :class:`Context` fields."""
+    return Context(erm_dir=cache_dir() / "erm", **settings)
