@@ -23,7 +23,7 @@ from dpcore import datasets
 from dpcore.erm import ReferenceStore
 from dpcore.exceptions import DPCoreError
 from dpcore.figures import REFERENCE_LINE, on_screen, target_note
-from dpcore.experiments.context import Context
+from dpcore.experiments.context import Context, cache_dir
 from dpcore.experiments.run import RunSpec, run, slow_reference
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
@@ -33,7 +33,7 @@ from dpcore.params import PARAMS, Interval, Options, log_ticks
 #: Exact reference solutions (L*) of registered data outlive the server (the MLP's takes
 #: minutes); keyed by data, model, version and solver source, so never stale.  Uploads
 #: are never written there.  ``DPCORE_CACHE_DIR`` moves it.
-CACHE_DIR = Path(os.environ.get("DPCORE_CACHE_DIR") or Path.home() / ".cache" / "dpcore")
+CACHE_DIR = cache_dir()
 # -- how a view is entered ---------------------------------------------------------------
 
 def enter_view(name: str) -> None:
@@ -60,8 +60,10 @@ WORKERS = min(2, os.cpu_count() or 1)
 @st.cache_resource
 def app_context() -> Context:
     """The app's one execution context (shared by sessions): grids on :data:`WORKERS`
-    processes, exact solutions kept in ``CACHE_DIR/erm`` and in memory."""
-    return Context(workers=WORKERS, erm_dir=CACHE_DIR / "erm")
+    processes, exact solutions kept in ``CACHE_DIR/erm`` and in memory, and every grid's
+    finished configurations in ``CACHE_DIR/results`` (keyed by the configuration and the
+    code's source), so a comparison any session has run opens at once for every other."""
+    return Context(workers=WORKERS, erm_dir=CACHE_DIR / "erm", results_dir=CACHE_DIR / "results")
 
 
 def progress_reporter(bar, clock=time.perf_counter):
@@ -77,6 +79,26 @@ def progress_reporter(bar, clock=time.perf_counter):
         bar.progress(k / n, text=text)
 
     return report
+
+
+def live_drawer(draw, every: float = 0.5, clock=time.perf_counter):
+    """A ``partial(rows)`` callback for a study (``epsilon_sweep(..., partial=…)``): redraws
+    ``draw(rows, k)`` (the ``k``-th drawing) into one placeholder as results arrive, at most
+    once per ``every`` seconds (the first at once), so the first curves show while the rest
+    computes.  ``.clear()`` removes the drawing once the whole result is shown."""
+    slot = st.empty()
+    state = {"last": -math.inf, "count": 0}
+
+    def update(rows) -> None:
+        now = clock()
+        if not rows or now - state["last"] < every:
+            return
+        state["last"], state["count"] = now, state["count"] + 1
+        with slot.container():
+            draw(rows, state["count"])
+
+    update.clear = slot.empty
+    return update
 
 
 def _duration(seconds: float) -> str:

@@ -19,6 +19,7 @@ from pages.common import (
     dataset_picker,
     download_figure,
     download_table,
+    live_drawer,
     mechanisms_for,
     missed_target_note,
     model_picker,
@@ -137,11 +138,32 @@ publish_settings(SHARED)
 own_data = user_dataset(dataset)  # an upload runs in this session's process, not in shared workers
 if own_data is None:
     warm_workers(base, app_context())  # in the background: the workers load the data while the user decides
+
+
+def metric_figure(ok):
+    metric = "accuracy_mean" if any("accuracy_mean" in r for r in ok) else "rmse_mean"
+    baseline = next((r.get(metric.replace("_mean", "_nonprivate")) for r in ok), None)
+    fig = band_figure(ok, "epsilon", metric, title=metric.split("_")[0] + " against ε",
+                      baseline=baseline, x_title="ε", y_title=metric.split("_")[0],
+                      bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
+    return fig
+
+
 if st.button("Run comparison", type="primary", key="cmp_run"):
     bar = st.progress(0.0, text="starting…")
+    total = len(mechs) * len(epsilons)
+
+    def draw_so_far(done, k):  # the curves finished so far, while the rest computes
+        ok = [r for r in done if "error" not in r]
+        if ok:
+            show_chart(metric_figure(ok), key=f"cmp_live_{k}")
+            st.caption(f"{len(done)} of {total} configurations done; the rest join the chart as they finish.")
+
+    live = live_drawer(draw_so_far)
     with reference_notice(base):
         rows = epsilon_sweep(base, mechs, epsilons, with_progress(bar), per_mechanism=per_mechanism,
-                             dataset=own_data, tuned=tuned)
+                             dataset=own_data, tuned=tuned, partial=live)
+    live.clear()
     bar.empty()
     st.session_state["cmp_rows"] = rows
 
@@ -152,10 +174,7 @@ if rows:
             st.error(f"{r['mechanism']} at ε = {r['epsilon']:g}: {r['error']}")
     ok = [r for r in rows if "error" not in r]
     metric = "accuracy_mean" if any("accuracy_mean" in r for r in ok) else "rmse_mean"
-    baseline = next((r.get(metric.replace("_mean", "_nonprivate")) for r in ok), None)
-    fig1 = band_figure(ok, "epsilon", metric, title=metric.split("_")[0] + " against ε",
-                       baseline=baseline, x_title="ε", y_title=metric.split("_")[0],
-                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
+    fig1 = metric_figure(ok)
     fig2 = band_figure(ok, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
                        x_title="ε", y_title="L(θ) − L*")
     show_chart(fig1)

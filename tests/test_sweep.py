@@ -447,3 +447,91 @@ def test_preset_panels_name_their_data_not_the_id():
     fig = get_preset("001-fig2").figure(pd.DataFrame(rows))
     titles = [a.text for a in fig.layout.annotations if a.text and "Ringed" not in a.text]
     assert titles[:3] == ["KDD Cup 1999 (LR)", "Adult (LR)", "Bank Marketing (LR)"], titles
+
+
+# -- the results cache cannot be made to lie or hang; progressive results ------------------------
+
+_SMALL = [RunSpec(dataset="breast-cancer", mechanism=m, epsilon=e, repeats=2, iterations=20)
+          for m in ("output-gaussian", "gradient-dpgd") for e in (0.5, 2.0)]
+
+
+def _cached_grid(folder):
+    return run_grid(_SMALL, Context(workers=1, results_dir=folder, trace_points=0))
+
+
+def _damage(kind, path, other):
+    """One way a stored result can go wrong, applied to ``path`` (``other``: another task's)."""
+    import os
+    rec = json.loads(path.read_text())
+    if kind == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+    elif kind == "device":
+        path.unlink()
+        path.symlink_to("/dev/zero")
+    elif kind == "huge":
+        path.write_text(" " * (sweep_mod.MAX_RESULT_BYTES + 1) + json.dumps(rec))
+    elif kind == "torn":
+        path.write_text(path.read_text()[:50])
+    elif kind == "deep":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    elif kind == "another task's":
+        path.write_text(other.read_text())
+    elif kind == "edited config":
+        rec["config"]["epsilon"] = 99.0
+        path.write_text(json.dumps(rec))
+    elif kind == "edited runs":
+        rec["result"]["runs"] = rec["result"]["runs"][:1]
+        path.write_text(json.dumps(rec))
+    elif kind == "wrong shape":
+        rec["result"]["runs"] = [{"accuracy": {"nested": 1}}] * len(rec["result"]["runs"])
+        path.write_text(json.dumps(rec))
+    elif kind == "not an object":
+        path.write_text("[1, 2, 3]")
+
+
+DAMAGES = ["fifo", "device", "huge", "torn", "deep", "another task's", "edited config", "edited runs",
+           "wrong shape", "not an object"]
+
+
+@pytest.mark.parametrize("kind", DAMAGES)
+def test_a_damaged_stored_result_is_computed_again_not_served(kind, tmp_path, caplog):
+    first = _cached_grid(tmp_path)
+    keys = [task_key(s) for s in _SMALL]
+    _damage(kind, tmp_path / f"{keys[0]}.json", tmp_path / f"{keys[1]}.json")
+    with caplog.at_level("WARNING", logger="dpcore.experiments.sweep"):
+        again = _cached_grid(tmp_path)  # returns (a FIFO or /dev/zero would hang or fill memory)
+    assert again.attrs["computed"] == 1 and again.attrs["cached"] == len(_SMALL) - 1
+    assert any(keys[0] in r.getMessage() for r in caplog.records)
+    cols = ["spec", "run", "accuracy", "gap", "epsilon_certified"]
+    pd.testing.assert_frame_equal(first[cols], again[cols])
+
+
+def test_the_key_covers_the_source_so_changed_code_never_reads_old_results(monkeypatch):
+    spec = _SMALL[0]
+    before = task_key(spec)
+    monkeypatch.setattr(sweep_mod, "_source_fingerprint", lambda: "a-changed-mechanism")
+    assert task_key(spec) != before
+
+
+def test_a_users_own_data_is_never_stored_in_the_results_folder(tmp_path):
+    from dpcore import datasets
+    ds = datasets.load("breast-cancer")
+    run_grid(_SMALL[:1], Context(workers=1, results_dir=tmp_path, trace_points=0), dataset=ds)
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_partial_results_are_the_final_numbers_earlier(tmp_path):
+    seen = []
+    base = RunSpec(dataset="breast-cancer", repeats=2, iterations=20)
+    mechs, eps = ["output-gaussian", "gradient-dpgd", "objective-chaudhuri"], [0.5, 2.0]
+    ctx = Context(workers=1, results_dir=tmp_path, trace_points=0)
+    rows = epsilon_sweep(base, mechs, eps, ctx, partial=lambda done: seen.append(done))
+    assert len(seen) == len(rows) and [len(s) for s in seen] == list(range(1, len(rows) + 1))
+    final = {(r["mechanism"], r["epsilon"]): r for r in rows}
+    for so_far in seen:
+        for r in so_far:  # every partial row has exactly the final row's numbers
+            assert r == final[(r["mechanism"], r["epsilon"])]
+    cached = []
+    again = epsilon_sweep(base, mechs, eps, ctx, partial=lambda done: cached.append(done))
+    assert again == rows and len(cached) == len(rows)  # from the cache, each result reported too

@@ -28,7 +28,7 @@ The table (a ``pandas.DataFrame``) has one row per spec × repeat:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ import pandas as pd
 from ..metrics import summarize
 from .context import Context, default_context
 from .run import RunSpec
-from .sweep import Task, run_tasks
+from .sweep import Task, run_tasks, tidy_rows
 
 __all__ = ["run_grid", "summaries", "METRICS"]
 
@@ -49,13 +49,17 @@ _SPEC_COLUMNS = ("mechanism_name", "calibration", "epsilon_target", "epsilon_cer
 
 
 def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
-             tags: Sequence[Mapping[str, Any]] | None = None, dataset=None) -> pd.DataFrame:
+             tags: Sequence[Mapping[str, Any]] | None = None, dataset=None,
+             partial: Callable[[list[dict[str, Any] | None]], None] | None = None) -> pd.DataFrame:
     """Run every spec (R batched repeats each) and return the tidy table described above.
 
     ``tags[i]`` labels spec ``i`` (columns of its rows).  ``dataset``: a user's
     own :class:`~dpcore.datasets.Dataset` in place of each spec's registered
     one; such a grid runs in this process.  The same spec twice is refused (a
     grid is a set); a spec the core refuses gives an ``error`` row, the others run.
+    ``partial(summaries)`` is called each time a spec's result exists, with
+    :func:`summaries` of the specs done so far (``None`` for the rest): the same numbers,
+    earlier.
     """
     ctx = default_context() if ctx is None else ctx
     specs = list(specs)
@@ -63,7 +67,16 @@ def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
     if len(tags) != len(specs):
         raise ValueError(f"{len(tags)} tags for {len(specs)} specs")
     tasks = [Task(spec, tags=(("spec", i), *tag.items())) for i, (spec, tag) in enumerate(zip(specs, tags))]
-    res = run_tasks(tasks, ctx, dataset=dataset)
+    on_result = None
+    if partial is not None:
+        so_far: list[dict[str, Any] | None] = [None] * len(specs)
+
+        def on_result(task: Task, record: dict) -> None:
+            i = dict(task.tags)["spec"]
+            so_far[i] = summaries(pd.DataFrame(tidy_rows([task], {task.key: record})), len(specs))[i]
+            partial(list(so_far))
+
+    res = run_tasks(tasks, ctx, dataset=dataset, on_result=on_result)
     df = pd.DataFrame(res.rows())
     if "spec" in df:  # the position first, then the key, as documented
         df.insert(0, "spec", df.pop("spec"))

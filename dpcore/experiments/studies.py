@@ -15,7 +15,7 @@ tidy table into the rows its view shows:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -39,13 +39,22 @@ _SKIP_FAMILIES = ("baseline", "distributed")
 CHEAP_MECHANISMS = ("gradient-dpgd", "output-gaussian", "objective-gaussian")
 
 
-def _run(specs: Sequence[RunSpec], ctx: Context | None, dataset=None) -> list[dict[str, Any]]:
+def _run(specs: Sequence[RunSpec], ctx: Context | None, dataset=None,
+         partial: Callable[[list[dict[str, Any] | None]], None] | None = None) -> list[dict[str, Any]]:
     """The grid's per-spec summaries, in spec order; a spec listed twice (the central
-    reference at every skew, say) runs once."""
+    reference at every skew, say) runs once.  ``partial(summaries)``: the summaries so far, in
+    spec order (``None`` for those not done), each time one is done."""
     unique = list(dict.fromkeys(specs))
     if not unique:
         return []
-    done = dict(zip(unique, summaries(run_grid(unique, ctx, dataset=dataset), len(unique))))
+    on_partial = None
+    if partial is not None:
+        position = {s: i for i, s in enumerate(unique)}
+
+        def on_partial(so_far):
+            partial([so_far[position[s]] for s in specs])
+
+    done = dict(zip(unique, summaries(run_grid(unique, ctx, dataset=dataset, partial=on_partial), len(unique))))
     return [done[s] for s in specs]
 
 
@@ -59,7 +68,8 @@ def _fill(row: dict[str, Any], summary: Mapping[str, Any], keys: Sequence[str]) 
 
 def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[float],
                   ctx: Context | None = None, *, per_mechanism: Mapping[str, Mapping] | None = None,
-                  dataset=None, tuned: bool = False) -> list[dict]:
+                  dataset=None, tuned: bool = False,
+                  partial: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
 
     A mechanism that cannot run a setting contributes a row with ``error``.
@@ -68,7 +78,8 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
     ``overrides``.  ``dataset`` is a user's own data (as for :func:`run`).  ``tuned``: each
     mechanism at its shipped tuned setting for the bundled dataset and model
     (:func:`dpcore.experiments.tune.tuned_setting`, the tuned ε closest to each ε), where
-    there is one; ``per_mechanism`` still has the last word.
+    there is one; ``per_mechanism`` still has the last word.  ``partial(rows)``: the rows
+    finished so far (refusals included), each time one more is, while the rest computes.
     """
     rows: list[dict] = []
     specs: list[RunSpec] = []
@@ -92,15 +103,28 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
                 where.append(row)
             except DPCoreError as exc:
                 row["error"] = str(exc)
-    keys = ("mechanism_name", "epsilon_certified", "epsilon_local", "sigma", "seconds",
-            "accuracy_nonprivate", "rmse_nonprivate")
-    for row, summary in zip(where, _run(specs, ctx, dataset)):
-        _fill(row, summary, keys)
+    def filled(row, summary):
+        _fill(row, summary, _SWEEP_KEYS)
         for metric in ("accuracy", "rmse", "gap"):
             if f"{metric}_mean" in summary:
                 for k in ("mean", "std", "ci95"):
                     row[f"{metric}_{k}"] = summary[f"{metric}_{k}"]
+        return row
+
+    on_partial = None
+    if partial is not None:
+        refused = [r for r in rows if "error" in r]
+
+        def on_partial(so_far):
+            partial(refused + [filled(dict(row), s) for row, s in zip(where, so_far) if s is not None])
+
+    for row, summary in zip(where, _run(specs, ctx, dataset, partial=on_partial)):
+        filled(row, summary)
     return rows
+
+
+_SWEEP_KEYS = ("mechanism_name", "epsilon_certified", "epsilon_local", "sigma", "seconds",
+               "accuracy_nonprivate", "rmse_nonprivate")
 
 
 _TRADEOFF_KEYS = ("calibration", "epsilon_target", "epsilon_certified", "epsilon_local", "accuracy_mean",

@@ -17,17 +17,19 @@ ahead of time (the Compare view does, while the user chooses).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
 import math
 import platform
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from importlib import metadata
 from pathlib import Path
@@ -38,7 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from .. import __version__, linalg
 from ..exceptions import BudgetError, DPCoreError, ParameterError
-from ..jsonutil import write_atomic
+from ..jsonutil import dumps, write_atomic
 from .context import Context
 from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups
 
@@ -80,12 +82,24 @@ def _config_record(config: RunSpec) -> dict[str, Any]:
 
 
 def task_key(config: RunSpec) -> str:
-    """Content hash of a configuration (and the code version that computes it)."""
+    """Content hash of a configuration and of the code that computes it (the package's
+    version and every source file of it: a changed mechanism never reads an old result)."""
     payload = json.dumps(
-        {"config": _config_record(config), "dpcore": __version__, "schema": CACHE_SCHEMA},
+        {"config": _config_record(config), "dpcore": __version__, "schema": CACHE_SCHEMA,
+         "source": _source_fingerprint()},
         sort_keys=True, allow_nan=True, default=str,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+@functools.cache
+def _source_fingerprint() -> str:
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:24]
 
 
 def _config_from_record(rec: dict[str, Any]) -> RunSpec:
@@ -99,7 +113,17 @@ def _config_from_record(rec: dict[str, Any]) -> RunSpec:
 # cache
 
 
+#: a stored result larger than this is not one of ours (a task's record is a few kB)
+MAX_RESULT_BYTES = 4 * 2**20
+
+
 class _Cache:
+    """The results folder: ``<key>.json`` per finished task.  An entry is used only if it is
+    a regular file of at most :data:`MAX_RESULT_BYTES`, a JSON object whose key and
+    configuration are the task's own and whose result has the shape :func:`execute` writes;
+    anything else (torn, edited, a FIFO or device in its place, another task's record) is
+    logged, ignored and computed again."""
+
     def __init__(self, folder: Path):
         self.dir = Path(folder)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -107,18 +131,58 @@ class _Cache:
     def path(self, key: str) -> Path:
         return self.dir / f"{key}.json"
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str, config: RunSpec | None = None) -> dict | None:
         p = self.path(key)
-        if not p.exists():
+        try:
+            st = p.stat()
+        except OSError:
             return None
         try:
-            return json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError):
-            return None  # a torn or foreign file: compute again
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError("not a regular file")
+            if st.st_size > MAX_RESULT_BYTES:
+                raise ValueError(f"{st.st_size} bytes, more than a result can be")
+            rec = json.loads(p.read_text())
+            _check_record(rec, key, config)
+            return rec
+        except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
+            _LOG.warning("ignoring the stored result %s (%s); computing it again", p.name, exc)
+            return None
 
     def put(self, key: str, config: RunSpec, result: dict) -> None:
         # atomic: a killed sweep never leaves half a result
         write_atomic(self.path(key), {"key": key, "config": _config_record(config), "result": result})
+
+
+def _check_record(rec: Any, key: str, config: RunSpec | None) -> None:
+    """Raise ValueError unless ``rec`` is what :meth:`_Cache.put` writes for this task."""
+    if not isinstance(rec, dict) or rec.get("key") != key:
+        raise ValueError("written for another task")
+    if config is not None and rec.get("config") != json.loads(dumps(_config_record(config))):
+        raise ValueError("its configuration is not the task's")
+    result = rec.get("result")
+    if not isinstance(result, dict):
+        raise ValueError("no result object")
+    if "error" in result:
+        if not isinstance(result["error"], str):
+            raise ValueError("an error that is not text")
+        return
+    runs = result.get("runs")
+    if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) for r in runs):
+        raise ValueError("no list of runs")
+    if config is not None and len(runs) != config.repeats:
+        raise ValueError(f"{len(runs)} runs for {config.repeats} repeats")
+    for r in runs:
+        for name, value in r.items():
+            if value is not None and not isinstance(value, (int, float, str)):
+                raise ValueError(f"run field {name!r} is not a number")
+    for name in ("epsilon_target", "epsilon_certified", "sigma"):
+        value = result.get(name)
+        if value is not None and not isinstance(value, (int, float)):
+            raise ValueError(f"{name} is not a number")
+
+
+_LOG = logging.getLogger(__name__)
 
 
 # Keys of RunResult.to_dict() kept per task (the per-run metrics are under "runs").
@@ -303,8 +367,12 @@ def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int | None, erm
             client.close()
 
 
-def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None) -> SweepResult:
+def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
+              on_result: Callable[[Task, dict], None] | None = None) -> SweepResult:
     """Run every task not already in ``ctx.results_dir``; return all results.
+
+    ``on_result(task, record)`` hears of each task as its record exists (cached ones first,
+    then in the order they finish), so a view can draw what is done while the rest computes.
 
     Local processes or Dask as ``ctx`` says; ``ctx.progress(done, total, label)``
     is called once per task, cached ones included.  Exact solutions are shared
@@ -316,17 +384,20 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None) -> SweepResu
     keys = [t.key for t in tasks]
     if len(set(keys)) != len(keys):
         raise ParameterError("the sweep lists the same configuration twice")
-    cache = None if ctx.results_dir is None else _Cache(ctx.results_dir)
+    # a user's own data is not in the key: its results are never stored
+    cache = None if ctx.results_dir is None or dataset is not None else _Cache(ctx.results_dir)
     t0 = time.perf_counter()
     results: dict[str, dict] = {}
     pending: list[Task] = []
     done = 0
     for t in tasks:
-        hit = None if cache is None else cache.get(t.key)
+        hit = None if cache is None else cache.get(t.key, t.config)
         if hit is not None:
             results[t.key] = hit["result"]
             done += 1
             ctx.tell(done, len(tasks), f"{t.label()} (cached)")
+            if on_result is not None:
+                on_result(t, hit["result"])
         else:
             pending.append(t)
     by_key = {t.key: t for t in pending}
@@ -347,6 +418,8 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None) -> SweepResu
             done += 1
             status = "error: " + rec["error"] if "error" in rec else f"{rec['wall_seconds']:.2f}s"
             ctx.tell(done, len(tasks), f"{by_key[key].label()} ({status})")
+            if on_result is not None:
+                on_result(by_key[key], rec)
     return SweepResult(tasks=tasks, results=results, computed=len(pending),
                        cached=len(tasks) - len(pending), wall_seconds=time.perf_counter() - t0)
 
