@@ -162,3 +162,19 @@ def test_tune_refuses_bad_input_with_one_line(capsys, args, said):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert said in err and "\n" not in err
+
+
+def test_run_reads_the_reference_the_app_stored_instead_of_solving_it(tmp_path, monkeypatch, capsys):
+    from dpcore import erm
+    monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path))
+    args = ["run", "--dataset", "breast-cancer", "--repeats", "2", "-T", "20", "--json"]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert list((tmp_path / "erm").glob("erm-*.json"))  # the app's folder (pages/common.CACHE_DIR)
+
+    def boom(*a, **k):
+        raise AssertionError("the exact reference was solved again")
+
+    monkeypatch.setattr(erm, "solve_erm", boom)
+    assert main(args) == 0  # a new process's context: only the disk copy can answer
+    assert json.loads(capsys.readouterr().out)["loss_star"] == first["loss_star"]
