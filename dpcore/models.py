@@ -383,11 +383,15 @@ class MLP(Model):
 
     def data_loss(self, theta, X, y):
         n = X.shape[-2]
-        total = np.zeros(theta.shape[0])
-        for s, e in self._chunks(theta, X):
-            Xa, rows, yc, _ = self._part(X, y, s, e)
+
+        def chunk(bounds):
+            Xa, rows, yc, _ = self._part(X, y, *bounds)
             _, out = self._forward(theta, Xa, rows)
-            total += np.sum(-log_expit(yc * out), axis=-1)
+            return np.sum(-log_expit(yc * out), axis=-1)
+
+        total = np.zeros(theta.shape[0])
+        for part in linalg.map_chunks(chunk, self._chunks(theta, X)):  # summed in chunk order
+            total += part
         return total / n
 
     def _terms(self, theta, X, y, rows=None):
@@ -425,13 +429,17 @@ class MLP(Model):
     def loss_and_grad(self, theta, X, y):
         """One forward pass per chunk serves both (the L-BFGS reference solve calls this)."""
         n = X.shape[-2]
+
+        def chunk(bounds):
+            Xa, rows, yc, _ = self._part(X, y, *bounds)
+            out, g, delta1, H = self._terms(theta, Xa, yc, rows)
+            return np.sum(-log_expit(yc * out), axis=-1), self._assemble(np.ones_like(g), g, delta1, H, Xa, rows)
+
         total = np.zeros_like(theta)
         value = np.zeros(theta.shape[0])
-        for s, e in self._chunks(theta, X):
-            Xa, rows, yc, _ = self._part(X, y, s, e)
-            out, g, delta1, H = self._terms(theta, Xa, yc, rows)
-            value += np.sum(-log_expit(yc * out), axis=-1)
-            total += self._assemble(np.ones_like(g), g, delta1, H, Xa, rows)
+        for part_value, part_grad in linalg.map_chunks(chunk, self._chunks(theta, X)):  # in chunk order
+            value += part_value
+            total += part_grad
         loss = value / n + 0.5 * self.lam * np.sum(theta**2, axis=1)
         return loss, total / n + self.lam * theta
 
@@ -463,8 +471,9 @@ class MLP(Model):
                 X = linalg.single(X)
             y, theta = np.asarray(y, dtype=np.float32), theta.astype(np.float32)
             clip_norm = clip_norm * (1.0 - CLIP_MARGIN_FLOAT32)
-        total = np.zeros(theta.shape, dtype=np.float64)
-        for s, e in self._chunks(theta, X):
+
+        def chunk(bounds):  # the chunks run on the shared pool's threads, summed in their order
+            s, e = bounds
             Xa, rows, yc, Xc = self._part(X, y, s, e)
             g, delta1, H = self._backward_terms(theta, Xa, yc, rows)
             xx = np.einsum("...nd,...nd->...n", Xc, Xc)
@@ -473,7 +482,11 @@ class MLP(Model):
             scale = np.minimum(1.0, clip_norm / np.maximum(np.sqrt(sq.astype(np.float64)), 1e-300))
             if weights is not None:
                 scale = scale * (weights[:, s:e] if weights.ndim == 2 else weights[s:e])
-            total += self._assemble(scale.astype(dtype), g, delta1, H, Xa, rows)
+            return self._assemble(scale.astype(dtype), g, delta1, H, Xa, rows)
+
+        total = np.zeros(theta.shape, dtype=np.float64)
+        for part in linalg.map_chunks(chunk, self._chunks(theta, X)):
+            total += part
         return total
 
     def predict(self, theta, X):

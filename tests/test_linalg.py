@@ -183,3 +183,22 @@ def test_clipped_sum_with_clipping_off_and_with_given_norms_equals_the_plain_rou
     for C in (0.05, 1.0):
         np.testing.assert_array_equal(m.clipped_grad_sum(theta, X, y, C, w, row_norms=norms),
                                       m.clipped_grad_sum(theta, X, y, C, w))
+
+
+def test_mlp_chunks_on_threads_give_the_bits_of_one_thread(monkeypatch):
+    from dpcore.models import MLP
+    from dpcore.optim import BatchRNG
+    monkeypatch.setattr(MLP, "_CHUNK_FLOATS", 4_000)  # many chunks, so the pool has work to share
+    rng = np.random.default_rng(5)
+    X = linalg.share((rng.random((3000, 40)) < 0.1) * rng.standard_normal((3000, 40)))
+    y = np.sign(rng.standard_normal(3000))
+    m = MLP()
+    theta = m.init(3, 40, BatchRNG([0, 1, 2]))
+    threaded = (m.clipped_grad_sum(theta, X, y, 0.5), *m.loss_and_grad(theta, X, y), m.data_loss(theta, X, y))
+    with linalg.limit_threads(1):
+        serial = (m.clipped_grad_sum(theta, X, y, 0.5), *m.loss_and_grad(theta, X, y), m.data_loss(theta, X, y))
+    for a, b in zip(threaded, serial):
+        np.testing.assert_array_equal(a, b)
+    whole = MLP.loss_and_grad(m, theta, X, y)[1]  # a second route: one chunk, float64
+    monkeypatch.setattr(MLP, "_CHUNK_FLOATS", 10**9)
+    np.testing.assert_allclose(MLP.loss_and_grad(m, theta, X, y)[1], whole, rtol=1e-10, atol=1e-13)
