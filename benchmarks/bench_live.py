@@ -284,13 +284,21 @@ def compare() -> None:
     eps = [0.01, 0.03, 0.1, 0.25, 0.5, 1.0, 3.0, 10.0]
     for tuned in (False, True):  # the app's Compare runs the shipped tuned settings by default
         get_reusable_executor().shutdown(wait=True)
+        first: list[float] = []
         t = time.perf_counter()
-        rows = epsilon_sweep(RunSpec(dataset="adult", repeats=5, iterations=100), central, eps,
-                             Context(workers=min(2, os.cpu_count() or 1)), tuned=tuned)
-        sec = time.perf_counter() - t
+        with tempfile.TemporaryDirectory() as results:
+            ctx = Context(workers=min(2, os.cpu_count() or 1), results_dir=results)
+            rows = epsilon_sweep(RunSpec(dataset="adult", repeats=5, iterations=100), central, eps, ctx,
+                                 tuned=tuned, partial=lambda done: first or first.append(time.perf_counter() - t))
+            sec = time.perf_counter() - t
+            t2 = time.perf_counter()  # a second click, or another session: the app's shared result cache
+            epsilon_sweep(RunSpec(dataset="adult", repeats=5, iterations=100), central, eps, ctx, tuned=tuned)
+            again = time.perf_counter() - t2
         how = "tuned settings, the app's default" if tuned else "T = 100, η = 1, λ = 1e-3"
-        row(f"Compare \"all central mechanisms\" ({len(rows)} configurations, Adult, cold workers, {how})",
-            f"{sec:.1f} s", "—", "≤ 3 s", sec <= 3)
+        what = f"Compare \"all central mechanisms\" ({len(rows)} configurations, Adult, cold workers, {how})"
+        row(f"{what}: first curve drawn", f"{first[0]:.1f} s", "—", "≤ 2 s", first[0] <= 2)
+        row(f"{what}: whole figure", f"{sec:.1f} s", "—", "≤ 5 s", sec <= 5)
+        row(f"{what}: again (shared result cache)", f"{again:.2f} s", "—", "instant (≤ 0.5 s)", again <= 0.5)
 
 
 def presets(enabled: bool) -> None:
