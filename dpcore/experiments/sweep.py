@@ -41,6 +41,7 @@ from threadpoolctl import threadpool_limits
 from .. import __version__, linalg
 from ..exceptions import BudgetError, DPCoreError, ParameterError
 from ..jsonutil import dumps, write_atomic
+from ..mechanisms import REGISTRY
 from .context import Context
 from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups
 
@@ -280,7 +281,7 @@ def dispatch(tasks: Sequence[Task], ctx: Context, threads: int | None, trace_poi
     """
     erm_dir = _folder(ctx.erm_dir)
     workers = ctx.n_workers
-    groups = bundles(tasks)
+    groups = _schedule(bundles(tasks))
 
     def args(group):
         return [t.key for t in group], [_config_record(t.config) for t in group]
@@ -293,6 +294,22 @@ def dispatch(tasks: Sequence[Task], ctx: Context, threads: int | None, trace_poi
     for done in par(delayed(_execute_keyed)(*args(group), threads, erm_dir, None, trace_points)
                     for group in groups):
         yield from done
+
+
+def _steps(group: Sequence[Task]) -> int:
+    """A bundle's size in runs × steps (the work estimate's factor that varies within a grid)."""
+    return sum(t.config.repeats * (t.config.iterations if getattr(REGISTRY.get(t.config.mechanism), "iterative", True)
+                                   else 1) for t in group)
+
+
+def _schedule(groups: list[list[Task]]) -> list[list[Task]]:
+    """The cheapest bundle first (the first curve appears soon), then the longest first (so
+    the last one to finish is a short one, and two workers finish together)."""
+    if len(groups) <= 2:
+        return groups
+    cheapest = min(range(len(groups)), key=lambda i: _steps(groups[i]))
+    rest = sorted((g for i, g in enumerate(groups) if i != cheapest), key=_steps, reverse=True)
+    return [groups[cheapest], *rest]
 
 
 def _warm(config_record: dict[str, Any], erm_dir: str | None = None) -> str:
