@@ -290,10 +290,14 @@ def _cmd_run(args) -> Any:
     ]
     if "accuracy_mean" in record:
         lines.append(f"  accuracy {record['accuracy_mean']:.4f} ± {record['accuracy_std']:.4f}"
-                     f"   (non-private {record['accuracy_nonprivate']:.4f})")
+                     f"   (non-private {record['accuracy_nonprivate']:.4f}, guessing the majority class "
+                     f"{record['accuracy_guess']:.4f})")
     if "rmse_mean" in record:
         lines.append(f"  RMSE {record['rmse_mean']:.4f} ± {record['rmse_std']:.4f}"
-                     f"   (non-private {record['rmse_nonprivate']:.4f})")
+                     f"   (non-private {record['rmse_nonprivate']:.4f}, guessing the mean {record['rmse_guess']:.4f})")
+    if ("accuracy_mean" in record and record["accuracy_mean"] <= record["accuracy_guess"]) or \
+            ("rmse_mean" in record and record["rmse_mean"] >= record["rmse_guess"]):
+        lines.append("  no better than guessing: the noise has drowned what the data says at this ε")
     lines.append(f"  gap L(θ) − L* {record['gap_mean']:.3e} ± {record['gap_std']:.3e}"
                  f"   ({record['seconds']:.3f} s)")
     return "\n".join(lines)

@@ -167,14 +167,19 @@ COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 #: reference lines (non-private level, L*) in a grey that reads on light and dark backgrounds
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "star", "triangle-down", "cross"]
 REFERENCE_LINE = dict(line_dash="dot", line_color="#888888", line_width=1.5)
+#: the line of what guessing scores (the majority class; the mean label for an RMSE)
+GUESS_LINE = dict(line_dash="dash", line_color="#c0392b", line_width=1.5)
+GUESS_LABEL = {"accuracy": "guessing (always the majority class)", "rmse": "guessing (always the mean)"}
 #: the largest number of distinct x values labelled one by one on a log axis
 MAX_LABELLED = 12
 
 
-def readable_axes(fig: go.Figure, xs, *, log_x: bool, log_y: bool) -> None:
+def readable_axes(fig: go.Figure, xs, *, log_x: bool, log_y: bool, ys=None) -> None:
     """Axes a class can read: on a log x axis the plotted values themselves as tick labels
     (decades only when there are many), decades on a log y axis (no stray minor labels
-    such as "2 5"), and the legend above the plot, clear of the axis titles."""
+    such as "2 5") or, when the plotted ``ys`` span less than two decades (so one decade
+    tick or none would be in view), labelled 1–2–5 steps, and the legend above the plot,
+    clear of the axis titles."""
     values = sorted({float(x) for x in xs if x is not None and float(x) > 0})
     if log_x:
         if 0 < len(values) <= MAX_LABELLED:
@@ -182,7 +187,15 @@ def readable_axes(fig: go.Figure, xs, *, log_x: bool, log_y: bool) -> None:
         else:
             fig.update_xaxes(type="log", dtick=1)
     if log_y:
-        fig.update_yaxes(type="log", dtick=1, exponentformat="power")
+        positive = [float(v) for v in (ys if ys is not None else []) if v is not None and math.isfinite(v) and v > 0]
+        if positive and max(positive) / min(positive) < 100:
+            lo, hi = min(positive), max(positive)
+            ticks = [m * 10.0**k for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+                     for m in (1, 2, 5)]
+            ticks = [t for t in ticks if lo / 1.5 <= t <= hi * 1.5]
+            fig.update_yaxes(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{t:.3g}" for t in ticks])
+        else:
+            fig.update_yaxes(type="log", dtick=1, exponentformat="power")
     legend_above(fig)
 
 
@@ -195,17 +208,22 @@ def legend_above(fig: go.Figure) -> None:
 def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", log_x: bool = True,
                 log_y: bool = False, title: str = "", baseline: float | None = None,
                 x_title: str | None = None, y_title: str | None = None,
-                bounds: tuple[float, float] | None = None) -> go.Figure:
+                bounds: tuple[float, float] | None = None, guess: float | None = None,
+                baseline_label: str = "non-private") -> go.Figure:
     """Lines with ±1 std bands over repeats, one per group (rows' ``<y>`` and
     ``<y with _std>``); points whose certified ε misses their target ε (rows' ``epsilon``
     and ``epsilon_certified``) get a red ring and every point names both in its hover.
 
     A band stays where its metric can be: within ``bounds`` (e.g. (0, 1) for an
     accuracy) and, on a log y axis, above a tenth of its mean (a band reaching 0 would
-    otherwise fall to the bottom edge).
+    otherwise fall to the bottom edge).  ``baseline``: the non-private model's value (a grey
+    dotted line, ``baseline_label``); ``guess``: what always answering the majority class (the
+    mean, for an RMSE) scores, a red dashed line, so a private model that does no better than
+    guessing reads as useless, not as weak.
     """
     fig = go.Figure()
     groups = list(dict.fromkeys(r[group] for r in rows))
+    plotted: list[float] = []
     for k, g in enumerate(groups):
         pts = sorted((r for r in rows if r[group] == g and r.get(y) is not None), key=lambda r: r[x])
         if not pts:
@@ -218,6 +236,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
             low, high = np.clip(low, *bounds), np.clip(high, *bounds)
         if log_y:
             low = np.maximum(low, ys / 10.0)
+        plotted += [*ys, *low, *high]
         colour = COLOURS[k % len(COLOURS)]
         fig.add_trace(go.Scatter(x=xs + xs[::-1], y=list(high) + list(low[::-1]), fill="toself", mode="lines",
                                  line=dict(width=0), fillcolor=colour, opacity=0.15, showlegend=False,
@@ -231,9 +250,12 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                                             zip(xs, ys, hover_texts(targets, certs))], hoverinfo="text"))
         mark_missed(fig, xs, list(ys), targets, certs)
     if baseline is not None:
-        fig.add_hline(y=baseline, annotation_text="non-private", **REFERENCE_LINE)
+        fig.add_hline(y=baseline, annotation_text=baseline_label, **REFERENCE_LINE)
+    if guess is not None:
+        fig.add_hline(y=guess, annotation_text=GUESS_LABEL["accuracy" if "accuracy" in y else "rmse"],
+                      annotation_position="bottom right", **GUESS_LINE)
     fig.update_layout(title=title, xaxis_title=x_title or x, yaxis_title=y_title or y)
-    readable_axes(fig, [r[x] for r in rows], log_x=log_x, log_y=log_y)
+    readable_axes(fig, [r[x] for r in rows], log_x=log_x, log_y=log_y, ys=plotted)
     return fig
 
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from scipy import stats
 
-__all__ = ["accuracy", "rmse", "optimality_gap", "summarize"]
+__all__ = ["accuracy", "rmse", "optimality_gap", "summarize", "guessing_accuracy", "guessing_rmse"]
 
 
 def accuracy(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -22,6 +22,20 @@ def accuracy(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarr
 def rmse(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Root mean squared error of real-valued predictions per run, (R,)."""
     return np.sqrt(np.mean((model.scores(theta, X) - y[None, :]) ** 2, axis=1))
+
+
+def guessing_accuracy(y_train: np.ndarray, y_test: np.ndarray) -> float:
+    """The test accuracy of always answering the training split's majority class (+1 on a tie):
+    what a model that learned nothing about the features scores.  A private model below it
+    is worse than guessing, not merely weak."""
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    majority = 1.0 if np.sum(y_train > 0) >= np.sum(y_train < 0) else -1.0
+    return float(np.mean(y_test == majority))
+
+
+def guessing_rmse(y_train: np.ndarray, y_test: np.ndarray) -> float:
+    """The test RMSE of always answering the training split's mean label (the best constant)."""
+    return float(np.sqrt(np.mean((np.asarray(y_test, float) - float(np.mean(y_train))) ** 2)))
 
 
 def optimality_gap(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, loss_star: float) -> np.ndarray:

@@ -40,9 +40,9 @@ st.markdown(
     "show that a claim is false, never that it is true."
 )
 LEAKING = dict(au_dataset="breast-cancer", au_model="logreg", au_mechanism="gradient-dpgd", au_epsilon=1.0,
-               au_cal="published", au_c=0.1, au_T=100, au_trials=1000, au_threat="black-box",
-               au_canary="opposite-pair", au_noise=1.0)
-if st.button("Load a leaking setup (DP-GD with the published formula at c = 0.1)", key="au_leak"):
+               au_cal="published", au_c=0.1, au_T=100, au_trials=1000, au_threat="white-box",
+               au_canary="opposite-pair", au_noise=1.0)  # white-box: the threat under which this leak shows
+if st.button("Load a leaking setup (DP-GD with the published formula at c = 0.1, white-box)", key="au_leak"):
     st.session_state.update(LEAKING)
     st.rerun()
 with st.sidebar:

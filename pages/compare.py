@@ -1,3 +1,4 @@
+import re
 
 import streamlit as st
 
@@ -141,12 +142,18 @@ if own_data is None:
 
 
 def metric_figure(ok):
+    """Accuracy (RMSE) against ε, with the non-private model at the λ the form shows (a row's
+    tuned λ only when no row runs at the form's) and what guessing scores."""
     metric = "accuracy_mean" if any("accuracy_mean" in r for r in ok) else "rmse_mean"
-    baseline = next((r.get(metric.replace("_mean", "_nonprivate")) for r in ok), None)
-    fig = band_figure(ok, "epsilon", metric, title=metric.split("_")[0] + " against ε",
-                      baseline=baseline, x_title="ε", y_title=metric.split("_")[0],
-                      bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
-    return fig
+    at_form = [r for r in ok if "lam=" not in (r.get("overrides") or "")]
+    source = (at_form or ok)[0] if ok else {}
+    lam = re.search(r"lam=([^,]+)", source.get("overrides") or "")
+    label = "non-private" if at_form or lam is None else f"non-private (λ = {lam.group(1)}, a tuned row's)"
+    name = metric.split("_")[0]
+    return band_figure(ok, "epsilon", metric, title=name + " against ε",
+                       baseline=source.get(f"{name}_nonprivate"), baseline_label=label,
+                       guess=source.get(f"{name}_guess"), x_title="ε", y_title=name,
+                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
 
 
 if st.button("Run comparison", type="primary", key="cmp_run"):

@@ -86,19 +86,31 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
             else:
                 st.metric("test RMSE", f"{rec['rmse_mean']:.4f}")
             st.metric(EPS_LABEL[split], fmt_eps(rec["epsilon_certified"]))
+            if rec.get("accuracy_guess") is not None:
+                st.caption(f"guessing (always the majority class): {rec['accuracy_guess']:.4f}")
+            cert = rec["epsilon_certified"]
+            if cert is None or cert > rec["epsilon_target"] * (1 + 1e-6):
+                st.error(f"The noise that ran certifies ε = {fmt_eps(cert)}, above the target "
+                         f"{fmt_eps(rec['epsilon_target'])}: this calibration under-delivers.")
             clients = [{"client": j + 1, "records": size, "weight": w, "σ": sig, "ε certified": fmt_eps(e)}
                        for j, (size, w, sig, e) in enumerate(zip(rec["client_sizes"], rec["weights"],
                                                                  rec["client_sigmas"], rec["client_epsilons"]))]
             st.dataframe(clients, hide_index=True, width="stretch")
             download_table(clients, f"clients_{mech}", f"dist_dl_{mech}")
 
+#: what the skew sweep depends on: a chart drawn for other values is marked as stale
+swept_for = (dataset, model, m, epsilon, delta, calibration, T, repeats, split)
 if st.button("Sweep the skew u ∈ {1, 2, 4, 8, 16}", type="primary", key="dist_run"):
     bar = st.progress(0.0, text="starting…")
     st.session_state["dist_curve"] = skew_curve(
         dataset, epsilon, delta, model=model, clients=m, iterations=T, repeats=repeats,
         calibration=calibration, split=split, data=own_data, ctx=with_progress(bar))
+    st.session_state["dist_curve_for"] = swept_for
     bar.empty()
 curve = st.session_state.get("dist_curve")
+if curve and st.session_state.get("dist_curve_for") != swept_for:
+    st.warning("The skew sweep below was run with earlier settings; press **Sweep the skew** to redraw it "
+               "for the settings above.")
 if curve:
     rows = [r for r in curve["rows"] if "error" not in r]
     for r in curve["rows"]:
@@ -108,7 +120,8 @@ if curve:
                      else ("rmse_mean", "test RMSE"))
     fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
                       x_title="u = n_max / n_min", y_title=label,
-                      bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
+                      bounds=(0.0, 1.0) if metric == "accuracy_mean" else None,
+                      guess=rows[0].get(metric.replace("_mean", "_guess")) if rows else None)
     show_chart(fig)
     missed_target_note(rows)
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")

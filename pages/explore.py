@@ -106,10 +106,22 @@ c1, c2, c3, c4 = st.columns(4)
 if "accuracy_mean" in rec:
     c1.metric("test accuracy", f"{rec['accuracy_mean']:.4f}",
               delta=f"{rec['accuracy_mean'] - rec['accuracy_nonprivate']:+.4f} vs non-private",
-              help=f"non-private: {rec['accuracy_nonprivate']:.4f}; ± {rec['accuracy_std']:.4f} over runs")
+              help=f"non-private: {rec['accuracy_nonprivate']:.4f}; guessing (always the majority class): "
+                   f"{rec['accuracy_guess']:.4f}; ± {rec['accuracy_std']:.4f} over runs")
+    c1.caption(f"non-private {rec['accuracy_nonprivate']:.4f} · guessing {rec['accuracy_guess']:.4f}")
+    worse = rec["accuracy_mean"] <= rec["accuracy_guess"]
 else:
     c1.metric("test RMSE", f"{rec['rmse_mean']:.4f}",
-              delta=f"{rec['rmse_mean'] - rec['rmse_nonprivate']:+.4f} vs non-private", delta_color="inverse")
+              delta=f"{rec['rmse_mean'] - rec['rmse_nonprivate']:+.4f} vs non-private", delta_color="inverse",
+              help=f"non-private: {rec['rmse_nonprivate']:.4f}; guessing (always the mean label): "
+                   f"{rec['rmse_guess']:.4f}")
+    c1.caption(f"non-private {rec['rmse_nonprivate']:.4f} · guessing {rec['rmse_guess']:.4f}")
+    worse = rec["rmse_mean"] >= rec["rmse_guess"]
+if worse:
+    st.warning("No better than guessing: always answering "
+             + ("the majority class" if "accuracy_mean" in rec else "the mean label")
+             + " scores as well as this private model. At this ε the noise has drowned what the data "
+               "says; try a larger ε, more data, or the tuned settings.")
 c2.metric("optimality gap L(θ) − L*", f"{rec['gap_mean']:.3e}", help=f"± {rec['gap_std']:.2e} over runs")
 c3.metric("noise σ", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
 c4.metric("seconds", f"{rec['seconds']:.2f}")

@@ -150,11 +150,15 @@ def test_distributed_page_shows_sizes_and_per_client_epsilon():
     at.select_slider(key="dist_u").set_value(4.0).run()
     at.radio(key="dist_cal").set_value("published").run()
     assert not at.exception
+    # the published σ leaves small clients weakly protected: said in red, as Explore says it
+    assert len(at.error) == 2 and all("under-delivers" in e.value for e in at.error)
     # a regression dataset gets a regression model, not an error with no control to change
     at.selectbox(key="dist_dataset").set_value("synthetic-regression").run()
     assert at.selectbox(key="dist_model").value == "linreg"
-    assert not at.exception and not at.error
+    assert not at.exception and all("under-delivers" in e.value for e in at.error)
     assert [m.label for m in at.metric].count("test RMSE") == 2
+    at.radio(key="dist_cal").set_value("certified").run()
+    assert not at.error
 
 
 def test_explore_url_round_trip():
@@ -266,8 +270,8 @@ def test_audit_page_white_box_leaking_setup_and_region():
     at = _page("audit.py").run()
     at.button(key="au_leak").click().run()
     assert at.radio(key="au_cal").value == "published" and at.select_slider(key="au_c").value == 0.1
+    assert at.radio(key="au_threat").value == "white-box"  # the threat under which this leak shows
     at.select_slider(key="au_trials").set_value(500).run()
-    at.radio(key="au_threat").set_value("white-box").run()
     at.button(key="au_run").click().run()
     assert not at.exception
     assert [e.value for e in at.error] == ["Verdict: **claim not met** (refuted: target)"]
@@ -753,3 +757,51 @@ def test_progress_says_the_time_spent_and_estimates_the_rest():
     assert shown[0] == (0.1, "1/10: a")
     assert shown[1] == (0.3, "3/10: b · 30 s so far, about 70 s left")
     assert shown[2] == (0.4, "4/10: c · 5 min so far, about 8 min left")
+
+
+def test_every_accuracy_stands_next_to_the_accuracy_of_guessing():
+    from dpcore import datasets
+    from dpcore.experiments.run import RunSpec, run
+    ds = datasets.load("breast-cancer")
+    # a second route: count the test labels equal to the training split's more frequent class
+    plus = sum(1 for v in ds.y_train if v > 0)
+    majority = 1.0 if plus >= len(ds.y_train) - plus else -1.0
+    expected = sum(1 for v in ds.y_test if v == majority) / len(ds.y_test)
+    rec = run(RunSpec(dataset="breast-cancer", repeats=2, iterations=10)).to_dict()
+    assert rec["accuracy_guess"] == pytest.approx(expected, abs=1e-12)
+    at = _page("explore.py").run()
+    assert not at.error and any(f"guessing {expected:.4f}" in c.value for c in at.caption)
+    at.selectbox(key="ex_mechanism").set_value("input-kang").run()
+    at.select_slider(key="ex_epsilon").set_value(0.01).run()  # far too little budget: noise only
+    m = float(_metrics(at)["test accuracy"])
+    below = [w.value for w in at.warning if "No better than guessing" in w.value]
+    assert (m <= expected) == bool(below)
+    assert below, f"input-kang at ε = 0.01 scored {m}, above guessing {expected}: pick a setting that fails"
+
+
+def test_compare_draws_the_non_private_and_the_guessing_lines():
+    import json as _json
+    at = _page("compare.py").run()
+    at.text_input(key="cmp_eps").set_value("0.5, 5").run()
+    at.multiselect(key="cmp_mechs").set_value(["gradient-dpgd"]).run()
+    at.number_input(key="cmp_R").set_value(2).run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception and not at.error
+    spec = _json.loads(at.get("plotly_chart")[0].proto.spec)
+    notes = {a["text"]: a for a in spec["layout"]["annotations"]}
+    assert "non-private" in notes and "guessing (always the majority class)" in notes
+    row = at.dataframe[0].value.iloc[0]
+    ys = sorted(s["y0"] for s in spec["layout"]["shapes"])
+    assert ys == sorted([row["accuracy_nonprivate"], row["accuracy_guess"]])
+
+
+def test_a_skew_sweep_drawn_for_other_settings_says_it_is_stale():
+    at = _page("distributed.py").run()
+    at.number_input(key="dist_R").set_value(2).run()
+    at.button(key="dist_run").click().run()
+    assert not at.exception and not any("earlier settings" in w.value for w in at.warning)
+    import json as _json
+    gap = _json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert gap["layout"]["yaxis"].get("ticktext") or gap["layout"]["yaxis"].get("dtick")  # labelled ticks
+    at.select_slider(key="dist_epsilon").set_value(0.5).run()
+    assert any("earlier settings" in w.value for w in at.warning)

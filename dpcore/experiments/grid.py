@@ -17,7 +17,8 @@ The table (a ``pandas.DataFrame``) has one row per spec × repeat:
 * per spec: ``mechanism_name``, ``n_train``, ``d``, ``sigma`` (the mechanism's
   reported noise, see the glossary in :mod:`dpcore`), ``epsilon_target``,
   ``epsilon_certified``, ``epsilon_local`` (``inf`` when nothing is
-  guaranteed), ``accuracy_nonprivate``, ``rmse_nonprivate``, ``loss_star``,
+  guaranteed), ``accuracy_nonprivate``, ``rmse_nonprivate``, ``accuracy_guess`` / ``rmse_guess``
+  (always answering the training majority class / mean), ``loss_star``,
   ``task_seconds``, ``client_sizes`` (space-separated, distributed only);
 * per repeat: ``run`` (0-based), ``run_seed``, ``accuracy`` or ``rmse``, ``gap``;
 * ``error``: why the core refused the spec (then one row with ``run`` empty).
@@ -45,7 +46,8 @@ METRICS = ("accuracy", "rmse", "gap")
 
 # per-spec columns a summary carries over from the table
 _SPEC_COLUMNS = ("mechanism_name", "calibration", "epsilon_target", "epsilon_certified", "epsilon_local",
-                 "sigma", "accuracy_nonprivate", "rmse_nonprivate", "loss_star", "n_train")
+                 "sigma", "accuracy_nonprivate", "rmse_nonprivate", "accuracy_guess", "rmse_guess", "loss_star",
+                 "n_train")
 
 
 def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,

@@ -26,7 +26,7 @@ from .. import datasets as _datasets
 from ..erm import solve_erm
 from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
-from ..metrics import accuracy, optimality_gap, rmse, summarize
+from ..metrics import accuracy, guessing_accuracy, guessing_rmse, optimality_gap, rmse, summarize
 from ..models import make_model
 from ..optim import BatchRNG, run_seeds
 from ..params import validate
@@ -137,6 +137,9 @@ class RunResult:
     extras: dict[str, Any] = field(default_factory=dict)
     #: what one run released, for certification and composition (not in :meth:`to_dict`)
     plan: NoisePlan | None = None
+    #: the test accuracy (RMSE) of always answering the training split's majority class (mean)
+    accuracy_guess: float | None = None
+    rmse_guess: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The command line's JSON record (SPEC §7); infinite ε become ``null`` on output."""
@@ -161,6 +164,8 @@ class RunResult:
             "erm_certified_optimum": self.erm_certified,
             "accuracy_nonprivate": self.accuracy_nonprivate,
             "rmse_nonprivate": self.rmse_nonprivate,
+            "accuracy_guess": self.accuracy_guess,
+            "rmse_guess": self.rmse_guess,
             "seconds": self.seconds,
             "client_sizes": self.client_sizes,
             "warnings": list(self.warnings),
@@ -452,9 +457,11 @@ def _result(config: RunSpec, mechanism, problem: Problem, out, seeds: list[int],
     if ds.task == "classification":
         acc, err = accuracy(model, theta, ds.X_test, ds.y_test), None
         acc_np, err_np = float(accuracy(model, star, ds.X_test, ds.y_test)[0]), None
+        guess = {"accuracy_guess": guessing_accuracy(ds.y_train, ds.y_test)}
     else:
         acc, err = None, rmse(model, theta, ds.X_test, ds.y_test)
         acc_np, err_np = None, float(rmse(model, star, ds.X_test, ds.y_test)[0])
+        guess = {"rmse_guess": guessing_rmse(ds.y_train, ds.y_test)}
     return RunResult(
         config=config,
         dataset_name=ds.name,
@@ -484,4 +491,5 @@ def _result(config: RunSpec, mechanism, problem: Problem, out, seeds: list[int],
         extras={**out.extras, "privacy_event": out.plan.describe(),
                 "neighbouring": out.plan.neighbouring},
         plan=out.plan,
+        **guess,
     )

@@ -124,12 +124,12 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
 
 
 _SWEEP_KEYS = ("mechanism_name", "epsilon_certified", "epsilon_local", "sigma", "seconds",
-               "accuracy_nonprivate", "rmse_nonprivate")
+               "accuracy_nonprivate", "rmse_nonprivate", "accuracy_guess", "rmse_guess")
 
 
 _TRADEOFF_KEYS = ("calibration", "epsilon_target", "epsilon_certified", "epsilon_local", "accuracy_mean",
                   "accuracy_std", "rmse_mean", "gap_mean", "gap_std", "sigma", "seconds",
-                  "accuracy_nonprivate")
+                  "accuracy_nonprivate", "accuracy_guess", "rmse_guess")
 
 
 def tradeoff(dataset: str, epsilon: float, delta: float, *, model: str = "logreg", iterations: int = 100,
@@ -207,7 +207,7 @@ def skew_curve(dataset: str, epsilon: float, delta: float, *, model: str = "logr
         except DPCoreError as exc:
             row["error"] = str(exc)
     keys = ("accuracy_mean", "accuracy_std", "rmse_mean", "gap_mean", "gap_std", "epsilon_certified",
-            "client_sizes", "sigma", "seconds")
+            "client_sizes", "sigma", "seconds", "accuracy_nonprivate", "accuracy_guess", "rmse_guess")
     for row, summary in zip(where, _run(specs, ctx, data)):
         _fill(row, summary, keys)
     return {"dataset": dataset, "model": model, "epsilons": eps_grid, "delta": delta, "clients": clients,

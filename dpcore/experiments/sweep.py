@@ -49,7 +49,7 @@ __all__ = ["Task", "SweepResult", "task_key", "execute", "dispatch", "warm_worke
            "tidy_rows", "environment", "CACHE_SCHEMA"]
 
 #: bump when the meaning of a cached result changes (the package version is hashed too)
-CACHE_SCHEMA = 1
+CACHE_SCHEMA = 2  # 2: records carry the accuracy (RMSE) of guessing
 #: how long to wait for a Dask scheduler before giving up with a clear message
 CONNECT_TIMEOUT = "10s"
 
@@ -190,6 +190,7 @@ _LOG = logging.getLogger(__name__)
 _SUMMARY_KEYS = (
     "dataset_name", "mechanism_name", "task", "n_train", "d", "p", "sigma", "epsilon_target",
     "epsilon_certified", "epsilon_local", "loss_star", "accuracy_nonprivate", "rmse_nonprivate",
+    "accuracy_guess", "rmse_guess",
     "seconds", "warnings", "client_sizes",
 )
 
@@ -467,7 +468,8 @@ def tidy_rows(tasks: Sequence[Task], results: dict[str, dict],
             rows.append({**base, "run": None, "error": rec["error"]})
             continue
         for k in ("mechanism_name", "n_train", "d", "sigma", "epsilon_target", "epsilon_certified",
-                  "epsilon_local", "accuracy_nonprivate", "rmse_nonprivate", "loss_star"):
+                  "epsilon_local", "accuracy_nonprivate", "rmse_nonprivate", "accuracy_guess", "rmse_guess",
+                  "loss_star"):
             v = rec.get(k)
             base[k] = math.inf if v is None and k.startswith("epsilon") else v
         base["task_seconds"] = rec.get("seconds")
