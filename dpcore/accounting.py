@@ -44,7 +44,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from . import __version__
-from .jsonutil import write_atomic
+from .jsonutil import read_cache_file, write_atomic
 
 __all__ = [
     "NEIGHBOURING",
@@ -339,10 +339,14 @@ class CalibrationTable:
 
     def _read(self, epsilon, delta, sample_rate, steps) -> float | None:
         path = self.path(epsilon, delta, sample_rate, steps)
-        if path is None or not path.exists():
+        if path is None:
             return None
         try:
-            rec = json.loads(path.read_text())
+            rec = read_cache_file(path, 2**16)  # a regular file of ours, not a FIFO or a device
+            if rec is None:
+                return None
+            if not isinstance(rec, dict):
+                raise ValueError("not a JSON object")
             if rec.get("event") != list(_event_key(epsilon, delta, sample_rate, steps)):
                 raise ValueError("written for another event")
             z = float(rec["noise_multiplier"])

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +44,33 @@ def write_atomic(path: str | os.PathLike, obj: Any, **kwargs: Any) -> None:
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(dumps(obj, **kwargs))
     os.replace(tmp, path)
+
+
+#: the largest cache file any reader here accepts (an exact MLP solution is about 0.3 MB)
+MAX_CACHE_BYTES = 16 * 2**20
+
+
+def read_cache_file(path: str | os.PathLike, max_bytes: int = MAX_CACHE_BYTES) -> Any | None:
+    """A JSON document this package wrote to a cache folder, or ``None`` when there is no file.
+
+    Raises ``ValueError`` (for the caller to log and recompute) unless ``path`` is a regular
+    file of at most ``max_bytes`` holding valid JSON of sane depth: a FIFO, a device or a
+    link to one would hang the reader or fill memory, a huge or deeply nested file would
+    exhaust it.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("not a regular file")
+    if st.st_size > max_bytes:
+        raise ValueError(f"{st.st_size:,} bytes, more than a cache entry can be")
+    with open(path, "rb") as fh:
+        raw = fh.read(max_bytes + 1)
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not JSON ({exc})") from None

@@ -172,7 +172,7 @@ def test_calibration_table_reads_back_exactly_what_it_computed(tmp_path, monkeyp
     assert len(calls) == 2
 
 
-@pytest.mark.parametrize("tamper", ["halve", "garbage", "other-event", "negative"])
+@pytest.mark.parametrize("tamper", ["halve", "garbage", "other-event", "negative", "fifo", "array", "deep"])
 def test_calibration_table_never_trusts_an_entry_that_does_not_certify(tmp_path, monkeypatch, tamper):
     fresh = acc.calibrate_sampled_gaussian(*_EVENT)
     table = acc.CalibrationTable(tmp_path)
@@ -186,7 +186,13 @@ def test_calibration_table_never_trusts_an_entry_that_does_not_certify(tmp_path,
         rec["event"][0] = (2.0).hex()
     elif tamper == "negative":
         rec["noise_multiplier"] = -fresh
-    path.write_text("{not json" if tamper == "garbage" else json.dumps(rec))
+    if tamper == "fifo":  # a reader of a FIFO waits for a writer forever
+        import os
+        path.unlink()
+        os.mkfifo(path)
+    else:
+        path.write_text({"garbage": "{not json", "array": "[1, 2]", "deep": "[" * 100_000 + "]" * 100_000}
+                        .get(tamper) or json.dumps(rec))
     calls = _count_calibrations(monkeypatch)
     assert acc.CalibrationTable(tmp_path).sampled_gaussian(*_EVENT) == fresh
     assert len(calls) == 1  # discarded and calibrated again …

@@ -182,3 +182,38 @@ def test_a_run_reports_its_steps_and_the_reference_solve_without_changing_a_numb
     specs = [RunSpec(dataset="iris", mechanism="gradient-dpgd", epsilon=e, iterations=300) for e in (0.5, 1.0)]
     run_grid(specs, ctx)
     assert [(d, t) for d, t, _ in heard] == [(1, 2), (2, 2)]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge", "deep", "not an optimum", "wrong shape"])
+def test_a_stored_solution_that_is_not_ours_is_solved_again(kind, tmp_path, caplog):
+    import os
+    from dpcore import erm
+    ds, model = D.load("iris"), LogReg()
+    store = erm.ReferenceStore(tmp_path)
+    first = store.exact(ds, model)
+    (path,) = tmp_path.glob("erm-*.json")
+    rec = json.loads(path.read_text())
+    if kind == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+    elif kind == "device":
+        path.unlink()
+        path.symlink_to("/dev/zero")
+    elif kind == "huge":
+        path.write_text(" " * (erm.MAX_CACHE_BYTES + 1) + json.dumps(rec))
+    elif kind == "deep":
+        path.write_text("[" * 200_000 + "]" * 200_000)
+    elif kind == "not an optimum":  # a consistent record of a point that is not the minimiser,
+        theta = np.array(rec["theta"]) * 0.5  # claiming a large gradient norm of its own
+        loss = float(model.loss(theta[None], ds.X_train, ds.y_train)[0])
+        rec.update(theta=theta.tolist(), loss=loss, grad_norm=10.0)
+        path.write_text(json.dumps(rec))
+    elif kind == "wrong shape":
+        rec["theta"] = {"a": [1, 2]}
+        path.write_text(json.dumps(rec))
+    store.clear()
+    with caplog.at_level("WARNING", logger="dpcore.erm"):
+        again = store.exact(ds, model)  # returns: no hang, no exhausted memory, no traceback
+    assert again.loss == first.loss  # solved again: the stored point was not trusted
+    np.testing.assert_array_equal(again.theta, first.theta)
+    assert any("discarding" in r.getMessage() for r in caplog.records)

@@ -23,7 +23,6 @@ import json
 import logging
 import math
 import platform
-import stat
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from .. import __version__, linalg
 from ..exceptions import BudgetError, DPCoreError, ParameterError
-from ..jsonutil import dumps, write_atomic
+from ..jsonutil import dumps, read_cache_file, write_atomic
 from ..mechanisms import REGISTRY
 from .context import Context
 from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups
@@ -135,18 +134,12 @@ class _Cache:
     def get(self, key: str, config: RunSpec | None = None) -> dict | None:
         p = self.path(key)
         try:
-            st = p.stat()
-        except OSError:
-            return None
-        try:
-            if not stat.S_ISREG(st.st_mode):
-                raise ValueError("not a regular file")
-            if st.st_size > MAX_RESULT_BYTES:
-                raise ValueError(f"{st.st_size} bytes, more than a result can be")
-            rec = json.loads(p.read_text())
+            rec = read_cache_file(p, MAX_RESULT_BYTES)
+            if rec is None:
+                return None
             _check_record(rec, key, config)
             return rec
-        except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
+        except (OSError, ValueError, TypeError, KeyError) as exc:
             _LOG.warning("ignoring the stored result %s (%s); computing it again", p.name, exc)
             return None
 
