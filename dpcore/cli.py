@@ -53,7 +53,7 @@ def _ptype(name: str):
             value = kind(text) if kind is not int else int(float(text))
             if kind is int and float(text) != value:
                 raise ValueError
-        except ValueError:
+        except (ValueError, OverflowError):  # int(inf), int(1e400): not a number of iterations either
             raise argparse.ArgumentTypeError(
                 f"The {name!r} parameter must be {PARAMS[name].constraint.describe()}. Got {text!r} instead."
             ) from None
@@ -454,16 +454,29 @@ COMMANDS = {"tune": _cmd_tune, "sweep": _cmd_sweep, "datasets": _cmd_datasets, "
             "tradeoff": _cmd_tradeoff, "bounds": _cmd_bounds, "audit": _cmd_audit}
 
 
+#: an error line is at most this long (a 400-digit value is echoed by its ends)
+MAX_ERROR_CHARS = 300
+
+
+def _one_line(message: str) -> str:
+    """One line of at most :data:`MAX_ERROR_CHARS`: a long echoed value keeps its ends."""
+    text = " ".join(message.split())
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    text = re.sub(r"\S{41,}", lambda m: f"{m.group(0)[:16]}…{m.group(0)[-8:]} ({len(m.group(0))} characters)", text)
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.argv = list(sys.argv[1:] if argv is None else argv)  # the command, for provenance
         out = COMMANDS[args.command](args)
     except _Exit as exc:
-        print(str(exc), file=sys.stderr)
+        print(_one_line(str(exc)), file=sys.stderr)
         return exc.code
     except DPCoreError as exc:
-        print(f"dpcore: error: {exc}", file=sys.stderr)
+        print(_one_line(f"dpcore: error: {exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dpcore: interrupted", file=sys.stderr)

@@ -178,3 +178,34 @@ def test_run_reads_the_reference_the_app_stored_instead_of_solving_it(tmp_path, 
     monkeypatch.setattr(erm, "solve_erm", boom)
     assert main(args) == 0  # a new process's context: only the disk copy can answer
     assert json.loads(capsys.readouterr().out)["loss_star"] == first["loss_star"]
+
+
+@pytest.mark.parametrize("value", ["nan", "lots", "-1", "inf", "0"])
+@pytest.mark.parametrize("name", ["DPCORE_WORK_BUDGET", "DPCORE_MEMORY_BUDGET"])
+def test_a_budget_variable_that_is_not_a_budget_refuses_runs_in_one_line(name, value):
+    import os
+    env = {**os.environ, name: value}
+    out = subprocess.run([sys.executable, "-m", "dpcore", "run", "--dataset", "iris", "--repeats", "2"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and name in lines[0] and "Traceback" not in out.stderr
+
+
+def _run_flags():
+    """Every option of ``dpcore run`` that takes a value, from the parser itself."""
+    from dpcore.cli import build_parser
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return sorted(a.option_strings[-1] for a in sub.choices["run"]._actions
+                  if a.option_strings and a.nargs != 0 and a.dest not in ("help",))
+
+
+@pytest.mark.parametrize("flag", _run_flags())
+def test_every_run_flag_given_a_hostile_number_exits_2_in_one_line(flag, capsys):
+    """inf, nan, 1e400 and a huge integer: a clean refusal (exit 2, one short line), never exit 1."""
+    for value in ("inf", "-inf", "nan", "1e400", "9" * 400):
+        code = main(["run", "--dataset", "iris", "--repeats", "2", "-T", "5", flag, value])
+        err = capsys.readouterr().err.strip()
+        assert code in (0, 2), f"{flag} {value}: exit {code}: {err}"
+        if code == 2:
+            assert len(err.splitlines()) == 1 and len(err) <= 300, err

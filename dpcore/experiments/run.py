@@ -293,8 +293,30 @@ def row_norm_warning(X: np.ndarray) -> str | None:
 #: A run is refused up front when its estimate exceeds these (environment variables override).
 DEFAULT_MEMORY_BUDGET = 4 * 2**30  # bytes
 DEFAULT_WORK_BUDGET = 2e11  # weighted multiply-adds: up to about 6 minutes on 2 cores (bench_budget.py)
-MEMORY_BUDGET = float(os.environ.get("DPCORE_MEMORY_BUDGET", DEFAULT_MEMORY_BUDGET))
-WORK_BUDGET = float(os.environ.get("DPCORE_WORK_BUDGET", DEFAULT_WORK_BUDGET))
+#: the budget variables' values that are not budgets (checked by :func:`check_budget`)
+BUDGET_ERRORS: list[str] = []
+
+
+def _env_budget(name: str, default: float, unit: str) -> float:
+    """A budget from the environment: a finite positive number, else the default, and every
+    run is refused with a message saying which variable to fix (``nan`` must not switch the
+    budget off; a word must not be a traceback at import)."""
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        BUDGET_ERRORS.append(f"{name} must be a positive number of {unit} (default {default:.3g}), "
+                             f"got {text[:40]!r}: unset it or give a number")
+        return default
+    return value
+
+
+MEMORY_BUDGET = _env_budget("DPCORE_MEMORY_BUDGET", DEFAULT_MEMORY_BUDGET, "bytes")
+WORK_BUDGET = _env_budget("DPCORE_WORK_BUDGET", DEFAULT_WORK_BUDGET, "operations")
 
 
 def work_estimate(config: RunSpec, dataset, model, mechanism) -> float:
@@ -312,6 +334,8 @@ def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
     Memory: a few (runs × rows) float64 arrays (margins, their derivatives, the metrics).
     Work: :func:`work_estimate`.
     """
+    if BUDGET_ERRORS:
+        raise ParameterError(BUDGET_ERRORS[0])
     n = dataset.n
     rows = max(n, dataset.X_test.shape[0])
     R = config.repeats
