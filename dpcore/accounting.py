@@ -44,7 +44,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from . import __version__
-from .jsonutil import read_cache_file, write_atomic
+from .jsonutil import NO_FILE, read_cache_file, write_atomic
 
 __all__ = [
     "NEIGHBOURING",
@@ -343,7 +343,7 @@ class CalibrationTable:
             return None
         try:
             rec = read_cache_file(path, 2**16)  # a regular file of ours, not a FIFO or a device
-            if rec is None:
+            if rec is NO_FILE:
                 return None
             if not isinstance(rec, dict):
                 raise ValueError("not a JSON object")

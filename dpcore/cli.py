@@ -454,17 +454,20 @@ COMMANDS = {"tune": _cmd_tune, "sweep": _cmd_sweep, "datasets": _cmd_datasets, "
             "tradeoff": _cmd_tradeoff, "bounds": _cmd_bounds, "audit": _cmd_audit}
 
 
-#: an error line is at most this long (a 400-digit value is echoed by its ends)
+#: an error line longer than this has its long echoed values (over 40 characters) cut to their ends
 MAX_ERROR_CHARS = 300
+#: and is never longer than this (a list of every choice, such as the mechanisms', fits)
+MAX_LINE_CHARS = 1000
 
 
 def _one_line(message: str) -> str:
-    """One line of at most :data:`MAX_ERROR_CHARS`: a long echoed value keeps its ends."""
+    """One line: a long echoed value (a 400-digit number) keeps only its ends, so what the user
+    typed never drowns what to change."""
     text = " ".join(message.split())
-    if len(text) <= MAX_ERROR_CHARS:
-        return text
-    text = re.sub(r"\S{41,}", lambda m: f"{m.group(0)[:16]}…{m.group(0)[-8:]} ({len(m.group(0))} characters)", text)
-    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+    if len(text) > MAX_ERROR_CHARS:
+        text = re.sub(r"\S{41,}", lambda m: f"{m.group(0)[:16]}…{m.group(0)[-8:]} ({len(m.group(0))} characters)",
+                      text)
+    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS - 1] + "…"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,7 +31,7 @@ from . import __version__
 from . import models as _models
 from .accounting import CalibrationTable
 from .exceptions import ModelError
-from .jsonutil import MAX_CACHE_BYTES, read_cache_file, write_atomic
+from .jsonutil import MAX_CACHE_BYTES, NO_FILE, read_cache_file, write_atomic
 from .models import LinReg, LogReg, MLP, Model
 from .optim import step_reporter
 
@@ -271,7 +271,7 @@ def _read_solution(path: Path, dataset, model: Model) -> ErmSolution | None:
     of the stored one, or 1e-6 of zero).  Anything else is discarded (and logged) and solved again."""
     try:
         rec = read_cache_file(path)
-        if rec is None:
+        if rec is NO_FILE:
             return None
         if not isinstance(rec, dict):
             raise ValueError("not a JSON object")

@@ -50,8 +50,12 @@ def write_atomic(path: str | os.PathLike, obj: Any, **kwargs: Any) -> None:
 MAX_CACHE_BYTES = 16 * 2**20
 
 
-def read_cache_file(path: str | os.PathLike, max_bytes: int = MAX_CACHE_BYTES) -> Any | None:
-    """A JSON document this package wrote to a cache folder, or ``None`` when there is no file.
+#: what :func:`read_cache_file` returns when there is no file (a file may hold JSON ``null``)
+NO_FILE = type("NoFile", (), {"__repr__": lambda self: "NO_FILE"})()
+
+
+def read_cache_file(path: str | os.PathLike, max_bytes: int = MAX_CACHE_BYTES) -> Any:
+    """A JSON document this package wrote to a cache folder, or :data:`NO_FILE` when there is none.
 
     Raises ``ValueError`` (for the caller to log and recompute) unless ``path`` is a regular
     file of at most ``max_bytes`` holding valid JSON of sane depth: a FIFO, a device or a
@@ -61,7 +65,7 @@ def read_cache_file(path: str | os.PathLike, max_bytes: int = MAX_CACHE_BYTES) -
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        return None
+        return NO_FILE
     if not stat.S_ISREG(st.st_mode):
         raise ValueError("not a regular file")
     if st.st_size > max_bytes:

@@ -39,7 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from .. import __version__, linalg
 from ..exceptions import BudgetError, DPCoreError, ParameterError
-from ..jsonutil import dumps, read_cache_file, write_atomic
+from ..jsonutil import NO_FILE, dumps, read_cache_file, write_atomic
 from ..mechanisms import REGISTRY
 from .context import Context
 from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups
@@ -135,7 +135,7 @@ class _Cache:
         p = self.path(key)
         try:
             rec = read_cache_file(p, MAX_RESULT_BYTES)
-            if rec is None:
+            if rec is NO_FILE:
                 return None
             _check_record(rec, key, config)
             return rec
