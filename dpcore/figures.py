@@ -245,9 +245,12 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
         certs = [r.get("epsilon_certified") for r in pts]
         name = short_name(g) if group == "mechanism" else str(g)
         head = f"{name} ({g})" if name != str(g) else name
+        searched = [("" if r.get("tuned_search_epsilon") is None else
+                     f"<br>tuned at ε = {r.get('tuned_at', 0):g} by a search that spent ε = "
+                     f"{r['tuned_search_epsilon']:.3g} in all") for r in pts]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line=dict(color=colour),
-                                 hovertext=[f"{head}<br>{x}={xv:g}<br>{y}={yv:.4g}<br>{h}" for xv, yv, h in
-                                            zip(xs, ys, hover_texts(targets, certs))], hoverinfo="text"))
+                                 hovertext=[f"{head}<br>{x}={xv:g}<br>{y}={yv:.4g}<br>{h}{t}" for xv, yv, h, t in
+                                            zip(xs, ys, hover_texts(targets, certs), searched)], hoverinfo="text"))
         mark_missed(fig, xs, list(ys), targets, certs)
     if baseline is not None:
         fig.add_hline(y=baseline, annotation_text=baseline_label, **REFERENCE_LINE)

@@ -186,6 +186,12 @@ if rows:
                        x_title="ε", y_title="L(θ) − L*")
     show_chart(fig1)
     missed_target_note(ok)
+    searched = [(r["tuned_search_epsilon"] / r["tuned_at"]) for r in ok if r.get("tuned_search_epsilon")]
+    if searched:
+        st.caption(f"Tuned settings: each was chosen on this dataset by a search that spent {min(searched):.1f}–"
+                   f"{max(searched):.1f}× the ε it was tuned for (every candidate run, the private choice and "
+                   "the final run; the hover gives each point's). The chart shows each run's own ε; the Tune "
+                   "view shows what each search cost, and the toggle above runs every mechanism untuned.")
     download_figure(fig1, "compare_metric", "cmp_dl_fig1")
     show_chart(fig2)
     download_figure(fig2, "compare_gap", "cmp_dl_fig2")

@@ -288,3 +288,19 @@ def test_a_run_declares_before_it_trains_the_plan_it_runs():
                 assert "calibration" in str(exc)
                 continue
             assert noise_plan(spec) == res.plan, (mech, calibration)
+
+
+def test_compare_says_what_the_search_behind_a_tuned_setting_spent():
+    import json as _json
+    from dpcore.experiments.run import RunSpec
+    from dpcore.experiments.studies import epsilon_sweep
+    from dpcore.experiments.tune import shipped_tuning
+    from dpcore.figures import band_figure
+    shipped = {(r["mechanism"], r["epsilon"]): r for r in shipped_tuning("adult", "logreg")["rows"]}
+    rows = epsilon_sweep(RunSpec(dataset="adult", repeats=2), ["output-gaussian"], [0.1, 1.0], tuned=True)
+    for r in rows:  # read from the shipped record itself, not through the code under test
+        assert r["tuned_search_epsilon"] == shipped[("output-gaussian", r["tuned_at"])]["epsilon_spent"]
+        assert r["tuned_search_epsilon"] > r["epsilon"]  # a search costs more than the run it chose
+    fig = _json.loads(band_figure(rows, "epsilon", "accuracy_mean").to_json())
+    hover = " ".join(t for tr in fig["data"] for t in (tr.get("hovertext") or []))
+    assert hover.count("by a search that spent ε") == 2

@@ -27,7 +27,7 @@ from ..params import validate
 from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scaling_plan
 from .context import Context
 from .grid import run_grid, summaries
-from .tune import tuned_setting
+from .tune import tuned_row
 from .run import RunSpec
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
@@ -88,10 +88,12 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
         for eps in epsilons:
             row: dict[str, Any] = {"mechanism": mech, "epsilon": float(eps)}
             rows.append(row)
-            found = tuned_setting(base.dataset, base.model, mech, float(eps)) if tuned and dataset is None else None
-            extra = {**(found[0] if found else {}), **dict((per_mechanism or {}).get(mech, {}))}
+            found = tuned_row(base.dataset, base.model, mech, float(eps)) if tuned and dataset is None else None
+            extra = {**(found["setting"] if found else {}), **dict((per_mechanism or {}).get(mech, {}))}
             if found:
-                row["tuned_at"] = found[1]
+                row["tuned_at"] = float(found["epsilon"])
+                if found.get("epsilon_spent") is not None:  # the search that chose the setting, whole
+                    row["tuned_search_epsilon"] = float(found["epsilon_spent"])
             if extra:
                 row["overrides"] = ", ".join(f"{k}={v}" for k, v in sorted(extra.items()))
             try:

@@ -388,9 +388,9 @@ def shipped_tuning(dataset: str, model: str = "logreg") -> dict[str, Any] | None
     return _read_tuned(path, mtime)
 
 
-def tuned_setting(dataset: str, model: str, mechanism: str, epsilon: float) -> tuple[dict[str, Any], float] | None:
-    """The shipped tuned setting of ``mechanism`` at the tuned ε closest to ``epsilon`` (on a
-    log scale), with that ε; ``None`` when nothing was tuned for it."""
+def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float) -> dict[str, Any] | None:
+    """The shipped tuning's row of ``mechanism`` at the tuned ε closest to ``epsilon`` (on a
+    log scale): its setting, its ε and what its search spent; ``None`` when nothing was tuned."""
     record = shipped_tuning(dataset, model)
     if record is None:
         return None
@@ -398,5 +398,11 @@ def tuned_setting(dataset: str, model: str, mechanism: str, epsilon: float) -> t
             and "error" not in r]
     if not rows:
         return None
-    row = min(rows, key=lambda r: abs(math.log(r["epsilon"]) - math.log(epsilon)))
-    return dict(row["setting"]), float(row["epsilon"])
+    return min(rows, key=lambda r: abs(math.log(r["epsilon"]) - math.log(epsilon)))
+
+
+def tuned_setting(dataset: str, model: str, mechanism: str, epsilon: float) -> tuple[dict[str, Any], float] | None:
+    """The shipped tuned setting of ``mechanism`` at the tuned ε closest to ``epsilon`` (on a
+    log scale), with that ε; ``None`` when nothing was tuned for it."""
+    row = tuned_row(dataset, model, mechanism, epsilon)
+    return None if row is None else (dict(row["setting"]), float(row["epsilon"]))
