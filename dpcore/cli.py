@@ -288,6 +288,9 @@ def _cmd_run(args) -> Any:
         f"  ε target {eps(record['epsilon_target'])}   ε certified {eps(record['epsilon_certified'])}"
         f"   ε local {eps(record['epsilon_local'])}   σ = {record['sigma']}",
     ]
+    if record.get("diverged_runs") == record["repeats"]:
+        lines.append("  every run diverged: no accuracy or gap to report (see the warning above)")
+        return "\n".join(lines)
     if "accuracy_mean" in record:
         lines.append(f"  accuracy {record['accuracy_mean']:.4f} ± {record['accuracy_std']:.4f}"
                      f"   (non-private {record['accuracy_nonprivate']:.4f}, guessing the majority class "

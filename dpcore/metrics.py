@@ -44,11 +44,16 @@ def optimality_gap(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, loss_
 
 
 def summarize(values, confidence: float = 0.95) -> dict:
-    """Mean, sample std and a Student-t confidence interval for the mean.
+    """Mean, sample std and a Student-t confidence interval for the mean, over the finite values.
 
-    With one run the std is 0 and the interval is undefined (``None``).
+    Non-finite values (runs that diverged, which the run reports in its warnings and
+    ``diverged_runs``) are left out and ``n`` counts the rest; with none left every figure
+    is NaN.  With one run the std is 0 and the interval is undefined (``None``).
     """
     v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return {"mean": math.nan, "std": math.nan, "ci_low": None, "ci_high": None, "n": 0}
     mean = float(np.mean(v))
     if v.size < 2:
         return {"mean": mean, "std": 0.0, "ci_low": None, "ci_high": None, "n": int(v.size)}

@@ -108,3 +108,22 @@ def test_sgd_requires_one_sampling_mode():
     with pytest.raises(ValueError, match="exactly one"):
         sgd(m, ds.X_train, ds.y_train, m.init(1, ds.d), iterations=1, learning_rate=1.0,
             rngs=BatchRNG([0]))
+
+
+def test_a_diverged_run_is_said_out_loud_and_left_out_of_the_means():
+    """An absurd learning rate makes some runs non-finite: the result says how many diverged, marks
+    them, and averages the finite runs only (not the majority-class accuracy a NaN θ predicts)."""
+    import warnings as _w
+    from dpcore.experiments.run import RunSpec, run
+    spec = RunSpec(dataset="breast-cancer", mechanism="gradient-dpgd", learning_rate=1e10, iterations=50, repeats=3)
+    with _w.catch_warnings():
+        _w.simplefilter("error", RuntimeWarning)  # overflow on the way is not printed as noise
+        rec = run(spec).to_dict()
+    assert rec["diverged_runs"] == 3 and all(r["diverged"] for r in rec["runs"])
+    assert any("3 of 3 runs diverged" in w for w in rec["warnings"])
+    assert rec["accuracy_mean"] is None or rec["accuracy_mean"] != rec["accuracy_mean"]  # no mean of nothing
+    fine = run(RunSpec(dataset="breast-cancer", mechanism="gradient-dpgd", iterations=50, repeats=3)).to_dict()
+    assert fine["diverged_runs"] == 0 and not any("diverged" in r for r in fine["runs"])
+    from dpcore.metrics import summarize  # a mix: the finite values only, n counting them
+    s = summarize([0.5, float("nan"), 0.7])
+    assert s["n"] == 2 and abs(s["mean"] - 0.6) < 1e-15

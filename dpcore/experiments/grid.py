@@ -106,6 +106,7 @@ def summaries(df: pd.DataFrame, n_specs: int) -> list[dict[str, Any]]:
         sizes = first.get("client_sizes")
         rec["client_sizes"] = [int(s) for s in sizes.split()] if isinstance(sizes, str) else None
         rows = rows.sort_values("run")
+        rec["diverged_runs"] = int(rows["diverged"].fillna(False).astype(bool).sum()) if "diverged" in rows else 0
         for metric in METRICS:
             if metric in rows and rows[metric].notna().any():
                 values = rows[metric].to_numpy(dtype=float)

@@ -140,6 +140,8 @@ class RunResult:
     #: the test accuracy (RMSE) of always answering the training split's majority class (mean)
     accuracy_guess: float | None = None
     rmse_guess: float | None = None
+    #: (R,) which runs diverged (non-finite parameters or loss); left out of every mean
+    diverged: np.ndarray | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The command line's JSON record (SPEC §7); infinite ε become ``null`` on output."""
@@ -182,8 +184,11 @@ class RunResult:
             out[f"{name}_std"] = s["std"]
             out[f"{name}_ci95"] = [s["ci_low"], s["ci_high"]]
         runs = []
+        out["diverged_runs"] = 0 if self.diverged is None else int(np.sum(self.diverged))
         for r, seed in enumerate(self.seeds):
             row = {"seed": seed, "gap": float(self.gap[r])}
+            if self.diverged is not None and self.diverged[r]:
+                row["diverged"] = True
             if self.accuracy is not None:
                 row["accuracy"] = float(self.accuracy[r])
             if self.rmse is not None:
@@ -458,7 +463,10 @@ def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool
                     warnings.warn(message, PrivacyWarning)
         seeds = [run_seeds(spec.seed, spec.repeats) for spec in specs]
         t0 = time.perf_counter()
-        outs = mechanism.run_stack(problem, specs, [BatchRNG(s, key=spec.stream) for s, spec in zip(seeds, specs)])
+        # overflow on the way to a diverged run is reported once, as divergence (see _result)
+        with np.errstate(over="ignore", invalid="ignore"):
+            outs = mechanism.run_stack(problem, specs,
+                                       [BatchRNG(s, key=spec.stream) for s, spec in zip(seeds, specs)])
         seconds = time.perf_counter() - t0
         certified = [out.certified(spec.delta) for spec, out in zip(specs, outs)]
     for w in wlist:
@@ -477,13 +485,23 @@ def _result(config: RunSpec, mechanism, problem: Problem, out, seeds: list[int],
     ds, model = problem.dataset, problem.model
     theta = out.theta
     gap = optimality_gap(model, theta, ds.X_train, ds.y_train, problem.erm.loss)
+    # a run whose parameters or loss became non-finite diverged: a result, said out loud, and
+    # its accuracy (a non-finite θ predicts one class) is not averaged with the finite runs
+    diverged = ~(np.all(np.isfinite(theta), axis=1) & np.isfinite(gap))
     star = problem.erm.theta[None, :]
+    if diverged.any():
+        caught = caught + [
+            f"{int(diverged.sum())} of {len(diverged)} runs diverged (their parameters or loss became "
+            "non-finite): they are left out of the means; lower the learning rate, or raise λ or the "
+            "clipping norm"]
     if ds.task == "classification":
         acc, err = accuracy(model, theta, ds.X_test, ds.y_test), None
+        acc = np.where(diverged, np.nan, acc)
         acc_np, err_np = float(accuracy(model, star, ds.X_test, ds.y_test)[0]), None
         guess = {"accuracy_guess": guessing_accuracy(ds.y_train, ds.y_test)}
     else:
         acc, err = None, rmse(model, theta, ds.X_test, ds.y_test)
+        err = np.where(diverged, np.nan, err)
         acc_np, err_np = None, float(rmse(model, star, ds.X_test, ds.y_test)[0])
         guess = {"rmse_guess": guessing_rmse(ds.y_train, ds.y_test)}
     return RunResult(
@@ -515,5 +533,6 @@ def _result(config: RunSpec, mechanism, problem: Problem, out, seeds: list[int],
         extras={**out.extras, "privacy_event": out.plan.describe(),
                 "neighbouring": out.plan.neighbouring},
         plan=out.plan,
+        diverged=diverged,
         **guess,
     )

@@ -168,7 +168,7 @@ def _check_record(rec: Any, key: str, config: RunSpec | None) -> None:
         raise ValueError(f"{len(runs)} runs for {config.repeats} repeats")
     for r in runs:
         for name, value in r.items():
-            if value is not None and not isinstance(value, (int, float, str)):
+            if value is not None and not isinstance(value, (bool, int, float, str)):
                 raise ValueError(f"run field {name!r} is not a number")
     for name in ("epsilon_target", "epsilon_certified", "sigma"):
         value = result.get(name)
@@ -475,6 +475,7 @@ def tidy_rows(tasks: Sequence[Task], results: dict[str, dict],
             for metric in ("accuracy", "rmse", "gap"):
                 if metric in run_rec:
                     row[metric] = run_rec[metric]
+            row["diverged"] = bool(run_rec.get("diverged", False))
             row["error"] = None
             rows.append(row)
     return rows
