@@ -55,6 +55,7 @@ class Model:
     #: the work budget's weight of one (row × parameter) of this model, relative to the linear
     #: models' dense products (see :func:`dpcore.experiments.run.work_estimate`)
     work_weight: ClassVar[float] = 1.0
+    memory_overhead: ClassVar[int] = 0
 
     def __post_init__(self) -> None:
         validate("lam", self.lam, self.id)
@@ -298,6 +299,9 @@ class MLP(Model):
 
     # rows per chunk × runs × hidden kept below this many floats
     _CHUNK_FLOATS: ClassVar[int] = 4_000_000
+    #: bytes a training step holds besides the (runs × rows) arrays: a few chunk-sized arrays on
+    #: each of the pool's threads (the run's memory budget)
+    memory_overhead: ClassVar[int] = 3 * _CHUNK_FLOATS * 8 * 2
     #: the training loops' precision (see :meth:`clipped_grad_sum`)
     compute_dtype: ClassVar[str] = "float32"
 

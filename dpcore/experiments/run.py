@@ -333,22 +333,33 @@ def work_estimate(config: RunSpec, dataset, model, mechanism) -> float:
     return float(config.repeats * steps * per_step)
 
 
+def memory_estimate(config: RunSpec, dataset, model, mechanism) -> float:
+    """Bytes a run holds at its peak: a few (runs × rows) float64 arrays (margins, their
+    derivatives, the metrics), the mechanism's per-repeat copies of the records
+    (:attr:`~dpcore.mechanisms.base.Mechanism.data_copies`) and the model's working set
+    (:attr:`~dpcore.models.Model.memory_overhead`).  ``tests/test_budget.py`` measures every
+    mechanism × model's real peak against it."""
+    rows = max(dataset.n, dataset.X_test.shape[0])
+    R = config.repeats
+    return float(R * rows * 8 * 4 + mechanism.data_copies * R * dataset.n * dataset.d * 8
+                 + model.memory_overhead)
+
+
 def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
     """Refuse a run whose memory or work estimate exceeds the budget, saying how to lower it.
 
-    Memory: a few (runs × rows) float64 arrays (margins, their derivatives, the metrics).
-    Work: :func:`work_estimate`.
+    Memory: :func:`memory_estimate`.  Work: :func:`work_estimate`.
     """
     if BUDGET_ERRORS:
         raise ParameterError(BUDGET_ERRORS[0])
     n = dataset.n
-    rows = max(n, dataset.X_test.shape[0])
     R = config.repeats
-    memory = R * rows * 8 * 4
+    memory = memory_estimate(config, dataset, model, mechanism)
     if memory > MEMORY_BUDGET:
-        fit = max(1, int(MEMORY_BUDGET // (rows * 8 * 4)))
+        per_run = max(1.0, (memory - model.memory_overhead) / R)
+        fit = max(1, int((MEMORY_BUDGET - model.memory_overhead) // per_run))
         raise BudgetError(
-            f"{R:,} runs on {rows:,} rows need about {memory / 2**30:.1f} GiB of memory (budget "
+            f"{R:,} runs on {n:,} rows need about {memory / 2**30:.1f} GiB of memory (budget "
             f"{MEMORY_BUDGET / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): use at most {fit:,} repeats")
     work = work_estimate(config, dataset, model, mechanism)
     if work > WORK_BUDGET:

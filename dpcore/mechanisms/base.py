@@ -156,6 +156,10 @@ class Mechanism:
     heuristic: ClassVar[bool] = False
     # Does the work grow with the iterations T? (for the run's work budget)
     iterative: ClassVar[bool] = True
+    # How many (runs × rows × features) float64 arrays a run builds: the perturbed records of
+    # input and local perturbation, one per repeat (for the run's memory budget; a test over the
+    # registry measures every mechanism's real peak against the estimate)
+    data_copies: ClassVar[int] = 0
     # The privacy event of the noise plan, in words (mechanisms --json).
     privacy_event: ClassVar[str] = ""
     # Where the published calibration is not what the paper printed, or equals the certified one.

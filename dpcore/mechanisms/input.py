@@ -154,6 +154,7 @@ FEATURE_SIGMA = Param("sigma", Interval(float, 1e-3, 1e6, "both"), None,
 
 class _InputBase(Mechanism):
     family = "input"
+    data_copies = 2  # the noise and the perturbed records, per repeat
     options = declare(LABEL_EPSILON, KEEP_DATA, FEATURE_SIGMA,
                       Param("debias_labels", BOOL, True,
                             "debias the logistic loss for randomized-response flips (Natarajan et al. 2013)"))
@@ -350,6 +351,7 @@ class InputDBDPInfluence(Mechanism):
     name = "DBDP with influence-function selection (heuristic)"
     short = "DBDP-IF"
     family = "input"
+    data_copies = 1  # the perturbed records, per repeat
     paper = "seed 002: Kang et al., DBDP-ERM (Alg. 2)"
     models = ("logreg",)
     notion = "(ε, δ)"

@@ -41,6 +41,7 @@ class LocalGaussian(Mechanism):
     name = "Local Gaussian + randomized response"
     short = "local Gaussian"
     family = "local"
+    data_copies = 2  # the noise and the released records, per repeat
     paper = "Gaussian mechanism per record (Balle & Wang 2018) + randomized response"
     models = ("logreg",)  # labels go through binary randomized response
     notion = "(ε, δ)"
