@@ -8,6 +8,7 @@ from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    choice,
     enter_view,
     show_chart,
     param_help,
@@ -49,20 +50,21 @@ with st.sidebar:
     dataset = dataset_picker("au_dataset")
     model = model_picker(dataset, "au_model")
     mechs = mechanisms_for(model, ("baseline", "output", "objective", "gradient", "input", "local"))
-    mechanism = st.selectbox("Mechanism", mechs, index=mechs.index("gradient-dpgd"), key="au_mechanism",
+    mechanism = choice("selectbox", "Mechanism", mechs, index=mechs.index("gradient-dpgd"), key="au_mechanism",
+                       fallback="gradient-dpgd",
                              format_func=lambda m: f"{m} — {REGISTRY[m].name}")
     epsilon = param_widget("epsilon", "au_epsilon", label="ε target")
     delta = param_widget("delta", "au_delta", label="δ")
     cals = list(REGISTRY[mechanism].calibrations)
-    calibration = st.radio("Calibration", cals, horizontal=True, key="au_cal", help=param_help("calibration"))
+    calibration = choice("radio", "Calibration", cals, horizontal=True, key="au_cal", help=param_help("calibration"))
     c = param_widget("c", "au_c", label="constant c") if calibration == "published" else 1.0
     T = param_widget("iterations", "au_T", label="iterations T", value=50)
     noise_scale = param_widget("noise_scale", "au_noise", label="noise scale (1 = as calibrated)")
     st.session_state.setdefault("au_trials", 500)
-    trials = st.select_slider("runs per side", [100, 200, 500, 1000, 2000], key="au_trials")
-    threat = st.radio("Threat model", PARAMS["threat"].constraint.values, key="au_threat", horizontal=True,
+    trials = choice("select_slider", "runs per side", [100, 200, 500, 1000, 2000], key="au_trials", fallback=500)
+    threat = choice("radio", "Threat model", PARAMS["threat"].constraint.values, key="au_threat", horizontal=True,
                       help=PARAMS["threat"].help)
-    canary = (st.selectbox("canary pair", PARAMS["canary"].constraint.values, key="au_canary")
+    canary = (choice("selectbox", "canary pair", PARAMS["canary"].constraint.values, key="au_canary")
               if threat == "black-box" else PARAMS["canary"].default)
 
 st.caption(

@@ -238,13 +238,33 @@ def _say_link_changed(key: str, label: str, given, used) -> None:
                    f"using {used}.")
 
 
-def keep_choice(key: str, options, label: str) -> None:
-    """Before a choice widget: a value from the link that is not one of ``options`` is replaced
-    by the first option, and the page says so."""
+def keep_choice(key: str, options, label: str, default=None) -> None:
+    """Before a choice widget: a value (from the link, or left from another setting) that is not
+    one of ``options`` is replaced by ``default`` (else the first option), and the page says so
+    when it came from the link.  A multiselect's list keeps its known values."""
     options = list(options)
-    if key in st.session_state and st.session_state[key] not in options:
-        _say_link_changed(key, label, st.session_state[key], options[0])
-        st.session_state[key] = options[0]
+    if key not in st.session_state or not options:
+        return
+    value = st.session_state[key]
+    used = default if default in options else options[0]
+    if isinstance(value, (list, tuple)):
+        kept = [v for v in value if v in options]
+        if len(kept) != len(value):
+            _say_link_changed(key, label, ", ".join(map(str, value)), ", ".join(map(str, kept)) or "none")
+            st.session_state[key] = kept
+    elif value not in options:
+        _say_link_changed(key, label, value, used)
+        st.session_state[key] = used
+
+
+def choice(kind: str, label: str, options, *, key: str, container=st, fallback=None, **kw):
+    """A choice widget (``kind``: selectbox, radio, select_slider, multiselect) whose state is
+    first checked against ``options`` (:func:`keep_choice`, replacing an unknown value by
+    ``fallback``): every choice-valued link parameter goes through this one validator, and a
+    replaced value is said on the page.  ``kw`` go to the widget."""
+    options = list(options)
+    keep_choice(key, options, label, fallback)
+    return getattr(container, kind)(label, options, key=key, **kw)
 
 
 def param_widget(name: str, key: str, *, label: str | None = None, container=st, zero: bool = False,
@@ -377,6 +397,8 @@ def dataset_task(dataset_id: str) -> str:
 def model_picker(dataset_id: str, key: str = "model", container=st) -> str:
     task = dataset_task(dataset_id)
     options = [m for m, cls in MODELS.items() if cls.task == task]
+    if st.session_state.get(key) not in options and key in st.session_state.get("_from_url", {}):
+        keep_choice(key, options, "model")  # a link's unknown model is said; a task change is not news
     return container.selectbox("Model", options, key=key, format_func=lambda m: f"{m} — {MODELS[m].name}")
 
 

@@ -11,6 +11,7 @@ from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
 from dpcore.figures import band_figure
 from pages.common import (
+    choice,
     enter_view,
     show_chart,
     param_help,
@@ -89,7 +90,7 @@ available = mechanisms_for(model)
 default = [m for m in ("gradient-dpgd", "output-gaussian", "objective-gaussian") if m in available]
 if "cmp_mechs" in st.session_state:
     st.session_state["cmp_mechs"] = [m for m in st.session_state["cmp_mechs"] if m in available]
-mechs = st.multiselect("Mechanisms", available, default=default, key="cmp_mechs",
+mechs = choice("multiselect", "Mechanisms", available, default=default, key="cmp_mechs",
                        format_func=lambda m: f"{m} — {REGISTRY[m].name}")
 st.session_state.setdefault("cmp_eps", "0.1, 0.3, 1, 3")
 eps_text = st.text_input("ε grid (comma-separated)", key="cmp_eps")
@@ -98,7 +99,7 @@ delta = param_widget("delta", "cmp_delta", label="δ", container=c3)
 T = param_widget("iterations", "cmp_T", label="iterations T", container=c4)
 lam = param_widget("lam", "cmp_lam", label="λ (L2 regularisation)", container=c9, zero=True)
 repeats = param_widget("repeats", "cmp_R", label="repeats", value=3, container=c5)
-calibration = c6.radio("Calibration", ["certified", "published"], key="cmp_cal", horizontal=True,
+calibration = choice("radio", "Calibration", ["certified", "published"], key="cmp_cal", horizontal=True, container=c6,
                        help=param_help("calibration"))
 st.session_state.setdefault("cmp_tuned", True)
 tuned = st.toggle("Each mechanism at its tuned settings, where a tuning is shipped", key="cmp_tuned",

@@ -8,6 +8,7 @@ from dpcore.partition import SPLIT_CERTIFIES, SPLITS, client_sizes
 from dpcore.mechanisms import REGISTRY
 from dpcore.figures import band_figure
 from pages.common import (
+    choice,
     enter_view,
     show_chart,
     param_help,
@@ -17,7 +18,6 @@ from pages.common import (
     download_figure,
     download_table,
     fmt_eps,
-    keep_choice,
     missed_target_note,
     model_picker,
     param_widget,
@@ -50,13 +50,12 @@ m = param_widget("clients", "dist_m", label="clients m", container=c2)
 u = param_widget("skew", "dist_u", label="skew u", container=c3)
 epsilon = param_widget("epsilon", "dist_epsilon", label="ε", container=c4)
 c5, c8, c6, c7 = st.columns(4)
-calibration = c5.radio("Calibration", ["certified", "published"], key="dist_cal", horizontal=True,
+calibration = choice("radio", "Calibration", ["certified", "published"], key="dist_cal", horizontal=True, container=c5,
                        help=param_help("calibration"))
 delta = param_widget("delta", "dist_delta", label="δ", container=c8)
 T = param_widget("iterations", "dist_T", label="local iterations T", container=c6)
 repeats = param_widget("repeats", "dist_R", label="repeats", value=3, container=c7)
-keep_choice("dist_split", SPLITS, "split")
-split = st.radio("Which records each client holds", list(SPLITS), key="dist_split", horizontal=True,
+split = choice("radio", "Which records each client holds", list(SPLITS), key="dist_split", horizontal=True,
                  format_func={"random": "a random split (the papers')", "stratified": "stratified by label"}.get,
                  help=REGISTRY["distributed-wddp"].options["split"].help)
 st.caption(f"Certified with this split: {SPLIT_CERTIFIES[split]}.")

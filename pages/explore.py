@@ -7,6 +7,7 @@ from dpcore.experiments.tune import tuned_setting
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    choice,
     enter_view,
     show_chart,
     glossary_link,
@@ -44,7 +45,8 @@ with st.sidebar:
     dataset = dataset_picker("ex_dataset")
     model = model_picker(dataset, "ex_model")
     mechs = mechanisms_for(model)
-    mechanism = st.selectbox("Mechanism", mechs, index=mechs.index("gradient-dpgd") if "gradient-dpgd" in mechs else 0,
+    mechanism = choice("selectbox", "Mechanism", mechs, fallback="gradient-dpgd",
+                       index=mechs.index("gradient-dpgd") if "gradient-dpgd" in mechs else 0,
                              key="ex_mechanism", format_func=lambda m: f"{m} — {REGISTRY[m].name}")
     cls = REGISTRY[mechanism]
     epsilon = param_widget("epsilon", "ex_epsilon", label="ε (privacy budget)")
@@ -58,7 +60,7 @@ with st.sidebar:
     iterations = param_widget("iterations", "ex_T", label="iterations T")
     lam = param_widget("lam", "ex_lam", label="λ (L2 regularisation)")
     lr = param_widget("learning_rate", "ex_lr", label="learning rate η")
-    calibration = st.radio("Calibration", list(cls.calibrations), horizontal=True, key="ex_calibration",
+    calibration = choice("radio", "Calibration", list(cls.calibrations), horizontal=True, key="ex_calibration",
                            help="certified: the noise is chosen so that its certified ε meets the target; "
                                 "published: the paper's formula (with its constant c), whatever it certifies — "
                                 + glossary_link("calibration"))

@@ -5,6 +5,7 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.presets import PRESETS, RESULTS_DIR, rerun, shipped_ids, shipped_results
 from pages.common import (
+    choice,
     CACHE_DIR,
     WORKERS,
     download_figure,
@@ -38,7 +39,7 @@ SHIPPED = shipped_ids()
 URL_KEYS = {"fig_preset": SHIPPED[0] if SHIPPED else ids[0]}
 restore_from_url(URL_KEYS)
 st.session_state.setdefault("fig_preset", URL_KEYS["fig_preset"])  # a shipped figure first
-preset_id = st.selectbox("Figure", ids, key="fig_preset",
+preset_id = choice("selectbox", "Figure", ids, key="fig_preset",
                          format_func=lambda p: f"{p} — {PRESETS[p].paper}, {PRESETS[p].figures}: {PRESETS[p].title}")
 write_to_url(list(URL_KEYS))
 
@@ -81,9 +82,9 @@ with st.expander("Re-run here"):
                   if work else "an unrecorded time")
                + " (from the shipped record's timings). Finished configurations are kept, so an interrupted "
                "re-run resumes.")
-    size = st.radio("Size", ["quick", "full"], horizontal=True, key="fig_rerun_size",
+    size = choice("radio", "Size", ["quick", "full"], horizontal=True, key="fig_rerun_size",
                     format_func={"quick": "quick rehearsal", "full": "full size"}.get)
-    calibration = st.radio("Calibration", ["certified", "published"], horizontal=True, key="fig_rerun_cal",
+    calibration = choice("radio", "Calibration", ["certified", "published"], horizontal=True, key="fig_rerun_cal",
                            help="certified: the noise that meets each target ε; published: the papers' own "
                                 "formulas (c = 1), whose certified ε may miss the target")
     if st.button("Re-run this figure", key="fig_rerun"):

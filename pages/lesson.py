@@ -110,7 +110,11 @@ def _move(by: int) -> None:
     st.session_state["lesson_step"] = min(max(int(st.session_state.get("lesson_step", 1)) + by, 1), len(STEPS))
 
 
-step = min(max(int(st.session_state.get("lesson_step", 1)), 1), len(STEPS))
+asked = st.session_state.get("lesson_step", 1)
+step = min(max(int(asked), 1), len(STEPS))
+if step != asked and "lesson_step" in st.session_state.get("_from_url", {}):
+    st.session_state["_from_url"].pop("lesson_step")
+    st.warning(f"The link's lesson step {asked} is not one of 1–{len(STEPS)}; showing step {step}.")
 st.session_state["lesson_step"] = step
 c1, c2, c3 = st.columns([1, 4, 1])
 c1.button("← previous", key="lesson_prev", disabled=step == 1, on_click=_move, args=(-1,))

@@ -6,6 +6,7 @@ from dpcore.experiments.studies import compare_measured
 from dpcore.figures import readable_axes
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
+    choice,
     enter_view,
     show_chart,
     readable,
@@ -69,7 +70,7 @@ table = [{"row": r["id"], "method": r["method"], "reference": r["reference"], "p
 st.dataframe(readable(table), hide_index=True, width="stretch")
 download_table(table, "bounds", "th_dl_table")
 
-seed = st.selectbox("Show the rows of", ["001", "002", "003", "004"], key="th_seed",
+seed = choice("selectbox", "Show the rows of", ["001", "002", "003", "004"], key="th_seed",
                     format_func=lambda s: f"seed {s}")
 for r in report["rows"]:
     if r["seed"] != seed:
@@ -84,7 +85,7 @@ for r in report["rows"]:
             st.info(r["note"])
 
 st.subheader("How each bound scales")
-over = st.radio("Vary", ["n", "epsilon"], horizontal=True, key="th_over")
+over = choice("radio", "Vary", ["n", "epsilon"], horizontal=True, key="th_over")
 sc = scaling_report(dataset, model, epsilon, delta, T, m, u, over=over)
 chosen = st.multiselect("Rows", [r["id"] for r in sc["rows"]],
                         default=["001-wang2017-gd", "001-kang-input", "002-dbdp-sgd", "003-input"],

@@ -270,3 +270,37 @@ def test_a_second_upload_with_the_same_name_does_not_replace_the_first():
     at.button(key="upload_add").click().run()
     assert any("already has a dataset named 'mine'" in e.value for e in at.error)
     assert at.session_state["user_datasets"]["mine"] is first
+
+
+def _choice_links():
+    """(page, key) for every choice widget (pages.common.choice and the model picker) whose key a
+    link can set: read from the pages themselves, so a new choice widget is tested too."""
+    import re
+    out = []
+    for path in sorted((ROOT / "pages").glob("*.py")):
+        text = path.read_text()
+        m = re.search(r"URL_KEYS = (\{.*?\})\n", text, re.S)
+        if not m:
+            continue
+        keys = set(re.findall(r"['\"](\w+)['\"]\s*:", m.group(1)))
+        chosen = set(re.findall(r"choice\(\s*\"\w+\".*?key=\"(\w+)\"", text, re.S))
+        chosen |= set(re.findall(r"model_picker\([^)]*?\"(\w+)\"", text))
+        out += [(path.name, k) for k in sorted(keys & chosen)]
+    return out
+
+
+CHOICE_LINKS = _choice_links()
+
+
+def test_the_choice_links_are_found():
+    assert len(CHOICE_LINKS) >= 10 and ("explore.py", "ex_mechanism") in CHOICE_LINKS
+
+
+@pytest.mark.parametrize("page, key", CHOICE_LINKS)
+def test_an_unknown_choice_in_a_link_is_replaced_and_said(page, key):
+    at = _page(page)
+    at.query_params[key] = "no-such-choice"
+    at.run()
+    assert not at.exception
+    said = [w.value for w in at.warning if "no-such-choice" in w.value and "using" in w.value]
+    assert said, f"{page}: the link's {key} was replaced without a word"
