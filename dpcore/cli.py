@@ -208,6 +208,8 @@ def _parse_options(items) -> tuple:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise DPCoreError(f"--option needs KEY=VALUE, got {item!r}")
+        if key in out:
+            raise DPCoreError(f"--option {key} is given twice: keep one")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -258,6 +260,21 @@ def _refuse_inapplicable(args) -> None:
                                   f"(it reads {reads or 'none of --clients, --skew, --batch, --sample-rate, --clip'})")
     if args.c is not None and args.calibration != "published":
         raise DPCoreError("--c is the constant of a paper's published formula: add --calibration published")
+    if cls is not None and not cls.private:
+        for flag in ("--c", "--noise-scale", "--label-epsilon"):
+            if _given(args, flag):
+                raise DPCoreError(f"{flag} does not apply to {cls.id}: it adds no noise")
+    if cls is not None and not cls.iterative:
+        for flags in (("--iterations", "-T"), ("--lr",)):
+            if _given(args, *flags):
+                raise DPCoreError(f"{flags[0]} does not apply to {cls.id}: it does not iterate")
+    if args.skew is not None and args.clients == 1:
+        raise DPCoreError("--skew needs at least 2 clients: with --clients 1 there is nothing to skew")
+
+
+def _given(args, *flags: str) -> bool:
+    """Whether the command line named one of ``flags`` (not merely left its default)."""
+    return any(tok == f or tok.startswith(f + "=") for tok in getattr(args, "argv", []) for f in flags)
 
 
 def _cmd_run(args) -> Any:

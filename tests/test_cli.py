@@ -167,7 +167,7 @@ def test_tune_refuses_bad_input_with_one_line(capsys, args, said):
 def test_run_reads_the_reference_the_app_stored_instead_of_solving_it(tmp_path, monkeypatch, capsys):
     from dpcore import erm
     monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path))
-    args = ["run", "--dataset", "breast-cancer", "--repeats", "2", "-T", "20", "--json"]
+    args = ["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--repeats", "2", "-T", "20", "--json"]
     assert main(args) == 0
     first = json.loads(capsys.readouterr().out)
     assert list((tmp_path / "erm").glob("erm-*.json"))  # the app's folder (pages/common.CACHE_DIR)
@@ -210,3 +210,19 @@ def test_every_run_flag_given_a_hostile_number_exits_2_in_one_line(flag, capsys)
         if code == 2:  # one line; a long echoed value is cut to its ends (a list of choices may follow)
             assert len(err.splitlines()) == 1 and len(err) <= 1000, err
             assert len(value) <= 40 or value[:60] not in err, err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--mechanism", "non-private", "--noise-scale", "2"], "--noise-scale does not apply to non-private"),
+    (["--mechanism", "non-private", "--calibration", "published", "--c", "2"], "--c does not apply"),
+    (["--mechanism", "output-laplace", "-T", "5"], "--iterations does not apply to output-laplace"),
+    (["--mechanism", "objective-chaudhuri", "--lr=0.1"], "--lr does not apply to objective-chaudhuri"),
+    (["--mechanism", "distributed-wddp", "--clients", "1", "--skew", "4"], "--skew needs at least 2 clients"),
+    (["--mechanism", "distributed-wddp", "--clients", "2", "--option", "split=random",
+      "--option", "split=stratified"], "--option split is given twice"),
+])
+def test_a_flag_that_would_be_ignored_is_refused(args, said, capsys):
+    assert main(["run", "--dataset", "iris", "--repeats", "2", *args]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1
+    assert main(["run", "--dataset", "iris", "--repeats", "2", "--mechanism", "output-gaussian", "-T", "5"]) == 0
