@@ -536,6 +536,19 @@ def from_dataframe(
     )
 
 
+#: the only cell values an uploaded CSV's reader takes as missing
+CSV_MISSING = ["", "?"]
+
+
+def csv_preview(raw: bytes, rows: int = 200) -> pd.DataFrame:
+    """The first ``rows`` rows of an upload, read by :func:`from_csv`'s rules and as text (the
+    Datasets view offers its columns and the label's classes from it)."""
+    df = pd.read_csv(io.BytesIO(raw), nrows=rows, dtype=str, na_values=CSV_MISSING, keep_default_na=False,
+                     skipinitialspace=True)
+    df.columns = [str(c).strip() for c in df.columns]
+    return df
+
+
 def from_csv(
     path_or_buffer: str | os.PathLike | io.IOBase | bytes,
     label_column: str,
@@ -544,13 +557,36 @@ def from_csv(
 ) -> Dataset:
     """Read a CSV (path, file object or bytes) and preprocess it like the bundled data.
 
-    ``?`` and empty fields count as missing.  Keyword arguments go to
-    :func:`from_dataframe`.
+    Read as the user wrote it: only empty fields and ``?`` count as missing (``NA``, ``None``,
+    ``null`` are values, e.g. a class called "NA"); spaces after the commas are ignored; a
+    column name given twice is refused with its name (pandas would rename the copy, which
+    then becomes a feature, a duplicated label a perfect one); a column of numbers written
+    with decimal commas (``"1,5"``) is read as numbers and the dataset's notes say so.
+    Keyword arguments go to :func:`from_dataframe`.
     """
     if isinstance(path_or_buffer, (bytes, bytearray)):
-        path_or_buffer = io.BytesIO(path_or_buffer)
+        raw = bytes(path_or_buffer)
+    elif isinstance(path_or_buffer, io.IOBase):
+        raw = path_or_buffer.read()
+        raw = raw.encode() if isinstance(raw, str) else raw
+    else:
+        try:
+            raw = Path(path_or_buffer).read_bytes()
+        except FileNotFoundError:
+            raise DatasetError(f"CSV file {path_or_buffer} does not exist.") from None
     try:
-        df = pd.read_csv(path_or_buffer, na_values=["?"], skipinitialspace=True)
+        header = pd.read_csv(io.BytesIO(raw), header=None, nrows=1, dtype=str, keep_default_na=False,
+                             skipinitialspace=True)
+        names = [str(v).strip() for v in header.iloc[0]] if header.shape[0] else []
+        twice = sorted({v for v in names if names.count(v) > 1})
+        if twice:
+            raise DatasetError(f"the column name(s) {', '.join(repr(v) for v in twice)} appear more than once "
+                               "in the header: rename or drop the copies (a copied label would be a perfect feature)")
+        # the label as written ("1" stays "1" even when a later row leaves it empty)
+        as_text = {label_column: str} if label_column in names else None
+        df = pd.read_csv(io.BytesIO(raw), na_values=CSV_MISSING, keep_default_na=False, skipinitialspace=True,
+                         dtype=as_text)
+        df.columns = [str(c).strip() for c in df.columns]
     except FileNotFoundError:
         raise DatasetError(f"CSV file {path_or_buffer} does not exist.") from None
     except pd.errors.EmptyDataError:
@@ -560,8 +596,18 @@ def from_csv(
         raise DatasetError(f"the CSV file cannot be parsed: {first}") from None
     if df.shape[0] == 0:
         raise DatasetError("the CSV file has a header but no data rows.")
+    notes = []
+    for col in df.columns:
+        if col == label_column or pd.api.types.is_numeric_dtype(df[col]):
+            continue
+        values = df[col].dropna().astype(str).str.strip()
+        if len(values) and values.str.fullmatch(r"[-+]?\d+,\d+").all():
+            df[col] = pd.to_numeric(df[col].astype(str).str.strip().str.replace(",", ".", regex=False),
+                                    errors="coerce").where(df[col].notna())
+            notes.append(f"column {col!r} held numbers with decimal commas (e.g. {values.iloc[0]!r}): read as numbers")
     kwargs.setdefault("name", "Uploaded CSV")
-    return from_dataframe(df, label_column, positive_class, **kwargs)
+    ds = from_dataframe(df, label_column, positive_class, **kwargs)
+    return dataclasses.replace(ds, notes=tuple(notes) + tuple(ds.notes)) if notes else ds
 
 
 # --------------------------------------------------------------------------

@@ -1,4 +1,3 @@
-import io
 
 import pandas as pd
 import streamlit as st
@@ -67,7 +66,7 @@ upload = st.file_uploader("CSV file", type=["csv"], key="upload_file")
 if upload is not None:
     raw = upload.getvalue()
     try:
-        header = pd.read_csv(io.BytesIO(raw), nrows=200)
+        header = datasets.csv_preview(raw)  # the loader's own reading rules
     except Exception as exc:  # pandas' many parse errors: report, don't crash
         st.error(f"This file cannot be read as CSV ({type(exc).__name__}): check the separator and header row.")
         header = None

@@ -164,3 +164,41 @@ def test_impute_keeps_rows():
     assert "c_missing" in ds.feature_names
     dropped = D.from_dataframe(df, "y", "1", test_fraction=0.25)
     assert dropped.n + dropped.n_test == 15
+
+
+def _csv(header, rows):
+    return (header + "\n" + "".join(r + "\n" for r in rows)).encode()
+
+
+def test_an_upload_is_read_as_the_user_wrote_it():
+    from dpcore import datasets as D
+    from dpcore.exceptions import DatasetError
+    n = 60
+    # spaces after the commas, in the header and the values
+    ds = D.from_csv(_csv("a, b, y", [f"{i}, {i % 3}, {'p' if i % 2 else 'q'}" for i in range(n)]), "y", "p")
+    assert ds.feature_names[:2] == ("a", "b")
+    # NA, None and null are values (a class called "NA" stays), only empty cells are missing
+    ds = D.from_csv(_csv("a,c,y", [f"{i},{['NA', 'None', 'null'][i % 3]},{'NA' if i % 2 else 'B'}"
+                                   for i in range(n)]), "y", "NA")
+    assert {"c_NA", "c_None", "c_null"} <= set(ds.feature_names)
+    assert ds.n + ds.X_test.shape[0] == n  # no row dropped as missing
+    # numbers with decimal commas are read as numbers, and the notes say so
+    ds = D.from_csv(_csv("a,b,y", [f'{i},"{i % 7},{i % 10}",{"p" if i % 2 else "q"}' for i in range(n)]), "y", "p")
+    assert ds.d == 3 and "decimal commas" in ds.notes[0]  # a, b, bias: not dozens of one-hot columns
+    # a column name given twice is refused with its name (a copied label would be a perfect feature)
+    with pytest.raises(DatasetError, match="'y' appear more than once"):
+        D.from_csv(_csv("a,y,y", [f"{i},{'p' if i % 2 else 'q'},{'p' if i % 2 else 'q'}" for i in range(n)]), "y", "p")
+
+
+def test_a_label_left_empty_after_the_preview_rows_keeps_its_classes():
+    """The Datasets view offers classes from its preview ("1"); a row far below with an empty
+    label must not turn the column into floats ("1.0") and the upload into a refusal."""
+    from dpcore import datasets as D
+    rows = [f"{i},{i % 2}" for i in range(300)]
+    rows[250] = "250,"
+    raw = _csv("a,y", rows)
+    preview = D.csv_preview(raw)
+    classes = sorted(preview["y"].dropna().str.strip().unique())
+    assert classes == ["0", "1"]
+    ds = D.from_csv(raw, "y", classes[1])
+    assert ds.n + ds.X_test.shape[0] == 299 and "1 rows with a missing value were dropped." in ds.notes

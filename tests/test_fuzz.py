@@ -131,9 +131,9 @@ def test_extreme_but_valid_input_runs_and_prints_strict_json(argv, capsys):
 BAD_CSV = [
     ("a,b,label\n1,2,yes\ninf,3,no\n4,5,yes\n6,7,no\n", "classification", "column 'a', row 2: inf"),
     ("a,label\n" + "1" * 400 + ",yes\n2,no\n3,yes\n4,no\n", "classification", "400 characters"),
-    ("a,y\n1,1e308\n2,3\n3,4\n4,5\n", "regression", "row 1: 1e+308"),
-    ("a,y\n1,inf\n2,3\n3,4\n4,5\n", "regression", "row 1: inf"),
-    ("a,y\n1,-inf\n2,3\n3,4\n4,5\n", "regression", "row 1: -inf"),
+    ("a,y\n1,1e308\n2,3\n3,4\n4,5\n", "regression", "row 1: '1e308'"),  # the label as written
+    ("a,y\n1,inf\n2,3\n3,4\n4,5\n", "regression", "row 1: 'inf'"),
+    ("a,y\n1,-inf\n2,3\n3,4\n4,5\n", "regression", "row 1: '-inf'"),
     ("a,label\n" + "x" * 2_000_000 + ",yes\nb,no\nc,yes\nd,no\n", "classification", "2,000,000 characters"),
     ("a,label\n1,yes\n2,yes\n", "classification", "only one class"),
     ("", "classification", "empty"),
