@@ -13,6 +13,7 @@ import re
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,7 +25,7 @@ from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
 from .experiments.run import RunSpec, run
 from .experiments.studies import tradeoff
 from .experiments.sweep import environment
-from .experiments.tune import DEFAULT_MECHANISMS, tune
+from .experiments.tune import DEFAULT_MECHANISMS, tune, tuned_setting
 from .jsonutil import dumps
 from .mechanisms import REGISTRY
 from .params import PARAMS, parse_grid, validate
@@ -106,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="randomized-response budget for labels (input / local mechanisms)")
     s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="mechanism-specific option, e.g. smoothing=2 or variant=pl (repeatable)")
+    s.add_argument("--tuned", action="store_true",
+                   help="the shipped tuned T, η, λ, C or q for this dataset, model and mechanism (at the tuned ε "
+                        "closest to --epsilon); flags given explicitly still win")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("bounds", help="the published noise and excess-risk bounds, evaluated")
@@ -277,8 +281,22 @@ def _given(args, *flags: str) -> bool:
     return any(tok == f or tok.startswith(f + "=") for tok in getattr(args, "argv", []) for f in flags)
 
 
+#: RunSpec fields a tuning sets, and the flags that name them on the command line
+_TUNED_FLAGS = {"iterations": ("--iterations", "-T"), "learning_rate": ("--lr",), "lam": ("--lam",),
+                "clip_norm": ("--clip",), "sample_rate": ("--sample-rate",)}
+
+
 def _cmd_run(args) -> Any:
     _refuse_inapplicable(args)
+    tuned: dict[str, Any] = {}
+    if args.tuned:
+        found = tuned_setting(args.dataset, args.model, args.mechanism, args.epsilon)
+        if found is None:
+            raise DPCoreError(f"no tuning is shipped for {args.mechanism} on {args.dataset} ({args.model}): "
+                              "drop --tuned, or make one with `python -m dpcore tune`")
+        tuned = {k: v for k, v in found[0].items() if not _given(args, *_TUNED_FLAGS.get(k, ()))}
+        print(f"tuned at ε = {found[1]:g}: " + ", ".join(f"{k} = {v:g}" for k, v in sorted(tuned.items())),
+              file=sys.stderr)
     config = RunSpec(
         dataset=args.dataset, model=args.model, mechanism=args.mechanism,
         epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
@@ -289,6 +307,8 @@ def _cmd_run(args) -> Any:
         options=_parse_options(args.option + ([f"label_epsilon={args.label_epsilon}"]
                                               if args.label_epsilon is not None else [])),
     )
+    if tuned:
+        config = replace(config, **tuned)
     result = run(config, shared_context())
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)

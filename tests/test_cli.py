@@ -226,3 +226,19 @@ def test_a_flag_that_would_be_ignored_is_refused(args, said, capsys):
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1
     assert main(["run", "--dataset", "iris", "--repeats", "2", "--mechanism", "output-gaussian", "-T", "5"]) == 0
+
+
+def test_tuned_runs_the_shipped_setting_and_explicit_flags_still_win(capsys):
+    from dpcore.experiments.tune import shipped_tuning
+    row = next(r for r in shipped_tuning("adult", "logreg")["rows"]
+               if r["mechanism"] == "gradient-dpgd" and r["epsilon"] == 1.0)  # read from the file itself
+    assert main(["run", "--dataset", "adult", "--mechanism", "gradient-dpgd", "--epsilon", "1", "--repeats", "2",
+                 "--tuned", "-T", "7", "--json"]) == 0
+    cap = capsys.readouterr()
+    config = json.loads(cap.out)["config"]
+    assert config["iterations"] == 7  # named on the command line: it wins
+    for k in ("learning_rate", "lam", "clip_norm"):
+        assert config[k] == row["setting"][k], k
+    assert "tuned at ε = 1" in cap.err
+    assert main(["run", "--dataset", "iris", "--mechanism", "gradient-dpgd", "--tuned"]) == 2
+    assert "no tuning is shipped" in capsys.readouterr().err
