@@ -155,6 +155,10 @@ def tradeoff_figure(result: dict) -> go.Figure:
     central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
     if central:
         fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)", **REFERENCE_LINE)
+    guess = next((r.get("accuracy_guess") for r in rows if r.get("accuracy_guess") is not None), None)
+    if guess is not None:
+        fig.add_hline(y=guess, annotation_text=GUESS_LABEL["accuracy"], annotation_position="bottom right",
+                      **GUESS_LINE)
     fig.update_yaxes(title="test accuracy")
     legend_above(fig)
     # decades: the input-noise curve's local ε's are not round numbers worth a label each

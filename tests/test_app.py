@@ -140,6 +140,13 @@ def test_local_vs_central_page_runs():
     table = at.dataframe[0].value
     assert "input-kang" in list(table["mechanism"])
     assert len(at.get("plotly_chart")) == 1
+    # a note under the chart names only mechanisms drawn in it; the table-only ones are named apart
+    notes = [w.value for w in at.warning]
+    assert any("In the table only" in n and "input-dbdp-if" in n for n in notes), notes  # a heuristic: ε = ∞
+    assert not any("DBDP-IF" in n for n in notes if "In the table only" not in n), notes  # not "in the chart"
+    import json as _json
+    spec = _json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert any(a["text"].startswith("guessing") for a in spec["layout"]["annotations"])
 
 
 def test_distributed_page_shows_sizes_and_per_client_epsilon():
