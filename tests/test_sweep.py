@@ -535,3 +535,26 @@ def test_partial_results_are_the_final_numbers_earlier(tmp_path):
     cached = []
     again = epsilon_sweep(base, mechs, eps, ctx, partial=lambda done: cached.append(done))
     assert again == rows and len(cached) == len(rows)  # from the cache, each result reported too
+
+
+def test_the_results_folder_is_kept_under_its_size_by_removing_the_oldest(tmp_path, monkeypatch):
+    import os
+    first = _cached_grid(tmp_path)
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == len(_SMALL)
+    for k, f in enumerate(files):  # the written order, oldest first
+        os.utime(f, (1_000_000 + k, 1_000_000 + k))
+    sizes = [f.stat().st_size for f in files]
+    cache = sweep_mod._Cache(tmp_path)
+    assert cache.prune(limit=sum(sizes)) == 0  # under the limit: nothing goes
+    assert cache.prune(limit=sum(sizes[2:])) == 2  # the two oldest go, the newest stay
+    assert sorted(tmp_path.glob("*.json")) == files[2:]
+    again = _cached_grid(tmp_path)  # a removed result is only computed again
+    assert again.attrs["computed"] == 2
+    cols = ["spec", "run", "accuracy", "gap"]
+    pd.testing.assert_frame_equal(first[cols], again[cols])
+    monkeypatch.setattr(sweep_mod, "PRUNE_EVERY", 1)  # and the writer prunes as it goes
+    monkeypatch.setattr(sweep_mod, "MAX_RESULTS_BYTES", max(sizes))
+    (tmp_path / "x").mkdir()
+    run_grid(_SMALL, Context(workers=1, results_dir=tmp_path / "x", trace_points=0))
+    assert len(list((tmp_path / "x").glob("*.json"))) == 1

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import platform
 import subprocess
 import sys
@@ -115,6 +116,10 @@ def _config_from_record(rec: dict[str, Any]) -> RunSpec:
 
 #: a stored result larger than this is not one of ours (a task's record is a few kB)
 MAX_RESULT_BYTES = 4 * 2**20
+#: a results folder is kept under this size (the oldest results go first) …
+MAX_RESULTS_BYTES = 256 * 2**20
+#: … checked once every this many results written by this process
+PRUNE_EVERY = 200
 
 
 class _Cache:
@@ -146,6 +151,35 @@ class _Cache:
     def put(self, key: str, config: RunSpec, result: dict) -> None:
         # atomic: a killed sweep never leaves half a result
         write_atomic(self.path(key), {"key": key, "config": _config_record(config), "result": result})
+        _Cache._puts += 1
+        if _Cache._puts % PRUNE_EVERY == 0:
+            self.prune()
+
+    _puts = 0
+
+    def prune(self, limit: int | None = None) -> int:
+        """Keep the folder under ``limit`` bytes (default :data:`MAX_RESULTS_BYTES`) by removing
+        the least recently written results (a removed one is only computed again); returns how
+        many went.  A shared, long-running app would otherwise fill its disk."""
+        limit = MAX_RESULTS_BYTES if limit is None else limit
+        entries = []
+        with os.scandir(self.dir) as it:
+            for e in it:
+                if e.name.endswith(".json") and e.is_file(follow_symlinks=False):
+                    st = e.stat(follow_symlinks=False)
+                    entries.append((st.st_mtime, st.st_size, e.path))
+        total = sum(size for _, size, _ in entries)
+        removed = 0
+        for _, size, path in sorted(entries):
+            if total <= limit:
+                break
+            try:
+                os.unlink(path)
+            except OSError:
+                continue
+            total -= size
+            removed += 1
+        return removed
 
 
 def _check_record(rec: Any, key: str, config: RunSpec | None) -> None:
