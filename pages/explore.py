@@ -13,6 +13,7 @@ from pages.common import (
     glossary_link,
     app_context,
     apply_setting,
+    TUNED_WIDGETS,
     user_dataset,
     client_bars,
     dataset_picker,
@@ -52,6 +53,20 @@ with st.sidebar:
     epsilon = param_widget("epsilon", "ex_epsilon", label="ε (privacy budget)")
     tuned = None if user_dataset(dataset) is not None else tuned_setting(dataset, model, mechanism, epsilon)
     if tuned is not None:
+        # fair by default: where a tuning is shipped, a new dataset, mechanism or tuned ε opens at its
+        # tuned settings (once: a value changed by hand afterwards stays); a link's own T, η … win
+        linked = st.session_state.get("_from_url", {})  # what the opening link itself set
+        st.session_state.setdefault("ex_auto_tuned", not any(k in linked for k in TUNED_WIDGETS.values()))
+        auto = st.toggle("Open at the tuned settings", key="ex_auto_tuned",
+                         help="Where a tuning is shipped for this dataset, each mechanism opens at the T, η, λ, C "
+                              "or q tuned for the nearest ε (the untuned defaults are not a fair comparison). "
+                              "Choosing them cost privacy: the Tune view shows how much.")
+        chosen_for = (dataset, model, mechanism, tuned[1])
+        if auto and st.session_state.get("_ex_tuned_for") != chosen_for:
+            apply_setting(tuned[0])
+            st.session_state["_ex_tuned_for"] = chosen_for
+        if auto:
+            st.caption(f"Tuned at ε = {tuned[1]:g}: " + ", ".join(f"{k} = {v:g}" for k, v in tuned[0].items()))
         st.button("Use the tuned settings", key="ex_tuned", on_click=apply_setting, args=(tuned[0],),
                   help=f"T, η, λ (and C or q) as tuned on {dataset} at ε = {tuned[1]:g}: "
                        + ", ".join(f"{k} = {v:g}" for k, v in tuned[0].items())

@@ -812,3 +812,23 @@ def test_a_skew_sweep_drawn_for_other_settings_says_it_is_stale():
     assert gap["layout"]["yaxis"].get("ticktext") or gap["layout"]["yaxis"].get("dtick")  # labelled ticks
     at.select_slider(key="dist_epsilon").set_value(0.5).run()
     assert any("earlier settings" in w.value for w in at.warning)
+
+
+def test_explore_opens_at_the_tuned_settings_where_a_tuning_is_shipped():
+    from dpcore.experiments.tune import tuned_setting
+    at = _page("explore.py").run()
+    at.selectbox(key="ex_dataset").set_value("adult").run()
+    at.selectbox(key="ex_mechanism").set_value("gradient-dpgd").run()
+    setting, _ = tuned_setting("adult", "logreg", "gradient-dpgd", 1.0)
+    assert not at.exception and not at.error
+    assert at.number_input(key="ex_T").value == setting["iterations"]  # no click needed
+    assert at.select_slider(key="ex_lr").value == setting["learning_rate"]
+    at.number_input(key="ex_T").set_value(50).run()  # a value changed by hand stays
+    assert at.number_input(key="ex_T").value == 50
+    at.toggle(key="ex_auto_tuned").set_value(False).run()
+    at.selectbox(key="ex_mechanism").set_value("gradient-dpsgd").run()  # off: nothing applied
+    assert at.number_input(key="ex_T").value == 50
+    linked = _page("explore.py")  # a link's own T wins over the tuning
+    linked.query_params.update(ex_dataset="adult", ex_mechanism="gradient-dpgd", ex_T="30")
+    linked.run()
+    assert linked.number_input(key="ex_T").value == 30
