@@ -65,6 +65,8 @@ if "error" in shipped.table:
     for message in sorted(set(shipped.table["error"].dropna())):
         st.warning(f"Not in the figure, refused by the core: {message}")
 show_chart(fig, width="content")  # the paper's panel layout at its own width
+if preset.note:
+    st.info(preset.note)
 c1, c2 = st.columns(2)
 with c1:
     download_figure(fig, preset_id, key="fig_download_plot")

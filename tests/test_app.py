@@ -832,3 +832,13 @@ def test_explore_opens_at_the_tuned_settings_where_a_tuning_is_shipped():
     linked.query_params.update(ex_dataset="adult", ex_mechanism="gradient-dpgd", ex_T="30")
     linked.run()
     assert linked.number_input(key="ex_T").value == 30
+
+
+def test_paper_figures_explain_the_fukuchi_curves_under_them():
+    at = _page("figures.py")
+    at.query_params["fig_preset"] = "003-fig1"
+    at.run()
+    assert not at.exception
+    if at.session_state["fig_preset"] != "003-fig1" or any("not shipped yet" in i.value for i in at.info):
+        pytest.skip("003-fig1's results are not shipped")
+    assert any("converges so late" in i.value and "ε = 1,000" in i.value for i in at.info)
