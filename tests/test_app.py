@@ -842,3 +842,48 @@ def test_paper_figures_explain_the_fukuchi_curves_under_them():
     if at.session_state["fig_preset"] != "003-fig1" or any("not shipped yet" in i.value for i in at.info):
         pytest.skip("003-fig1's results are not shipped")
     assert any("converges so late" in i.value and "ε = 1,000" in i.value for i in at.info)
+
+
+def _lesson_lines(step: int) -> dict:
+    """The lesson step's chart, read off the figure it draws: {series: (xs, ys, band low, band high)}."""
+    import json as _json
+    import numpy as _np
+    at = _page("lesson.py")
+    at.query_params["lesson_step"] = str(step)
+    at.run()
+    assert not at.exception
+    data = _json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+
+    def arr(v):  # plotly may ship arrays as base64 typed arrays
+        if isinstance(v, dict) and "bdata" in v:
+            import base64
+            return _np.frombuffer(base64.b64decode(v["bdata"]), dtype=_np.dtype(v["dtype"])).astype(float)
+        return _np.array(v, float)
+
+    out, band = {}, None
+    for tr in data:
+        if tr.get("fill") == "toself":
+            band = tr
+        elif tr.get("mode") == "lines+markers" and band is not None:
+            xs, ys = arr(tr["x"]), arr(tr["y"])
+            edge = arr(band["y"])
+            high, low = edge[:len(xs)], edge[len(xs):][::-1]
+            out[tr["name"]] = (xs, ys, low, high)
+            band = None
+    return out
+
+
+def test_the_lessons_words_hold_on_the_numbers_it_draws():
+    """Step 5 says WD-DP and plain averaging stay within each other's bands, averaging a little higher;
+    step 3 says objective perturbation's gap is smaller at ε = 0.1 than at 0.3. If the numbers change,
+    the words must change with them."""
+    import numpy as _np
+    lines = _lesson_lines(5)
+    (xw, wd, wlo, whi), (xa, av, alo, ahi) = lines["WD-DP"], lines["plain averaging"]
+    assert list(xw) == list(xa)
+    assert _np.all((alo <= whi) & (wlo <= ahi)), "the bands do not overlap: step 5's text is wrong"
+    assert av.mean() >= wd.mean(), "averaging is not higher on average: step 5's text is wrong"
+    gaps = _lesson_lines(3)
+    obj = next(v for k, v in gaps.items() if k.startswith("objective"))
+    at = dict(zip(obj[0], obj[1]))
+    assert at[0.1] < at[0.3], "objective perturbation's gap does not rise from 0.1 to 0.3: step 3's text is wrong"
