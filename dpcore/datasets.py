@@ -38,6 +38,7 @@ from sklearn.preprocessing import OneHotEncoder
 
 from . import linalg, streams
 from .exceptions import DatasetError
+from .metrics import guessing_accuracy, guessing_rmse
 from .params import validate
 from .partition import record_split
 
@@ -124,6 +125,15 @@ class Dataset:
         if self.task != "classification":
             return None
         return float(np.mean(self.y_train > 0))
+
+    @property
+    def guessing(self) -> float:
+        """What a model that learned nothing scores on the test split: the accuracy of always
+        answering the training majority class, or (regression) the RMSE of always answering
+        the training mean (:mod:`dpcore.metrics`)."""
+        if self.task == "classification":
+            return guessing_accuracy(self.y_train, self.y_test)
+        return guessing_rmse(self.y_train, self.y_test)
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -267,7 +267,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
 
 
 def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | None = None,
-                  published_epsilon: float | None = None) -> go.Figure:
+                  published_epsilon: float | None = None, guess: float | None = None) -> go.Figure:
     """Tuned test accuracy against ε, per mechanism (one colour each), twice: a solid line at
     the target ε (what the released run certifies; papers report this) and a dashed one at
     the ε the whole search spent.  ``published``: mechanism → (label, accuracy in %) at
@@ -312,6 +312,9 @@ def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | No
                      dict(mode="markers", marker=dict(symbol="diamond-open", size=11, color="#888888"))))
     for name, style in keys:
         fig.add_trace(go.Scatter(x=[None], y=[None], name=name, hoverinfo="skip", **style))
+    if guess is not None:  # what always answering the majority class scores
+        fig.add_hline(y=guess, annotation_text=GUESS_LABEL["accuracy"], annotation_position="bottom right",
+                      **GUESS_LINE)
     fig.update_layout(title="tuned test accuracy against ε", xaxis_title="ε", yaxis_title="test accuracy")
     readable_axes(fig, xs_all or [1.0], log_x=True, log_y=False)
     return fig

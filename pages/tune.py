@@ -1,5 +1,6 @@
 import streamlit as st
 
+from dpcore import datasets
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.tune import (
     DEFAULT_MECHANISMS,
@@ -12,6 +13,7 @@ from dpcore.figures import tuning_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS, parse_grid
 from pages.common import (
+    user_dataset,
     enter_view,
     show_chart,
     apply_setting,
@@ -82,7 +84,8 @@ for e in record.get("errors", []):
     st.warning(f"refused candidate: {e['mechanism']} at ε = {fmt_eps(e['epsilon'])}: {e['error']}")
 
 paper = dataset == "adult"
-fig = tuning_figure(rows, YU_2020_ADULT if paper else None, 0.1 if paper else None)
+fig = tuning_figure(rows, YU_2020_ADULT if paper else None, 0.1 if paper else None,
+                    guess=(user_dataset(dataset) or datasets.load(dataset)).guessing)
 show_chart(fig)
 download_figure(fig, "tuning", "tu_dl_fig")
 if paper:

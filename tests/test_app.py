@@ -887,3 +887,13 @@ def test_the_lessons_words_hold_on_the_numbers_it_draws():
     obj = next(v for k, v in gaps.items() if k.startswith("objective"))
     at = dict(zip(obj[0], obj[1]))
     assert at[0.1] < at[0.3], "objective perturbation's gap does not rise from 0.1 to 0.3: step 3's text is wrong"
+
+
+def test_the_tune_view_draws_what_guessing_scores():
+    import json as _json
+    from dpcore import datasets as D
+    at = _page("tune.py").run()
+    assert not at.exception
+    spec = _json.loads(at.get("plotly_chart")[0].proto.spec)
+    lines = {a["text"]: s["y0"] for a, s in zip(spec["layout"]["annotations"], spec["layout"]["shapes"])}
+    assert lines["guessing (always the majority class)"] == pytest.approx(D.load("adult").guessing)

@@ -26,7 +26,7 @@ from .. import datasets as _datasets
 from ..erm import solve_erm
 from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
-from ..metrics import accuracy, guessing_accuracy, guessing_rmse, optimality_gap, rmse, summarize
+from ..metrics import accuracy, optimality_gap, rmse, summarize
 from ..models import make_model
 from ..optim import BatchRNG, run_seeds
 from ..params import validate
@@ -509,12 +509,12 @@ def _result(config: RunSpec, mechanism, problem: Problem, out, seeds: list[int],
         acc, err = accuracy(model, theta, ds.X_test, ds.y_test), None
         acc = np.where(diverged, np.nan, acc)
         acc_np, err_np = float(accuracy(model, star, ds.X_test, ds.y_test)[0]), None
-        guess = {"accuracy_guess": guessing_accuracy(ds.y_train, ds.y_test)}
+        guess = {"accuracy_guess": ds.guessing}
     else:
         acc, err = None, rmse(model, theta, ds.X_test, ds.y_test)
         err = np.where(diverged, np.nan, err)
         acc_np, err_np = None, float(rmse(model, star, ds.X_test, ds.y_test)[0])
-        guess = {"rmse_guess": guessing_rmse(ds.y_train, ds.y_test)}
+        guess = {"rmse_guess": ds.guessing}
     return RunResult(
         config=config,
         dataset_name=ds.name,
