@@ -20,10 +20,10 @@ from typing import Any, Sequence
 from .datasets import get_spec, list_datasets
 from .exceptions import DPCoreError
 from .experiments.audit import audit
-from .experiments.context import shared_context
+from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
-from .experiments.run import RunSpec, run
-from .experiments.studies import tradeoff
+from .experiments.run import RunSpec, load_problem, run
+from .experiments.studies import classroom_compare, tradeoff
 from .experiments.sweep import environment
 from .experiments.tune import DEFAULT_MECHANISMS, tune, tuned_setting
 from .jsonutil import dumps
@@ -170,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--validation-fraction", type=_ptype("test_fraction"), default=0.2,
                    help="share of the training rows the candidates are scored on")
     s.add_argument("--out", default=None, help="write the JSON record (with its provenance) to this file")
+    s.add_argument("--json", action="store_true", help="print one JSON document")
+
+    s = sub.add_parser("prepare", help="before a class: compute ahead what the app will open (exact references, "
+                                       "the Compare view's first preset) into the app's cache folder")
+    s.add_argument("--no-mlp", action="store_true", help="skip the MLP's exact reference on Adult (minutes)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("sweep", help="run a seed paper's figure (a preset) to CSV, HTML and JSON")
@@ -490,7 +495,35 @@ def _cmd_tune(args) -> Any:
     return "\n".join(lines)
 
 
-COMMANDS = {"tune": _cmd_tune, "sweep": _cmd_sweep, "datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,
+#: what ``prepare`` solves ahead: (dataset, model) of the views' defaults and the lesson
+PREPARE_REFERENCES = (("breast-cancer", "logreg"), ("adult", "logreg"), ("iris", "logreg"), ("adult", "mlp"))
+
+
+def _cmd_prepare(args) -> Any:
+    """Fill the app's cache folder (``DPCORE_CACHE_DIR``) with what a class will open first: the
+    exact references (the MLP's on Adult takes minutes on a fresh machine) and the Compare view's
+    first preset (72 configurations); a second call finds everything and returns at once."""
+    started = time.time()
+    ctx = shared_context(progress=_progress, workers=None, results_dir=cache_dir() / "results")
+    done = []
+    for dataset, model in PREPARE_REFERENCES:
+        if model == "mlp" and args.no_mlp:
+            continue
+        t0 = time.time()
+        load_problem(RunSpec(dataset=dataset, model=model), ctx=ctx)
+        done.append({"what": f"exact reference, {dataset} ({model})", "seconds": round(time.time() - t0, 1)})
+        print(f"  {done[-1]['what']}: {done[-1]['seconds']} s", file=sys.stderr, flush=True)
+    t0 = time.time()
+    rows = classroom_compare(ctx.with_(progress=_progress))
+    done.append({"what": f"Compare's first preset ({len(rows)} configurations)", "seconds": round(time.time() - t0, 1)})
+    record = {"cache": str(cache_dir()), "prepared": done, "seconds": round(time.time() - started, 1)}
+    if args.json:
+        return record
+    return "\n".join([f"prepared in {record['seconds']} s, in {record['cache']}:"]
+                     + [f"  {d['what']}: {d['seconds']} s" for d in done])
+
+
+COMMANDS = {"prepare": _cmd_prepare, "tune": _cmd_tune, "sweep": _cmd_sweep, "datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,
             "tradeoff": _cmd_tradeoff, "bounds": _cmd_bounds, "audit": _cmd_audit}
 
 

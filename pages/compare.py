@@ -3,8 +3,7 @@ import re
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.experiments.run import RunSpec
-from dpcore.experiments.studies import epsilon_sweep
+from dpcore.experiments.studies import CENTRAL_MECHANISMS, CLASSROOM_COMPARE, compare_base, epsilon_sweep
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import parse_grid
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
@@ -42,7 +41,8 @@ SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
 shared_settings(SHARED)
 
 MAX_GRID = 50  # ε values per comparison
-CENTRAL = [m for m, c in REGISTRY.items() if c.family in ("output", "objective", "gradient")]
+CENTRAL = list(CENTRAL_MECHANISMS)
+_C = CLASSROOM_COMPARE  # the first preset: `python -m dpcore prepare` computes it ahead
 
 
 #: a preset's comparison setting, field by field, into this view's widgets
@@ -63,8 +63,9 @@ def _from_paper(preset_id: str, dataset: str, **overrides) -> dict:
 
 PRESETS = {
     "All central mechanisms, Adult (8 ε × 5 repeats)": dict(
-        cmp_dataset="adult", cmp_model="logreg", cmp_eps="0.01, 0.03, 0.1, 0.25, 0.5, 1, 3, 10",
-        cmp_mechs=CENTRAL, cmp_T=100, cmp_delta=1e-5, cmp_R=5, cmp_lam=1e-3, cmp_paper="", cmp_tuned=True),
+        cmp_dataset=_C["dataset"], cmp_model=_C["model"], cmp_eps=", ".join(f"{e:g}" for e in _C["epsilons"]),
+        cmp_mechs=list(_C["mechanisms"]), cmp_T=_C["iterations"], cmp_delta=_C["delta"], cmp_R=_C["repeats"],
+        cmp_lam=_C["lam"], cmp_cal=_C["calibration"], cmp_paper="", cmp_tuned=_C["tuned"]),
     "Seed 001, Fig. 2 (Adult, LR, ε ≤ 0.25)": _from_paper("001-fig2", "adult"),
     "Seed 002, Fig. 1 (Adult, ε from 0.01 to 7)": _from_paper("002-fig1", "adult"),
     "Seed 003 setting against ε (synthetic regression, d = 14)": _from_paper("003-fig1", "synthetic-regression"),
@@ -127,8 +128,8 @@ if per_mechanism or data_options:
 
 try:
     epsilons = parse_grid("epsilon", eps_text, "the ε grid", MAX_GRID)
-    base = RunSpec(dataset=dataset, model=model, delta=delta, iterations=T, repeats=repeats,
-                   calibration=calibration, clients=clients, skew=skew, lam=lam, **data_options)
+    base = compare_base(dataset, model, delta=delta, iterations=T, repeats=repeats, calibration=calibration,
+                        lam=lam, clients=clients, skew=skew, **data_options)
     if not mechs:
         raise DPCoreError("choose at least one mechanism")
 except DPCoreError as exc:

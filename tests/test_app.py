@@ -897,3 +897,25 @@ def test_the_tune_view_draws_what_guessing_scores():
     spec = _json.loads(at.get("plotly_chart")[0].proto.spec)
     lines = {a["text"]: s["y0"] for a, s in zip(spec["layout"]["annotations"], spec["layout"]["shapes"])}
     assert lines["guessing (always the majority class)"] == pytest.approx(D.load("adult").guessing)
+
+
+def test_prepare_computes_exactly_what_comparess_first_preset_runs(monkeypatch):
+    """`dpcore prepare` fills the result cache for Compare's first preset: only useful if the view
+    then asks for the same specifications (hence the same keys)."""
+    from dpcore.experiments import studies
+    seen = {}
+
+    def capture(base, mechanisms, epsilons, ctx=None, **kw):
+        seen.update(base=base, mechanisms=list(mechanisms), epsilons=list(epsilons), tuned=kw.get("tuned"))
+        return []
+
+    monkeypatch.setattr(studies, "epsilon_sweep", capture)
+    at = _page("compare.py").run()
+    at.button(key="preset_All central mechanisms, Adult (8 ε × 5 repeats)").click().run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception
+    prepared = {}
+    monkeypatch.setattr(studies, "epsilon_sweep", lambda base, m, e, ctx=None, **kw: prepared.update(
+        base=base, mechanisms=list(m), epsilons=list(e), tuned=kw.get("tuned")) or [])
+    studies.classroom_compare()
+    assert seen and seen == prepared

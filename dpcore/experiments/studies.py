@@ -31,9 +31,32 @@ from .tune import tuned_row
 from .run import RunSpec
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
-           "CHEAP_MECHANISMS"]
+           "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare"]
 
 DEFAULT_NOISE_GRID = tuple(float(s) for s in np.geomspace(0.05, 20.0, 9))
+#: the central mechanisms (output, objective and gradient perturbation), in registry order
+CENTRAL_MECHANISMS = tuple(m for m, c in REGISTRY.items() if c.family in ("output", "objective", "gradient"))
+#: the Compare view's first preset ("All central mechanisms, Adult"), which ``dpcore prepare``
+#: computes ahead into the app's result cache (the same specs, so the same keys)
+CLASSROOM_COMPARE = dict(dataset="adult", model="logreg", mechanisms=CENTRAL_MECHANISMS,
+                         epsilons=(0.01, 0.03, 0.1, 0.25, 0.5, 1.0, 3.0, 10.0), iterations=100, delta=1e-5,
+                         repeats=5, lam=1e-3, calibration="certified", tuned=True)
+
+
+def compare_base(dataset: str, model: str, *, delta: float, iterations: int, repeats: int, calibration: str,
+                 lam: float, clients: int = 4, skew: float = 4.0, **data_options) -> RunSpec:
+    """The Compare view's base specification (every row is it with a mechanism, an ε and, where
+    tuned, its tuned fields): one function for the view and ``dpcore prepare``."""
+    return RunSpec(dataset=dataset, model=model, delta=delta, iterations=iterations, repeats=repeats,
+                   calibration=calibration, clients=clients, skew=skew, lam=lam, **data_options)
+
+
+def classroom_compare(ctx: Context | None = None) -> list[dict]:
+    """:data:`CLASSROOM_COMPARE` through :func:`epsilon_sweep`, as the Compare view runs it."""
+    c = CLASSROOM_COMPARE
+    base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
+                        repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
+    return epsilon_sweep(base, list(c["mechanisms"]), list(c["epsilons"]), ctx, tuned=c["tuned"])
 _SKIP_FAMILIES = ("baseline", "distributed")
 #: the central mechanisms a measured-vs-predicted check runs by default
 CHEAP_MECHANISMS = ("gradient-dpgd", "output-gaussian", "objective-gaussian")
