@@ -213,7 +213,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                 log_y: bool = False, title: str = "", baseline: float | None = None,
                 x_title: str | None = None, y_title: str | None = None,
                 bounds: tuple[float, float] | None = None, guess: float | None = None,
-                baseline_label: str = "non-private") -> go.Figure:
+                baseline_label: str = "non-private", paid: str | None = None) -> go.Figure:
     """Lines with ±1 std bands over repeats, one per group (rows' ``<y>`` and
     ``<y with _std>``); points whose certified ε misses their target ε (rows' ``epsilon``
     and ``epsilon_certified``) get a red ring and every point names both in its hover.
@@ -223,11 +223,14 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
     otherwise fall to the bottom edge).  ``baseline``: the non-private model's value (a grey
     dotted line, ``baseline_label``); ``guess``: what always answering the majority class (the
     mean, for an RMSE) scores, a red dashed line, so a private model that does no better than
-    guessing reads as useless, not as weak.
+    guessing reads as useless, not as weak.  ``paid``: a row field holding the ε a tuning's whole
+    search spent; a group whose points all have it is drawn again, dashed, at that ε (as the
+    Tune view draws it), so a tuned curve is seen at what it really cost.
     """
     fig = go.Figure()
     groups = list(dict.fromkeys(r[group] for r in rows))
     plotted: list[float] = []
+    paid_drawn = False
     for k, g in enumerate(groups):
         pts = sorted((r for r in rows if r[group] == g and r.get(y) is not None), key=lambda r: r[x])
         if not pts:
@@ -256,6 +259,17 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                                  hovertext=[f"{head}<br>{x}={xv:g}<br>{y}={yv:.4g}<br>{h}{t}" for xv, yv, h, t in
                                             zip(xs, ys, hover_texts(targets, certs), searched)], hoverinfo="text"))
         mark_missed(fig, xs, list(ys), targets, certs)
+        spent = [r.get(paid) for r in pts] if paid else []
+        if spent and all(v is not None and math.isfinite(v) for v in spent):
+            fig.add_trace(go.Scatter(x=spent, y=ys, mode="lines+markers", name=f"{name}, search paid",
+                                     showlegend=False, line=dict(color=colour, dash="dash"), marker=dict(size=5),
+                                     hovertext=[f"{head}<br>tuned for ε = {xv:g}; the whole search spent ε = "
+                                                f"{sv:.3g}<br>{y}={yv:.4g}" for xv, sv, yv in zip(xs, spent, ys)],
+                                     hoverinfo="text"))
+            paid_drawn = True
+    if paid_drawn:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="dashed: the tuned curve at the ε its "
+                                 "search spent", line=dict(color="#888888", dash="dash"), hoverinfo="skip"))
     if baseline is not None:
         fig.add_hline(y=baseline, annotation_text=baseline_label, **REFERENCE_LINE)
     if guess is not None:

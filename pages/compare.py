@@ -155,7 +155,7 @@ def metric_figure(ok):
     return band_figure(ok, "epsilon", metric, title=name + " against ε",
                        baseline=source.get(f"{name}_nonprivate"), baseline_label=label,
                        guess=source.get(f"{name}_guess"), x_title="ε", y_title=name,
-                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None)
+                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None, paid="tuned_search_epsilon")
 
 
 if st.button("Run comparison", type="primary", key="cmp_run"):

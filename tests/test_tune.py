@@ -301,6 +301,8 @@ def test_compare_says_what_the_search_behind_a_tuned_setting_spent():
     for r in rows:  # read from the shipped record itself, not through the code under test
         assert r["tuned_search_epsilon"] == shipped[("output-gaussian", r["tuned_at"])]["epsilon_spent"]
         assert r["tuned_search_epsilon"] > r["epsilon"]  # a search costs more than the run it chose
-    fig = _json.loads(band_figure(rows, "epsilon", "accuracy_mean").to_json())
+    fig = _json.loads(band_figure(rows, "epsilon", "accuracy_mean", paid="tuned_search_epsilon").to_json())
     hover = " ".join(t for tr in fig["data"] for t in (tr.get("hovertext") or []))
     assert hover.count("by a search that spent ε") == 2
+    dashed = [tr for tr in fig["data"] if tr.get("name", "").endswith("search paid")]
+    assert len(dashed) == 1 and sorted(dashed[0]["x"]) == sorted(r["tuned_search_epsilon"] for r in rows)
