@@ -168,7 +168,7 @@ if st.button("Run comparison", type="primary", key="cmp_run"):
             show_chart(metric_figure(ok), key=f"cmp_live_{k}")
             st.caption(f"{len(done)} of {total} configurations done; the rest join the chart as they finish.")
 
-    live = live_drawer(draw_so_far)
+    live = live_drawer(draw_so_far, every=1.5)  # the first at once; then a redraw the browser can afford
     with reference_notice(base):
         rows = epsilon_sweep(base, mechs, epsilons, with_progress(bar), per_mechanism=per_mechanism,
                              dataset=own_data, tuned=tuned, partial=live)
