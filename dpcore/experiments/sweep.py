@@ -2,10 +2,10 @@
 
 A task is one :class:`~dpcore.experiments.run.RunSpec` (a batch of R
 repeats: the coarse unit of work) with the labels a table groups by.  Every
-task is keyed by a content hash of its spec and the package version; given a
+task is keyed by a content hash of its spec and of the package's source; given a
 results folder its result is written to ``<folder>/<hash>.json`` the moment it
 arrives, so an interrupted grid resumes where it stopped and a repeated one
-does no training.  Tasks run in this process, in local worker processes
+does no training (a changed mechanism, or any changed source file, computes again).  Tasks run in this process, in local worker processes
 (joblib, ``loky``, which stay alive between calls and keep their data warm) or,
 given a scheduler address, on a Dask distributed cluster.  With several
 workers each task runs with one BLAS thread, so the numbers do not depend on
