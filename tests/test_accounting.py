@@ -186,13 +186,11 @@ def test_calibration_table_never_trusts_an_entry_that_does_not_certify(tmp_path,
         rec["event"][0] = (2.0).hex()
     elif tamper == "negative":
         rec["noise_multiplier"] = -fresh
-    if tamper == "fifo":  # a reader of a FIFO waits for a writer forever
-        import os
-        path.unlink()
-        os.mkfifo(path)
+    if tamper in ("fifo", "deep"):  # a reader of a FIFO waits for a writer forever
+        import cachefiles  # tests/cachefiles.py
+        cachefiles.spoil(path, tamper, 2**16)
     else:
-        path.write_text({"garbage": "{not json", "array": "[1, 2]", "deep": "[" * 100_000 + "]" * 100_000}
-                        .get(tamper) or json.dumps(rec))
+        path.write_text({"garbage": "{not json", "array": "[1, 2]"}.get(tamper) or json.dumps(rec))
     calls = _count_calibrations(monkeypatch)
     assert acc.CalibrationTable(tmp_path).sampled_gaussian(*_EVENT) == fresh
     assert len(calls) == 1  # discarded and calibrated again …

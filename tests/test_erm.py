@@ -186,23 +186,15 @@ def test_a_run_reports_its_steps_and_the_reference_solve_without_changing_a_numb
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "huge", "deep", "not an optimum", "wrong shape"])
 def test_a_stored_solution_that_is_not_ours_is_solved_again(kind, tmp_path, caplog):
-    import os
+    import cachefiles  # tests/cachefiles.py
     from dpcore import erm
     ds, model = D.load("iris"), LogReg()
     store = erm.ReferenceStore(tmp_path)
     first = store.exact(ds, model)
     (path,) = tmp_path.glob("erm-*.json")
     rec = json.loads(path.read_text())
-    if kind == "fifo":
-        path.unlink()
-        os.mkfifo(path)
-    elif kind == "device":
-        path.unlink()
-        path.symlink_to("/dev/zero")
-    elif kind == "huge":
-        path.write_text(" " * (erm.MAX_CACHE_BYTES + 1) + json.dumps(rec))
-    elif kind == "deep":
-        path.write_text("[" * 200_000 + "]" * 200_000)
+    if kind in cachefiles.SPECIAL:
+        cachefiles.spoil(path, kind, erm.MAX_CACHE_BYTES)
     elif kind == "not an optimum":  # a consistent record of a point that is not the minimiser,
         theta = np.array(rec["theta"]) * 0.5  # claiming a large gradient norm of its own
         loss = float(model.loss(theta[None], ds.X_train, ds.y_train)[0])
