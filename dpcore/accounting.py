@@ -166,24 +166,30 @@ class _GaussianLoss(_plm.GaussianPrivacyLoss):
         return np.where(eps == 0, 0.0, x)
 
 
-def _sampled_gaussian_pld(noise_multiplier: float, sample_rate: float,
-                          discretization: float) -> "_pl.PrivacyLossDistribution":
+def sampled_gaussian_pld(noise_multiplier: float, sample_rate: float, discretization: float,
+                         pessimistic: bool = True) -> "_pl.PrivacyLossDistribution":
     """One step's PLD (replace-one) as ``PLDAccountant`` builds it, only faster.
 
-    The builder is a private dp-accounting function; should a release drop it,
-    the library's own (slower) public constructor is used instead.
+    ``pessimistic=False`` rounds the other way: its ε(δ) is a lower estimate, which is
+    what an audit's lower bound needs (``dpcore.experiments.audit_bounds``).  The builder
+    is a private dp-accounting function; should a release drop it, the library's own
+    (slower) public constructor is used instead.
     """
     build = getattr(_pl, "_create_pld_pmf_from_monotone_privacy_loss", None)
     if build is None:  # pragma: no cover - depends on the installed dp-accounting
         return _pl.from_gaussian_mechanism(
             standard_deviation=noise_multiplier, sampling_prob=sample_rate,
+            pessimistic_estimate=pessimistic,
             value_discretization_interval=discretization, neighboring_relation=_NR.REPLACE_ONE)
-    loss = _GaussianLoss(noise_multiplier, sensitivity=1, pessimistic_estimate=True,
+    loss = _GaussianLoss(noise_multiplier, sensitivity=1, pessimistic_estimate=pessimistic,
                          log_mass_truncation_bound=-50, sampling_prob=sample_rate,
                          adjacency_type=_plm.AdjacencyType.REPLACE)
-    return _pl.PrivacyLossDistribution(build(loss, pessimistic_estimate=True,
+    return _pl.PrivacyLossDistribution(build(loss, pessimistic_estimate=pessimistic,
                                              value_discretization_interval=discretization,
-                                             use_connect_dots=True))
+                                             use_connect_dots=pessimistic))
+
+
+_sampled_gaussian_pld = sampled_gaussian_pld
 
 
 @functools.lru_cache(maxsize=1024)

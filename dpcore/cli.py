@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from .datasets import get_spec, list_datasets
 from .exceptions import DPCoreError
 from .experiments.audit import audit
+from .experiments.audit import summary as audit_summary
 from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
 from .experiments.run import RunSpec, load_problem, run
@@ -406,12 +407,19 @@ def _cmd_audit(args) -> Any:
     def e(v):
         return "∞" if v is None or v == float("inf") else f"{v:.3g}"
 
-    gdp = rec["epsilon_lower_bound_gdp"]
-    return (f"ε target {e(rec['epsilon_target'])}   ε certified {e(rec['epsilon_certified'])}   "
-            f"ε audited (lower bound, {rec['threat']}, confidence {rec['confidence']:g}) "
-            f"{e(rec['epsilon_lower_bound'])}   [direct {e(rec['epsilon_lower_bound_direct'])}"
-            + (f", Gaussian-DP fit {e(gdp)} (μ ≥ {rec['mu_lower_bound']:.3g})" if gdp is not None else "")
-            + f"]   verdict: {rec['verdict']}")
+    lines = [f"ε target {e(rec['epsilon_target'])}   ε certified {e(rec['epsilon_certified'])}   "
+             f"ε audited (lower bound, {rec['threat']}, confidence {rec['confidence']:g}) "
+             f"{e(rec['epsilon_lower_bound'])}   verdict: {rec['verdict']}",
+             audit_summary(rec)]
+    if rec["epsilon_attack_ceiling"] is not None and rec["epsilon_certified"] is not None and (
+            rec["epsilon_attack_ceiling"] < 0.99 * rec["epsilon_certified"]):
+        lines.append(f"the attack's own ceiling: ε {e(rec['epsilon_attack_ceiling'])} (what the releases it "
+                     "sees can show; the rest of the certified ε is the proof's slack)")
+    for est in rec["estimates"]:
+        use = "" if est["headline"] else "  [labelled only: not part of the audited ε]"
+        lines.append(f"  {est['name']:17} ε ≥ {e(est['epsilon'])} at α = {est['alpha']:.3g}: {est['detail']}{use}")
+        lines.append(f"  {'':17} assumes {est['assumption']}")
+    return "\n".join(lines)
 
 
 def _cmd_sweep(args) -> Any:

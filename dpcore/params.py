@@ -143,8 +143,8 @@ _P = [
     Param("calibration", Options(("certified", "published")), "certified",
           "certified: exact accountant; published: the paper's formula with constant c"),
     # the privacy audit
-    Param("trials", Interval(int, 2, 1_000_000, "both"), 500,
-          "mechanism runs per neighbouring dataset", 100, 5000),
+    Param("trials", Interval(int, 2, 10_000, "both"), 500,
+          "mechanism runs per neighbouring dataset (6,000 a side is the tight mode)", 100, 6000),
     Param("alpha", Interval(float, 0.0, 1.0, "neither"), 0.05,
           "the audit's bound holds with confidence 1 − α", 0.001, 0.2),
     Param("canary", Options(("opposite-pair", "lowest-variance", "random-unit", "mislabeled")), "opposite-pair",

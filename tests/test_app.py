@@ -281,12 +281,30 @@ def test_audit_page_white_box_leaking_setup_and_region():
     at.select_slider(key="au_trials").set_value(500).run()
     at.button(key="au_run").click().run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Verdict: **claim not met** (refuted: target)"]
+    [error] = [e.value for e in at.error]
+    assert error.startswith("Verdict: **claim not met** (refuted: target). Refuted: the target ε = 1.")
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     names = [t.get("name", "") for t in fig["data"]]
     assert any(n.startswith("certified ε") for n in names) and any(n.startswith("target ε") for n in names)
     assert any(n.startswith("this attack (white-box)") for n in names)
-    assert any("Gaussian-DP fit" in m.value and "μ ≥" in m.value for m in at.markdown)
+    table = at.dataframe[0].value  # every estimator, with what it assumes
+    assert list(table["estimator"]) == ["direct", "pooled-error", "effect-size"]
+    assert table["assumes"].str.contains("Gaussian").sum() == 2 and set(table["in the audited ε"]) == {"yes"}
+
+
+def test_audit_page_shows_objective_perturbations_ceiling_and_why():
+    """Objective perturbation's white-box attack sees only the Gaussian part: the view shows that
+    part's own ε beside the certified one and says the gap is the proof's slack."""
+    at = _page("audit.py").run()
+    at.selectbox(key="au_mechanism").set_value("objective-gaussian").run()
+    at.radio(key="au_threat").set_value("white-box").run()
+    at.select_slider(key="au_trials").set_value(200).run()
+    at.button(key="au_run").click().run()
+    assert not at.exception and not at.error
+    labels = {m.label: m.value for m in at.metric}
+    ceiling = float(labels["the attack's own ceiling (ε of the releases it sees)"])
+    assert 0 < ceiling < float(labels["ε certified"])
+    assert any("proof's slack" in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("page, key, widget, value, shown", [

@@ -19,10 +19,8 @@ from dpcore.experiments.audit import (
     choose_threshold,
     clopper_pearson_upper,
     epsilon_lower_bound,
-    gdp_membership_test,
     make_canary,
     membership_test,
-    mu_lower_bound,
     privacy_region,
     replace_record,
     roc_points,
@@ -136,9 +134,9 @@ def test_membership_test_is_valid_on_known_tight_pairs(name):
     (4.0, math.inf, math.inf, False, "no guarantee claimed", ()),
     (1.2, 1.0, 2.4, True, "claim not met", ("target",)),  # published formula under-calibrated
     (0.7, 1.0, 0.5, True, "claim not met", ("certified",)),
-    (0.6, 1.0, 1.0, True, "consistent", ()),
-    (0.2, 1.0, 1.0, True, "no evidence either way", ()),
-    (0.0, 1.0, math.inf, True, "no evidence either way", ()),  # a heuristic: the target is the claim
+    (0.6, 1.0, 1.0, True, "not refuted", ()),
+    (0.2, 1.0, 1.0, True, "not refuted", ()),
+    (0.0, 1.0, math.inf, True, "not refuted", ()),
     (1.5, 1.0, math.inf, True, "claim not met", ("target",)),
 ])
 def test_verdict(lb, target, certified, private, want, refuted):
@@ -270,7 +268,7 @@ def test_audit_has_power_yet_stays_below_a_large_certified_epsilon():
     # canary (ε_LB > 0), and the bound still respects the certified ε.
     r = audit(_cfg("output-laplace", epsilon=16.0), trials=1000)
     assert 0 < r.epsilon_lower_bound <= r.epsilon_certified == pytest.approx(16.0)
-    assert r.verdict in ("no evidence either way", "consistent")
+    assert r.verdict == "not refuted" and r.share_of_claim == pytest.approx(r.epsilon_lower_bound / 16.0)
 
 
 @pytest.mark.parametrize("mechanism", sorted(REGISTRY))
@@ -301,27 +299,6 @@ def test_other_models(dataset, model, mechanism, score):
 
 
 
-def test_gdp_fit_is_a_valid_lower_bound_on_gaussian_pairs():
-    """Scores N(−μ/2, 1) vs N(+μ/2, 1) have exactly the μ-GDP trade-off: over 200 seeded
-    audits the μ bound exceeds the truth at most as often as its confidence allows."""
-    audits, alpha = 200, 0.05
-    allowed = _allowed_failures(audits, alpha)
-    for mu in (0.3, 1.0, 2.5):
-        over = 0
-        for seed in range(audits):
-            rng = np.random.default_rng([seed, 17])
-            s0 = rng.normal(-mu / 2, 1.0, 500)
-            s1 = rng.normal(mu / 2, 1.0, 500)
-            fit = gdp_membership_test(s0, s1, 1e-5, alpha, threshold=0.0)
-            over += fit.mu_lower_bound > mu
-        assert over <= allowed, (mu, over)
-    # and it has power: at μ = 2.5 with 500 scores a side the bound is well above 2
-    rng = np.random.default_rng(3)
-    assert gdp_membership_test(rng.normal(-1.25, 1, 500), rng.normal(1.25, 1, 500), 1e-5, alpha,
-                               threshold=0.0).mu_lower_bound > 2.0
-    assert mu_lower_bound(250, 500, 250, 500, alpha) == 0.0
-
-
 def test_tradeoff_curve_of_a_gaussian_profile_is_the_gaussian_curve():
     """The privacy profile of μ-GDP, read at many δ, bounds the trade-off from below by the
     closed form Φ(Φ⁻¹(1 − α) − μ) and gets close to it."""
@@ -341,11 +318,18 @@ def test_tradeoff_curve_of_a_gaussian_profile_is_the_gaussian_curve():
 
 def test_white_box_audit_of_dp_gd_is_tight_and_valid():
     """Certified ε = 2: the white-box audit reads the noise the run drew against the declared
-    sensitivity; the Gaussian-DP fit lands within a factor of about 1.5 (1,000 runs a side)."""
+    sensitivity; the Gaussian estimators land within 0.75× of it (1,000 runs a side; the
+    benchmark's mean over seeds is ≥ 0.8×), each at α/3 so that their maximum holds at 1 − α."""
     r = audit(_cfg("gradient-dpgd", epsilon=2.0), trials=1000, threat="white-box")
     assert r.threat == "white-box" and r.epsilon_certified == pytest.approx(2.0, rel=1e-6)
-    assert 1.0 <= r.epsilon_lower_bound_gdp <= r.epsilon_lower_bound <= 2.0
-    assert r.verdict == "consistent" and r.refuted == ()
+    assert 1.5 <= r.epsilon_lower_bound_gdp <= r.epsilon_lower_bound <= 2.0
+    assert r.verdict == "not refuted" and r.refuted == ()
+    names = [e["name"] for e in r.estimates]
+    assert names == ["direct", "pooled-error", "effect-size"]
+    assert all(e["headline"] and e["alpha"] == pytest.approx(ALPHA / 3) for e in r.estimates)
+    assert r.epsilon_lower_bound == max(e["epsilon"] for e in r.estimates)
+    assert r.epsilon_attack_ceiling == pytest.approx(2.0, rel=1e-6)  # the attack sees every release
+    assert not r.at_size_ceiling and "Not refuted (" in audit_mod.summary(r.to_dict(scores=False))
     rec = json.loads(dumps(r.to_dict(scores=False)))
     region = rec["region"]
     assert len(region["fpr"]) == len(region["tpr_max_certified"]) == len(region["tpr_max_target"])

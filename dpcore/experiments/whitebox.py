@@ -78,6 +78,13 @@ class WhiteBoxScores:
     # Scores whose two distributions are Gaussian shifts symmetric about 0 (the Gaussian-DP
     # fit applies): the scores themselves, or the Gaussian part of a composed release.
     gaussian: tuple[np.ndarray, np.ndarray] | None = None
+    # μ of the Gaussian releases the attack observes, were the claim exact: the largest
+    # Gaussian-DP μ its scores can show (below the certified one where the proof pays for
+    # more than the attack sees, as in objective perturbation).
+    ceiling_mu: float | None = None
+    # (sampling rate, steps) where the scores are Poisson-sampled Gaussian sums: the family
+    # fit of dpcore.experiments.audit_bounds applies.
+    sampled: tuple[float, int] | None = None
 
 
 def _unit(p: int) -> np.ndarray:
@@ -173,11 +180,13 @@ def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: 
         clip, sigma, q = r.sensitivity / 2, r.noise, r.sample_rate
         unit = 1.0 / (q * problem.n)  # the optimiser adds the noise to the sum divided by qn
         s0, s1 = _sampled_scores(y0 / unit, y1 / unit, clip, sigma, q, rng)
-        return WhiteBoxScores(s0, s1, f"{what}: a Dirac canary of norm C in each Poisson-sampled sum")
+        return WhiteBoxScores(s0, s1, f"{what}: a Dirac canary of norm C in each Poisson-sampled sum",
+                              sampled=(float(q), int(steps)))
     deltas = np.concatenate([np.full(r.count, r.sensitivity) for r in releases])
     sigmas = np.concatenate([np.full(r.count, r.noise) for r in releases])
     s0, s1 = _shift_scores(y0, y1, deltas, sigmas)
-    return WhiteBoxScores(s0, s1, f"{what}, shifted by the declared sensitivity along e", (s0, s1))
+    return WhiteBoxScores(s0, s1, f"{what}, shifted by the declared sensitivity along e", (s0, s1),
+                          ceiling_mu=float(np.sqrt(np.sum((deltas / sigmas) ** 2))))
 
 
 def _released_vector_scores(mechanism, problem, config, seeds0, seeds1, e) -> WhiteBoxScores:
@@ -199,7 +208,8 @@ def _released_vector_scores(mechanism, problem, config, seeds0, seeds1, e) -> Wh
     s0, s1 = _shift_scores(ys[0], ys[1], np.array([release.sensitivity]), np.array([sigma]))
     what = ("the released θ minus the same run without noise" if mechanism.family == "output" else
             "the linear term b recovered from the optimality condition of the released θ")
-    return WhiteBoxScores(s0, s1, f"{what}, shifted by the declared sensitivity along e", (s0, s1))
+    return WhiteBoxScores(s0, s1, f"{what}, shifted by the declared sensitivity along e", (s0, s1),
+                          ceiling_mu=float(release.sensitivity / sigma))
 
 
 def _gamma_scores(mechanism, problem, config, seeds0, seeds1, e, noise_of, what) -> WhiteBoxScores:
