@@ -383,3 +383,26 @@ def test_white_box_refuses_what_it_cannot_audit_and_an_infinite_region_is_empty(
         audit(_cfg("gradient-dpgd"), trials=10, threat="grey-box")
     region = privacy_region(privacy.void("raw"), 1.0, 1e-5)
     assert "empty" in region["note"] and set(region["tpr_max_certified"]) == {1.0}
+
+
+def test_run_seeds_of_audits_never_overlap_whatever_their_sizes():
+    seen = {}
+    for seed, trials in ((0, 1000), (1, 500), (2, 6000), (3, 2)):
+        for side in (0, 1):
+            for s in audit_mod._run_seeds(seed, side, trials).tolist():
+                assert seen.setdefault(s, (seed, side)) == (seed, side)
+    # a larger audit with the same seed extends the smaller one
+    assert audit_mod._run_seeds(4, 1, 500).tolist() == audit_mod._run_seeds(4, 1, 1000).tolist()[:500]
+
+
+def test_the_size_ceiling_is_a_perfect_tests_direct_bound_and_is_reported():
+    assert audit_mod.size_ceiling(1000, 1e-5, ALPHA) == epsilon_lower_bound(0, 500, 0, 500, 1e-5, ALPHA)
+    r = audit(_cfg("non-private"), trials=100)
+    assert r.at_size_ceiling and r.epsilon_lower_bound == pytest.approx(r.size_ceiling)
+    rec = r.to_dict(scores=False)
+    assert "ceiling of an audit of 100 runs a side" in audit_mod.summary(rec)
+    # a refuted certificate is named, and called what it is
+    rec.update(verdict="claim not met", refuted=["target", "certified"], epsilon_target=1.0,
+               epsilon_certified=2.0, at_size_ceiling=False, epsilon_lower_bound=3.0)
+    line = audit_mod.summary(rec)
+    assert line.startswith("Refuted: the target ε = 1 and the certified ε = 2.") and "a bug" in line
