@@ -147,8 +147,9 @@ _P = [
           "mechanism runs per neighbouring dataset (6,000 a side is the tight mode)", 100, 6000),
     Param("alpha", Interval(float, 0.0, 1.0, "neither"), 0.05,
           "the audit's bound holds with confidence 1 − α", 0.001, 0.2),
-    Param("canary", Options(("opposite-pair", "lowest-variance", "random-unit", "mislabeled")), "opposite-pair",
-          "the record that differs between the two neighbours"),
+    Param("canary", Options(("auto", "opposite-pair", "orthogonal-pair", "lowest-variance", "random-unit", "mislabeled")), "auto",
+          "the record pair that differs between the two neighbours (auto: the orthogonal pair for "
+          "gradient training, the opposite pair otherwise)"),
     Param("score", Options(("margin", "loss")), "margin", "statistic of the canary per run"),
     Param("threat", Options(("black-box", "white-box")), "black-box",
           "black-box: the attacker sees the released model; white-box: every release along the way"),

@@ -32,7 +32,7 @@ enter_view("audit")
 st.title("Audit: catch a mechanism leaking")
 URL_KEYS = {'au_dataset': 'breast-cancer', 'au_model': 'logreg', 'au_mechanism': 'gradient-dpgd', 'au_epsilon': 1.0,
             'au_delta': 1e-05, 'au_cal': 'certified', 'au_c': 1.0, 'au_T': 50, 'au_trials': 500,
-            'au_canary': 'opposite-pair', 'au_threat': 'black-box', 'au_noise': 1.0}
+            'au_canary': 'auto', 'au_threat': 'black-box', 'au_noise': 1.0}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'au_dataset', 'epsilon': 'au_epsilon', 'delta': 'au_delta', 'iterations': 'au_T'}
 shared_settings(SHARED)
@@ -44,7 +44,7 @@ st.markdown(
 )
 LEAKING = dict(au_dataset="breast-cancer", au_model="logreg", au_mechanism="gradient-dpgd", au_epsilon=1.0,
                au_cal="published", au_c=0.1, au_T=100, au_trials=1000, au_threat="white-box",
-               au_canary="opposite-pair", au_noise=1.0)  # white-box: the threat under which this leak shows
+               au_canary="auto", au_noise=1.0)  # white-box: the threat under which this leak shows
 if st.button("Load a leaking setup (DP-GD with the published formula at c = 0.1, white-box)", key="au_leak"):
     st.session_state.update(LEAKING)
     st.rerun()

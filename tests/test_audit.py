@@ -406,3 +406,34 @@ def test_the_size_ceiling_is_a_perfect_tests_direct_bound_and_is_reported():
                epsilon_certified=2.0, at_size_ceiling=False, epsilon_lower_bound=3.0)
     line = audit_mod.summary(rec)
     assert line.startswith("Refuted: the target ε = 1 and the certified ε = 2.") and "a bug" in line
+
+
+def test_the_orthogonal_pair_starts_gradient_training_where_both_canaries_are_misclassified():
+    ds = D.load("breast-cancer")
+    can = make_canary(ds, "orthogonal-pair", seed=3)
+    u, v = can.anti_x, can.x  # D holds u, D' holds v
+    assert abs(u @ v) < 1e-12 and np.linalg.norm(u) == pytest.approx(1) == np.linalg.norm(v)
+    lowest = make_canary(ds, "lowest-variance", seed=3).x
+    assert np.allclose(u, lowest)  # u is the lowest-variance direction, v the next one
+    msq = lambda w: np.mean((ds.X_train @ w) ** 2)  # noqa: E731
+    assert msq(lowest) <= msq(v) <= msq(ds.X_train[0] / np.linalg.norm(ds.X_train[0]))
+    # "auto" picks it for noisy-gradient mechanisms only
+    assert audit_mod.resolve_canary("auto", REGISTRY["gradient-dpgd"]) == "orthogonal-pair"
+    assert audit_mod.resolve_canary("auto", REGISTRY["output-gaussian"]) == "opposite-pair"
+    with pytest.raises(ParameterError, match="concrete canary"):
+        make_canary(ds, "auto")
+    # the start is used by the run: with no noise at all the released θ keeps u and v misclassified
+    r = audit(_cfg("gradient-dpgd", epsilon=1.0, iterations=20, noise_scale=1e-9), trials=4)
+    assert r.canary == "orthogonal-pair" and "starts at θ₀ = −10·y(u + v)" in r.canary_description
+    assert np.all(r.scores_with > r.scores_without)  # D' pushed θ towards v, D towards u
+
+
+def test_the_orthogonal_pair_is_the_stronger_black_box_canary_for_dp_gd():
+    """Published DP-GD at c = 0.05 (certified ≈ 14): the orthogonal pair with its start sees the
+    record where the opposite pair, capped by σ(a) + σ(−a) = 1, sees about half as much."""
+    cfg = _cfg("gradient-dpgd", calibration="published", c=0.05, iterations=100)
+    ortho = audit(cfg, trials=500, canary="orthogonal-pair")
+    opposite = audit(cfg, trials=500, canary="opposite-pair")
+    assert ortho.epsilon_lower_bound > opposite.epsilon_lower_bound
+    assert ortho.epsilon_gaussian_assumption > 1.3 * opposite.epsilon_gaussian_assumption
+    assert ortho.epsilon_lower_bound <= ortho.epsilon_certified

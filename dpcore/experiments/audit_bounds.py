@@ -44,12 +44,13 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import beta as _beta
-from scipy.stats import nct, norm
+from scipy.stats import chi2, nct, norm
 
 from .. import accounting as acc
 from ..exceptions import ParameterError
@@ -134,13 +135,35 @@ def pooled_error_bound(fp: int, n0: int, fn: int, n1: int, delta: float, alpha: 
                     f"{int(fp) + int(fn)} errors in {n0 + n1} runs, pooled error ≤ {p_u:.4g}, μ ≥ {mu:.4g}")
 
 
+def _ncp_lower_conservative(t_obs: float, df: float, alpha: float) -> float:
+    """A valid, slightly conservative lower bound where the noncentral t's numerics give out
+    (huge t): T = (Z + λ)/S with S² ~ χ²_df/df, so P(T ≥ t) ≤ P(S < s) + P(Z ≥ ts − λ) ≤ α for
+    s the α/2 quantile of S and λ ≤ ts − z_{α/2}."""
+    s = math.sqrt(float(chi2.ppf(alpha / 2, df)) / df)
+    return max(0.0, t_obs * s - float(norm.isf(alpha / 2)))
+
+
 def _ncp_lower(t_obs: float, df: float, alpha: float) -> float:
     """Largest noncentrality λ with P(T ≥ t_obs | λ) ≤ α (a lower 1 − α bound on λ); ≥ 0."""
     if not math.isfinite(t_obs) or t_obs <= 0:
-        return 0.0
+        return 0.0 if not t_obs > 0 else math.inf
+    if t_obs > 200.0:  # beyond scipy's noncentral t (its series stops converging)
+        return _ncp_lower_conservative(t_obs, df, alpha)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return _ncp_lower_exact(t_obs, df, alpha)
+    except (ValueError, RuntimeError):
+        return _ncp_lower_conservative(t_obs, df, alpha)
+
+
+def _ncp_lower_exact(t_obs: float, df: float, alpha: float) -> float:
 
     def excess(lam: float) -> float:
-        return float(nct.sf(t_obs, df, lam)) - alpha
+        value = float(nct.sf(t_obs, df, lam))
+        if not math.isfinite(value):
+            raise ValueError("the noncentral t did not converge")
+        return value - alpha
 
     if excess(0.0) >= 0:
         return 0.0

@@ -48,6 +48,9 @@ class Problem:
     trace_points: int | None = None  # None: the optimisers' default
     store: ReferenceStore | None = None  # None: nothing is reused
     progress: Progress | None = None  # told of the optimisers' steps (never changes a number)
+    # where iterative training starts, (p,), in place of the model's own start: an auditor's
+    # choice (a privacy claim holds for every start), None for the model's default
+    theta_start: np.ndarray | None = None
 
     @property
     def X(self) -> np.ndarray:
@@ -71,7 +74,10 @@ class Problem:
 
     def start(self, rngs) -> np.ndarray:
         """Starting parameters of iterative training, (R, p): zeros for convex models, a
-        seeded random start (its own stream, apart from the noise) for the MLP."""
+        seeded random start (its own stream, apart from the noise) for the MLP; ``theta_start``
+        when one is set."""
+        if self.theta_start is not None:
+            return np.tile(np.asarray(self.theta_start, dtype=float), (len(rngs), 1))
         return self.model.init(len(rngs), self.d, None if self.model.convex else rngs.spawn_stream(streams.MODEL_INIT))
 
 
