@@ -147,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="black-box: the attacker sees the released model; white-box: every release")
     s.add_argument("--noise-scale", type=_ptype("noise_scale"), default=1.0,
                    help="multiply every noise the mechanism draws while claiming the target ε")
+    s.add_argument("--end-to-end", action="store_true",
+                   help="white-box, noisy-gradient mechanisms: first measure what a real replaced record "
+                        "moves the first release (common random numbers) and score with that shift")
+    s.add_argument("--clip", type=_ptype("clip_norm"), default=None, help="per-record clipping norm C")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("tradeoff", help="local vs central privacy of every mechanism at one ε")
@@ -394,11 +398,15 @@ def _cmd_bounds(args) -> Any:
 
 
 def _cmd_audit(args) -> Any:
+    cls = REGISTRY.get(args.mechanism)
+    if cls is not None and args.clip is not None and "clip_norm" not in cls.settings:
+        raise DPCoreError(f"--clip does not apply to {cls.id}: it clips nothing")
     config = RunSpec(dataset=args.dataset, model=args.model, mechanism=args.mechanism,
                      epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
                      calibration=args.calibration, c=args.c, lam=args.lam, learning_rate=args.lr,
-                     seed=args.seed, repeats=1, noise_scale=args.noise_scale)
+                     seed=args.seed, repeats=1, noise_scale=args.noise_scale, clip_norm=args.clip)
     res = audit(config, args.trials, alpha=args.alpha, canary=args.canary, threat=args.threat,
+                end_to_end=args.end_to_end,
                 progress=lambda done, total: print(f"[{done}/{total}] runs", file=sys.stderr, flush=True))
     rec = res.to_dict(scores=False)
     if args.json:
@@ -415,6 +423,13 @@ def _cmd_audit(args) -> Any:
             rec["epsilon_attack_ceiling"] < 0.99 * rec["epsilon_certified"]):
         lines.append(f"the attack's own ceiling: ε {e(rec['epsilon_attack_ceiling'])} (what the releases it "
                      "sees can show; the rest of the certified ε is the proof's slack)")
+    sc = rec.get("shift_check")
+    if sc is not None:
+        lines.append(f"end-to-end: the real record moved {sc['what']} by {sc['measured']:.6g} (declared "
+                     f"{sc['declared']:.6g}{', reached' if sc['reached'] else ''})"
+                     + (f"; sampled in {sc['included']} of {sc['runs']} first steps (declared q = "
+                        f"{sc['sample_rate']:.4g})" if sc["included"] is not None else "")
+                     + "".join(f"; FOUND: {f}" for f in sc["findings"]))
     for est in rec["estimates"]:
         use = "" if est["headline"] else "  [labelled only: not part of the audited ε]"
         lines.append(f"  {est['name']:17} ε ≥ {e(est['epsilon'])} at α = {est['alpha']:.3g}: {est['detail']}{use}")

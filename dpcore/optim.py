@@ -41,6 +41,9 @@ class BatchRNG:
     #: Called with the noise each noisy gradient step released (the released gradient minus the
     #: clean one), when set: how a white-box audit (dpcore.experiments.whitebox) observes an optimiser.
     observer = None
+    #: Called with each noisy release itself (the clean gradient plus its noise), when set: how the
+    #: end-to-end white-box check measures what a replaced record really moves.
+    release_observer = None
 
     def __init__(self, seeds: Sequence[int], stream: int = streams.RUN, key: Sequence[int] = ()):
         self.seeds = [int(s) for s in seeds]
@@ -133,6 +136,8 @@ def _noisy_step(model, theta, grad, t, lr, noise_std, grad_hook, rngs):
         noisy = grad + rngs.normal(theta.shape[1], noise_std)
         if rngs.observer is not None:  # a white-box audit sees the release, knows the clean part
             rngs.observer(noisy - grad)
+        if rngs.release_observer is not None:
+            rngs.release_observer(noisy)
         grad = noisy
     if grad_hook is not None:
         grad = grad_hook(t, grad, rngs)

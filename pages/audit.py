@@ -69,6 +69,12 @@ with st.sidebar:
                       help=PARAMS["threat"].help)
     canary = (choice("selectbox", "canary pair", PARAMS["canary"].constraint.values, key="au_canary")
               if threat == "black-box" else PARAMS["canary"].default)
+    end_to_end = (threat == "white-box" and REGISTRY[mechanism].family == "gradient"
+                  and st.toggle("end-to-end check", key="au_e2e",
+                                help="first run the real mechanism on a real neighbouring pair with the same "
+                                     "noise on both sides, measure what the record moves the first release (and "
+                                     "how often it is sampled), and score with that shift: a bug in clipping, "
+                                     "the sensitivity or the sampler then shows"))
 
 st.caption(
     "**Black-box**: the attacker sees only the released model and scores a planted record (the canary) "
@@ -85,6 +91,7 @@ if st.button("Run the audit", type="primary", key="au_run"):
                          iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale)
         st.session_state["au_result"] = audit(
             config, trials, canary=canary, threat=threat, dataset=user_dataset(dataset), ctx=app_context(),
+            end_to_end=bool(end_to_end),
             progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs")).to_dict()
     except DPCoreError as exc:
         st.error(f"{exc}")
@@ -108,6 +115,15 @@ if res:
     (st.error if res["verdict"] == "claim not met" else st.info)(
         f"Verdict: **{res['verdict']}**" + (f" (refuted: {', '.join(res['refuted'])})" if res["refuted"] else "")
         + f". {audit_summary(res)}")
+    sc = res.get("shift_check")
+    if sc is not None:
+        for finding in sc["findings"]:
+            st.error(f"End-to-end check: {finding}.")
+        st.caption(f"End-to-end check: the real replaced record moved {sc['what']} by {sc['measured']:.4g} "
+                   f"against a declared {sc['declared']:.4g}"
+                   + (" (the declared worst case, reached)" if sc["reached"] else "")
+                   + (f"; it was sampled in {sc['included']} of {sc['runs']} first steps, declared rate "
+                      f"{sc['sample_rate']:.3g}" if sc["included"] is not None else "") + ".")
     rows = [{"estimator": e["name"], "ε ≥": fmt_eps(e["epsilon"]), "α": f"{e['alpha']:.3g}",
              "in the audited ε": "yes" if e["headline"] else "no (labelled only)",
              "from": e["detail"], "assumes": e["assumption"]} for e in res["estimates"]]

@@ -937,3 +937,15 @@ def test_prepare_computes_exactly_what_comparess_first_preset_runs(monkeypatch):
         base=base, mechanisms=list(m), epsilons=list(e), tuned=kw.get("tuned")) or [])
     studies.classroom_compare()
     assert seen and seen == prepared
+
+
+def test_audit_page_end_to_end_check_reports_the_measured_shift():
+    at = _page("audit.py").run()
+    at.radio(key="au_threat").set_value("white-box").run()
+    at.toggle(key="au_e2e").set_value(True).run()
+    at.select_slider(key="au_trials").set_value(100).run()
+    at.button(key="au_run").click().run()
+    assert not at.exception and not at.error
+    assert any(c.value.startswith("End-to-end check: the real replaced record moved") for c in at.caption)
+    at.selectbox(key="au_mechanism").set_value("output-gaussian").run()  # no gradient steps: no toggle
+    assert not [t for t in at.toggle if t.key == "au_e2e"]

@@ -437,3 +437,82 @@ def test_the_orthogonal_pair_is_the_stronger_black_box_canary_for_dp_gd():
     assert ortho.epsilon_lower_bound > opposite.epsilon_lower_bound
     assert ortho.epsilon_gaussian_assumption > 1.3 * opposite.epsilon_gaussian_assumption
     assert ortho.epsilon_lower_bound <= ortho.epsilon_certified
+
+
+# -- the end-to-end white-box check and its mutations ------------------------------------------
+
+
+def _e2e(mechanism, trials=300, **kw):
+    cfg = _cfg(mechanism, epsilon=2.0, clip_norm=0.2, iterations=20, **kw)  # 0.2 < ½: the pair is clipped
+    return audit(cfg, trials=trials, threat="white-box", end_to_end=True)
+
+
+@pytest.mark.parametrize("mechanism", ["gradient-dpgd", "gradient-dpsgd"])
+def test_end_to_end_check_measures_exactly_the_declared_worst_case(mechanism):
+    """The real mechanism on the real opposite pair, common random numbers: the first releases
+    differ by the clipped contributions, 2C (DP-SGD's sum) or 2C/n (DP-GD's mean), which the
+    plan declares; nothing is found and nothing exceeds the certified ε."""
+    r = _e2e(mechanism)
+    sc = r.shift_check
+    assert sc["reached"] and sc["findings"] == [] and sc["runs"] == 300
+    n = r.n_train
+    assert sc["measured"] == pytest.approx(0.4 / (n if mechanism == "gradient-dpgd" else 1), rel=1e-9)
+    assert r.verdict == "not refuted" and r.epsilon_lower_bound <= r.epsilon_certified
+    if mechanism == "gradient-dpsgd":  # the record is sampled at the declared rate
+        assert sc["rate_lower"] <= sc["sample_rate"] <= sc["rate_upper"]
+    with pytest.raises(ParameterError, match="white-box"):
+        audit(_cfg(mechanism), trials=10, end_to_end=True)
+    with pytest.raises(ParameterError, match="noisy-gradient"):
+        audit(_cfg("output-gaussian"), trials=10, threat="white-box", end_to_end=True)
+
+
+def test_end_to_end_check_catches_clipping_at_twice_the_declared_norm(monkeypatch):
+    import dpcore.mechanisms.gradient as gradient
+
+    real = gradient.gradient_descent
+
+    def clips_at_2c(*args, clip_norm=None, **kw):
+        return real(*args, clip_norm=None if clip_norm is None else 2 * clip_norm, **kw)
+
+    monkeypatch.setattr(gradient, "gradient_descent", clips_at_2c)
+    plain = audit(_cfg("gradient-dpgd", epsilon=2.0, clip_norm=0.2, iterations=20), trials=300,
+                  threat="white-box")
+    assert "certified" not in plain.refuted  # reading the noise against the declared Δ cannot see it
+    r = _e2e("gradient-dpgd")
+    assert r.shift_check["measured"] == pytest.approx(2 * r.shift_check["declared"], rel=1e-9)
+    assert r.verdict == "claim not met" and "certified" in r.refuted
+    assert any("more than the declared sensitivity" in w for w in r.warnings)
+
+
+def test_end_to_end_check_catches_a_sampler_at_twice_the_declared_rate(monkeypatch):
+    import dpcore.mechanisms.gradient as gradient
+
+    real = gradient.sgd
+
+    def samples_at_2q(*args, sample_rate=None, **kw):
+        return real(*args, sample_rate=None if sample_rate is None else min(1.0, 2 * sample_rate), **kw)
+
+    monkeypatch.setattr(gradient, "sgd", samples_at_2q)
+    r = _e2e("gradient-dpsgd")
+    sc = r.shift_check
+    assert sc["rate_lower"] > sc["sample_rate"] and r.verdict == "claim not met" and "certified" in r.refuted
+    assert any("more often than the declared rate" in w for w in r.warnings)
+
+
+def test_end_to_end_check_catches_a_plan_that_declares_half_the_sensitivity(monkeypatch):
+    from dpcore import privacy
+    from dpcore.mechanisms.gradient import GradientDPGD
+
+    real = GradientDPGD.plan
+
+    def halved(self, problem, config, sigma):
+        r = real(self, problem, config, sigma).releases[0]
+        return privacy.gaussian(r.what, r.sensitivity / 2, r.noise, r.count)
+
+    monkeypatch.setattr(GradientDPGD, "plan", halved)  # certified calibration: half the noise
+    plain = audit(_cfg("gradient-dpgd", epsilon=2.0, clip_norm=0.2, iterations=20), trials=300,
+                  threat="white-box")
+    assert "certified" not in plain.refuted  # the declared Δ and the noise agree with each other
+    r = _e2e("gradient-dpgd")
+    assert r.shift_check["measured"] == pytest.approx(2 * r.shift_check["declared"], rel=1e-9)
+    assert r.verdict == "claim not met" and "certified" in r.refuted

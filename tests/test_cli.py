@@ -258,3 +258,15 @@ def test_audit_text_names_the_refuted_claim_the_ceiling_and_each_estimators_assu
     assert [ln.split()[0] for ln in out.splitlines() if "at α = " in ln] == [
         "direct", "pooled-error", "effect-size"]
     assert out.count("assumes ") == 3 and "assumes nothing" in out
+
+
+def test_audit_end_to_end_from_the_command_line(capsys):
+    assert main(["audit", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--threat", "white-box",
+                 "--end-to-end", "--clip", "0.2", "--trials", "100", "-T", "10", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["shift_check"]["reached"] and rec["shift_check"]["findings"] == []
+    assert main(["audit", "--dataset", "iris", "--mechanism", "output-gaussian", "--clip", "0.2",
+                 "--trials", "10"]) == 2
+    assert "--clip does not apply to output-gaussian" in capsys.readouterr().err
+    assert main(["audit", "--dataset", "iris", "--mechanism", "gradient-dpgd", "--end-to-end",
+                 "--trials", "10"]) == 2  # black-box: the check is white-box only

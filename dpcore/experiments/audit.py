@@ -120,7 +120,7 @@ from .audit_bounds import (
     pooled_error_bound,
     sampled_gaussian_bound,
 )
-from .whitebox import white_box_scores
+from .whitebox import measure_shift, white_box_scores
 
 __all__ = [
     "AuditResult",
@@ -570,6 +570,7 @@ class AuditResult:
     size_ceiling: float = math.inf  # the largest direct bound this many runs can give
     at_size_ceiling: bool = False
     epsilon_gaussian_assumption: float | None = None  # black-box: labelled, not in the headline
+    shift_check: dict[str, Any] | None = None  # end-to-end: what the real neighbours moved
 
     def roc(self, points: int = 201) -> dict[str, list[float]]:
         """The attack's empirical ROC on all runs (at most ``points`` points)."""
@@ -626,6 +627,7 @@ class AuditResult:
             "size_ceiling": self.size_ceiling,
             "at_size_ceiling": self.at_size_ceiling,
             "epsilon_gaussian_assumption": self.epsilon_gaussian_assumption,
+            "shift_check": self.shift_check,
             "roc": self.roc(),
             "config": self.config.to_dict(),
         }
@@ -693,6 +695,7 @@ def audit(
     chunk_size: int = DEFAULT_CHUNK,
     dataset=None,
     ctx: Context | None = None,
+    end_to_end: bool = False,
 ) -> AuditResult:
     """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
 
@@ -713,6 +716,13 @@ def audit(
     Gaussian mechanisms), the Gaussian-DP fit; with both, each runs at α/2 so the
     reported maximum holds with confidence 1 − α.  See the module docstring.
 
+    ``end_to_end=True`` (white-box, noisy-gradient mechanisms): first run the real mechanism
+    on a real neighbouring pair (the opposite pair) with common random numbers and measure
+    what the record moves the first release, and how often it is sampled
+    (:func:`dpcore.experiments.whitebox.measure_shift`); a shift above the declared sensitivity
+    or a sampling rate above the declared one refutes the certificate, and the runs are then
+    scored with the measured shift, so a bug in clipping, the sensitivity or the sampler shows.
+
     References: Jagielski, Ullman & Oprea 2020, Alg. 2; Nasr et al. 2023.
     """
     t_start = time.perf_counter()
@@ -726,6 +736,10 @@ def audit(
     chunk_size = _check("chunk_size", chunk_size)
     if max_rows is not None:
         max_rows = _check("max_rows", max_rows)
+    if not isinstance(end_to_end, bool):
+        raise ParameterError(f"end_to_end must be True or False; got {end_to_end!r}")
+    if end_to_end and threat != "white-box":
+        raise ParameterError("the end-to-end check is a white-box audit: use threat='white-box'")
     if progress is not None and not callable(progress):
         raise ParameterError("progress must be a callable progress(done, total) or None")
 
@@ -776,13 +790,19 @@ def audit(
     first = mechanism.run(problem_d, config, BatchRNG([int(seeds[0][0])]))
     eps_certified, sigma, plan = first.certified(config.delta)[0], first.sigma, first.plan
     gaussian_scores, sampled, ceiling_mu = False, None, None
+    shift = None
+    if end_to_end:
+        shift = _measure_shift(mechanism, problem_d, config, seeds[0][: min(trials, 2000)].tolist(), alpha)
+        for finding in shift.findings():
+            caught.append("end-to-end check: " + finding)
     with warnings.catch_warnings(record=True) as wlist:
         warnings.simplefilter("always", PrivacyWarning)
         for start in range(0, trials, chunk_size):
             stop = min(trials, start + chunk_size)
             if threat == "white-box":
                 wb = white_box_scores(mechanism, problem_d, config, seeds[0][start:stop].tolist(),
-                                      seeds[1][start:stop].tolist(), seed=config.seed * 100_003 + start)
+                                      seeds[1][start:stop].tolist(), seed=config.seed * 100_003 + start,
+                                      shift=shift)
                 scores[0][start:stop], scores[1][start:stop] = wb.without, wb.with_
                 if wb.gaussian is not None:
                     for side in (0, 1):
@@ -839,6 +859,8 @@ def audit(
     eps_target = float(config.epsilon) if mechanism.private else math.inf
     eps_lb = best.epsilon
     v, refuted = verdict(eps_lb, eps_target, eps_certified, mechanism.private)
+    if shift is not None and shift.findings():  # the certificate's premise is measured false
+        v, refuted = NOT_MET, tuple(dict.fromkeys(refuted + ("certified",)))
     claim = min(eps_target, eps_certified)
     ceiling = size_ceiling(trials, delta, a)
     if "certified" in refuted:
@@ -896,7 +918,27 @@ def audit(
         size_ceiling=ceiling,
         at_size_ceiling=best.name == "direct" and eps_lb >= ceiling * (1 - 1e-9),
         epsilon_gaussian_assumption=max((e.epsilon for e in assumed), default=None) if assumed else None,
+        shift_check=None if shift is None else shift.to_dict(),
     )
+
+
+def _measure_shift(mechanism, problem, config: RunSpec, seeds: list[int], alpha: float):
+    """The end-to-end measurement on the opposite pair (one-step runs: the first release of a
+    T-step run is the same computation, and the noise cancels between the two sides)."""
+    if mechanism.family != "gradient":
+        raise ParameterError(f"the end-to-end check runs on noisy-gradient mechanisms; {mechanism.id} "
+                             "releases no gradient steps")
+    can = make_canary(problem.dataset, "opposite-pair", 1.0, config.seed)
+    pair = []
+    for x in (can.anti_x, can.x):
+        ds = replace_record(problem.dataset, can.index, x, can.y)
+        pair.append(dataclasses.replace(problem, dataset=ds, erm=LazySolution(problem.model, ds.X_train,
+                                                                               ds.y_train)))
+    one_step = dataclasses.replace(config, iterations=1)
+    shift = measure_shift(mechanism, pair[0], pair[1], one_step, seeds, alpha)
+    if shift is None:
+        raise ParameterError(f"the end-to-end check cannot read {mechanism.id}'s releases one step at a time")
+    return shift
 
 
 def _gaussian_assumption(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float) -> tuple:

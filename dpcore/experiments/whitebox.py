@@ -49,7 +49,8 @@ from ..mechanisms import Problem
 from ..mechanisms.local import duchi_privatize
 from ..optim import BatchRNG
 
-__all__ = ["TapRNG", "WhiteBoxScores", "white_box_scores", "WHITE_BOX_UNAVAILABLE"]
+__all__ = ["TapRNG", "ReleaseTap", "ShiftCheck", "measure_shift", "WhiteBoxScores", "white_box_scores",
+           "WHITE_BOX_UNAVAILABLE"]
 
 WHITE_BOX_UNAVAILABLE = {
     "input-dbdp-if": "it has no guarantee to test (its selection reads the raw data)",
@@ -66,6 +67,98 @@ class TapRNG(BatchRNG):
         super().__init__(seeds, stream)
         self.draws: list[np.ndarray] = []
         self.observer = self.draws.append
+
+
+class ReleaseTap(BatchRNG):
+    """A :class:`BatchRNG` that keeps every noisy release of an optimiser, clean part included."""
+
+    def __init__(self, seeds, stream: int = streams.RUN):
+        super().__init__(seeds, stream)
+        self.releases: list[np.ndarray] = []
+        self.release_observer = self.releases.append
+
+
+#: a measured shift above the declared sensitivity by more than this (relative) is a finding
+SHIFT_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class ShiftCheck:
+    """What a replaced record really moved the first release, against what the plan declares.
+
+    Both neighbours run with common random numbers (the same seeds, so the same noise and the
+    same Poisson coins) from the same start, so the first releases differ by exactly the
+    record's clipped contribution, computed by the mechanism's own code.  ``declared`` and
+    ``measured`` are in the plan's units (the mean gradient for DP-GD, the clipped sum for the
+    Poisson-sampled mechanisms); ``included`` counts the runs whose first step sampled the
+    record, against the declared rate ``sample_rate`` (Clopper–Pearson bounds at ``alpha``)."""
+
+    declared: float
+    measured: float
+    runs: int
+    what: str
+    sample_rate: float | None = None
+    included: int | None = None
+    rate_lower: float | None = None
+    rate_upper: float | None = None
+
+    @property
+    def exceeds(self) -> bool:
+        return self.measured > self.declared * (1.0 + SHIFT_RTOL) + 1e-300
+
+    @property
+    def rate_exceeds(self) -> bool:
+        return self.rate_lower is not None and self.rate_lower > self.sample_rate
+
+    @property
+    def reached(self) -> bool:
+        """The worst case the plan declares was reached (within rounding)."""
+        return abs(self.measured - self.declared) <= 1e-9 * max(self.declared, 1e-300)
+
+    def findings(self) -> list[str]:
+        out = []
+        if self.exceeds:
+            out.append(f"the replaced record moved {self.what} by {self.measured:.6g}, more than the declared "
+                       f"sensitivity {self.declared:.6g}: the calibration's sensitivity or the clipping is wrong")
+        if self.rate_exceeds:
+            out.append(f"the record was sampled in {self.included} of {self.runs} first steps (rate ≥ "
+                       f"{self.rate_lower:.4g}), more often than the declared rate q = {self.sample_rate:.4g}")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"declared": self.declared, "measured": self.measured, "runs": self.runs, "what": self.what,
+                "sample_rate": self.sample_rate, "included": self.included, "rate_lower": self.rate_lower,
+                "rate_upper": self.rate_upper, "reached": self.reached, "findings": self.findings()}
+
+
+def measure_shift(mechanism, problem0: Problem, problem1: Problem, config, seeds, alpha: float = 0.05):
+    """Run the real mechanism on two neighbouring problems with common random numbers and
+    compare the first releases (see :class:`ShiftCheck`); ``None`` where the mechanism does not
+    release noisy gradients one step at a time (or releases them per client)."""
+    from scipy.stats import beta as _beta  # the audit's Clopper–Pearson, here two-sided
+
+    if mechanism.family != "gradient" or not mechanism.private:
+        return None
+    taps = []
+    for problem in (problem0, problem1):
+        tap = ReleaseTap(seeds)
+        out = mechanism.run(problem, config, tap)
+        taps.append(tap)
+    if not taps[0].releases or out.plan.parts or len(out.plan.releases) != 1:
+        return None
+    release = out.plan.releases[0]
+    diff = taps[1].releases[0] - taps[0].releases[0]  # (runs, p): the noise cancels exactly
+    shifts = np.linalg.norm(diff, axis=1)
+    runs = shifts.size
+    if release.kind == "sampled-gaussian":
+        unit = release.sample_rate * problem0.n  # the optimiser divides the clipped sum by q·n
+        moved = shifts > 0
+        k = int(np.sum(moved))
+        lo = float(_beta.ppf(alpha / 2, k, runs - k + 1)) if k > 0 else 0.0
+        hi = float(_beta.ppf(1 - alpha / 2, k + 1, runs - k)) if k < runs else 1.0
+        return ShiftCheck(release.sensitivity, float(shifts.max() * unit), runs, "the clipped sum of gradients",
+                          release.sample_rate, k, lo, hi)
+    return ShiftCheck(release.sensitivity, float(shifts.max()), runs, "the released mean gradient")
 
 
 @dataclass(frozen=True)
@@ -119,8 +212,12 @@ def _run(mechanism, problem, config, seeds, rng_cls=TapRNG):
     return mechanism.run(problem, config, rngs), rngs
 
 
-def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: int = 0) -> WhiteBoxScores:
-    """Scores of ``len(seeds0)`` runs without and ``len(seeds1)`` with the neighbour's shift."""
+def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: int = 0,
+                     shift: ShiftCheck | None = None) -> WhiteBoxScores:
+    """Scores of ``len(seeds0)`` runs without and ``len(seeds1)`` with the neighbour's shift.
+
+    ``shift``: the end-to-end measurement (:func:`measure_shift`); the noisy steps are then
+    scored with the shift the real neighbours produced instead of the declared sensitivity."""
     mid = mechanism.id
     if mid in WHITE_BOX_UNAVAILABLE:
         raise ParameterError(f"no white-box audit for {mid}: {WHITE_BOX_UNAVAILABLE[mid]}; "
@@ -175,17 +272,21 @@ def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: 
     y0 = np.stack([d @ e for d in draws0], axis=1)
     y1 = np.stack([d @ e for d in draws1], axis=1)
     kind = releases[0].kind
+    if shift is not None:
+        what += f" (shifted by {shift.measured:.4g}, what the real neighbours moved the first release)"
     if kind == "sampled-gaussian":
         r = releases[0]
-        clip, sigma, q = r.sensitivity / 2, r.noise, r.sample_rate
+        clip, sigma, q = (r.sensitivity if shift is None else shift.measured) / 2, r.noise, r.sample_rate
         unit = 1.0 / (q * problem.n)  # the optimiser adds the noise to the sum divided by qn
         s0, s1 = _sampled_scores(y0 / unit, y1 / unit, clip, sigma, q, rng)
         return WhiteBoxScores(s0, s1, f"{what}: a Dirac canary of norm C in each Poisson-sampled sum",
                               sampled=(float(q), int(steps)))
-    deltas = np.concatenate([np.full(r.count, r.sensitivity) for r in releases])
+    deltas = np.concatenate([np.full(r.count, r.sensitivity if shift is None else shift.measured)
+                             for r in releases])
     sigmas = np.concatenate([np.full(r.count, r.noise) for r in releases])
     s0, s1 = _shift_scores(y0, y1, deltas, sigmas)
-    return WhiteBoxScores(s0, s1, f"{what}, shifted by the declared sensitivity along e", (s0, s1),
+    how = "by the declared sensitivity" if shift is None else "by the measured shift"
+    return WhiteBoxScores(s0, s1, f"{what}, shifted {how} along e", (s0, s1),
                           ceiling_mu=float(np.sqrt(np.sum((deltas / sigmas) ** 2))))
 
 
