@@ -21,6 +21,7 @@ from .datasets import get_spec, list_datasets
 from .exceptions import DPCoreError
 from .experiments.audit import audit
 from .experiments.audit import summary as audit_summary
+from .experiments.one_run import one_run_audit
 from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
 from .experiments.run import RunSpec, load_problem, run
@@ -151,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="white-box, noisy-gradient mechanisms: first measure what a real replaced record "
                         "moves the first release (common random numbers) and score with that shift")
     s.add_argument("--clip", type=_ptype("clip_norm"), default=None, help="per-record clipping norm C")
+    s.add_argument("--one-run", action="store_true",
+                   help="one training run with --canaries canaries, each in with probability ½ "
+                        "(Steinke, Nasr & Jagielski 2023), in place of --trials runs a side")
+    s.add_argument("--canaries", type=_ptype("canaries"), default=None,
+                   help="canaries of a --one-run audit (default 1000)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("tradeoff", help="local vs central privacy of every mechanism at one ε")
@@ -401,6 +407,10 @@ def _cmd_audit(args) -> Any:
     cls = REGISTRY.get(args.mechanism)
     if cls is not None and args.clip is not None and "clip_norm" not in cls.settings:
         raise DPCoreError(f"--clip does not apply to {cls.id}: it clips nothing")
+    if args.one_run:
+        return _one_run(args)
+    if args.canaries is not None:
+        raise DPCoreError("--canaries counts the canaries of a one-run audit: add --one-run")
     config = RunSpec(dataset=args.dataset, model=args.model, mechanism=args.mechanism,
                      epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
                      calibration=args.calibration, c=args.c, lam=args.lam, learning_rate=args.lr,
@@ -434,6 +444,32 @@ def _cmd_audit(args) -> Any:
         use = "" if est["headline"] else "  [labelled only: not part of the audited ε]"
         lines.append(f"  {est['name']:17} ε ≥ {e(est['epsilon'])} at α = {est['alpha']:.3g}: {est['detail']}{use}")
         lines.append(f"  {'':17} assumes {est['assumption']}")
+    return "\n".join(lines)
+
+
+def _one_run(args) -> Any:
+    for flags in (("--trials",), ("--threat",), ("--canary",), ("--end-to-end",)):
+        if _given(args, *flags):
+            raise DPCoreError(f"{flags[0]} does not apply to --one-run (one training run carries every canary)")
+    config = RunSpec(dataset=args.dataset, model=args.model, mechanism=args.mechanism, epsilon=args.epsilon,
+                     delta=args.delta, iterations=args.iterations, calibration=args.calibration, c=args.c,
+                     lam=args.lam, learning_rate=args.lr, seed=args.seed, repeats=1,
+                     noise_scale=args.noise_scale, clip_norm=args.clip)
+    res = one_run_audit(config, 1000 if args.canaries is None else args.canaries, alpha=args.alpha)
+    rec = res.to_dict()
+    if args.json:
+        return rec
+
+    def e(v):
+        return "∞" if v is None or v == float("inf") else f"{v:.3g}"
+
+    lines = [f"one run, {rec['canaries']} canaries ({rec['included']} in): ε target {e(rec['epsilon_target'])}   "
+             f"ε certified {e(rec['epsilon_certified'])}   ε audited (lower bound, confidence "
+             f"{rec['confidence']:g}) {e(rec['epsilon_lower_bound'])}   from {rec['correct']} of "
+             f"{rec['guesses']} guesses right"]
+    lines += [f"  {g['guesses']:5d} guesses, {g['correct']:5d} right: ε ≥ {e(g['epsilon'])} (α = {g['alpha']:.3g})"
+              for g in rec["per_guess_count"]]
+    lines += [f"note: {n}" for n in rec["notes"]]
     return "\n".join(lines)
 
 

@@ -145,6 +145,8 @@ _P = [
     # the privacy audit
     Param("trials", Interval(int, 2, 10_000, "both"), 500,
           "mechanism runs per neighbouring dataset (6,000 a side is the tight mode)", 100, 6000),
+    Param("canaries", Interval(int, 10, 5000, "both"), 1000,
+          "canaries of a one-run audit, each in the training data with probability ½", 100, 5000),
     Param("alpha", Interval(float, 0.0, 1.0, "neither"), 0.05,
           "the audit's bound holds with confidence 1 − α", 0.001, 0.2),
     Param("canary", Options(("auto", "opposite-pair", "orthogonal-pair", "lowest-variance", "random-unit", "mislabeled")), "auto",

@@ -516,3 +516,26 @@ def test_end_to_end_check_catches_a_plan_that_declares_half_the_sensitivity(monk
     r = _e2e("gradient-dpgd")
     assert r.shift_check["measured"] == pytest.approx(2 * r.shift_check["declared"], rel=1e-9)
     assert r.verdict == "claim not met" and "certified" in r.refuted
+
+
+# -- one training run, many canaries ------------------------------------------------------------
+
+
+def test_one_run_audit_is_below_the_certificate_and_catches_an_under_noised_run():
+    from dpcore.experiments.one_run import one_run_audit
+
+    ok = one_run_audit(_cfg("gradient-dpgd", epsilon=2.0, iterations=50), canaries=400)
+    assert 0 <= ok.epsilon_lower_bound <= ok.epsilon_certified == pytest.approx(2.0, rel=1e-6)
+    assert ok.n_train == D.load("breast-cancer").n + 400 and 150 < ok.included < 250
+    assert ok.config.clip_norm == 0.1 and any("clipped at C = 0.1" in n for n in ok.notes)
+    rows = ok.per_guess_count
+    assert len(rows) == 6 and all(g["alpha"] == pytest.approx(ALPHA / 6) for g in rows)
+    assert ok.epsilon_lower_bound == max(g["epsilon"] for g in rows)
+    # the published formula at c = 1e-4 adds almost no noise: one run refutes the target
+    bad = one_run_audit(_cfg("gradient-dpgd", calibration="published", c=1e-4, iterations=50), canaries=400)
+    assert bad.epsilon_lower_bound > bad.epsilon_target == 1.0
+    assert bad.epsilon_lower_bound <= bad.epsilon_certified
+    with pytest.raises(ParameterError, match="noisy-gradient"):
+        one_run_audit(_cfg("output-gaussian"), canaries=100)
+    with pytest.raises(ParameterError, match="canaries"):
+        one_run_audit(_cfg("gradient-dpgd"), canaries=5)

@@ -270,3 +270,15 @@ def test_audit_end_to_end_from_the_command_line(capsys):
     assert "--clip does not apply to output-gaussian" in capsys.readouterr().err
     assert main(["audit", "--dataset", "iris", "--mechanism", "gradient-dpgd", "--end-to-end",
                  "--trials", "10"]) == 2  # black-box: the check is white-box only
+
+
+def test_audit_one_run_from_the_command_line(capsys):
+    assert main(["audit", "--dataset", "breast-cancer", "--mechanism", "gradient-dpsgd", "--one-run",
+                 "--canaries", "200", "-T", "20", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["mode"] == "one-run" and rec["canaries"] == 200
+    assert 0 <= rec["epsilon_lower_bound"] <= rec["epsilon_certified"]
+    assert main(["audit", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--one-run",
+                 "--trials", "10"]) == 2
+    assert "--trials does not apply to --one-run" in capsys.readouterr().err
+    assert main(["audit", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--canaries", "50"]) == 2

@@ -55,7 +55,7 @@ from scipy.stats import chi2, nct, norm
 from .. import accounting as acc
 from ..exceptions import ParameterError
 
-__all__ = ["Estimate", "ASSUMPTIONS", "pooled_error_upper", "pooled_error_bound", "effect_size_bound",
+__all__ = ["Estimate", "ASSUMPTIONS", "one_run_p_value", "one_run_epsilon", "pooled_error_upper", "pooled_error_bound", "effect_size_bound",
            "sampled_gaussian_bound", "gdp_epsilon_lower", "tv_sampled_gaussian"]
 
 #: What each estimator assumes, in the words the JSON and the views use.
@@ -277,3 +277,55 @@ def sampled_gaussian_bound(fp: int, n0: int, fn: int, n1: int, sample_rate: floa
     return Estimate("sampled-gaussian", eps, alpha, ASSUMPTIONS["sampled-gaussian"], None,
                     f"{int(fp) + int(fn)} errors in {n0 + n1} runs, pooled error ≤ {p_u:.4g}, noise "
                     f"multiplier ≤ {z_upper:.4g} (q = {sample_rate:.4g}, {int(steps)} steps)")
+
+
+# ---------------------------------------------------------------------------
+# one training run, many canaries (Steinke, Nasr & Jagielski 2023)
+
+
+def one_run_p_value(m: int, guesses: int, correct: int, epsilon: float, delta: float) -> float:
+    """P(at least ``correct`` of ``guesses`` right) for an (ε, δ)-DP run with ``m`` canaries.
+
+    Each canary is in or out with probability ½, independently; an auditor guesses in/out for
+    ``guesses`` of them from the one released model.  For (ε, δ)-DP (each canary's membership
+    a neighbouring change) the count W of right guesses satisfies, for every v,
+    ``P(W ≥ v) ≤ f(v) + 2mδ·max_{1≤i≤v} (f(v − i) − f(v))/i`` with ``f(u) = P(Bin(r, p) ≥ u)``,
+    ``p = e^ε/(1 + e^ε)`` (Steinke, Nasr & Jagielski 2023, Thm 5.2; δ = 0 is their Thm 3.1).
+
+    >>> round(one_run_p_value(100, 10, 10, math.log(9), 0.0), 6)   # 0.9^10
+    0.348678
+    """
+    from scipy.stats import binom
+
+    r, v = int(guesses), int(correct)
+    p = 1.0 / (1.0 + math.exp(-epsilon)) if epsilon < 700 else 1.0
+    f_v = float(binom.sf(v - 1, r, p))
+    if delta <= 0 or v <= 0:
+        return f_v
+    i = np.arange(1, v + 1)
+    slack = float(np.max((binom.sf(v - i - 1, r, p) - f_v) / i))
+    return min(1.0, f_v + 2.0 * int(m) * delta * slack)
+
+
+def one_run_epsilon(m: int, guesses: int, correct: int, delta: float, alpha: float) -> float:
+    """The largest ε whose (ε, δ) claim the one-run counts refute at level α (0 if none): a lower
+    confidence bound on ε.  The p-value grows with ε, so the root is bracketed and unique.
+
+    >>> round(one_run_epsilon(1000, 100, 100, 0.0, 0.05), 4)   # logit(0.05^(1/100))
+    3.493
+    """
+    alpha = _check_alpha(alpha)
+    if guesses < 1 or not 0 <= correct <= guesses or guesses > m:
+        raise ParameterError(f"need 0 ≤ correct ≤ guesses ≤ m; got {correct}, {guesses}, {m}")
+
+    def excess(eps: float) -> float:
+        return alpha - one_run_p_value(m, guesses, correct, eps, delta)
+
+    if excess(0.0) <= 0:
+        return 0.0
+    hi = 1.0
+    while excess(hi) > 0:
+        hi *= 2.0
+        if hi > 1e4:  # pragma: no cover - a p-value below α at ε = 10⁴ needs ~10⁴ guesses
+            return math.inf
+    return float(brentq(excess, 0.0, hi, xtol=1e-9)) * (1.0 - 1e-9)

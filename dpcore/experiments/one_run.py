@@ -1,0 +1,152 @@
+"""Auditing with one training run (Steinke, Nasr & Jagielski 2023).
+
+The many-runs audit (:mod:`dpcore.experiments.audit`) trains thousands of models.  Here one
+training run carries ``m`` canaries at once:
+
+* the training data get ``m`` extra feature columns that no training record uses (their
+  values are 0), and ``m`` extra records, one per column j: the canary ``(+e_j, +1)`` when
+  canary j is *in*, the filler ``(−e_j, +1)`` when it is *out*.  Each canary is in with
+  probability ½, independently.  In and out differ in one record, so each canary's
+  membership is a replace-one change and the mechanism's own guarantee covers it;
+* the mechanism trains once (its certified ε is for these n + m records);
+* each canary is scored by the released model's weight on its column, θ_j (the canary
+  pushes it up, the filler down); the auditor guesses "in" for the k highest scores and
+  "out" for the k lowest and abstains on the rest;
+* the number of right guesses bounds ε from below (:func:`audit_bounds.one_run_epsilon`),
+  for each of a few guess counts r = 2k fixed in advance, Bonferroni-corrected.
+
+For noisy-gradient training the records' gradients are clipped at a small norm
+(``clip_norm``, default :data:`DEFAULT_CLIP` where the mechanism clips), so the canary and
+its filler each push with the full clipped norm every step: the pair then reaches the
+declared sensitivity 2C, as the plan assumes.
+
+References: Steinke, Nasr & Jagielski 2023, "Privacy auditing with one (1) training run"
+(NeurIPS), Alg. 1 and Thm 5.2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import streams
+from ..erm import LazySolution
+from ..exceptions import ParameterError
+from ..mechanisms import Problem, get_mechanism
+from ..optim import BatchRNG
+from ..params import PARAMS, validate
+from .audit import subsample
+from .audit_bounds import one_run_epsilon
+from .run import RunSpec, problem_data
+
+__all__ = ["OneRunResult", "one_run_audit", "DEFAULT_CLIP", "GUESS_SHARES", "MAX_CANARIES"]
+
+#: clipping norm when the configuration names none (small: the pair stays clipped throughout)
+DEFAULT_CLIP = 0.1
+#: guess counts r = share·m tried (each at α/len), fixed before the run
+GUESS_SHARES = (0.02, 0.05, 0.1, 0.2, 0.4, 1.0)
+MAX_CANARIES = int(PARAMS["canaries"].constraint.high)
+
+
+@dataclass(frozen=True)
+class OneRunResult:
+    config: RunSpec
+    mechanism_name: str
+    canaries: int
+    included: int
+    n_train: int  # the records the run trained on (data + canary slots)
+    epsilon_target: float
+    epsilon_certified: float
+    epsilon_lower_bound: float
+    guesses: int  # r of the best guess count
+    correct: int
+    alpha: float
+    per_guess_count: tuple[dict[str, Any], ...]
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": "one-run", "dataset": self.config.dataset, "model": self.config.model,
+            "mechanism": self.config.mechanism, "mechanism_name": self.mechanism_name,
+            "calibration": self.config.calibration, "canaries": self.canaries, "included": self.included,
+            "n_train": self.n_train, "epsilon_target": self.epsilon_target,
+            "epsilon_certified": self.epsilon_certified, "epsilon_lower_bound": self.epsilon_lower_bound,
+            "guesses": self.guesses, "correct": self.correct, "alpha": self.alpha,
+            "confidence": 1.0 - self.alpha, "per_guess_count": [dict(g) for g in self.per_guess_count],
+            "seconds": self.seconds, "notes": list(self.notes), "config": self.config.to_dict(),
+        }
+
+
+def _with_canaries(ds, members: np.ndarray):
+    """``ds`` with one zero column per canary and one record per canary (in: +e_j, out: −e_j)."""
+    n, d = ds.X_train.shape
+    m = members.size
+    X = np.zeros((n + m, d + m))
+    X[:n, :d] = ds.X_train
+    X[n + np.arange(m), d + np.arange(m)] = np.where(members, 1.0, -1.0)
+    y = np.concatenate([np.asarray(ds.y_train, float), np.ones(m)])
+    X_test = np.hstack([ds.X_test, np.zeros((ds.X_test.shape[0], m))])
+    for a in (X, y, X_test):
+        a.setflags(write=False)
+    names = tuple(ds.feature_names) + tuple(f"canary {j}" for j in range(m))
+    return dataclasses.replace(ds, X_train=X, y_train=y, X_test=X_test, feature_names=names)
+
+
+def one_run_audit(config: RunSpec, canaries: int = 1000, alpha: float = 0.05, max_rows: int | None = 5000,
+                  progress: Callable[[int, int], None] | None = None, *, dataset=None) -> OneRunResult:
+    """One training run of ``config`` with ``canaries`` canaries; a lower bound on ε (module doc)."""
+    t0 = time.perf_counter()
+    if not isinstance(config, RunSpec):
+        raise ParameterError(f"one_run_audit needs a RunSpec; got {type(config).__name__}")
+    canaries = validate("canaries", canaries, "one_run_audit")
+    alpha = validate("alpha", alpha, "one_run_audit")
+    mechanism = get_mechanism(config.mechanism)
+    if mechanism.family != "gradient" or config.model != "logreg":
+        raise ParameterError("the one-run audit trains logistic regression with a noisy-gradient mechanism "
+                             f"(gradient-dpgd, gradient-dpsgd …); {config.mechanism} with {config.model} is not one")
+    notes = []
+    if "clip_norm" in mechanism.settings and config.clip_norm is None:
+        config = dataclasses.replace(config, clip_norm=DEFAULT_CLIP)
+        notes.append(f"records clipped at C = {DEFAULT_CLIP:g} (none was given), so each canary and its filler "
+                     "push with the full clipped norm every step")
+    data, model = problem_data(config, dataset)
+    if max_rows is not None and data.n > max_rows:
+        data = subsample(data, max_rows, config.seed)
+        notes.append(data.notes[-1])
+    rng = np.random.default_rng([int(config.seed), streams.ONE_RUN_MEMBERS])
+    members = rng.random(int(canaries)) < 0.5
+    ds = _with_canaries(data, members)
+    problem = Problem(dataset=ds, model=model, erm=LazySolution(model, ds.X_train, ds.y_train))
+    mechanism.check(problem, config)
+    if progress is not None:
+        progress(0, 1)
+    out = mechanism.run(problem, config, BatchRNG([int(config.seed)], stream=streams.ONE_RUN_NOISE))
+    if progress is not None:
+        progress(1, 1)
+    eps_certified = out.certified(config.delta)[0]
+    d = data.d
+    scores = np.asarray(out.theta, dtype=float)[0, d:d + canaries]
+    scores = np.where(np.isfinite(scores), scores, 0.0)  # a diverged weight says nothing
+    order = np.argsort(scores, kind="stable")
+    delta = float(config.delta)
+    counts = sorted({max(2, 2 * int(round(share * canaries / 2))) for share in GUESS_SHARES})
+    a = alpha / len(counts)
+    rows, best = [], None
+    for r in counts:
+        k = r // 2
+        correct = int(np.sum(members[order[-k:]]) + np.sum(~members[order[:k]]))
+        eps = one_run_epsilon(canaries, 2 * k, correct, delta, a)
+        rows.append({"guesses": 2 * k, "correct": correct, "epsilon": eps, "alpha": a})
+        if best is None or eps > best["epsilon"]:
+            best = rows[-1]
+    return OneRunResult(
+        config=config, mechanism_name=mechanism.name, canaries=int(canaries), included=int(members.sum()),
+        n_train=problem.n, epsilon_target=float(config.epsilon), epsilon_certified=float(eps_certified),
+        epsilon_lower_bound=best["epsilon"], guesses=best["guesses"], correct=best["correct"], alpha=alpha,
+        per_guess_count=tuple(rows), seconds=time.perf_counter() - t0, notes=tuple(notes))
