@@ -85,7 +85,7 @@ def main() -> None:
                   f"≥ {goal:.2f}× {'met' if met else 'NOT met'} (certified {fmt(rs[0].epsilon_certified)})")
 
     print("\n== black-box, gradient-dpgd published c = 0.05 (goals: direct ≥ 2.2, Gaussian figure ≥ 6) ==")
-    for canary in ("opposite-pair", "mislabeled", "lowest-variance"):
+    for canary in ("orthogonal-pair", "opposite-pair", "mislabeled", "lowest-variance"):
         def make(seed):
             return RunSpec(dataset=args.dataset, model=args.model, mechanism="gradient-dpgd",
                            calibration="published", c=0.05, seed=seed)

@@ -32,7 +32,7 @@ Canaries (``canary=``; ``"auto"``, the default, takes the orthogonal pair for me
 train by noisy gradient steps (the gradient and distributed families) and the opposite pair
 for the others, whichever is stronger there):
 
-* ``"opposite-pair"`` (default) – ``D`` holds ``(−v, y_c)`` and ``D'`` holds ``(v, y_c)`` in
+* ``"opposite-pair"`` – ``D`` holds ``(−v, y_c)`` and ``D'`` holds ``(v, y_c)`` in
   place of one record, with ``v`` the lowest-variance direction below: the two
   neighbours pull θ in opposite directions along a direction no other record
   uses, the strongest black-box pair we know for these models;
