@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import beta as _beta
-from scipy.stats import chi2, nct, norm
+from scipy.stats import binom, chi2, nct, norm
 
 from .. import accounting as acc
 from ..exceptions import ParameterError
@@ -295,8 +295,6 @@ def one_run_p_value(m: int, guesses: int, correct: int, epsilon: float, delta: f
     >>> round(one_run_p_value(100, 10, 10, math.log(9), 0.0), 6)   # 0.9^10
     0.348678
     """
-    from scipy.stats import binom
-
     r, v = int(guesses), int(correct)
     p = 1.0 / (1.0 + math.exp(-epsilon)) if epsilon < 700 else 1.0
     f_v = float(binom.sf(v - 1, r, p))

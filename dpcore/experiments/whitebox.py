@@ -42,6 +42,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import beta as _beta
 
 from .. import streams
 from ..exceptions import ParameterError
@@ -135,8 +136,6 @@ def measure_shift(mechanism, problem0: Problem, problem1: Problem, config, seeds
     """Run the real mechanism on two neighbouring problems with common random numbers and
     compare the first releases (see :class:`ShiftCheck`); ``None`` where the mechanism does not
     release noisy gradients one step at a time (or releases them per client)."""
-    from scipy.stats import beta as _beta  # the audit's Clopper–Pearson, here two-sided
-
     if mechanism.family != "gradient" or not mechanism.private:
         return None
     taps = []
