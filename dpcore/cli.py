@@ -346,14 +346,17 @@ def _cmd_run(args) -> Any:
         return "\n".join(lines)
     if "accuracy_mean" in record:
         lines.append(f"  accuracy {record['accuracy_mean']:.4f} ± {record['accuracy_std']:.4f}"
-                     f"   (non-private {record['accuracy_nonprivate']:.4f}, guessing the majority class "
-                     f"{record['accuracy_guess']:.4f})")
+                     f"   (non-private {record['accuracy_nonprivate']:.4f}, guessing the majority class"
+                     + (f" “{record['guess_class']}”" if record.get("guess_class") else "")
+                     + f" {record['accuracy_guess']:.4f})")
     if "rmse_mean" in record:
         lines.append(f"  RMSE {record['rmse_mean']:.4f} ± {record['rmse_std']:.4f}"
                      f"   (non-private {record['rmse_nonprivate']:.4f}, guessing the mean {record['rmse_guess']:.4f})")
     if ("accuracy_mean" in record and record["accuracy_mean"] <= record["accuracy_guess"]) or \
             ("rmse_mean" in record and record["rmse_mean"] >= record["rmse_guess"]):
-        lines.append("  no better than guessing: the noise has drowned what the data says at this ε")
+        what = (f"always answering “{record['guess_class']}”" if record.get("guess_class")
+                else "always answering the majority class" if "accuracy_mean" in record else "always the mean")
+        lines.append(f"  no better than guessing ({what}): the noise has drowned what the data says at this ε")
     lines.append(f"  gap L(θ) − L* {record['gap_mean']:.3e} ± {record['gap_std']:.3e}"
                  f"   ({record['seconds']:.3f} s)")
     return "\n".join(lines)

@@ -136,7 +136,8 @@ else:
     worse = rec["rmse_mean"] >= rec["rmse_guess"]
 if worse:
     st.warning("No better than guessing: always answering "
-             + ("the majority class" if "accuracy_mean" in rec else "the mean label")
+             + (f"the majority class, “{rec['guess_class']}”," if "accuracy_mean" in rec and rec.get("guess_class")
+                else "the majority class" if "accuracy_mean" in rec else "the mean label")
              + " scores as well as this private model. At this ε the noise has drowned what the data "
                "says; try a larger ε, more data, or the tuned settings.")
 c2.metric("optimality gap L(θ) − L*", f"{rec['gap_mean']:.3e}", help=f"± {rec['gap_std']:.2e} over runs")

@@ -802,6 +802,8 @@ def test_every_accuracy_stands_next_to_the_accuracy_of_guessing():
     below = [w.value for w in at.warning if "No better than guessing" in w.value]
     assert (m <= expected) == bool(below)
     assert below, f"input-kang at ε = 0.01 scored {m}, above guessing {expected}: pick a setting that fails"
+    # the warning names the class guessing answers: Breast Cancer's majority is benign, i.e. not "4"
+    assert majority == -1.0 and rec["guess_class"] == "not 4" and "“not 4”" in below[0]
 
 
 def test_compare_draws_the_non_private_and_the_guessing_lines():

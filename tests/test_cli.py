@@ -282,3 +282,12 @@ def test_audit_one_run_from_the_command_line(capsys):
                  "--trials", "10"]) == 2
     assert "--trials does not apply to --one-run" in capsys.readouterr().err
     assert main(["audit", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--canaries", "50"]) == 2
+
+
+def test_run_names_the_class_that_guessing_answers(capsys):
+    assert main(["run", "--dataset", "iris", "--mechanism", "non-private", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["guess_class"] == "not virginica"  # 100 of the 150 irises are not virginica
+    assert main(["run", "--dataset", "synthetic-regression", "--model", "linreg", "--mechanism", "non-private",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["guess_class"] is None

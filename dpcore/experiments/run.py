@@ -140,6 +140,7 @@ class RunResult:
     #: the test accuracy (RMSE) of always answering the training split's majority class (mean)
     accuracy_guess: float | None = None
     rmse_guess: float | None = None
+    guess_class: str | None = None  # the class guessing answers, named
     #: (R,) which runs diverged (non-finite parameters or loss); left out of every mean
     diverged: np.ndarray | None = None
 
@@ -168,6 +169,7 @@ class RunResult:
             "rmse_nonprivate": self.rmse_nonprivate,
             "accuracy_guess": self.accuracy_guess,
             "rmse_guess": self.rmse_guess,
+            "guess_class": self.guess_class,
             "seconds": self.seconds,
             "client_sizes": self.client_sizes,
             "warnings": list(self.warnings),
@@ -509,7 +511,7 @@ def _result(config: RunSpec, mechanism, problem: Problem, out, seeds: list[int],
         acc, err = accuracy(model, theta, ds.X_test, ds.y_test), None
         acc = np.where(diverged, np.nan, acc)
         acc_np, err_np = float(accuracy(model, star, ds.X_test, ds.y_test)[0]), None
-        guess = {"accuracy_guess": ds.guessing}
+        guess = {"accuracy_guess": ds.guessing, "guess_class": ds.guess_class}
     else:
         acc, err = None, rmse(model, theta, ds.X_test, ds.y_test)
         err = np.where(diverged, np.nan, err)
