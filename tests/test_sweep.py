@@ -551,3 +551,24 @@ def test_the_results_folder_is_kept_under_its_size_by_removing_the_oldest(tmp_pa
     (tmp_path / "x").mkdir()
     run_grid(_SMALL, Context(workers=1, results_dir=tmp_path / "x", trace_points=0))
     assert len(list((tmp_path / "x").glob("*.json"))) == 1
+
+
+def test_paper_figures_draw_what_guessing_scores_in_every_accuracy_panel():
+    """The shipped 004-fig1 table (written before the column existed) still gets, in each of its
+    five accuracy panels, a dashed line at the panel's dataset's majority-class accuracy, and
+    none in the gap panels; the legend names it once."""
+    from pathlib import Path
+
+    from dpcore.datasets import load
+    from dpcore.experiments.presets import PRESETS
+
+    preset = PRESETS["004-fig1"]
+    df = pd.read_csv(Path(__file__).resolve().parent.parent / "data" / "results" / "004-fig1.csv")
+    assert "accuracy_guess" not in df.columns
+    fig = preset.figure(df)
+    lines = [t for t in fig.data if t.name == "guessing (always the majority class)"]
+    assert len(lines) == len(preset.datasets)
+    for t, ds in zip(lines, preset.datasets):
+        assert list(t.y) == pytest.approx([load(ds).guessing] * len(t.y)) and t.line.dash == "dash"
+        assert t.yaxis in ("y", "y2", "y3", "y4", "y5")  # the first row: accuracy, not the gap row
+    assert sum(bool(t.showlegend) for t in lines) == 1
