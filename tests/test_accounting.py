@@ -203,3 +203,45 @@ def test_calibration_table_without_folder_keeps_nothing_on_disk(tmp_path, monkey
     assert table.path(*_EVENT) is None
     assert table.sampled_gaussian(*_EVENT) == acc.calibrate_sampled_gaussian(*_EVENT)
     assert not list(tmp_path.iterdir())
+
+
+# -- tiny δ: the Rényi-DP route where the PLD's FFT cannot resolve the tail -----------------------
+
+
+@pytest.mark.parametrize("z, q, T, delta", [(2.3672, 0.01, 1000, 1e-5), (1.0, 0.1, 100, 1e-5),
+                                            (4.0, 0.01, 1000, 1e-10), (0.8, 0.5, 50, 1e-6)])
+def test_rdp_route_is_a_valid_and_close_second_route_to_the_pld(z, q, T, delta):
+    """Both are upper bounds on the same ε; the PLD is the tighter, the RDP conversion loses a
+    few percent: RDP ≥ PLD (up to the PLD's own grid) and within 20 % of it."""
+    pld = acc.sampled_gaussian_epsilon(z, q, T, delta)
+    rdp = acc.sampled_gaussian_epsilon_rdp(z, q, T, delta)
+    assert pld * (1 - 1e-3) <= rdp <= 1.2 * pld
+
+
+def test_rdp_of_one_step_matches_closed_forms_and_a_second_integrator():
+    from scipy import integrate
+    from scipy.stats import norm
+
+    for z, a in ((2.0, 3.0), (0.5, 100.0), (1.0, 1.5)):  # no sampling: αΔ²/(2σ²), Δ = 2, σ = z
+        assert acc.sampled_gaussian_rdp(z, 1.0, a) == pytest.approx(2 * a / z**2, rel=1e-7)
+    z, q, a = 1.0, 0.1, 4.0  # sampled: quadrature of p^α q^(1−α) written here
+    p = lambda x: (1 - q) * norm.pdf(x, 0, z) + q * norm.pdf(x, 1, z)  # noqa: E731
+    r = lambda x: (1 - q) * norm.pdf(x, 0, z) + q * norm.pdf(x, -1, z)  # noqa: E731
+    value, _ = integrate.quad(lambda x: p(x) ** a * r(x) ** (1 - a), -15, 15, limit=400)
+    assert acc.sampled_gaussian_rdp(z, q, a) == pytest.approx(math.log(value) / (a - 1), rel=1e-6)
+
+
+def test_sampled_gaussian_at_tiny_delta_is_monotone_and_calibrates_tightly():
+    """At δ = 1e-20 the PLD's ε(z) was not monotone (FFT round-off at 1e-16 of the mass), and a
+    calibration for ε = 1 (q = 0.01, T = 1000) asked for z = 128.6, 22× the noise needed."""
+    delta, q, T = 1e-20, 0.01, 1000
+    zs = np.linspace(2.0, 8.0, 25)
+    eps = [acc.sampled_gaussian_epsilon(float(z), q, T, delta) for z in zs]
+    assert all(b <= a for a, b in zip(eps, eps[1:]))
+    z = acc.calibrate_sampled_gaussian(1.0, delta, q, T)
+    assert acc.sampled_gaussian_epsilon(z, q, T, delta) <= 1.0 < acc.sampled_gaussian_epsilon(z * 0.999, q, T, delta)
+    assert z < 7.0
+    # the route switches below PLD_MIN_DELTA and the certificate is the RDP one there
+    assert acc.sampled_gaussian_epsilon(z, q, T, delta) == pytest.approx(
+        min(acc.sampled_gaussian_epsilon_rdp(z, q, T, delta), acc.gaussian_epsilon(2.0, z, T, delta)))
+    assert acc.PLD_MIN_DELTA == 1e-12
