@@ -176,27 +176,14 @@ class _GaussianLoss(_plm.GaussianPrivacyLoss):
         return np.where(eps == 0, 0.0, x)
 
 
-def _truncation(delta: float | None, steps: int = 1) -> tuple[float, float]:
-    """(log mass truncated per step, tail mass truncated per composition) small enough for
-    ``delta``: the pessimistic PLD moves truncated mass to ε = ∞, so at dp-accounting's
-    defaults (e^−50 a step, 1e-15 a composition) a δ at or below ~1e-15 reads "no guarantee"
-    and a calibration there over-noises by orders of magnitude.  A thousandth of δ keeps the
-    truncated mass negligible against it; the defaults stay where they already are."""
-    if delta is None or delta <= 0:
-        return -50.0, 1e-15
-    budget = delta * 1e-3
-    return min(-50.0, math.log(budget / max(1, int(steps)))), min(1e-15, budget)
-
-
 def sampled_gaussian_pld(noise_multiplier: float, sample_rate: float, discretization: float,
-                         pessimistic: bool = True, delta: float | None = None,
-                         steps: int = 1) -> "_pl.PrivacyLossDistribution":
+                         pessimistic: bool = True) -> "_pl.PrivacyLossDistribution":
     """One step's PLD (replace-one) as ``PLDAccountant`` builds it, only faster.
 
     ``pessimistic=False`` rounds the other way: its ε(δ) is a lower estimate, which is
-    what an audit's lower bound needs (``dpcore.experiments.audit_bounds``).  ``delta``
-    and ``steps``: truncate little enough mass for that δ after that many steps
-    (:func:`_truncation`).  The builder
+    what an audit's lower bound needs (``dpcore.experiments.audit_bounds``).  Trusted for
+    δ ≥ :data:`PLD_MIN_DELTA` only (the truncated and round-off mass must stay far below δ).
+    The builder
     is a private dp-accounting function; should a release drop it, the library's own
     (slower) public constructor is used instead.
     """
@@ -207,7 +194,7 @@ def sampled_gaussian_pld(noise_multiplier: float, sample_rate: float, discretiza
             pessimistic_estimate=pessimistic,
             value_discretization_interval=discretization, neighboring_relation=_NR.REPLACE_ONE)
     loss = _GaussianLoss(noise_multiplier, sensitivity=1, pessimistic_estimate=pessimistic,
-                         log_mass_truncation_bound=_truncation(delta, steps)[0], sampling_prob=sample_rate,
+                         log_mass_truncation_bound=-50, sampling_prob=sample_rate,
                          adjacency_type=_plm.AdjacencyType.REPLACE)
     return _pl.PrivacyLossDistribution(build(loss, pessimistic_estimate=pessimistic,
                                              value_discretization_interval=discretization,
@@ -224,12 +211,11 @@ def _sampled_gaussian_pld_epsilon(noise_multiplier: float, sample_rate: float, s
     a Poisson-sampled step self-composed T times, or, with q = 1, one Gaussian of
     noise z/√T (how the accountant reads a self-composed Gaussian)."""
     if sample_rate >= 1:
-        pld = _sampled_gaussian_pld(noise_multiplier / math.sqrt(steps), 1.0, discretization, delta=delta)
+        pld = _sampled_gaussian_pld(noise_multiplier / math.sqrt(steps), 1.0, discretization)
     else:
-        pld = _sampled_gaussian_pld(noise_multiplier, sample_rate, discretization, delta=delta,
-                                    steps=steps).self_compose(int(steps), _truncation(delta, steps)[1])
+        pld = _sampled_gaussian_pld(noise_multiplier, sample_rate, discretization).self_compose(int(steps))
     identity = _pl.identity(value_discretization_interval=discretization)
-    return float(identity.compose(pld, _truncation(delta, steps)[1]).get_epsilon_for_delta(delta))
+    return float(identity.compose(pld).get_epsilon_for_delta(delta))
 
 
 @functools.lru_cache(maxsize=512)

@@ -272,6 +272,10 @@ def sampled_gaussian_bound(fp: int, n0: int, fn: int, n1: int, sample_rate: floa
     alpha = _check_alpha(alpha)
     if n0 != n1:
         raise ParameterError(f"the family fit needs as many runs on each side; got {n0} and {n1}")
+    if delta < acc.PLD_MIN_DELTA:  # the PLD cannot resolve such a δ: no estimate rather than a wrong one
+        return Estimate("sampled-gaussian", 0.0, alpha, ASSUMPTIONS["sampled-gaussian"], None,
+                        f"δ = {delta:g} is below what the privacy-loss distribution resolves "
+                        f"({acc.PLD_MIN_DELTA:g}): no estimate")
     eps, z_upper, p_u = _fit(int(fp) + int(fn), n0 + n1, alpha, float(sample_rate), int(steps),
                              float(delta), float(grid))
     return Estimate("sampled-gaussian", eps, alpha, ASSUMPTIONS["sampled-gaussian"], None,
