@@ -365,6 +365,10 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
     return z
 
 
+#: a stored calibration that certifies with this share less noise is discarded as over-noised
+TABLE_SLACK = 0.01
+
+
 class CalibrationTable:
     """:func:`calibrate_sampled_gaussian`, remembered in memory and, given ``folder``, on
     disk (one small JSON file per event, shared by processes and kept between sessions).
@@ -373,7 +377,8 @@ class CalibrationTable:
     PLD evaluation.  So every answer read back is **re-certified** before it is used: if
     :func:`sampled_gaussian_epsilon` at the stored multiplier exceeds the target (a
     corrupted, edited or stale file), the entry is discarded and calibrated again, so a
-    table can never under-noise.  Entries are keyed by the event (ε, δ, q, T, as exact
+    table can never under-noise; nor over-noise: an entry whose multiplier, 1 % smaller,
+    still certifies is discarded too (one more PLD evaluation a read).  Entries are keyed by the event (ε, δ, q, T, as exact
     floats), the versions of dpcore and dp-accounting and this module's source, so a
     changed accountant never reads old answers and a hit returns exactly what a fresh
     calibration would.
@@ -431,6 +436,11 @@ class CalibrationTable:
             certified = sampled_gaussian_epsilon(z, sample_rate, steps, delta)
             if not certified <= epsilon:
                 raise ValueError(f"z = {z!r} certifies ε = {certified!r} > {epsilon!r}")
+            # two-sided: a fresh calibration is within 0.1 % of the least noise that certifies,
+            # so an entry that still certifies with TABLE_SLACK less noise would over-noise
+            if sampled_gaussian_epsilon(z * (1.0 - TABLE_SLACK), sample_rate, steps, delta) <= epsilon:
+                raise ValueError(f"z = {z!r} is more noise than the target needs ({1 - TABLE_SLACK:g}·z "
+                                 "certifies it too)")
             return z
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             _LOG.warning("discarding the stored calibration %s (%s); calibrating again", path.name, exc)

@@ -172,7 +172,8 @@ def test_calibration_table_reads_back_exactly_what_it_computed(tmp_path, monkeyp
     assert len(calls) == 2
 
 
-@pytest.mark.parametrize("tamper", ["halve", "garbage", "other-event", "negative", "fifo", "array", "deep"])
+@pytest.mark.parametrize("tamper", ["halve", "double", "garbage", "other-event", "negative", "fifo", "array",
+                                    "deep"])
 def test_calibration_table_never_trusts_an_entry_that_does_not_certify(tmp_path, monkeypatch, tamper):
     fresh = acc.calibrate_sampled_gaussian(*_EVENT)
     table = acc.CalibrationTable(tmp_path)
@@ -182,6 +183,8 @@ def test_calibration_table_never_trusts_an_entry_that_does_not_certify(tmp_path,
     if tamper == "halve":  # a stored multiplier too small for the target: under-noising
         rec["noise_multiplier"] = fresh / 2
         assert acc.sampled_gaussian_epsilon(fresh / 2, _EVENT[2], _EVENT[3], _EVENT[1]) > _EVENT[0]
+    elif tamper == "double":  # certifies, but with twice the noise the target needs: over-noising
+        rec["noise_multiplier"] = fresh * 2
     elif tamper == "other-event":
         rec["event"][0] = (2.0).hex()
     elif tamper == "negative":
