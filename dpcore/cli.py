@@ -377,8 +377,7 @@ def _cmd_tradeoff(args) -> Any:
     if args.json:
         return out
 
-    def e(v):
-        return "∞" if v is None or v == float("inf") else f"{v:.3g}"
+    e = _eps
 
     lines = [f"{'mechanism':22} {'ε local':>10} {'ε certified':>12} {'accuracy':>9} {'gap':>10}"]
     for r in out["rows"]:
@@ -406,6 +405,19 @@ def _cmd_bounds(args) -> Any:
     return "\n".join(lines)
 
 
+def _eps(v) -> str:
+    """An ε for a text line: ∞ for none (``None`` in JSON), else 3 significant digits."""
+    return "∞" if v is None or v == float("inf") else f"{v:.3g}"
+
+
+def _audit_config(args) -> RunSpec:
+    """The run an audit (many runs or one) makes of the command line's settings."""
+    return RunSpec(dataset=args.dataset, model=args.model, mechanism=args.mechanism, epsilon=args.epsilon,
+                   delta=args.delta, iterations=args.iterations, calibration=args.calibration, c=args.c,
+                   lam=args.lam, learning_rate=args.lr, seed=args.seed, repeats=1,
+                   noise_scale=args.noise_scale, clip_norm=args.clip)
+
+
 def _cmd_audit(args) -> Any:
     cls = REGISTRY.get(args.mechanism)
     if cls is not None and args.clip is not None and "clip_norm" not in cls.settings:
@@ -414,19 +426,14 @@ def _cmd_audit(args) -> Any:
         return _one_run(args)
     if args.canaries is not None:
         raise DPCoreError("--canaries counts the canaries of a one-run audit: add --one-run")
-    config = RunSpec(dataset=args.dataset, model=args.model, mechanism=args.mechanism,
-                     epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
-                     calibration=args.calibration, c=args.c, lam=args.lam, learning_rate=args.lr,
-                     seed=args.seed, repeats=1, noise_scale=args.noise_scale, clip_norm=args.clip)
-    res = audit(config, args.trials, alpha=args.alpha, canary=args.canary, threat=args.threat,
+    res = audit(_audit_config(args), args.trials, alpha=args.alpha, canary=args.canary, threat=args.threat,
                 end_to_end=args.end_to_end,
                 progress=lambda done, total: print(f"[{done}/{total}] runs", file=sys.stderr, flush=True))
     rec = res.to_dict(scores=False)
     if args.json:
         return rec
 
-    def e(v):
-        return "∞" if v is None or v == float("inf") else f"{v:.3g}"
+    e = _eps
 
     lines = [f"ε target {e(rec['epsilon_target'])}   ε certified {e(rec['epsilon_certified'])}   "
              f"ε audited (lower bound, {rec['threat']}, confidence {rec['confidence']:g}) "
@@ -454,17 +461,12 @@ def _one_run(args) -> Any:
     for flags in (("--trials",), ("--threat",), ("--canary",), ("--end-to-end",)):
         if _given(args, *flags):
             raise DPCoreError(f"{flags[0]} does not apply to --one-run (one training run carries every canary)")
-    config = RunSpec(dataset=args.dataset, model=args.model, mechanism=args.mechanism, epsilon=args.epsilon,
-                     delta=args.delta, iterations=args.iterations, calibration=args.calibration, c=args.c,
-                     lam=args.lam, learning_rate=args.lr, seed=args.seed, repeats=1,
-                     noise_scale=args.noise_scale, clip_norm=args.clip)
-    res = one_run_audit(config, 1000 if args.canaries is None else args.canaries, alpha=args.alpha)
+    res = one_run_audit(_audit_config(args), 1000 if args.canaries is None else args.canaries, alpha=args.alpha)
     rec = res.to_dict()
     if args.json:
         return rec
 
-    def e(v):
-        return "∞" if v is None or v == float("inf") else f"{v:.3g}"
+    e = _eps
 
     lines = [f"one run, {rec['canaries']} canaries ({rec['included']} in): ε target {e(rec['epsilon_target'])}   "
              f"ε certified {e(rec['epsilon_certified'])}   ε audited (lower bound, confidence "
@@ -536,8 +538,7 @@ def _cmd_tune(args) -> Any:
     if args.json:
         return record
 
-    def e(v):
-        return "∞" if v is None or v == float("inf") else f"{v:.3g}"
+    e = _eps
 
     lines = [f"{result.dataset} ({result.model}), δ = {result.delta:.3g}: candidates scored on "
              f"{result.n_validation} validation rows, the choice trained on all {result.n_train}",

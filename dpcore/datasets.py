@@ -188,15 +188,6 @@ class DatasetSpec:
     d: int | None = None
     synthetic: bool = False
 
-    @property
-    def guess_class(self) -> str | None:
-        """The class guessing answers (the training majority, +1 on a tie), named: the positive
-        class's name, or "not <it>" for −1 (classification only)."""
-        if self.task != "classification":
-            return None
-        positive = self.positive_class or "+1"
-        return positive if np.sum(self.y_train > 0) >= np.sum(self.y_train < 0) else f"not {positive}"
-
     def summary(self) -> dict[str, Any]:
         return {
             "id": self.id,
