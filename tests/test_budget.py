@@ -56,3 +56,27 @@ def test_a_huge_input_perturbation_run_is_refused_before_it_builds_anything():
     with pytest.raises(BudgetError, match="GiB of memory"):
         run(RunSpec(dataset="adult", mechanism="input-dbdp-if", calibration="published", repeats=3000))
     assert datasets.load("adult").n * 103 * 8 * 3000 > 80e9  # what one copy per repeat would take
+
+
+def test_synthetic_data_are_checked_before_they_are_built(monkeypatch):
+    """2 training rows with 10,000 features still draw a 10,000-row test set: 2.2 GiB that the
+    run's own estimate (which needs the data) never saw.  The check comes first, allocates
+    nothing, and the estimate bounds what building really takes."""
+    from dpcore.exceptions import BudgetError
+    from dpcore.experiments import run as run_mod
+
+    monkeypatch.setattr(run_mod, "MEMORY_BUDGET", 2e8)
+    tracemalloc.start()
+    with pytest.raises(BudgetError, match="the synthetic data alone .* lower d or n"):
+        run_mod.run(run_mod.RunSpec(dataset="synthetic-classification", n=2, d=10_000,
+                                    mechanism="non-private"))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 20e6
+    assert run_mod.SYNTHETIC_TEST_ROWS == datasets.load.__kwdefaults__["n_test"]
+    for n, d in ((300, 1500), (20_000, 40)):  # d-heavy and n-heavy
+        tracemalloc.start()
+        datasets.load("synthetic-classification", n=n, d=d, seed=11)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert 0.5 * run_mod.synthetic_bytes(n, d) <= peak <= run_mod.synthetic_bytes(n, d)

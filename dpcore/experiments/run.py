@@ -223,12 +223,32 @@ def slow_reference(config: RunSpec, ctx: Context | None = None) -> str | None:
             "app) for every later run on these data.")
 
 
+#: the synthetic generators' test rows (``datasets.load``'s ``n_test``)
+SYNTHETIC_TEST_ROWS = _datasets.load.__kwdefaults__["n_test"]
+
+
+def synthetic_bytes(n: int, d: int, n_test: int = SYNTHETIC_TEST_ROWS) -> float:
+    """Bytes the synthetic generator holds at its peak: the training and test features (float64),
+    drawn, copied with the bias column and scaled onto the unit ball (three copies at once)."""
+    return float((int(n) + int(n_test)) * (int(d) + 1) * 8 * 3)
+
+
 def _load_dataset(config: RunSpec):
     kw: dict[str, Any] = {}
     if _datasets.get_spec(config.dataset).synthetic:
         for k in ("n", "d", "noise"):
             if getattr(config, k) is not None:
                 kw[k] = getattr(config, k)
+        # the data come before the run's own estimate (which needs them): check them first
+        defaults = _datasets.load.__kwdefaults__
+        need = synthetic_bytes(kw.get("n", defaults["n"]), kw.get("d", defaults["d"]))
+        if BUDGET_ERRORS:
+            raise ParameterError(BUDGET_ERRORS[0])
+        if need > MEMORY_BUDGET / 2:
+            raise BudgetError(
+                f"the synthetic data alone ({kw.get('n', defaults['n']):,} training and {SYNTHETIC_TEST_ROWS:,} test "
+                f"rows × {kw.get('d', defaults['d']):,} features) need about {need / 2**30:.1f} GiB, more than half "
+                f"the memory budget ({MEMORY_BUDGET / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): lower d or n")
     elif config.n is not None:
         kw["subsample"] = config.n  # a seeded subsample of the training split
     return _datasets.load(config.dataset, **kw)
