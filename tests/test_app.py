@@ -951,3 +951,16 @@ def test_audit_page_end_to_end_check_reports_the_measured_shift():
     assert any(c.value.startswith("End-to-end check: the real replaced record moved") for c in at.caption)
     at.selectbox(key="au_mechanism").set_value("output-gaussian").run()  # no gradient steps: no toggle
     assert not [t for t in at.toggle if t.key == "au_e2e"]
+
+
+def test_audit_page_runs_one_training_run_with_a_thousand_canaries():
+    at = _page("audit.py").run()
+    at.button(key="au_leak").click().run()  # published DP-GD at c = 0.1: one run sees it
+    at.button(key="au_onerun").click().run()
+    assert not at.exception and not at.error
+    labels = {m.label: m.value for m in at.metric}
+    audited = float(labels["ε audited from one run (lower bound)"])
+    assert 1.0 < audited <= float(labels["ε certified (this run)"])  # the target ε = 1 is refuted
+    assert any(len(f.get("data", [])) == 2 for f in (json.loads(c.proto.spec) for c in at.get("plotly_chart")))
+    at.selectbox(key="au_mechanism").set_value("output-gaussian").run()
+    assert any("noisy-gradient mechanism" in i.value for i in at.info)

@@ -69,9 +69,11 @@ class OneRunResult:
     per_guess_count: tuple[dict[str, Any], ...]
     seconds: float
     notes: tuple[str, ...] = ()
+    scores: np.ndarray | None = None  # (m,): the released weight on each canary's column
+    members: np.ndarray | None = None  # (m,): which canaries were in
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, scores: bool = False) -> dict[str, Any]:
+        out = {
             "mode": "one-run", "dataset": self.config.dataset, "model": self.config.model,
             "mechanism": self.config.mechanism, "mechanism_name": self.mechanism_name,
             "calibration": self.config.calibration, "canaries": self.canaries, "included": self.included,
@@ -81,6 +83,10 @@ class OneRunResult:
             "confidence": 1.0 - self.alpha, "per_guess_count": [dict(g) for g in self.per_guess_count],
             "seconds": self.seconds, "notes": list(self.notes), "config": self.config.to_dict(),
         }
+        if scores and self.scores is not None:
+            out["scores"] = {"in": [float(v) for v in self.scores[self.members]],
+                             "out": [float(v) for v in self.scores[~self.members]]}
+        return out
 
 
 def _with_canaries(ds, members: np.ndarray):
@@ -149,4 +155,5 @@ def one_run_audit(config: RunSpec, canaries: int = 1000, alpha: float = 0.05, ma
         config=config, mechanism_name=mechanism.name, canaries=int(canaries), included=int(members.sum()),
         n_train=problem.n, epsilon_target=float(config.epsilon), epsilon_certified=float(eps_certified),
         epsilon_lower_bound=best["epsilon"], guesses=best["guesses"], correct=best["correct"], alpha=alpha,
-        per_guess_count=tuple(rows), seconds=time.perf_counter() - t0, notes=tuple(notes))
+        per_guess_count=tuple(rows), seconds=time.perf_counter() - t0, notes=tuple(notes),
+        scores=scores, members=members)
