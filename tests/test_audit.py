@@ -488,6 +488,7 @@ def test_end_to_end_check_catches_clipping_at_twice_the_declared_norm(monkeypatc
     r = _only_the_end_to_end_check_catches()
     assert r.shift_check["measured"] == pytest.approx(2 * r.shift_check["declared"], rel=1e-9)
     assert any("more than the declared sensitivity" in w for w in r.warnings)
+    assert "the certificate does not apply to the noise that ran" in audit_mod.summary(r.to_dict(scores=False))
 
 
 def test_end_to_end_check_catches_a_sampler_at_twice_the_declared_rate(monkeypatch):

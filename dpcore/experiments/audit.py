@@ -390,7 +390,11 @@ def summary(rec: dict[str, Any]) -> str:
         names = {"target": f"the target ε = {e(target)}", "certified": f"the certified ε = {e(certified)}"}
         which = " and ".join(names[r] for r in rec["refuted"])
         line = f"Refuted: {which}. The audit shows {shown}."
-        if "certified" in rec["refuted"]:
+        findings = (rec.get("shift_check") or {}).get("findings")
+        if findings:
+            line += (" The end-to-end check measured the implementation doing more than its plan declares, "
+                     "so the certificate does not apply to the noise that ran.")
+        elif "certified" in rec["refuted"]:
             line += " A refuted certificate means a bug, or bad luck of probability ≤ α."
         return line
     claim = min(v for v in (target, certified) if v is not None)
@@ -863,7 +867,7 @@ def audit(
         v, refuted = NOT_MET, tuple(dict.fromkeys(refuted + ("certified",)))
     claim = min(eps_target, eps_certified)
     ceiling = size_ceiling(trials, delta, a)
-    if "certified" in refuted:
+    if eps_lb > eps_certified:
         caught.append("the audited lower bound exceeds the certified ε: either the proof or its "
                       f"implementation is wrong, or this is an event of probability ≤ α = {alpha:g}")
     for arr in scores:
