@@ -45,7 +45,7 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 from . import __version__
-from .jsonutil import NO_FILE, read_cache_file, write_atomic
+from .jsonutil import NO_FILE, FolderBound, read_cache_file, write_atomic
 
 __all__ = [
     "NEIGHBOURING",
@@ -367,6 +367,9 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
 
 #: a stored calibration that certifies with this share less noise is discarded as over-noised
 TABLE_SLACK = 0.01
+#: calibrations kept on disk: at most this many bytes of ``calibration-*.json`` in a folder (an
+#: entry is about 300 bytes), checked every 200 calibrations written
+TABLE_FOLDER_BOUND = FolderBound(16 * 2**20, every=200, prefix="calibration-")
 
 
 class CalibrationTable:
@@ -455,6 +458,7 @@ class CalibrationTable:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, rec)
+            TABLE_FOLDER_BOUND.wrote(path.parent)
         except OSError:
             pass  # a read-only folder only costs the recomputation
 

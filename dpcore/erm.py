@@ -31,7 +31,7 @@ from . import __version__
 from . import models as _models
 from .accounting import CalibrationTable
 from .exceptions import ModelError
-from .jsonutil import MAX_CACHE_BYTES, NO_FILE, read_cache_file, write_atomic
+from .jsonutil import MAX_CACHE_BYTES, NO_FILE, FolderBound, read_cache_file, write_atomic
 from .models import LinReg, LogReg, MLP, Model
 from .optim import step_reporter
 
@@ -331,6 +331,11 @@ class LazySolution:
         return getattr(self._solution, name)
 
 
+#: exact solutions kept on disk: at most this many bytes of ``erm-*.json`` in a folder (an MLP
+#: solution on Adult is about 0.3 MB, a linear one a few kB), checked every few solves
+ERM_FOLDER_BOUND = FolderBound(256 * 2**20, every=20, prefix="erm-")
+
+
 class ReferenceStore:
     """The exact solutions a context has computed, and other noise-free results of a
     (dataset, model) pair (a mechanism's noise-free trajectory, for instance).
@@ -403,6 +408,7 @@ class ReferenceStore:
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     write_atomic(path, rec)
+                    ERM_FOLDER_BOUND.wrote(path.parent)
                 except OSError:
                     pass  # a read-only cache folder only costs the recomputation
         return sol

@@ -46,6 +46,48 @@ def write_atomic(path: str | os.PathLike, obj: Any, **kwargs: Any) -> None:
     os.replace(tmp, path)
 
 
+def prune_folder(folder: str | os.PathLike, limit: float, prefix: str = "", suffix: str = ".json") -> int:
+    """Keep the files ``<prefix>*<suffix>`` of ``folder`` under ``limit`` bytes in all by removing
+    the least recently written first (a removed cache entry is only computed again); returns
+    how many went.  A shared, long-running app would otherwise fill its disk."""
+    entries = []
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                if e.name.startswith(prefix) and e.name.endswith(suffix) and e.is_file(follow_symlinks=False):
+                    st = e.stat(follow_symlinks=False)
+                    entries.append((st.st_mtime, st.st_size, e.path))
+    except OSError:
+        return 0
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, path in sorted(entries):
+        if total <= limit:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+    return removed
+
+
+class FolderBound:
+    """A cache folder's size bound: :meth:`wrote` counts this process's writes of the files
+    ``<prefix>*.json`` and prunes them to ``limit`` bytes once every ``every`` writes."""
+
+    def __init__(self, limit: float, every: int, prefix: str = ""):
+        self.limit, self.every, self.prefix = float(limit), int(every), prefix
+        self._writes = 0
+
+    def wrote(self, folder: str | os.PathLike) -> int:
+        self._writes += 1
+        if self._writes % self.every:
+            return 0
+        return prune_folder(folder, self.limit, self.prefix)
+
+
 #: the largest cache file any reader here accepts (an exact MLP solution is about 0.3 MB)
 MAX_CACHE_BYTES = 16 * 2**20
 

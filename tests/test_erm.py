@@ -209,3 +209,43 @@ def test_a_stored_solution_that_is_not_ours_is_solved_again(kind, tmp_path, capl
     assert again.loss == first.loss  # solved again: the stored point was not trusted
     np.testing.assert_array_equal(again.theta, first.theta)
     assert any("discarding" in r.getMessage() for r in caplog.records)
+
+
+def test_cache_folders_are_kept_under_their_size_bounds(tmp_path):
+    """Exact solutions and calibrations share a folder; each kind is pruned to its own bound,
+    oldest first, by the writes of this process, and never touches the other kind's files."""
+    import os
+
+    from dpcore.jsonutil import FolderBound, prune_folder
+
+    for k in range(6):
+        for kind in ("erm", "calibration"):
+            f = tmp_path / f"{kind}-{k}.json"
+            f.write_text("x" * 1000)
+            os.utime(f, (1_000_000 + k, 1_000_000 + k))
+    (tmp_path / "notes.txt").write_text("y" * 10_000)  # not a cache file: never counted, never removed
+    assert prune_folder(tmp_path, 3000, "erm-") == 3
+    assert sorted(p.name for p in tmp_path.glob("erm-*")) == ["erm-3.json", "erm-4.json", "erm-5.json"]
+    assert len(list(tmp_path.glob("calibration-*"))) == 6 and (tmp_path / "notes.txt").exists()
+    bound = FolderBound(2000, every=3, prefix="calibration-")
+    assert [bound.wrote(tmp_path) for _ in range(3)] == [0, 0, 4]  # the third write prunes
+    assert sorted(p.name for p in tmp_path.glob("calibration-*")) == ["calibration-4.json", "calibration-5.json"]
+    assert prune_folder(tmp_path / "missing", 0) == 0
+
+
+def test_the_stores_prune_as_they_write(tmp_path, monkeypatch):
+    """With a bound of 0 bytes checked at every write, what each store writes is pruned at once:
+    the exact-solution store and the calibration table both go through their bounds."""
+    from dpcore import accounting, datasets, erm
+    from dpcore.jsonutil import FolderBound
+    from dpcore.models import make_model
+
+    monkeypatch.setattr(erm, "ERM_FOLDER_BOUND", FolderBound(0, every=1, prefix="erm-"))
+    monkeypatch.setattr(accounting, "TABLE_FOLDER_BOUND", FolderBound(0, every=1, prefix="calibration-"))
+    store = erm.ReferenceStore(tmp_path)
+    store.exact(datasets.load("iris"), make_model("logreg", lam=1e-3))
+    store.calibrations.sampled_gaussian(1.0, 1e-5, 0.25, 7)
+    assert list(tmp_path.glob("*.json")) == []
+    assert erm.ERM_FOLDER_BOUND.limit == 0  # (the patched bound) and the real ones are finite:
+    monkeypatch.undo()
+    assert erm.ERM_FOLDER_BOUND.limit == 256 * 2**20 and accounting.TABLE_FOLDER_BOUND.limit == 16 * 2**20

@@ -22,7 +22,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import platform
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from .. import __version__, linalg
 from ..exceptions import BudgetError, DPCoreError, ParameterError
-from ..jsonutil import NO_FILE, dumps, read_cache_file, write_atomic
+from ..jsonutil import NO_FILE, dumps, prune_folder, read_cache_file, write_atomic
 from ..mechanisms import REGISTRY
 from .context import Context
 from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups
@@ -161,25 +160,7 @@ class _Cache:
         """Keep the folder under ``limit`` bytes (default :data:`MAX_RESULTS_BYTES`) by removing
         the least recently written results (a removed one is only computed again); returns how
         many went.  A shared, long-running app would otherwise fill its disk."""
-        limit = MAX_RESULTS_BYTES if limit is None else limit
-        entries = []
-        with os.scandir(self.dir) as it:
-            for e in it:
-                if e.name.endswith(".json") and e.is_file(follow_symlinks=False):
-                    st = e.stat(follow_symlinks=False)
-                    entries.append((st.st_mtime, st.st_size, e.path))
-        total = sum(size for _, size, _ in entries)
-        removed = 0
-        for _, size, path in sorted(entries):
-            if total <= limit:
-                break
-            try:
-                os.unlink(path)
-            except OSError:
-                continue
-            total -= size
-            removed += 1
-        return removed
+        return prune_folder(self.dir, MAX_RESULTS_BYTES if limit is None else limit)
 
 
 def _check_record(rec: Any, key: str, config: RunSpec | None) -> None:
