@@ -10,6 +10,7 @@ import copy
 import math
 import os
 import time
+from urllib.parse import urlencode
 from pathlib import Path
 from typing import Any
 
@@ -554,11 +555,23 @@ def restore_from_url(defaults: dict[str, Any]) -> None:
         st.session_state[key] = value
 
 
+def share_link(base: str | None, params: dict[str, str]) -> str:
+    """The address that opens this view with these settings: the page's URL without its old
+    query, then the settings (relative, ``?…``, when the page's URL is unknown)."""
+    page = (base or "").split("?", 1)[0].split("#", 1)[0]
+    return f"{page}?{urlencode(params)}" if params else page or "?"
+
+
 def write_to_url(keys: list[str]) -> None:
-    """Mirror the current widget values into the URL."""
+    """Mirror the current widget values into the URL, and offer that URL in the sidebar as a
+    link to hand out (a class opens the same view with the same settings)."""
     for key in keys:
         if key in st.session_state:
             st.query_params[key] = str(st.session_state[key])
+    link = share_link(getattr(st.context, "url", None), {k: st.query_params[k] for k in st.query_params})
+    with st.sidebar.expander("Link for students"):
+        st.code(link, language=None, wrap_lines=True)
+        st.caption("Opens this view with these settings (the copy button is at the right of the box).")
 
 
 def download_table(rows, name: str, key: str) -> None:

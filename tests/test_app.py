@@ -964,3 +964,24 @@ def test_audit_page_runs_one_training_run_with_a_thousand_canaries():
     assert any(len(f.get("data", [])) == 2 for f in (json.loads(c.proto.spec) for c in at.get("plotly_chart")))
     at.selectbox(key="au_mechanism").set_value("output-gaussian").run()
     assert any("noisy-gradient mechanism" in i.value for i in at.info)
+
+
+def test_every_view_offers_a_link_with_its_settings():
+    """The sidebar's "Link for students" holds the view's settings as they are on screen, and
+    opening it restores them (the URL round trip every view already makes)."""
+    from urllib.parse import parse_qs
+
+    from pages.common import share_link
+
+    assert share_link("http://host:8501/explore?old=1#x", {"a": "1 2"}) == "http://host:8501/explore?a=1+2"
+    assert share_link(None, {"a": "b"}) == "?a=b" and share_link("", {}) == "?"
+    at = _page("explore.py").run()
+    at.select_slider(key="ex_epsilon").set_value(0.3).run()
+    [code] = [c.value for c in at.code if "ex_epsilon" in c.value]
+    params = {k: v[0] for k, v in parse_qs(code.split("?", 1)[1]).items()}
+    assert params["ex_epsilon"] == "0.3"
+    again = _page("explore.py")
+    for k, v in params.items():
+        again.query_params[k] = v
+    again.run()
+    assert again.select_slider(key="ex_epsilon").value == 0.3 and not again.exception
