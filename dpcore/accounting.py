@@ -201,8 +201,6 @@ def sampled_gaussian_pld(noise_multiplier: float, sample_rate: float, discretiza
                                              use_connect_dots=pessimistic))
 
 
-_sampled_gaussian_pld = sampled_gaussian_pld
-
 
 @functools.lru_cache(maxsize=1024)
 def _sampled_gaussian_pld_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
@@ -211,9 +209,9 @@ def _sampled_gaussian_pld_epsilon(noise_multiplier: float, sample_rate: float, s
     a Poisson-sampled step self-composed T times, or, with q = 1, one Gaussian of
     noise z/√T (how the accountant reads a self-composed Gaussian)."""
     if sample_rate >= 1:
-        pld = _sampled_gaussian_pld(noise_multiplier / math.sqrt(steps), 1.0, discretization)
+        pld = sampled_gaussian_pld(noise_multiplier / math.sqrt(steps), 1.0, discretization)
     else:
-        pld = _sampled_gaussian_pld(noise_multiplier, sample_rate, discretization).self_compose(int(steps))
+        pld = sampled_gaussian_pld(noise_multiplier, sample_rate, discretization).self_compose(int(steps))
     identity = _pl.identity(value_discretization_interval=discretization)
     return float(identity.compose(pld).get_epsilon_for_delta(delta))
 
@@ -299,7 +297,7 @@ def _pld_grid(noise_multiplier: float, sample_rate: float, steps: int) -> float 
     std of one step's loss, read off a coarse one-step PLD).  A coarser grid is
     still an upper bound; when even 0.5 is too fine, ``None`` (use the bound).
     """
-    one = _sampled_gaussian_pld(noise_multiplier, min(sample_rate, 1.0), 1e-2)
+    one = sampled_gaussian_pld(noise_multiplier, min(sample_rate, 1.0), 1e-2)
     pmf = one._pmf_remove
     probs = np.asarray(getattr(pmf, "_probs", []), dtype=float)
     if probs.size == 0 or probs.sum() <= 0:

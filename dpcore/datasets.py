@@ -38,7 +38,7 @@ from sklearn.preprocessing import OneHotEncoder
 
 from . import linalg, streams
 from .exceptions import DatasetError
-from .metrics import guessing_accuracy, guessing_rmse
+from .metrics import guessing_accuracy, guessing_rmse, majority_label
 from .params import validate
 from .partition import record_split
 
@@ -142,7 +142,7 @@ class Dataset:
         if self.task != "classification":
             return None
         positive = self.positive_class or "+1"
-        return positive if np.sum(self.y_train > 0) >= np.sum(self.y_train < 0) else f"not {positive}"
+        return positive if majority_label(self.y_train) > 0 else f"not {positive}"
 
     def summary(self) -> dict[str, Any]:
         return {

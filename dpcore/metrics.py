@@ -11,7 +11,7 @@ import math
 import numpy as np
 from scipy import stats
 
-__all__ = ["accuracy", "rmse", "optimality_gap", "summarize", "guessing_accuracy", "guessing_rmse"]
+__all__ = ["accuracy", "rmse", "optimality_gap", "summarize", "guessing_accuracy", "guessing_rmse", "majority_label"]
 
 
 def accuracy(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -28,9 +28,13 @@ def guessing_accuracy(y_train: np.ndarray, y_test: np.ndarray) -> float:
     """The test accuracy of always answering the training split's majority class (+1 on a tie):
     what a model that learned nothing about the features scores.  A private model below it
     is worse than guessing, not merely weak."""
-    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
-    majority = 1.0 if np.sum(y_train > 0) >= np.sum(y_train < 0) else -1.0
-    return float(np.mean(y_test == majority))
+    return float(np.mean(np.asarray(y_test) == majority_label(y_train)))
+
+
+def majority_label(y_train: np.ndarray) -> float:
+    """The training split's more frequent label, ±1 (+1 on a tie): what guessing answers."""
+    y_train = np.asarray(y_train)
+    return 1.0 if np.sum(y_train > 0) >= np.sum(y_train < 0) else -1.0
 
 
 def guessing_rmse(y_train: np.ndarray, y_test: np.ndarray) -> float:

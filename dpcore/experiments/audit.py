@@ -101,7 +101,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from scipy.stats import beta as _beta
 
 from .. import streams
 from ..erm import LazySolution
@@ -115,6 +114,7 @@ from .run import RunSpec, delta_warning, load_problem, problem_data
 from .audit_bounds import (
     ASSUMPTIONS,
     Estimate,
+    clopper_pearson_upper,
     effect_size_bound,
     gdp_epsilon_lower,
     pooled_error_bound,
@@ -168,32 +168,6 @@ def _check(name: str, value: Any) -> Any:
 
 # ---------------------------------------------------------------------------
 # pure statistics
-
-
-def clopper_pearson_upper(k, n, conf: float):
-    """One-sided Clopper–Pearson upper bound on a binomial rate from k of n.
-
-    The smallest p with ``P(Bin(n, p) ≤ k) ≤ 1 − conf``: the ``conf`` quantile of
-    ``Beta(k + 1, n − k)``, and 1 when ``k = n``.  Works elementwise on arrays.
-
-    >>> round(clopper_pearson_upper(0, 100, 0.95), 6)   # = 1 − 0.05^(1/100)
-    0.029513
-    >>> round(clopper_pearson_upper(5, 100, 0.95), 4)
-    0.1023
-    >>> clopper_pearson_upper(10, 10, 0.95)
-    1.0
-
-    References: Clopper & Pearson 1934, Biometrika 26(4).
-    """
-    k_arr, n_arr = np.asarray(k), np.asarray(n)
-    if not 0.0 < conf < 1.0:
-        raise ParameterError(f"confidence must be in (0, 1); got {conf!r}")
-    if np.any(n_arr < 1) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
-        raise ParameterError(f"need 0 ≤ k ≤ n and n ≥ 1; got k = {k!r}, n = {n!r}")
-    k_f, n_f = k_arr.astype(float), n_arr.astype(float)
-    full = k_f >= n_f
-    up = np.where(full, 1.0, _beta.ppf(conf, k_f + 1.0, np.where(full, 1.0, n_f - k_f)))
-    return float(up) if up.ndim == 0 else up
 
 
 def epsilon_lower_bound(fp, n0, fn, n1, delta: float, alpha: float):

@@ -55,7 +55,7 @@ from scipy.stats import binom, chi2, nct, norm
 from .. import accounting as acc
 from ..exceptions import ParameterError
 
-__all__ = ["Estimate", "ASSUMPTIONS", "one_run_p_value", "one_run_epsilon", "pooled_error_upper", "pooled_error_bound", "effect_size_bound",
+__all__ = ["Estimate", "ASSUMPTIONS", "clopper_pearson_upper", "clopper_pearson_lower", "one_run_p_value", "one_run_epsilon", "pooled_error_upper", "pooled_error_bound", "effect_size_bound",
            "sampled_gaussian_bound", "gdp_epsilon_lower", "tv_sampled_gaussian"]
 
 #: What each estimator assumes, in the words the JSON and the views use.
@@ -102,6 +102,46 @@ def gdp_epsilon_lower(mu: float, delta: float) -> float:
     return acc.gdp_epsilon(mu, delta) * (1.0 - 1e-8)
 
 
+def clopper_pearson_upper(k, n, conf: float):
+    """One-sided Clopper–Pearson upper bound on a binomial rate from k of n.
+
+    The smallest p with ``P(Bin(n, p) ≤ k) ≤ 1 − conf``: the ``conf`` quantile of
+    ``Beta(k + 1, n − k)``, and 1 when ``k = n``.  Works elementwise on arrays.
+
+    >>> round(clopper_pearson_upper(0, 100, 0.95), 6)   # = 1 − 0.05^(1/100)
+    0.029513
+    >>> round(clopper_pearson_upper(5, 100, 0.95), 4)
+    0.1023
+    >>> clopper_pearson_upper(10, 10, 0.95)
+    1.0
+
+    References: Clopper & Pearson 1934, Biometrika 26(4).
+    """
+    k_arr, n_arr = np.asarray(k), np.asarray(n)
+    if not 0.0 < conf < 1.0:
+        raise ParameterError(f"confidence must be in (0, 1); got {conf!r}")
+    if np.any(n_arr < 1) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
+        raise ParameterError(f"need 0 ≤ k ≤ n and n ≥ 1; got k = {k!r}, n = {n!r}")
+    k_f, n_f = k_arr.astype(float), n_arr.astype(float)
+    full = k_f >= n_f
+    up = np.where(full, 1.0, _beta.ppf(conf, k_f + 1.0, np.where(full, 1.0, n_f - k_f)))
+    return float(up) if up.ndim == 0 else up
+
+
+def clopper_pearson_lower(k: int, n: int, conf: float) -> float:
+    """One-sided Clopper–Pearson lower bound on a binomial rate from k of n: the ``1 − conf``
+    quantile of ``Beta(k, n − k + 1)``, and 0 when ``k = 0``.
+
+    >>> round(clopper_pearson_lower(100, 100, 0.95), 6)   # = 0.05^(1/100)
+    0.970487
+    """
+    if not 0.0 < conf < 1.0:
+        raise ParameterError(f"confidence must be in (0, 1); got {conf!r}")
+    if n < 1 or not 0 <= k <= n:
+        raise ParameterError(f"need 0 ≤ k ≤ n and n ≥ 1; got k = {k!r}, n = {n!r}")
+    return 0.0 if k == 0 else float(_beta.ppf(1.0 - conf, k, n - k + 1))
+
+
 def pooled_error_upper(errors: int, total: int, alpha: float) -> float:
     """One-sided Clopper–Pearson upper bound on the mean error rate from ``errors`` of ``total``.
 
@@ -111,9 +151,7 @@ def pooled_error_upper(errors: int, total: int, alpha: float) -> float:
     alpha = _check_alpha(alpha)
     if not 0 <= errors <= total or total < 1:
         raise ParameterError(f"need 0 ≤ errors ≤ total and total ≥ 1; got {errors!r} of {total!r}")
-    if errors >= total:
-        return 1.0
-    return float(_beta.ppf(1.0 - alpha, errors + 1.0, total - errors))
+    return clopper_pearson_upper(errors, total, 1.0 - alpha)
 
 
 def pooled_error_bound(fp: int, n0: int, fn: int, n1: int, delta: float, alpha: float) -> Estimate:

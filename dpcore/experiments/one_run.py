@@ -27,7 +27,6 @@ References: Steinke, Nasr & Jagielski 2023, "Privacy auditing with one (1) train
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable

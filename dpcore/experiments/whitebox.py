@@ -42,13 +42,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import beta as _beta
 
 from .. import streams
 from ..exceptions import ParameterError
 from ..mechanisms import Problem
 from ..mechanisms.local import duchi_privatize
 from ..optim import BatchRNG
+from .audit_bounds import clopper_pearson_lower, clopper_pearson_upper
 
 __all__ = ["TapRNG", "ReleaseTap", "ShiftCheck", "measure_shift", "WhiteBoxScores", "white_box_scores",
            "WHITE_BOX_UNAVAILABLE"]
@@ -153,8 +153,8 @@ def measure_shift(mechanism, problem0: Problem, problem1: Problem, config, seeds
         unit = release.sample_rate * problem0.n  # the optimiser divides the clipped sum by q·n
         moved = shifts > 0
         k = int(np.sum(moved))
-        lo = float(_beta.ppf(alpha / 2, k, runs - k + 1)) if k > 0 else 0.0
-        hi = float(_beta.ppf(1 - alpha / 2, k + 1, runs - k)) if k < runs else 1.0
+        lo = clopper_pearson_lower(k, runs, 1 - alpha / 2)
+        hi = clopper_pearson_upper(k, runs, 1 - alpha / 2)
         return ShiftCheck(release.sensitivity, float(shifts.max() * unit), runs, "the clipped sum of gradients",
                           release.sample_rate, k, lo, hi)
     return ShiftCheck(release.sensitivity, float(shifts.max()), runs, "the released mean gradient")
