@@ -119,6 +119,12 @@ class Model:
             scale = scale * weights
         return np.einsum("rb,rbp->rp", scale, g)
 
+    def clipped_grad_sum_and_loss(self, theta, X, y, clip_norm: float) -> tuple[np.ndarray, np.ndarray]:
+        """(:meth:`clipped_grad_sum`, :meth:`loss`) at one θ: a training step that also records a
+        point of the loss curve.  A model whose step already computes every row's loss (the MLP's
+        forward pass) gives it from that pass instead of a second one."""
+        return self.clipped_grad_sum(theta, X, y, clip_norm), self.loss(theta, X, y)
+
     def project(self, theta: np.ndarray) -> np.ndarray:
         """Euclidean projection onto the parameter domain."""
         if self.radius is None:
@@ -459,14 +465,24 @@ class MLP(Model):
         )
 
     def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None, row_norms=None, dtype=None):
-        """Σ_i of the per-example gradients clipped to ``clip_norm``, (R, p) in float64.
+        """Σ_i of the per-example gradients clipped to ``clip_norm``, (R, p) in float64."""
+        return self._clipped(theta, X, y, clip_norm, weights, dtype, with_loss=False)[0]
+
+    def clipped_grad_sum_and_loss(self, theta, X, y, clip_norm):
+        """The clipped sum and the objective at θ from one forward pass (in :attr:`compute_dtype`:
+        the loss curve's points are then exact to about 1e-7 relative, and cost nothing)."""
+        total, value = self._clipped(theta, X, y, clip_norm, None, None, with_loss=True)
+        return total, value / X.shape[-2] + 0.5 * self.lam * np.sum(theta**2, axis=1)
+
+    def _clipped(self, theta, X, y, clip_norm, weights, dtype, with_loss):
+        """(Σ_i clipped ∇ℓ_i, Σ_i ℓ_i or None) per run.
 
         The training loops' heaviest work, so it runs in ``dtype`` (default
         :attr:`compute_dtype`, float32): the (R, n, h) forward and backward arrays in
         single precision, their sum returned in float64.  In float32 it clips at
         ``clip_norm·(1 − 1e-5)``, so the rounding of the norms (about 1e-7 relative)
         never lets a clipped gradient exceed ``clip_norm``, the sensitivity the
-        accountant uses.  The exact reference (L-BFGS) and the losses stay float64.
+        accountant uses.  The exact reference (L-BFGS), the final loss and the gap stay float64.
         """
         # ‖∇ℓ_i‖² = ‖δ1‖²(‖x‖² + 1) + g²(‖H‖² + 1), so no (R, n, p) array is needed.
         dtype = np.dtype(self.compute_dtype if dtype is None else dtype)
@@ -479,19 +495,23 @@ class MLP(Model):
         def chunk(bounds):  # the chunks run on the shared pool's threads, summed in their order
             s, e = bounds
             Xa, rows, yc, Xc = self._part(X, y, s, e)
-            g, delta1, H = self._backward_terms(theta, Xa, yc, rows)
+            out, g, delta1, H = self._terms(theta, Xa, yc, rows)
+            value = np.sum(-log_expit(yc * out.astype(np.float64)), axis=-1) if with_loss else None
             xx = np.einsum("...nd,...nd->...n", Xc, Xc)
             sq = (np.einsum("rnh,rnh->rn", delta1, delta1) * (xx + 1.0)
                   + g**2 * (np.einsum("rnh,rnh->rn", H, H) + 1.0))
             scale = np.minimum(1.0, clip_norm / np.maximum(np.sqrt(sq.astype(np.float64)), 1e-300))
             if weights is not None:
                 scale = scale * (weights[:, s:e] if weights.ndim == 2 else weights[s:e])
-            return self._assemble(scale.astype(dtype), g, delta1, H, Xa, rows)
+            return self._assemble(scale.astype(dtype), g, delta1, H, Xa, rows), value
 
         total = np.zeros(theta.shape, dtype=np.float64)
-        for part in linalg.map_chunks(chunk, self._chunks(theta, X)):
+        value = np.zeros(theta.shape[0]) if with_loss else None
+        for part, part_value in linalg.map_chunks(chunk, self._chunks(theta, X)):  # in chunk order
             total += part
-        return total
+            if with_loss:
+                value += part_value
+        return total, value
 
     def predict(self, theta, X):
         return np.where(self.scores(theta, X) >= 0, 1.0, -1.0)

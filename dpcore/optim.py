@@ -200,9 +200,12 @@ def gradient_descent(
         elif clip_norm is None:
             grad = model.grad(theta, X, y)
         else:
-            if t in marks:
-                trace.append(model.loss(theta, X, y)); steps.append(t)
-            grad = model.clipped_grad_sum(theta, X, y, clip_norm) / n + model.lam * theta
+            if t in marks:  # the trace point from the step's own pass where the model has one
+                g_sum, value = model.clipped_grad_sum_and_loss(theta, X, y, clip_norm)
+                trace.append(value); steps.append(t)
+            else:
+                g_sum = model.clipped_grad_sum(theta, X, y, clip_norm)
+            grad = g_sum / n + model.lam * theta
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
         tell(t + 1)
     if iterations in marks:

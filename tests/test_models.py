@@ -140,3 +140,37 @@ def test_mlp_float32_training_path_stays_within_the_clipping_norm():
     for i in range(X.shape[0]):
         one = model.clipped_grad_sum(theta, X[i:i + 1], y[i:i + 1], C)
         assert np.all(np.linalg.norm(one, axis=1) <= C)
+
+
+@pytest.mark.parametrize("model, kind", CASES, ids=lambda c: getattr(c, "id", ""))
+def test_a_step_with_a_trace_point_gives_the_clipped_sum_and_the_objective(model, kind):
+    """clipped_grad_sum_and_loss: the step's sum bit for bit, and the objective (mean loss +
+    λ/2‖θ‖²) against the float64 loss, to the float32 pass's 1e-6 relative for the MLP (its
+    curve comes from the step's own forward pass), exactly for the linear models."""
+    rng, X, yc, yr = _data(seed=5, n=61)
+    y = yc if kind == "cls" else yr
+    theta = 0.5 * rng.standard_normal((3, model.n_params(X.shape[1])))
+    total, value = model.clipped_grad_sum_and_loss(theta, X, y, 0.3)
+    np.testing.assert_array_equal(total, model.clipped_grad_sum(theta, X, y, 0.3))
+    np.testing.assert_allclose(value, model.loss(theta, X, y), rtol=1e-6 if isinstance(model, MLP) else 1e-15)
+
+
+def test_the_mlp_loss_curve_costs_no_pass_of_its_own(monkeypatch):
+    """Full-batch clipped training of the MLP records its curve from the step's forward pass: the
+    only separate loss evaluation is the last point's (after the last step); the points equal
+    the float64 losses to float32 rounding."""
+    from dpcore.optim import BatchRNG, gradient_descent
+
+    rng, X, y, _ = _data(seed=6, n=80)
+    model = MLP(lam=0.01, hidden=6)
+    rngs = BatchRNG([0, 1])
+    theta0 = model.init(2, X.shape[1], rngs)
+    calls = []
+    real = MLP.data_loss
+    monkeypatch.setattr(MLP, "data_loss", lambda self, *a: calls.append(1) or real(self, *a))
+    out = gradient_descent(model, X, y, theta0, iterations=20, learning_rate=0.5, rngs=BatchRNG([0, 1]),
+                           noise_std=0.01, clip_norm=1.0, trace_points=5)
+    assert len(calls) == 1 and list(out.trace_steps) == [0, 5, 10, 15, 20]
+    # the first point is at θ₀: the float64 loss there, to float32 rounding
+    np.testing.assert_allclose(out.loss_trace[0], real(model, theta0, X, y) + 0.5 * model.lam * np.sum(theta0**2, 1),
+                               rtol=1e-6)
