@@ -27,7 +27,7 @@ from . import linalg, streams
 from .models import Model
 
 __all__ = ["BatchRNG", "OptResult", "gradient_descent", "sgd", "run_seeds", "trace_marks",
-           "DEFAULT_TRACE_POINTS", "Progress", "step_reporter"]
+           "DEFAULT_TRACE_POINTS", "Progress", "TraceListener", "step_reporter"]
 
 
 def run_seeds(seed: int, repeats: int) -> list[int]:
@@ -149,6 +149,16 @@ def _noisy_step(model, theta, grad, t, lr, noise_std, grad_hook, rngs):
 
 #: ``progress(done, total, label)``: how long work tells its caller how far it is
 Progress = Callable[[int, int, str], None]
+#: ``on_trace(steps, trace)``: the loss curve recorded so far, (K,) steps and (K, R) values, each time
+#: it gains a point (a view draws it while the run trains; never changes a number)
+TraceListener = Callable[[np.ndarray, np.ndarray], None]
+
+
+def _record(trace: list, steps: list, value, t: int, on_trace: TraceListener | None) -> None:
+    trace.append(value)
+    steps.append(t)
+    if on_trace is not None:
+        on_trace(np.array(steps), np.array(trace).reshape(len(steps), -1))
 #: at most this many progress reports per loop (each is a Python call, never a number's input)
 PROGRESS_REPORTS = 100
 
@@ -181,12 +191,14 @@ def gradient_descent(
     clip_norm: float | None = None,
     trace_points: int | None = None,
     progress: Progress | None = None,
+    on_trace: TraceListener | None = None,
 ) -> OptResult:
     """Full-batch (noisy) gradient descent, T steps, for R runs at once.
 
     With ``clip_norm`` the data part of the gradient is the mean of per-example
     gradients clipped to that norm (for models without a Lipschitz bound).
-    ``progress(done, T, "training")`` hears of the steps (see :func:`step_reporter`).
+    ``progress(done, T, "training")`` hears of the steps (see :func:`step_reporter`),
+    ``on_trace`` of the loss curve as it grows (see :data:`TraceListener`).
     """
     theta = np.array(theta0, dtype=float, copy=True)
     marks = trace_marks(iterations, trace_points)
@@ -196,20 +208,20 @@ def gradient_descent(
     for t in range(iterations):
         if clip_norm is None and t in marks:
             value, grad = model.loss_and_grad(theta, X, y)  # the trace point shares the pass
-            trace.append(value); steps.append(t)
+            _record(trace, steps, value, t, on_trace)
         elif clip_norm is None:
             grad = model.grad(theta, X, y)
         else:
             if t in marks:  # the trace point from the step's own pass where the model has one
                 g_sum, value = model.clipped_grad_sum_and_loss(theta, X, y, clip_norm)
-                trace.append(value); steps.append(t)
+                _record(trace, steps, value, t, on_trace)
             else:
                 g_sum = model.clipped_grad_sum(theta, X, y, clip_norm)
             grad = g_sum / n + model.lam * theta
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
         tell(t + 1)
     if iterations in marks:
-        trace.append(model.loss(theta, X, y)); steps.append(iterations)
+        _record(trace, steps, model.loss(theta, X, y), iterations, on_trace)
     return OptResult(theta, np.array(trace).reshape(len(steps), theta.shape[0]), np.array(steps))
 
 
@@ -230,6 +242,7 @@ def sgd(
     trace_points: int | None = None,
     average: bool = False,
     progress: Progress | None = None,
+    on_trace: TraceListener | None = None,
 ) -> OptResult:
     """Mini-batch or Poisson-sampled SGD with optional per-example clipping.
 
@@ -250,7 +263,7 @@ def sgd(
     tell = step_reporter(progress, iterations)
     for t in range(iterations):
         if t in marks:
-            trace.append(model.loss(theta, X, y)); steps.append(t)
+            _record(trace, steps, model.loss(theta, X, y), t, on_trace)
         if batch_size is not None:
             idx = rngs.sample_batch(n, batch_size)
             weights = None
@@ -271,5 +284,5 @@ def sgd(
             avg += (theta - avg) / (t + 1)
         tell(t + 1)
     if iterations in marks:
-        trace.append(model.loss(theta, X, y)); steps.append(iterations)
+        _record(trace, steps, model.loss(theta, X, y), iterations, on_trace)
     return OptResult(theta, np.array(trace).reshape(len(steps), theta.shape[0]), np.array(steps), avg)

@@ -424,9 +424,9 @@ def dataset_details(dataset_id: str) -> dict:
     return out
 
 
-def _record(config: RunSpec, dataset=None, progress=None) -> dict:
+def _record(config: RunSpec, dataset=None, progress=None, on_trace=None) -> dict:
     """``dpcore.experiments.run.run`` as a record with the loss trace."""
-    res = run(config, app_context().with_(progress=progress), dataset=dataset)
+    res = run(config, app_context().with_(progress=progress, on_trace=on_trace), dataset=dataset)
     rec = res.to_dict()
     rec["loss_trace"] = None if res.loss_trace is None else res.loss_trace.tolist()
     rec["trace_steps"] = None if res.trace_steps is None else res.trace_steps.tolist()
@@ -476,15 +476,48 @@ def run_progress(after: float = PROGRESS_AFTER_SECONDS):
         slot.empty()
 
 
+#: a run draws its loss curve while it trains once it has taken this long, at most every REDRAW s
+CURVE_AFTER_SECONDS = 1.0
+CURVE_REDRAW_SECONDS = 0.5
+
+
+@contextlib.contextmanager
+def live_curve(iterations: int, after: float = CURVE_AFTER_SECONDS, every: float = CURVE_REDRAW_SECONDS,
+               clock=time.perf_counter):
+    """An ``on_trace(steps, trace)`` callback (:class:`~dpcore.experiments.context.Context`) that,
+    once a run has trained ``after`` seconds, draws its loss curve so far (every repeat) and
+    redraws it as it grows, at most every ``every`` seconds; the drawing goes when the run ends
+    (the finished curve is then drawn with the rest).  The first useful picture of a long run
+    (the MLP on Adult: a second, not eight)."""
+    slot = st.empty()
+    start, state = clock(), {"last": -math.inf, "count": 0}
+
+    def on_trace(steps, trace) -> None:
+        now = clock()
+        if now - start < after or now - state["last"] < every:
+            return
+        state["last"], state["count"] = now, state["count"] + 1
+        fig = loss_figure({"loss_trace": trace.tolist(), "trace_steps": steps.tolist()},
+                          title=f"Training objective so far: step {int(steps[-1])} of {iterations}")
+        with slot.container():
+            st.plotly_chart(fig, width="stretch", key=f"live_curve_{state['count']}")
+
+    try:
+        yield on_trace
+    finally:
+        slot.empty()
+
+
 def run_or_error(config: RunSpec) -> dict | None:
     """Run (kept for every session; uploads never) and show a clear ``st.error`` instead of a
     traceback; a long run shows its progress and the time it still needs."""
     try:
         ds = user_dataset(config.dataset)
-        with reference_notice(config), run_progress() as progress:
+        with reference_notice(config), run_progress() as progress, live_curve(config.iterations) as on_trace:
             if ds is None:
-                return copy.deepcopy(run_records().memo(config, lambda: _record(config, progress=progress)))
-            return _record(config, dataset=ds, progress=progress)  # a user's own data: never shared
+                return copy.deepcopy(run_records().memo(
+                    config, lambda: _record(config, progress=progress, on_trace=on_trace)))
+            return _record(config, dataset=ds, progress=progress, on_trace=on_trace)  # never shared
     except DPCoreError as exc:
         st.error(f"{exc}")
         return None
@@ -508,7 +541,8 @@ def missed_target_note(rows, target: str = "epsilon") -> None:
         st.warning(note)
 
 
-def loss_figure(rec: dict) -> go.Figure | None:
+def loss_figure(rec: dict, title: str = "Training objective on the data the optimiser saw") -> go.Figure | None:
+    """Every repeat's training objective against the step, with L* when the record has it."""
     trace, steps = rec.get("loss_trace"), rec.get("trace_steps")
     if not trace:
         return None
@@ -517,8 +551,9 @@ def loss_figure(rec: dict) -> go.Figure | None:
     for r in range(arr.shape[1]):
         fig.add_trace(go.Scatter(x=steps, y=arr[:, r], mode="lines", name=f"run {r + 1}",
                                  line=dict(width=1)))
-    fig.add_hline(y=rec["loss_star"], annotation_text="L* (non-private optimum)", **REFERENCE_LINE)
-    fig.update_layout(title="Training objective on the data the optimiser saw", xaxis_title="step t",
+    if rec.get("loss_star") is not None:
+        fig.add_hline(y=rec["loss_star"], annotation_text="L* (non-private optimum)", **REFERENCE_LINE)
+    fig.update_layout(title=title, xaxis_title="step t",
                       yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
     return fig
 

@@ -610,6 +610,42 @@ def test_the_time_left_is_estimated_from_the_loop_under_way(monkeypatch):
     assert shown[-2] == (0.25, "Training: 25 of 100 · about 30 s left") and shown[-1] == "cleared"
 
 
+def test_a_long_run_draws_its_loss_curve_while_it_trains(monkeypatch):
+    """Explore's first picture of a long run (the MLP on Adult trains for seconds): after a
+    second, the loss curve so far, redrawn at most every half second as it grows, every
+    repeat a line; gone when the run ends (the finished curve is drawn with the rest)."""
+    import contextlib
+    import sys
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from pages import common
+
+    drawn, clock = [], [100.0]
+
+    class Slot:
+        def container(self):
+            return contextlib.nullcontext()
+
+        def empty(self):
+            drawn.append("cleared")
+
+    monkeypatch.setattr(common.st, "empty", Slot)
+    monkeypatch.setattr(common.st, "plotly_chart", lambda fig, **kw: drawn.append(fig))
+    with common.live_curve(100, clock=lambda: clock[0]) as on_trace:
+        for t, at in ((0, 100.4), (4, 101.1), (8, 101.3), (12, 101.7), (16, 102.6)):
+            clock[0] = at
+            steps = np.arange(0, t + 1, 4)
+            on_trace(steps, np.linspace(0.7, 0.5, steps.size)[:, None] * np.ones((1, 3)))
+        assert len(drawn) == 3  # at 1.1, 1.7 and 2.6 s: not before a second, not twice in 0.5 s
+    assert drawn[-1] == "cleared"
+    first, last = drawn[0], drawn[2]
+    assert len(first.data) == 3 and list(first.data[0].x) == [0, 4]  # every repeat, the points so far
+    assert list(last.data[0].x) == [0, 4, 8, 12, 16]
+    assert last.layout.title.text == "Training objective so far: step 16 of 100"
+
+
 def test_paper_figures_say_which_settings_were_refused(monkeypatch, tmp_path):
     import shutil
 

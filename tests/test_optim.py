@@ -127,3 +127,25 @@ def test_a_diverged_run_is_said_out_loud_and_left_out_of_the_means():
     from dpcore.metrics import summarize  # a mix: the finite values only, n counting them
     s = summarize([0.5, float("nan"), 0.7])
     assert s["n"] == 2 and abs(s["mean"] - 0.6) < 1e-15
+
+
+@pytest.mark.parametrize("mechanism, model", [("gradient-dpgd", "logreg"), ("gradient-dpgd", "mlp"),
+                                              ("gradient-dpsgd", "logreg"), ("input-kang", "logreg"),
+                                              ("input-dbdp", "logreg")])
+def test_a_run_tells_its_loss_curve_as_it_grows_without_changing_a_number(mechanism, model):
+    """Context.on_trace hears the curve after each of its points (what Explore draws while a
+    long run trains): every call extends the last, and the last is the run's whole curve;
+    the run's numbers are those of a run nobody listened to."""
+    from dpcore.experiments.context import Context
+    from dpcore.experiments.run import RunSpec, run
+
+    heard = []
+    spec = RunSpec(dataset="iris", model=model, mechanism=mechanism, iterations=12, repeats=2, lam=2e-3)
+    got = run(spec, Context(trace_points=5).with_(on_trace=lambda s, t: heard.append((s.copy(), t.copy()))))
+    quiet = run(spec, Context(trace_points=5))
+    assert np.array_equal(got.gap, quiet.gap) and np.array_equal(got.loss_trace, quiet.loss_trace)
+    assert len(heard) == len(got.trace_steps) == 5
+    for k, (steps, trace) in enumerate(heard):
+        assert trace.shape == (k + 1, 2)
+        np.testing.assert_array_equal(steps, got.trace_steps[:k + 1])
+        np.testing.assert_array_equal(trace, got.loss_trace[:k + 1])

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..erm import ReferenceStore
 from ..exceptions import ParameterError
-from ..optim import DEFAULT_TRACE_POINTS, Progress
+from ..optim import DEFAULT_TRACE_POINTS, Progress, TraceListener
 
 __all__ = ["Context", "Progress", "DEFAULT_TRACE_POINTS", "default_context", "cache_dir", "shared_context"]
 
@@ -50,7 +50,9 @@ class Context:
     would cost up to a quarter of a run).  ``progress(done, total, label)`` hears how far work
     is: a grid reports its finished configurations; a single run (:func:`run`) its
     optimisation steps and, when it must solve one, the exact reference's solver
-    iterations (a hundred reports at most per loop; it never changes a number).  ``store``: the
+    iterations (a hundred reports at most per loop; it never changes a number).  ``on_trace(steps,
+    trace)``: a single run's loss curve so far, each time it gains a point (the gradient and
+    input-perturbation optimisers tell it; a view draws the curve while the run trains).  ``store``: the
     exact solutions and other noise-free results this context has computed.
     """
 
@@ -61,6 +63,7 @@ class Context:
     results_dir: Path | None = None
     trace_points: int | None = None
     progress: Progress | None = field(default=None, compare=False)
+    on_trace: TraceListener | None = field(default=None, compare=False)
     store: ReferenceStore = field(default=None, compare=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:

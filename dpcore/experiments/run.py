@@ -285,7 +285,7 @@ def _with_reference(dataset, model, user_data: bool, ctx: Context, trace_points:
     else:
         erm = ctx.store.exact(dataset, model, progress=ctx.progress)
     return Problem(dataset=dataset, model=model, erm=erm, trace_points=trace_points,
-                   store=None if user_data else ctx.store, progress=ctx.progress)
+                   store=None if user_data else ctx.store, progress=ctx.progress, on_trace=ctx.on_trace)
 
 
 def noise_plan(config: RunSpec, ctx: Context | None = None) -> NoisePlan:

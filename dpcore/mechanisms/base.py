@@ -20,7 +20,7 @@ from ..datasets import Dataset
 from ..erm import ErmSolution, ReferenceStore
 from ..exceptions import ModelError, ParameterError
 from ..models import Model
-from ..optim import BatchRNG, Progress
+from ..optim import BatchRNG, Progress, TraceListener
 from ..params import Param, check
 from ..privacy import (  # replace-one (SPEC §1)
     NEIGHBOURING,
@@ -48,6 +48,7 @@ class Problem:
     trace_points: int | None = None  # None: the optimisers' default
     store: ReferenceStore | None = None  # None: nothing is reused
     progress: Progress | None = None  # told of the optimisers' steps (never changes a number)
+    on_trace: TraceListener | None = None  # told of the loss curve as it grows (never changes a number)
     # where iterative training starts, (p,), in place of the model's own start: an auditor's
     # choice (a privacy claim holds for every start), None for the model's default
     theta_start: np.ndarray | None = None

@@ -93,7 +93,8 @@ class GradientDPGD(Mechanism):
         opt = gradient_descent(problem.model, problem.X, problem.y, problem.start(stack.rngs), iterations=T,
                                learning_rate=stack.learning_rate([c.learning_rate for c in configs]),
                                rngs=stack.rngs, noise_std=stack.per_run(sigmas), clip_norm=clip,
-                               trace_points=problem.trace_points, progress=problem.progress)
+                               trace_points=problem.trace_points, progress=problem.progress,
+                   on_trace=problem.on_trace)
         sens = 2.0 * G / n
         return [MechanismOutput(
             theta=theta, sigma=sigma, plan=self.plan(problem, config, sigma),
@@ -122,7 +123,8 @@ def _sampled_run(problem, configs, rngs, *, sample_rate, clip, zs, lrs, grad_hoo
     opt = sgd(problem.model, problem.X, problem.y, problem.start(stack.rngs), iterations=T,
               learning_rate=stack.learning_rate(lrs), rngs=stack.rngs, sample_rate=sample_rate,
               clip_norm=clip, noise_std=stack.per_run(noise_mean_space), grad_hook=grad_hook,
-              trace_points=problem.trace_points, progress=problem.progress)
+              trace_points=problem.trace_points, progress=problem.progress,
+                   on_trace=problem.on_trace)
     return [MechanismOutput(
         theta=theta, sigma=z * clip, plan=_sampled_plan(config, sample_rate, clip, z),
         loss_trace=trace, trace_steps=opt.trace_steps,

@@ -267,7 +267,8 @@ class InputKang(_InputBase):
         theta0 = problem.start(rngs)
         return gradient_descent(problem.model, Xp, yp, theta0, iterations=config.iterations,
                                 learning_rate=config.learning_rate, rngs=rngs, grad_hook=grad_hook,
-                                trace_points=problem.trace_points, progress=problem.progress)
+                                trace_points=problem.trace_points, progress=problem.progress,
+                   on_trace=problem.on_trace)
 
 
 @register
@@ -303,7 +304,8 @@ class InputDBDP(_InputBase):
         return sgd(problem.model, Xp, yp, theta0, iterations=config.iterations,
                    learning_rate=config.learning_rate, rngs=rngs,
                    batch_size=self.batch(problem, config), grad_hook=grad_hook,
-                   trace_points=problem.trace_points, progress=problem.progress)
+                   trace_points=problem.trace_points, progress=problem.progress,
+                   on_trace=problem.on_trace)
 
 
 def _mixed_derivative_norm(theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
