@@ -477,7 +477,7 @@ def run_progress(after: float = PROGRESS_AFTER_SECONDS):
 
 
 #: a run draws its loss curve while it trains once it has taken this long, at most every REDRAW s
-CURVE_AFTER_SECONDS = 1.0
+CURVE_AFTER_SECONDS = 0.5
 CURVE_REDRAW_SECONDS = 0.5
 
 
@@ -488,7 +488,7 @@ def live_curve(iterations: int, after: float = CURVE_AFTER_SECONDS, every: float
     once a run has trained ``after`` seconds, draws its loss curve so far (every repeat) and
     redraws it as it grows, at most every ``every`` seconds; the drawing goes when the run ends
     (the finished curve is then drawn with the rest).  The first useful picture of a long run
-    (the MLP on Adult: a second, not eight)."""
+    (the MLP on Adult: within a second, not after eight)."""
     slot = st.empty()
     start, state = clock(), {"last": -math.inf, "count": 0}
 

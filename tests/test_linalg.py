@@ -202,3 +202,4 @@ def test_mlp_chunks_on_threads_give_the_bits_of_one_thread(monkeypatch):
     whole = MLP.loss_and_grad(m, theta, X, y)[1]  # a second route: one chunk, float64
     monkeypatch.setattr(MLP, "_CHUNK_FLOATS", 10**9)
     np.testing.assert_allclose(MLP.loss_and_grad(m, theta, X, y)[1], whole, rtol=1e-10, atol=1e-13)
+
