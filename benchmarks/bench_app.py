@@ -136,14 +136,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-async def _sessions(url: str, n: int, eps_values: list[float]) -> list[float]:
+async def _sessions(url: str, n: int, rounds: dict[str, list[float]]) -> dict[str, list[float]]:
+    """``n`` users, each with a browser of their own (its own cache), open Explore at once, once per
+    round, each round with new ε values: the first round on a new server with empty caches, the
+    next with the app's scripts in every browser's cache (a student's second visit) and the server's
+    data and references warm.  Seconds from the request to the answer on screen, per round."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
+        users = [await browser.new_context() for _ in range(n)]
 
-        async def one(k: int) -> float:
-            page = await browser.new_page()
+        async def one(k: int, eps_values: list[float]) -> float:
+            page = await users[k].new_page()
             t = time.perf_counter()
             await page.goto(f"{url}/explore?ex_epsilon={eps_values[k % len(eps_values)]}", timeout=300_000)
             await page.get_by_text("ε certified").first.wait_for(timeout=300_000)
@@ -154,9 +159,11 @@ async def _sessions(url: str, n: int, eps_values: list[float]) -> list[float]:
                 raise RuntimeError(f"session {k} shows an exception")
             return elapsed
 
-        times = await asyncio.gather(*(one(k) for k in range(n)))
+        out = {}
+        for name, eps_values in rounds.items():
+            out[name] = list(await asyncio.gather(*(one(k, eps_values) for k in range(n))))
         await browser.close()
-        return list(times)
+        return out
 
 
 #: ε values of the load test's rounds: the second round's were not asked before, so a warm server
@@ -166,8 +173,9 @@ LOAD_ROUNDS = {"cold": [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 2.0, 3.0, 5.
 
 
 def load_test(n: int) -> dict[str, tuple[float, float]] | None:
-    """``n`` sessions at once opening Explore, on a new server (cold) and again with new ε
-    values (warm): {round: (p50, p95)} seconds, printed; None without Debian chromium."""
+    """``n`` sessions at once opening Explore, on a new server with empty browser caches (cold) and
+    again with new ε values (warm: see :func:`_sessions`): {round: (p50, p95)} seconds, printed;
+    None without Debian chromium."""
     if shutil.which("chromium") is None:
         print("load test skipped: Debian chromium is not installed")
         return None
@@ -184,8 +192,8 @@ def load_test(n: int) -> dict[str, tuple[float, float]] | None:
                     break
             except OSError:
                 time.sleep(0.5)
-        for name, eps_values in LOAD_ROUNDS.items():
-            times = sorted(asyncio.run(_sessions(url, n, eps_values)))
+        for name, times in asyncio.run(_sessions(url, n, LOAD_ROUNDS)).items():
+            times = sorted(times)
             p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
             out[name] = (statistics.median(times), p95)
             print(f"Load test ({name} server), {n} concurrent sessions opening Explore (breast-cancer) with "

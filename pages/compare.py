@@ -3,7 +3,13 @@ import re
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.experiments.studies import CENTRAL_MECHANISMS, CLASSROOM_COMPARE, compare_base, epsilon_sweep
+from dpcore.experiments.studies import (
+    CENTRAL_MECHANISMS,
+    CLASSROOM_COMPARE,
+    compare_base,
+    epsilon_sweep,
+    shipped_classroom_compare,
+)
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import parse_grid
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
@@ -78,10 +84,15 @@ st.caption("One click loads a setting (the seed papers' come from `python -m dpc
            "whole figures, on their own axes (ε, n, skew u) and at full size, open instantly in "
            "**Paper figures**.")
 cols = st.columns(len(PRESETS))
+CLASSROOM = next(iter(PRESETS))  # its results are shipped: it opens at once, before anything is computed
 for col, (name, values) in zip(cols, PRESETS.items()):
     if col.button(name, key=f"preset_{name}"):
         for k, v in values.items():
             st.session_state[k] = v
+        shipped = shipped_classroom_compare() if name == CLASSROOM else None
+        st.session_state.pop("cmp_shipped", None)
+        if shipped is not None:
+            st.session_state["cmp_rows"], st.session_state["cmp_shipped"] = shipped
         st.rerun()
 
 c1, c2 = st.columns(2)
@@ -175,8 +186,12 @@ if st.button("Run comparison", type="primary", key="cmp_run"):
     live.clear()
     bar.empty()
     st.session_state["cmp_rows"] = rows
+    st.session_state.pop("cmp_shipped", None)
 
 rows = st.session_state.get("cmp_rows")
+if rows and st.session_state.get("cmp_shipped"):
+    st.info(f"Shown at once: {st.session_state['cmp_shipped']}. **Run comparison** computes it again on this "
+            "machine (the same seeds: the same numbers).")
 if rows:
     for r in rows:
         if "error" in r:

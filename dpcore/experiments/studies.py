@@ -15,13 +15,17 @@ tidy table into the rows its view shows:
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import DPCoreError, ParameterError
+from ..jsonutil import write_atomic
 from ..mechanisms import REGISTRY, get_mechanism
 from ..params import validate
 from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scaling_plan
@@ -31,7 +35,8 @@ from .tune import tuned_row
 from .run import RunSpec
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
-           "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare"]
+           "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
+           "CLASSROOM_FILE", "ship_classroom_compare", "shipped_classroom_compare"]
 
 DEFAULT_NOISE_GRID = tuple(float(s) for s in np.geomspace(0.05, 20.0, 9))
 #: the central mechanisms (output, objective and gradient perturbation), in registry order
@@ -51,12 +56,56 @@ def compare_base(dataset: str, model: str, *, delta: float, iterations: int, rep
                    calibration=calibration, clients=clients, skew=skew, lam=lam, **data_options)
 
 
-def classroom_compare(ctx: Context | None = None) -> list[dict]:
-    """:data:`CLASSROOM_COMPARE` through :func:`epsilon_sweep`, as the Compare view runs it."""
+def classroom_compare(ctx: Context | None = None, mechanisms: Sequence[str] | None = None,
+                      epsilons: Sequence[float] | None = None) -> list[dict]:
+    """:data:`CLASSROOM_COMPARE` through :func:`epsilon_sweep`, as the Compare view runs it
+    (``mechanisms``, ``epsilons``: a part of it, row for row the whole's)."""
     c = CLASSROOM_COMPARE
     base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
                         repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
-    return epsilon_sweep(base, list(c["mechanisms"]), list(c["epsilons"]), ctx, tuned=c["tuned"])
+    return epsilon_sweep(base, list(mechanisms or c["mechanisms"]), list(epsilons or c["epsilons"]), ctx,
+                         tuned=c["tuned"])
+
+
+#: the Compare view's first preset, computed ahead and shipped (``python -m dpcore prepare --ship``):
+#: the preset opens at once on a new machine, before anything is computed or cached there
+CLASSROOM_FILE = Path(__file__).resolve().parents[2] / "data" / "results" / "compare-classroom.json"
+
+
+def _setting_record() -> dict[str, Any]:
+    return json.loads(json.dumps(CLASSROOM_COMPARE))  # tuples as lists, as the file holds them
+
+
+def ship_classroom_compare(ctx: Context | None = None, path: Path = CLASSROOM_FILE) -> dict[str, Any]:
+    """Compute :data:`CLASSROOM_COMPARE` and write its rows with their provenance to ``path``."""
+    from .sweep import environment
+
+    started = time.time()
+    rows = classroom_compare(ctx)
+    record = {"setting": _setting_record(), "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(started)),
+              "wall_seconds": round(time.time() - started, 1), "workers": (ctx or Context()).n_workers,
+              "environment": environment(), "command": "python -m dpcore prepare --ship"}
+    write_atomic(Path(path), {"record": record, "rows": rows})
+    return record
+
+
+def shipped_classroom_compare(path: Path = CLASSROOM_FILE) -> tuple[list[dict], str] | None:
+    """The shipped rows of :data:`CLASSROOM_COMPARE` and one sentence of provenance, or ``None``
+    when the file is missing, damaged, or was computed for another definition of the preset."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        record, rows = doc["record"], doc["rows"]
+        if record["setting"] != _setting_record() or not isinstance(rows, list) or not rows:
+            return None
+        env = record.get("environment", {})
+        took, workers = record.get("wall_seconds"), record.get("workers")
+        note = (f"computed ahead and shipped with the app ({len(rows)} configurations, "
+                f"{record.get('started', '?')[:10]}, dpcore {env.get('dpcore', '?')} at "
+                f"{(env.get('git_commit') or 'an unrecorded commit')[:12]}, {took} s on {workers} "
+                f"worker{'' if workers == 1 else 's'}: `{record.get('command')}`)")
+        return rows, note
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 _SKIP_FAMILIES = ("baseline", "distributed")
 #: the central mechanisms a measured-vs-predicted check runs by default
 CHEAP_MECHANISMS = ("gradient-dpgd", "output-gaussian", "objective-gaussian")
