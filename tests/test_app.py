@@ -95,6 +95,38 @@ def test_compare_preset_and_run():
                                                           "gradient-dpgd"}
 
 
+def test_compare_opens_the_classroom_preset_at_once_from_its_shipped_rows(monkeypatch):
+    """"All central mechanisms, Adult" draws at once on a new machine: its rows are shipped
+    (data/results/compare-classroom.json), said so with their provenance, and nothing is computed
+    until Run comparison; a file for another definition of the preset is not shown."""
+    import json
+
+    from dpcore.experiments import studies
+
+    at = _page("compare.py").run()
+    at.button(key="preset_All central mechanisms, Adult (8 ε × 5 repeats)").click().run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 2
+    assert any("Shown at once: computed ahead and shipped with the app (72 configurations" in i.value for i in at.info)
+    shown = at.session_state["cmp_rows"]
+    assert {r["mechanism"] for r in shown} == set(studies.CLASSROOM_COMPARE["mechanisms"])
+    assert json.loads(studies.CLASSROOM_FILE.read_text())["rows"] == json.loads(json.dumps(shown))
+
+    doc = json.loads(studies.CLASSROOM_FILE.read_text())
+    doc["record"]["setting"]["repeats"] = 3  # computed for another definition of the preset
+    assert studies.shipped_classroom_compare(_write(doc)) is None
+    assert studies.shipped_classroom_compare(Path("/nonexistent.json")) is None
+
+
+def _write(doc) -> Path:
+    import json
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "compare-classroom.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
 def test_compare_seed_preset_keeps_its_per_mechanism_settings():
     """Seed 003 runs output-laplace with λ = 1e-3 (the rest at λ = 0) on d = 14 synthetic data,
     as `dpcore sweep --preset 003-fig1` does; an error about λ has a λ control to change."""

@@ -306,3 +306,29 @@ def test_compare_says_what_the_search_behind_a_tuned_setting_spent():
     assert hover.count("by a search that spent ε") == 2
     dashed = [tr for tr in fig["data"] if tr.get("name", "").endswith("search paid")]
     assert len(dashed) == 1 and sorted(dashed[0]["x"]) == sorted(r["tuned_search_epsilon"] for r in rows)
+
+
+def test_the_shipped_classroom_comparison_is_what_the_code_computes_now():
+    """Compare's classroom preset opens from shipped rows; they must be this code's numbers.
+    Every output and objective mechanism at two ε, and DP-GD at its tuned ε = 0.1 (T = 200),
+    computed afresh, equal their shipped rows (same seeds; a change to a mechanism, the data or
+    the tuning fails this: run `python -m dpcore prepare --ship`)."""
+    import json
+    import math
+
+    from dpcore.experiments.studies import CLASSROOM_FILE, classroom_compare, shipped_classroom_compare
+    from dpcore.jsonutil import to_jsonable
+
+    shipped = shipped_classroom_compare()
+    assert shipped is not None, "data/results/compare-classroom.json is missing or for another preset"
+    by_key = {(r["mechanism"], r["epsilon"]): r for r in shipped[0]}
+    cheap = ["output-laplace", "output-gaussian", "output-bolt-on", "objective-chaudhuri", "objective-gaussian"]
+    fresh = classroom_compare(mechanisms=cheap, epsilons=[0.1, 1.0]) + \
+        classroom_compare(mechanisms=["gradient-dpgd"], epsilons=[0.1])
+    fresh = to_jsonable(fresh)  # as the file holds them (an infinite ε as null)
+    for row in fresh:
+        old = by_key[(row["mechanism"], row["epsilon"])]
+        for k in ("accuracy_mean", "gap_mean", "sigma", "epsilon_certified", "accuracy_nonprivate"):
+            a, b = row.get(k), old.get(k)
+            assert (a is None and b is None) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-15), (row["mechanism"], k)
+    assert json.loads(CLASSROOM_FILE.read_text())["record"]["command"] == "python -m dpcore prepare --ship"
