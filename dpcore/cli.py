@@ -24,8 +24,8 @@ from .experiments.audit import summary as audit_summary
 from .experiments.one_run import one_run_audit
 from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
-from .experiments.run import RunSpec, load_problem, run
-from .experiments.studies import CLASSROOM_FILE, classroom_compare, ship_classroom_compare, tradeoff
+from .experiments.run import RunSpec, run
+from .experiments.studies import CLASSROOM_FILE, prepare_for_class, ship_classroom_compare, tradeoff
 from .experiments.sweep import environment
 from .experiments.tune import DEFAULT_MECHANISMS, tune, tuned_setting
 from .jsonutil import dumps
@@ -561,27 +561,17 @@ def _cmd_tune(args) -> Any:
     return "\n".join(lines)
 
 
-#: what ``prepare`` solves ahead: (dataset, model) of the views' defaults and the lesson
-PREPARE_REFERENCES = (("breast-cancer", "logreg"), ("adult", "logreg"), ("iris", "logreg"), ("adult", "mlp"))
-
-
 def _cmd_prepare(args) -> Any:
-    """Fill the app's cache folder (``DPCORE_CACHE_DIR``) with what a class will open first: the
-    exact references (the MLP's on Adult takes minutes on a fresh machine) and the Compare view's
-    first preset (72 configurations); a second call finds everything and returns at once."""
+    """Fill the app's cache folder (``DPCORE_CACHE_DIR``) with what a class will open first
+    (:func:`~dpcore.experiments.studies.prepare_for_class`); a second call finds everything and
+    returns at once.  ``--ship`` also recomputes Compare's shipped classroom rows."""
     started = time.time()
     ctx = shared_context(progress=_progress, workers=None, results_dir=cache_dir() / "results")
-    done = []
-    for dataset, model in PREPARE_REFERENCES:
-        if model == "mlp" and args.no_mlp:
-            continue
-        t0 = time.time()
-        load_problem(RunSpec(dataset=dataset, model=model), ctx=ctx)
-        done.append({"what": f"exact reference, {dataset} ({model})", "seconds": round(time.time() - t0, 1)})
-        print(f"  {done[-1]['what']}: {done[-1]['seconds']} s", file=sys.stderr, flush=True)
-    t0 = time.time()
-    rows = classroom_compare(ctx.with_(progress=_progress))
-    done.append({"what": f"Compare's first preset ({len(rows)} configurations)", "seconds": round(time.time() - t0, 1)})
+
+    def tell(what: str, seconds: float) -> None:
+        print(f"  {what}: {seconds} s", file=sys.stderr, flush=True)
+
+    done = prepare_for_class(ctx, mlp=not args.no_mlp, tell=tell)
     if args.ship:  # computed afresh (no result cache), so the record's time is the computation's
         shipped = ship_classroom_compare(shared_context(progress=_progress, workers=None))
         done.append({"what": f"Compare's first preset, computed afresh into {CLASSROOM_FILE}",

@@ -1,6 +1,7 @@
 import streamlit as st
 
-from pages.common import enter_view
+from dpcore.experiments.studies import prepare_for_class
+from pages.common import app_context, enter_view, progress_reporter
 
 enter_view("start")
 st.title("Differentially private ERM, explained by running it")
@@ -84,3 +85,17 @@ for page, text in [
     ("pages/glossary.py", "**Glossary**: ε, δ, sensitivity, certified, audited, local, replace-one, …"),
 ]:
     st.page_link(page, label=text)
+
+st.subheader("Before a class")
+st.caption("Compute ahead what a lecture opens first, so every first click answers at once: the exact "
+           "references of the views' defaults and Compare's first preset (about half a minute on two cores), "
+           "and the network's reference on Adult (a minute or more on a fresh machine). Kept in the app's "
+           "cache folder for every session and for `python -m dpcore run`; the same as "
+           "`python -m dpcore prepare`.")
+with_mlp = st.checkbox("Include the network's (MLP) reference on Adult", value=True, key="start_prep_mlp")
+if st.button("Prepare for class", key="start_prepare"):
+    with st.status("Preparing…", expanded=True) as status:
+        done = prepare_for_class(app_context().with_(progress=progress_reporter(st.progress(0.0))), mlp=with_mlp,
+                                 tell=lambda what, seconds: st.write(f"{what}: {seconds:.1f} s"))
+        status.update(label=f"Ready: {len(done)} parts, {sum(d['seconds'] for d in done):.0f} s in all.",
+                      state="complete", expanded=False)

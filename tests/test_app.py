@@ -1053,3 +1053,26 @@ def test_every_view_offers_a_link_with_its_settings():
         again.query_params[k] = v
     again.run()
     assert again.select_slider(key="ex_epsilon").value == 0.3 and not again.exception
+
+
+def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
+    """"Prepare for class" (Start view) runs what `dpcore prepare` runs, into the app's context
+    (its result cache, so Compare's first preset is then free), and says what it did; the
+    network's reference is skipped when unticked."""
+    from dpcore.experiments import studies
+
+    solved, compared = [], []
+    monkeypatch.setattr(studies, "PREPARE_REFERENCES", (("iris", "logreg"), ("adult", "mlp")))
+    monkeypatch.setattr(studies, "load_problem", lambda spec, ctx=None: solved.append((spec.dataset, spec.model)))
+    monkeypatch.setattr(studies, "classroom_compare", lambda ctx: compared.append(ctx) or [{}] * 72)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()  # Start is the app's first view
+    at.checkbox(key="start_prep_mlp").uncheck().run()
+    at.button(key="start_prepare").click().run()
+    assert not at.exception and not at.error
+    assert solved == [("iris", "logreg")]  # the MLP's reference left out, as asked
+    (ctx,) = compared
+    assert ctx.results_dir is not None and ctx.results_dir.name == "results" and ctx.erm_dir.name == "erm"
+    said = [m.value for m in at.markdown]
+    assert any("exact reference, iris (logreg)" in s for s in said)
+    assert any("Compare's first preset (72 configurations)" in s for s in said)
+    assert at.status[0].label.startswith("Ready: 2 parts")

@@ -32,11 +32,13 @@ from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scali
 from .context import Context
 from .grid import run_grid, summaries
 from .tune import tuned_row
-from .run import RunSpec
+from .run import RunSpec, load_problem
+from .sweep import environment
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
            "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
-           "CLASSROOM_FILE", "ship_classroom_compare", "shipped_classroom_compare"]
+           "CLASSROOM_FILE", "ship_classroom_compare", "shipped_classroom_compare", "PREPARE_REFERENCES",
+           "prepare_for_class"]
 
 DEFAULT_NOISE_GRID = tuple(float(s) for s in np.geomspace(0.05, 20.0, 9))
 #: the central mechanisms (output, objective and gradient perturbation), in registry order
@@ -67,6 +69,36 @@ def classroom_compare(ctx: Context | None = None, mechanisms: Sequence[str] | No
                          tuned=c["tuned"])
 
 
+#: what :func:`prepare_for_class` solves ahead: (dataset, model) of the views' defaults and the lesson
+PREPARE_REFERENCES = (("breast-cancer", "logreg"), ("adult", "logreg"), ("iris", "logreg"), ("adult", "mlp"))
+
+
+def prepare_for_class(ctx: Context, *, mlp: bool = True,
+                      tell: Callable[[str, float], None] | None = None) -> list[dict[str, Any]]:
+    """Compute ahead, into ``ctx``'s stores, what a class opens first: the exact references of the
+    views' defaults (the MLP's on Adult, a minute or more on a fresh machine, unless ``mlp`` is
+    False) and Compare's first preset, so the first clicks answer at once.  ``tell(what, seconds)``
+    hears each part as it is done; returns the same as a list of {what, seconds}.  (The command
+    line's ``prepare`` and the Start view's "Prepare for class" button.)"""
+    done: list[dict[str, Any]] = []
+
+    def finished(what: str, t0: float) -> None:
+        done.append({"what": what, "seconds": round(time.time() - t0, 1)})
+        if tell is not None:
+            tell(what, done[-1]["seconds"])
+
+    for dataset, model in PREPARE_REFERENCES:
+        if model == "mlp" and not mlp:
+            continue
+        t0 = time.time()
+        load_problem(RunSpec(dataset=dataset, model=model), ctx=ctx)
+        finished(f"exact reference, {dataset} ({model})", t0)
+    t0 = time.time()
+    rows = classroom_compare(ctx)
+    finished(f"Compare's first preset ({len(rows)} configurations)", t0)
+    return done
+
+
 #: the Compare view's first preset, computed ahead and shipped (``python -m dpcore prepare --ship``):
 #: the preset opens at once on a new machine, before anything is computed or cached there
 CLASSROOM_FILE = Path(__file__).resolve().parents[2] / "data" / "results" / "compare-classroom.json"
@@ -78,8 +110,6 @@ def _setting_record() -> dict[str, Any]:
 
 def ship_classroom_compare(ctx: Context | None = None, path: Path = CLASSROOM_FILE) -> dict[str, Any]:
     """Compute :data:`CLASSROOM_COMPARE` and write its rows with their provenance to ``path``."""
-    from .sweep import environment
-
     started = time.time()
     rows = classroom_compare(ctx)
     record = {"setting": _setting_record(), "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(started)),
