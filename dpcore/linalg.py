@@ -88,14 +88,17 @@ def _row_blocks(M: sp.csr_array) -> list[tuple[int, int, sp.csr_array]]:
 
 
 class _Twin:
-    """The CSR copy of one matrix X: row blocks (with their transposes) for the GLM
+    """The CSR copy of one matrix X: row blocks (with their transposes, views) for the GLM
     pass and, built on first use, the pair matrix behind :func:`weighted_grams`."""
 
     def __init__(self, X: np.ndarray):
         self.ref = weakref.ref(X)
         csr = sp.csr_array(X)
         self.shape = X.shape
-        self.blocks = [(a, b, A, A.T.tocsr()) for a, b, A in _row_blocks(csr)]
+        # each block's transpose as a CSC view of the same arrays, not a CSR copy: scipy's
+        # CSC product is faster for the gradient's Σ coef·x (Adult, R = 5: 1.0 against 1.7 ms;
+        # R = 40: 4.1 against 9.5 ms) and sums each output in the same order (the same bits)
+        self.blocks = [(a, b, A, A.T) for a, b, A in _row_blocks(csr)]
         self.csr = csr
         self._pairs = None
         self._rows: dict = {}  # row slices in a dtype (the MLP's chunks, float32)
