@@ -90,7 +90,8 @@ for col, (name, values) in zip(cols, PRESETS.items()):
         for k, v in values.items():
             st.session_state[k] = v
         shipped = shipped_classroom_compare() if name == CLASSROOM else None
-        st.session_state.pop("cmp_shipped", None)
+        for key in ("cmp_rows", "cmp_shipped"):  # a chart drawn for other settings goes
+            st.session_state.pop(key, None)
         if shipped is not None:
             st.session_state["cmp_rows"], st.session_state["cmp_shipped"] = shipped
         st.rerun()

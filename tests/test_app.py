@@ -85,6 +85,7 @@ def test_compare_preset_and_run():
     assert not at.exception and not at.error
     assert len(at.get("plotly_chart")) == 2
     at.button(key="preset_Seed 003 setting against ε (synthetic regression, d = 14)").click().run()
+    assert not at.get("plotly_chart")  # the chart drawn for other settings went with them
     assert at.selectbox(key="cmp_dataset").value == "synthetic-regression"
     assert at.text_input(key="cmp_eps").value == "0.1, 1"  # the paper's two ε (dpcore.experiments.presets)
     assert at.toggle(key="cmp_tuned").value is False  # a paper's setting runs as the paper did

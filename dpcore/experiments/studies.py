@@ -136,6 +136,8 @@ def shipped_classroom_compare(path: Path = CLASSROOM_FILE) -> tuple[list[dict], 
         return rows, note
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
 _SKIP_FAMILIES = ("baseline", "distributed")
 #: the central mechanisms a measured-vs-predicted check runs by default
 CHEAP_MECHANISMS = ("gradient-dpgd", "output-gaussian", "objective-gaussian")

@@ -94,7 +94,7 @@ class GradientDPGD(Mechanism):
                                learning_rate=stack.learning_rate([c.learning_rate for c in configs]),
                                rngs=stack.rngs, noise_std=stack.per_run(sigmas), clip_norm=clip,
                                trace_points=problem.trace_points, progress=problem.progress,
-                   on_trace=problem.on_trace)
+                               on_trace=problem.on_trace)
         sens = 2.0 * G / n
         return [MechanismOutput(
             theta=theta, sigma=sigma, plan=self.plan(problem, config, sigma),
@@ -124,7 +124,7 @@ def _sampled_run(problem, configs, rngs, *, sample_rate, clip, zs, lrs, grad_hoo
               learning_rate=stack.learning_rate(lrs), rngs=stack.rngs, sample_rate=sample_rate,
               clip_norm=clip, noise_std=stack.per_run(noise_mean_space), grad_hook=grad_hook,
               trace_points=problem.trace_points, progress=problem.progress,
-                   on_trace=problem.on_trace)
+              on_trace=problem.on_trace)
     return [MechanismOutput(
         theta=theta, sigma=z * clip, plan=_sampled_plan(config, sample_rate, clip, z),
         loss_trace=trace, trace_steps=opt.trace_steps,

@@ -268,7 +268,7 @@ class InputKang(_InputBase):
         return gradient_descent(problem.model, Xp, yp, theta0, iterations=config.iterations,
                                 learning_rate=config.learning_rate, rngs=rngs, grad_hook=grad_hook,
                                 trace_points=problem.trace_points, progress=problem.progress,
-                   on_trace=problem.on_trace)
+                                on_trace=problem.on_trace)
 
 
 @register
