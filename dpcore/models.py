@@ -119,6 +119,11 @@ class Model:
             scale = scale * weights
         return np.einsum("rb,rbp->rp", scale, g)
 
+    def trace_loss(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """:meth:`loss` for a point of the loss curve, in the precision the training steps run
+        in (float64 here; the MLP's float32)."""
+        return self.loss(theta, X, y)
+
     def clipped_grad_sum_and_loss(self, theta, X, y, clip_norm: float) -> tuple[np.ndarray, np.ndarray]:
         """(:meth:`clipped_grad_sum`, :meth:`loss`) at one θ: a training step that also records a
         point of the loss curve.  A model whose step already computes every row's loss (the MLP's
@@ -393,13 +398,17 @@ class MLP(Model):
             parts.append(self._forward(theta, Xa, rows)[1])
         return np.concatenate(parts, axis=-1)
 
-    def data_loss(self, theta, X, y):
+    def data_loss(self, theta, X, y, dtype=None):
+        """Mean loss per run, in float64, or with the forward pass in ``dtype`` (the loss curve's)."""
         n = X.shape[-2]
+        if dtype is not None and np.dtype(dtype) == np.float32:
+            X = X if linalg.is_sparse(X) else linalg.single(X)
+            theta = theta.astype(np.float32)
 
         def chunk(bounds):
             Xa, rows, yc, _ = self._part(X, y, *bounds)
             _, out = self._forward(theta, Xa, rows)
-            return np.sum(-log_expit(yc * out), axis=-1)
+            return np.sum(-log_expit(yc * out.astype(np.float64)), axis=-1)
 
         total = np.zeros(theta.shape[0])
         for part in linalg.map_chunks(chunk, self._chunks(theta, X)):  # summed in chunk order
@@ -469,6 +478,13 @@ class MLP(Model):
     def clipped_grad_sum(self, theta, X, y, clip_norm, weights=None, row_norms=None, dtype=None):
         """Σ_i of the per-example gradients clipped to ``clip_norm``, (R, p) in float64."""
         return self._clipped(theta, X, y, clip_norm, weights, dtype, with_loss=False)[0]
+
+    def trace_loss(self, theta, X, y):
+        """The objective with the forward pass in :attr:`compute_dtype`, as the training steps
+        compute it (a loss-curve point, 1e-6 relative of :meth:`loss`, at 2-3× less cost: a
+        DP-SGD run's curve on full data costs more than its sampled steps)."""
+        value = self.data_loss(theta, X, y, dtype=self.compute_dtype)
+        return value + 0.5 * self.lam * np.sum(theta**2, axis=1)
 
     def clipped_grad_sum_and_loss(self, theta, X, y, clip_norm):
         """The clipped sum and the objective at θ from one forward pass (in :attr:`compute_dtype`:

@@ -221,7 +221,7 @@ def gradient_descent(
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
         tell(t + 1)
     if iterations in marks:
-        _record(trace, steps, model.loss(theta, X, y), iterations, on_trace)
+        _record(trace, steps, model.trace_loss(theta, X, y), iterations, on_trace)
     return OptResult(theta, np.array(trace).reshape(len(steps), theta.shape[0]), np.array(steps))
 
 
@@ -263,7 +263,7 @@ def sgd(
     tell = step_reporter(progress, iterations)
     for t in range(iterations):
         if t in marks:
-            _record(trace, steps, model.loss(theta, X, y), t, on_trace)
+            _record(trace, steps, model.trace_loss(theta, X, y), t, on_trace)
         if batch_size is not None:
             idx = rngs.sample_batch(n, batch_size)
             weights = None
@@ -284,5 +284,5 @@ def sgd(
             avg += (theta - avg) / (t + 1)
         tell(t + 1)
     if iterations in marks:
-        _record(trace, steps, model.loss(theta, X, y), iterations, on_trace)
+        _record(trace, steps, model.trace_loss(theta, X, y), iterations, on_trace)
     return OptResult(theta, np.array(trace).reshape(len(steps), theta.shape[0]), np.array(steps), avg)

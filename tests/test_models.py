@@ -153,6 +153,10 @@ def test_a_step_with_a_trace_point_gives_the_clipped_sum_and_the_objective(model
     total, value = model.clipped_grad_sum_and_loss(theta, X, y, 0.3)
     np.testing.assert_array_equal(total, model.clipped_grad_sum(theta, X, y, 0.3))
     np.testing.assert_allclose(value, model.loss(theta, X, y), rtol=1e-6 if isinstance(model, MLP) else 1e-15)
+    # a curve point without a step (SGD's, on the full data; the last one): the same precision
+    point = model.trace_loss(theta, X, y)
+    np.testing.assert_allclose(point, model.loss(theta, X, y), rtol=1e-6 if isinstance(model, MLP) else 0)
+    np.testing.assert_allclose(point, value, rtol=1e-12 if isinstance(model, MLP) else 1e-15)
 
 
 def test_the_mlp_loss_curve_costs_no_pass_of_its_own(monkeypatch):
@@ -167,7 +171,7 @@ def test_the_mlp_loss_curve_costs_no_pass_of_its_own(monkeypatch):
     theta0 = model.init(2, X.shape[1], rngs)
     calls = []
     real = MLP.data_loss
-    monkeypatch.setattr(MLP, "data_loss", lambda self, *a: calls.append(1) or real(self, *a))
+    monkeypatch.setattr(MLP, "data_loss", lambda self, *a, **kw: calls.append(1) or real(self, *a, **kw))
     out = gradient_descent(model, X, y, theta0, iterations=20, learning_rate=0.5, rngs=BatchRNG([0, 1]),
                            noise_std=0.01, clip_norm=1.0, trace_points=5)
     assert len(calls) == 1 and list(out.trace_steps) == [0, 5, 10, 15, 20]
