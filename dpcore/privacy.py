@@ -67,6 +67,7 @@ __all__ = [
     "compose",
     "fixed_delta",
     "certify",
+    "gdp_rr_epsilon",
     "calibrate",
     "classical_gaussian_sigma",
 ]
@@ -395,9 +396,48 @@ def certify(plan: NoisePlan, delta: float) -> float:
     elif not rr and len(gauss) == 1 and gauss[0].kind == "sampled-gaussian":
         r = gauss[0]
         eps = acc.sampled_gaussian_epsilon(r.noise_multiplier, r.sample_rate, r.count, rest)
+    elif (rest < acc.PLD_MIN_DELTA and all(r.kind == "gaussian" for r in gauss)
+          and sum(r.count for r in rr) <= MAX_EXACT_RR):
+        # below the PLD's resolution (where its pessimism over-noised input perturbation's
+        # Gaussian features + randomized-response labels 2.6× at δ = 1e-20): the exact profile
+        mu = math.sqrt(sum(r.count * (r.sensitivity / r.noise) ** 2 for r in gauss))
+        eps = gdp_rr_epsilon(mu, tuple(r.epsilon for r in rr for _ in range(r.count)), rest)
     else:
         eps = _pld_epsilon(tuple(r.event() for r in gauss + rr), rest)
     return max(worst, eps_fixed + eps)
+
+
+#: at most this many randomized-response releases composed with Gaussians take the exact route
+MAX_EXACT_RR = 64
+
+
+def gdp_rr_epsilon(mu: float, rr_epsilons: tuple[float, ...], delta: float) -> float:
+    """ε at ``delta`` of μ-GDP composed with binary randomized responses of ``rr_epsilons``,
+    from the exact privacy profile: the privacy loss is the Gaussian's plus an independent
+    ±ε_k for each response (+ε_k with probability e^ε_k/(1 + e^ε_k)), so
+    δ(ε) = Σ_ℓ P(L_RR = ℓ)·δ_μ(ε − ℓ), with δ_μ the Gaussian DP profile (Dong, Roth & Su 2019).
+    An upper bound by at most 1e-12 (the root's bracket is returned at its upper end)."""
+    losses = {0.0: 1.0}
+    for e in rr_epsilons:
+        keep = math.exp(e) / (1.0 + math.exp(e)) if e < 700 else 1.0
+        nxt: dict[float, float] = {}
+        for ell, prob in losses.items():
+            nxt[ell + e] = nxt.get(ell + e, 0.0) + prob * keep
+            nxt[ell - e] = nxt.get(ell - e, 0.0) + prob * (1.0 - keep)
+        losses = nxt
+
+    def profile(eps: float) -> float:
+        return sum(prob * acc.gdp_delta(mu, eps - ell) for ell, prob in losses.items() if prob > 0)
+
+    if profile(0.0) <= delta:
+        return 0.0
+    hi = sum(rr_epsilons) + acc.gdp_epsilon(mu, delta)  # basic composition: an upper end
+    if not math.isfinite(hi):
+        return math.inf
+    while profile(hi) > delta:  # rounding at the bracket's end
+        hi = hi * 1.01 + 1e-9
+    root = brentq(lambda e: math.log(max(profile(e), 1e-320)) - math.log(delta), 0.0, hi, xtol=1e-13, rtol=1e-13)
+    return min(hi, root + 1e-12)
 
 
 def _pld_epsilon(events: tuple, delta: float) -> float:

@@ -248,3 +248,63 @@ def test_sampled_gaussian_at_tiny_delta_is_monotone_and_calibrates_tightly():
     assert acc.sampled_gaussian_epsilon(z, q, T, delta) == pytest.approx(
         min(acc.sampled_gaussian_epsilon_rdp(z, q, T, delta), acc.gaussian_epsilon(2.0, z, T, delta)))
     assert acc.PLD_MIN_DELTA == 1e-12
+
+
+def _gdp_rr_delta_mp(mu, e0, eps):
+    """δ(ε) of μ-GDP composed with one binary randomized response of ε₀, in 60-digit arithmetic,
+    derived here: the privacy loss is the Gaussian's (N(μ²/2, μ²)) plus ±ε₀ (+ with probability
+    e^ε₀/(1 + e^ε₀)), and δ(ε) = E[(1 − e^(ε − L))₊]; for the Gaussian part alone
+    E[(1 − e^(x − L_G))₊] = Φ(−x/μ + μ/2) − e^x Φ(−x/μ − μ/2)."""
+    import mpmath as mp
+
+    mp.mp.dps = 60
+    mu, e0, eps = mp.mpf(mu), mp.mpf(e0), mp.mpf(eps)
+
+    def gauss(x):
+        return mp.ncdf(-x / mu + mu / 2) - mp.e**x * mp.ncdf(-x / mu - mu / 2)
+
+    p = mp.e**e0 / (1 + mp.e**e0)
+    return p * gauss(eps - e0) + (1 - p) * gauss(eps + e0)
+
+
+@pytest.mark.parametrize("delta", [1e-14, 1e-20, 1e-40])
+def test_gaussian_with_randomized_response_at_tiny_delta_is_the_exact_profile(delta):
+    """Input perturbation's record release (Gaussian features of sensitivity 2, the label by
+    randomized response at ε/2) below the PLD's resolution: certify gives the exact ε of the
+    profile (60-digit route above), never below it, and calibrating ε = 1 asks for the exact σ
+    (at δ = 1e-20 the PLD route asked for 89.5 instead of 34.7; at 1e-40, 508 instead of 51.4)."""
+    import mpmath as mp
+
+    from dpcore import privacy
+
+    sigma = 30.0
+    plan = privacy.compose([privacy.NoisePlan((privacy.Release("gaussian", "features", 2.0, sigma),)),
+                            privacy.NoisePlan((privacy.randomized_response("label", 0.5),))])
+    got = privacy.certify(plan, delta)
+    mu = 2.0 / sigma
+    assert _gdp_rr_delta_mp(mu, 0.5, got) <= delta * (1 + 1e-9)  # an upper bound on ε ...
+    assert _gdp_rr_delta_mp(mu, 0.5, got - 1e-6) > delta  # ... and a tight one
+
+    # the σ that certifies ε = 1 with the label at ε/2, found on the exact profile
+    lo, hi = mp.mpf(1), mp.mpf(5000)
+    for _ in range(120):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _gdp_rr_delta_mp(2 / mid, 0.5, 1) > delta else (lo, mid)
+    from dpcore.experiments.run import RunSpec, run
+
+    ran = run(RunSpec(dataset="iris", mechanism="input-kang", epsilon=1.0, delta=delta, repeats=1))
+    assert ran.sigma == pytest.approx(float(hi), rel=1e-5)
+    assert ran.epsilon_certified <= 1.0
+
+
+def test_gaussian_with_randomized_response_agrees_with_the_pld_where_both_apply():
+    """At δ = 1e-8 the exact profile and dp-accounting's pessimistic PLD give the same ε to its
+    discretisation (the exact one never above it)."""
+    from dpcore import privacy
+
+    for sigma, e0 in ((5.0, 0.5), (30.0, 1.0), (2.0, 0.1)):
+        events = (privacy.Release("gaussian", "features", 2.0, sigma).event(),
+                  privacy.randomized_response("label", e0).event())
+        pld_eps = privacy._pld_epsilon(events, 1e-8)
+        exact = privacy.gdp_rr_epsilon(2.0 / sigma, (e0,), 1e-8)
+        assert exact <= pld_eps + 1e-9 and pld_eps - exact < 2e-3 * max(1.0, exact)
