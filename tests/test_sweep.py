@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -382,6 +383,27 @@ def test_one_worker_runs_in_this_process(tmp_path, monkeypatch):
     tasks = get_preset("003-fig1").tasks(quick=True)
     res = _grid(tasks, tmp_path).attrs
     assert res["computed"] == len(tasks) and sorted(calls) == sorted(t.key for t in tasks)
+
+
+def test_with_workers_the_first_bundle_runs_here_while_they_start(tmp_path, monkeypatch):
+    """The first curve does not wait for a worker process: with two workers, the first scheduled
+    (cheapest) bundle is computed in this process, the others in the workers; every task once."""
+    here = []
+    real = sweep_mod._execute_keyed
+
+    def counting(*args, **kw):
+        here.extend(args[0])  # only calls made in this process are seen
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sweep_mod, "_execute_keyed", counting)
+    base = RunSpec(dataset="iris", repeats=2, iterations=10)
+    specs = [replace(base, mechanism=m, epsilon=e)
+             for m in ("gradient-dpgd", "output-gaussian", "objective-chaudhuri") for e in (0.5, 2.0)]
+    tasks = [sweep_mod.Task(config=c) for c in specs]
+    first = sweep_mod._schedule(sweep_mod.bundles(tasks))[0]
+    res = sweep_mod.run_tasks(tasks, Context(workers=2, erm_dir=tmp_path / "erm"))
+    assert sorted(here) == sorted(t.key for t in first)
+    assert res.computed == len(tasks) and set(res.results) == {t.key for t in tasks}
 
 
 def test_preset_figure_rings_points_that_miss_their_target():
