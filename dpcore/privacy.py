@@ -416,7 +416,7 @@ def gdp_rr_epsilon(mu: float, rr_epsilons: tuple[float, ...], delta: float) -> f
     from the exact privacy profile: the privacy loss is the Gaussian's plus an independent
     ±ε_k for each response (+ε_k with probability e^ε_k/(1 + e^ε_k)), so
     δ(ε) = Σ_ℓ P(L_RR = ℓ)·δ_μ(ε − ℓ), with δ_μ the Gaussian DP profile (Dong, Roth & Su 2019).
-    An upper bound by at most 1e-12 (the root's bracket is returned at its upper end)."""
+    An upper bound: the root is returned past brentq's tolerance (1e-13 + 1e-13·ε) on the safe side."""
     losses = {0.0: 1.0}
     for e in rr_epsilons:
         keep = math.exp(e) / (1.0 + math.exp(e)) if e < 700 else 1.0
@@ -437,7 +437,7 @@ def gdp_rr_epsilon(mu: float, rr_epsilons: tuple[float, ...], delta: float) -> f
     while profile(hi) > delta:  # rounding at the bracket's end
         hi = hi * 1.01 + 1e-9
     root = brentq(lambda e: math.log(max(profile(e), 1e-320)) - math.log(delta), 0.0, hi, xtol=1e-13, rtol=1e-13)
-    return min(hi, root + 1e-12)
+    return min(hi, root + 2e-13 * (1.0 + root))
 
 
 def _pld_epsilon(events: tuple, delta: float) -> float:
