@@ -201,7 +201,6 @@ def sampled_gaussian_pld(noise_multiplier: float, sample_rate: float, discretiza
                                              use_connect_dots=pessimistic))
 
 
-
 @functools.lru_cache(maxsize=1024)
 def _sampled_gaussian_pld_epsilon(noise_multiplier: float, sample_rate: float, steps: int,
                                   delta: float, discretization: float) -> float:

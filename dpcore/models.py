@@ -93,9 +93,13 @@ class Model:
     def data_loss(self, theta, X, y) -> np.ndarray:
         raise NotImplementedError
 
+    def penalty(self, theta: np.ndarray) -> np.ndarray:
+        """The regulariser (λ/2)‖θ‖² per run, (R,)."""
+        return 0.5 * self.lam * np.sum(theta**2, axis=1)
+
     def loss(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Objective per run, (R,): mean loss + (lam/2)‖θ‖²."""
-        return self.data_loss(theta, X, y) + 0.5 * self.lam * np.sum(theta**2, axis=1)
+        return self.data_loss(theta, X, y) + self.penalty(theta)
 
     def grad(self, theta, X, y) -> np.ndarray:
         """Gradient of :meth:`loss`, (R, p)."""
@@ -170,7 +174,7 @@ class _GLM(Model):
         return _weighted_rows(coef, X) + self.lam * theta
 
     def loss_and_grad(self, theta, X, y):
-        reg = 0.5 * self.lam * np.sum(theta**2, axis=1)
+        reg = self.penalty(theta)
         fused = linalg.map_rows(theta, X, lambda z, rows: (
             self.dphi(z, y[rows]), np.sum(self.phi(z, y[rows]), axis=-1)))
         if fused is not None:
@@ -461,7 +465,7 @@ class MLP(Model):
         for part_value, part_grad in linalg.map_chunks(chunk, self._chunks(theta, X)):  # in chunk order
             value += part_value
             total += part_grad
-        loss = value / n + 0.5 * self.lam * np.sum(theta**2, axis=1)
+        loss = value / n + self.penalty(theta)
         return loss, total / n + self.lam * theta
 
     def per_example_grads(self, theta, X, y):
@@ -484,13 +488,13 @@ class MLP(Model):
         compute it (a loss-curve point, 1e-6 relative of :meth:`loss`, at 2-3× less cost: a
         DP-SGD run's curve on full data costs more than its sampled steps)."""
         value = self.data_loss(theta, X, y, dtype=self.compute_dtype)
-        return value + 0.5 * self.lam * np.sum(theta**2, axis=1)
+        return value + self.penalty(theta)
 
     def clipped_grad_sum_and_loss(self, theta, X, y, clip_norm):
         """The clipped sum and the objective at θ from one forward pass (in :attr:`compute_dtype`:
         the loss curve's points are then exact to about 1e-7 relative, and cost nothing)."""
         total, value = self._clipped(theta, X, y, clip_norm, None, None, with_loss=True)
-        return total, value / X.shape[-2] + 0.5 * self.lam * np.sum(theta**2, axis=1)
+        return total, value / X.shape[-2] + self.penalty(theta)
 
     def _clipped(self, theta, X, y, clip_norm, weights, dtype, with_loss):
         """(Σ_i clipped ∇ℓ_i, Σ_i ℓ_i or None) per run.

@@ -82,21 +82,22 @@ def progress_reporter(bar, clock=time.perf_counter):
     return report
 
 
-def live_drawer(draw, every: float = 0.5, clock=time.perf_counter):
-    """A ``partial(rows)`` callback for a study (``epsilon_sweep(..., partial=…)``): redraws
-    ``draw(rows, k)`` (the ``k``-th drawing) into one placeholder as results arrive, at most
-    once per ``every`` seconds (the first at once), so the first curves show while the rest
+def live_drawer(draw, every: float = 0.5, after: float = 0.0, clock=time.perf_counter):
+    """A callback that redraws ``draw(*what, k)`` (the ``k``-th drawing) into one placeholder
+    each time it is called with ``what`` (a study's ``partial(rows)``, a run's
+    ``on_trace(steps, trace)``), at most once per ``every`` seconds and not before ``after``
+    seconds (by default the first at once), so the first results show while the rest
     computes.  ``.clear()`` removes the drawing once the whole result is shown."""
     slot = st.empty()
-    state = {"last": -math.inf, "count": 0}
+    state = {"start": clock(), "last": -math.inf, "count": 0}
 
-    def update(rows) -> None:
+    def update(*what) -> None:
         now = clock()
-        if not rows or now - state["last"] < every:
+        if len(what[0]) == 0 or now - state["start"] < after or now - state["last"] < every:
             return
         state["last"], state["count"] = now, state["count"] + 1
         with slot.container():
-            draw(rows, state["count"])
+            draw(*what, state["count"])
 
     update.clear = slot.empty
     return update
@@ -489,23 +490,16 @@ def live_curve(iterations: int, after: float = CURVE_AFTER_SECONDS, every: float
     redraws it as it grows, at most every ``every`` seconds; the drawing goes when the run ends
     (the finished curve is then drawn with the rest).  The first useful picture of a long run
     (the MLP on Adult: within a second, not after eight)."""
-    slot = st.empty()
-    start, state = clock(), {"last": -math.inf, "count": 0}
-
-    def on_trace(steps, trace) -> None:
-        now = clock()
-        if now - start < after or now - state["last"] < every:
-            return
-        state["last"], state["count"] = now, state["count"] + 1
+    def draw(steps, trace, k) -> None:
         fig = loss_figure({"loss_trace": trace.tolist(), "trace_steps": steps.tolist()},
                           title=f"Training objective so far: step {int(steps[-1])} of {iterations}")
-        with slot.container():
-            st.plotly_chart(fig, width="stretch", key=f"live_curve_{state['count']}")
+        st.plotly_chart(fig, width="stretch", key=f"live_curve_{k}")
 
+    on_trace = live_drawer(draw, every=every, after=after, clock=clock)
     try:
         yield on_trace
     finally:
-        slot.empty()
+        on_trace.clear()
 
 
 def run_or_error(config: RunSpec) -> dict | None:

@@ -113,7 +113,7 @@ def ship_classroom_compare(ctx: Context | None = None, path: Path = CLASSROOM_FI
     started = time.time()
     rows = classroom_compare(ctx)
     record = {"setting": _setting_record(), "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(started)),
-              "wall_seconds": round(time.time() - started, 1), "workers": (ctx or Context()).n_workers,
+              "wall_seconds": round(time.time() - started, 1), "workers": 1 if ctx is None else ctx.n_workers,
               "environment": environment(), "command": "python -m dpcore prepare --ship"}
     write_atomic(Path(path), {"record": record, "rows": rows})
     return record
