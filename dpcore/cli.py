@@ -475,8 +475,6 @@ def _one_run(args) -> Any:
              f"ε certified {e(rec['epsilon_certified'])}   ε audited (lower bound, confidence "
              f"{rec['confidence']:g}) {e(rec['epsilon_lower_bound'])}   from {rec['correct']} of "
              f"{rec['guesses']} guesses right"]
-    lines += [f"  {g['guesses']:5d} guesses, {g['correct']:5d} right: ε ≥ {e(g['epsilon'])} (α = {g['alpha']:.3g})"
-              for g in rec["per_guess_count"]]
     lines += [f"note: {n}" for n in rec["notes"]]
     return "\n".join(lines)
 

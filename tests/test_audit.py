@@ -525,15 +525,17 @@ def test_end_to_end_check_catches_a_plan_that_declares_half_the_sensitivity(monk
 
 
 def test_one_run_audit_is_below_the_certificate_and_catches_an_under_noised_run():
+    from dpcore.experiments.audit_bounds import one_run_epsilon, planned_guesses
     from dpcore.experiments.one_run import one_run_audit
 
     ok = one_run_audit(_cfg("gradient-dpgd", epsilon=2.0, iterations=50), canaries=400)
     assert 0 <= ok.epsilon_lower_bound <= ok.epsilon_certified == pytest.approx(2.0, rel=1e-6)
     assert ok.n_train == D.load("breast-cancer").n + 400 and 150 < ok.included < 250
     assert ok.config.clip_norm == 0.1 and any("clipped at C = 0.1" in n for n in ok.notes)
-    rows = ok.per_guess_count
-    assert len(rows) == 6 and all(g["alpha"] == pytest.approx(ALPHA / 6) for g in rows)
-    assert ok.epsilon_lower_bound == max(g["epsilon"] for g in rows)
+    # one guess count, planned from the claim alone (the same for any run of it), at the full α
+    assert ok.guesses == planned_guesses(400, ok.epsilon_certified, 1e-5, ALPHA) and ok.alpha == ALPHA
+    assert ok.epsilon_lower_bound == one_run_epsilon(400, ok.guesses, ok.correct, 1e-5, ALPHA)
+    assert any(f"{ok.guesses} guesses" in n and "fixed before the run" in n for n in ok.notes)
     # the published formula at c = 1e-4 adds almost no noise: one run refutes the target
     bad = one_run_audit(_cfg("gradient-dpgd", calibration="published", c=1e-4, iterations=50), canaries=400)
     assert bad.epsilon_lower_bound > bad.epsilon_target == 1.0

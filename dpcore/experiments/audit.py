@@ -824,9 +824,8 @@ def audit(
         estimates.append(pooled_error_bound(fp, g0.size, fn, g1.size, delta, a))
         estimates.append(effect_size_bound(g0, g1, delta, a))
     if fit_sampled:
-        fp, fn = int(np.sum(s0 > 0.0)), int(np.sum(s1 <= 0.0))
-        estimates.append(sampled_gaussian_bound(fp, s0.size, fn, s1.size, sampled[0], sampled[1],
-                                                delta, a))
+        estimates.append(sampled_gaussian_bound(s0, s1, sampled[2], sampled[0], sampled[1], delta, a,
+                                                seed=config.seed))
     assumed = None
     if threat == "black-box" and delta > 0 and mechanism.private:
         assumed = _gaussian_assumption(s0, s1, delta, alpha)

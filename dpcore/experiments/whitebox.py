@@ -48,7 +48,7 @@ from ..exceptions import ParameterError
 from ..mechanisms import Problem
 from ..mechanisms.local import duchi_privatize
 from ..optim import BatchRNG
-from .audit_bounds import clopper_pearson_lower, clopper_pearson_upper
+from .audit_bounds import clopper_pearson_lower, clopper_pearson_upper, sampled_step_llr
 
 __all__ = ["TapRNG", "ReleaseTap", "ShiftCheck", "measure_shift", "WhiteBoxScores", "white_box_scores",
            "WHITE_BOX_UNAVAILABLE"]
@@ -174,9 +174,9 @@ class WhiteBoxScores:
     # Gaussian-DP μ its scores can show (below the certified one where the proof pays for
     # more than the attack sees, as in objective perturbation).
     ceiling_mu: float | None = None
-    # (sampling rate, steps) where the scores are Poisson-sampled Gaussian sums: the family
-    # fit of dpcore.experiments.audit_bounds applies.
-    sampled: tuple[float, int] | None = None
+    # (sampling rate, steps, noise multiplier the scores assume) where the scores are sums of
+    # Poisson-sampled Gaussian step scores: the family fit of dpcore.experiments.audit_bounds applies.
+    sampled: tuple[float, int, float] | None = None
 
 
 def _unit(p: int) -> np.ndarray:
@@ -196,14 +196,9 @@ def _sampled_scores(y0, y1, clip, sigma, q, rng):
     probability q; scored by the mixture log-likelihood ratio, summed over steps."""
     b0 = rng.random(y0.shape) < q
     b1 = rng.random(y1.shape) < q
-
-    def llr(o):
-        a = (clip * o - clip**2 / 2) / sigma**2
-        b = (-clip * o - clip**2 / 2) / sigma**2
-        return (np.logaddexp(math.log1p(-q), math.log(q) + a)
-                - np.logaddexp(math.log1p(-q), math.log(q) + b)).sum(axis=1)
-
-    return llr(y0 - clip * b0), llr(y1 + clip * b1)
+    z = sigma / clip
+    return (sampled_step_llr((y0 - clip * b0) / clip, z, q).sum(axis=1),
+            sampled_step_llr((y1 + clip * b1) / clip, z, q).sum(axis=1))
 
 
 def _run(mechanism, problem, config, seeds, rng_cls=TapRNG):
@@ -279,7 +274,7 @@ def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: 
         unit = 1.0 / (q * problem.n)  # the optimiser adds the noise to the sum divided by qn
         s0, s1 = _sampled_scores(y0 / unit, y1 / unit, clip, sigma, q, rng)
         return WhiteBoxScores(s0, s1, f"{what}: a Dirac canary of norm C in each Poisson-sampled sum",
-                              sampled=(float(q), int(steps)))
+                              sampled=(float(q), int(steps), float(sigma / clip)))
     deltas = np.concatenate([np.full(r.count, r.sensitivity if shift is None else shift.measured)
                              for r in releases])
     sigmas = np.concatenate([np.full(r.count, r.noise) for r in releases])
