@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--dataset", default="breast-cancer")
     ap.add_argument("--model", default="logreg")
     ap.add_argument("--all", action="store_true", help="also time and audit every registered mechanism")
+    ap.add_argument("--only", choices=("white-box", "black-box", "one-run"), help="run one section only")
+    ap.add_argument("--mechanisms", help="comma-separated white-box mechanisms (default: the four of the goals)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores; dataset {args.dataset}, model {args.model}, δ = 1e-5, T = 100, "
           f"α = 0.05; each row: mean [min, max] over seeds 0..{args.seeds - 1}")
@@ -70,7 +72,10 @@ def main() -> None:
         return _seeds(args, make, trials=trials, threat="white-box")
 
     goals = {"gradient-dpgd": 0.80, "output-gaussian": 0.80, "gradient-dpsgd": 0.75, "objective-gaussian": 0.80}
-    for trials, mids in ((args.trials, list(goals)), (args.tight, ["gradient-dpgd", "objective-gaussian"])):
+    chosen = args.mechanisms.split(",") if args.mechanisms else list(goals)
+    sections = [] if args.only not in (None, "white-box") else [
+        (args.trials, chosen), (args.tight, [m for m in ("gradient-dpgd", "objective-gaussian") if m in chosen])]
+    for trials, mids in sections:
         print(f"\n== white-box, certified ε = 2, {trials} runs a side ==")
         print(f"{'mechanism':20s} {'ceiling':>7s} {'direct':>22s} {'audited':>22s} {'ratio to ceiling':>22s} "
               f"{'s/audit':>8s} goal")
@@ -84,8 +89,12 @@ def main() -> None:
                   f"{_stat([r.epsilon_lower_bound for r in rs]):>22s} {_stat(ratios):>22s} {sec:8.2f} "
                   f"≥ {goal:.2f}× {'met' if met else 'NOT met'} (certified {fmt(rs[0].epsilon_certified)})")
 
-    print("\n== black-box, gradient-dpgd published c = 0.05 (goals: direct ≥ 2.2, Gaussian figure ≥ 6) ==")
-    for canary in ("orthogonal-pair", "opposite-pair", "mislabeled", "lowest-variance"):
+    if args.only not in (None, "black-box"):
+        canaries = ()
+    else:
+        canaries = ("orthogonal-pair", "opposite-pair", "mislabeled", "lowest-variance")
+        print("\n== black-box, gradient-dpgd published c = 0.05 (goals: direct ≥ 2.2, Gaussian figure ≥ 6) ==")
+    for canary in canaries:
         def make(seed):
             return RunSpec(dataset=args.dataset, model=args.model, mechanism="gradient-dpgd",
                            calibration="published", c=0.05, seed=seed)
@@ -93,8 +102,9 @@ def main() -> None:
         print(f"canary {canary:16s} certified {fmt(rs[0].epsilon_certified)}  direct {_stat([r.epsilon_lower_bound for r in rs])}  "
               f"Gaussian-assumption figure {_stat([r.epsilon_gaussian_assumption for r in rs])}  "
               f"refuted target in {sum('target' in r.refuted for r in rs)}/{len(rs)}  {sec:.1f} s/audit")
-    print("\n== one run, 1,000 canaries (goals: ≥ 0.3× at certified 2; ≥ 4 at certified 14.1) ==")
-    for mid in ("gradient-dpgd", "gradient-dpsgd"):
+    if args.only in (None, "one-run"):
+        print("\n== one run, 1,000 canaries (goals: ≥ 0.3× at certified 2; ≥ 4 at certified 14.1) ==")
+    for mid in ("gradient-dpgd", "gradient-dpsgd") if args.only in (None, "one-run") else ():
         for label, kw in (("certified ε = 2", dict(epsilon=2.0)), ("published c = 0.05", dict(calibration="published",
                                                                                               c=0.05))):
             t = time.perf_counter()

@@ -134,7 +134,8 @@ if res:
         "give ε by the definition of (ε, δ)-DP. Where the noise's family is known (white-box scores of "
         "Gaussian or Poisson-sampled Gaussian noise), the same runs are read through that family — the "
         "pooled error, the scores' effect size, or the noise multiplier fitted through the accountant — and "
-        f"each estimator runs at α/k so that the largest holds with confidence {res['confidence']:g}. "
+        "each estimator runs at its share of α, fixed in advance (most of it on the estimator the noise's "
+        f"family makes the strongest), so that the largest holds with confidence {res['confidence']:g}. "
         + ("Black-box scores are not exactly Gaussian: their Gaussian figure is shown, labelled, and left "
            "out of the audited ε." if res["threat"] == "black-box" else ""))
     st.caption(f"What was tested: {res['canary_description']}. {res.get('note') or ''}")

@@ -82,7 +82,8 @@ Estimators.  The direct bound above assumes nothing.  Where the family of the
 noise is known (white-box scores of Gaussian and Poisson-sampled Gaussian
 mechanisms) sharper estimators from :mod:`dpcore.experiments.audit_bounds` are
 added, each naming its assumption; the audited ε is the largest, each estimator
-run at α/k (Bonferroni), so the maximum holds with confidence 1 − α.  Black-box
+run at its declared share of α (``audit_bounds.ALPHA_SHARES``, a weighted Bonferroni
+correction), so the maximum holds with confidence 1 − α.  Black-box
 audits also report a Gaussian-assumption figure beside the direct bound, labelled
 as such and not part of the audited ε (black-box scores are not exactly Gaussian).
 
@@ -112,6 +113,7 @@ from ..privacy import certify
 from .context import Context
 from .run import RunSpec, delta_warning, load_problem, problem_data
 from .audit_bounds import (
+    ALPHA_SHARES,
     ASSUMPTIONS,
     Estimate,
     clopper_pearson_upper,
@@ -812,8 +814,8 @@ def audit(
     s0, s1 = scores
     gdp = gaussian_scores and delta > 0  # the two score distributions are Gaussian shifts
     fit_sampled = sampled is not None and delta > 0  # Poisson-sampled Gaussian sums
-    k = 1 + 2 * gdp + fit_sampled  # estimators entering the maximum (Bonferroni)
-    a = alpha / k
+    share = ALPHA_SHARES["gaussian" if gdp else "sampled-gaussian" if fit_sampled else "other"]
+    a = alpha * share["direct"]
     test = membership_test(s0, s1, delta, a)
     estimates = [Estimate("direct", test.epsilon_lower_bound, a, ASSUMPTIONS["direct"], None,
                           f"{test.false_positives} false positives of {test.n_without}, "
@@ -821,11 +823,11 @@ def audit(
     if gdp:  # threshold 0: the log-likelihood-ratio scores are symmetric about it
         g0, g1 = gauss
         fp, fn = int(np.sum(g0 > 0.0)), int(np.sum(g1 <= 0.0))
-        estimates.append(pooled_error_bound(fp, g0.size, fn, g1.size, delta, a))
-        estimates.append(effect_size_bound(g0, g1, delta, a))
+        estimates.append(pooled_error_bound(fp, g0.size, fn, g1.size, delta, alpha * share["pooled-error"]))
+        estimates.append(effect_size_bound(g0, g1, delta, alpha * share["effect-size"]))
     if fit_sampled:
-        estimates.append(sampled_gaussian_bound(s0, s1, sampled[2], sampled[0], sampled[1], delta, a,
-                                                seed=config.seed))
+        estimates.append(sampled_gaussian_bound(s0, s1, sampled[2], sampled[0], sampled[1], delta,
+                                                alpha * share["sampled-gaussian"], seed=config.seed))
     assumed = None
     if threat == "black-box" and delta > 0 and mechanism.private:
         assumed = _gaussian_assumption(s0, s1, delta, alpha)
