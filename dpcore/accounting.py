@@ -100,6 +100,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         return math.inf
     if gdp_delta(mu, 0.0) <= delta:
         return 0.0
+    if mu > 1e4:  # next to no noise: the Gaussian tail bound of the loss N(μ²/2, μ²) (an upper bound)
+        return mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta))
     hi = max(1.0, mu * mu)
     while gdp_delta(mu, hi) > delta:
         hi *= 2.0

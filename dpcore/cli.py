@@ -43,6 +43,12 @@ class _Exit(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # "-1e-300" is a (bad) value, not an option: argparse's own pattern knows no exponent, so
+        # "--lam -1e-3" said "expected one argument" instead of naming the range
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
     def error(self, message: str) -> None:  # one line, exit code 2
         raise _Exit(f"{self.prog}: {message}")
 
@@ -105,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--n", type=_ptype("n"), default=None, help="rows (synthetic data)")
     s.add_argument("--d", type=_ptype("d"), default=None, help="features (synthetic data)")
     s.add_argument("--noise", type=_ptype("noise"), default=None, help="noise level (synthetic data)")
-    s.add_argument("--label-epsilon", type=_ptype("epsilon"), default=None,
+    s.add_argument("--label-epsilon", type=_ptype("label_epsilon"), default=None,
                    help="randomized-response budget for labels (input / local mechanisms)")
     s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="mechanism-specific option, e.g. smoothing=2 or variant=pl (repeatable)")

@@ -100,6 +100,9 @@ _P = [
           # round values a class can say aloud, with every ε the seed papers plot
           ticks=(0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0,
                  3.0, 4.0, 5.0, 7.0, 10.0)),
+    Param("label_epsilon", Interval(float, 1e-4, 50.0, "both"), None,
+          "budget ε_y for the labels (randomized response, or Gaussian noise on a real target); "
+          "default ε/2 in certified mode, raw labels in published mode", 0.01, 10.0, log_scale=True),
     Param("delta", Interval(float, 1e-100, 1.0, "left"), 1e-5,
           "privacy parameter δ in [1e-100, 1); keep it below 1/n", 1e-10, 1e-2, log_scale=True,
           ticks=(1e-10, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2), tick_format=".0e"),

@@ -372,6 +372,10 @@ def certify(plan: NoisePlan, delta: float) -> float:
         return worst
     fixed = [r for r in plan.releases if r.kind in ("gamma-norm", "theorem")]
     rr = [r for r in plan.releases if r.kind == "randomized-response"]
+    # a response with next to no ε (its flip probability rounds to ½, which the accountant
+    # refuses) enters by basic composition: it adds its ε, an upper bound
+    faint = [r for r in rr if r.epsilon < _FAINT_RR]
+    rr = [r for r in rr if r.epsilon >= _FAINT_RR]
     gauss = [r for r in plan.releases if r.kind in ("gaussian", "sampled-gaussian", "any-of")]
     eps_fixed, delta_fixed = 0.0, 0.0
     for r in fixed:
@@ -382,6 +386,7 @@ def certify(plan: NoisePlan, delta: float) -> float:
         else:
             eps_fixed += r.count * r.epsilon
             delta_fixed += r.count * r.delta
+    eps_fixed += sum(r.count * r.epsilon for r in faint)
     if delta_fixed > delta * (1 + 1e-12):
         return math.inf  # a theorem's δ is more than we may spend
     rest = delta - delta_fixed
@@ -391,8 +396,8 @@ def certify(plan: NoisePlan, delta: float) -> float:
     if any(not (r.noise and r.noise > 0) for r in gauss if r.kind != "any-of") or not rest > 0:
         return math.inf
     if not rr and all(r.kind == "gaussian" for r in gauss):
-        mu = math.sqrt(sum(r.count * (r.sensitivity / r.noise) ** 2 for r in gauss))
-        eps = acc.gdp_epsilon(mu, rest)
+        mu = _gdp_mu(gauss)
+        eps = acc.gdp_epsilon(mu, rest) if math.isfinite(mu) else math.inf
     elif not rr and len(gauss) == 1 and gauss[0].kind == "sampled-gaussian":
         r = gauss[0]
         eps = acc.sampled_gaussian_epsilon(r.noise_multiplier, r.sample_rate, r.count, rest)
@@ -400,11 +405,39 @@ def certify(plan: NoisePlan, delta: float) -> float:
           and sum(r.count for r in rr) <= MAX_EXACT_RR):
         # below the PLD's resolution (where its pessimism over-noised input perturbation's
         # Gaussian features + randomized-response labels 2.6× at δ = 1e-20): the exact profile
-        mu = math.sqrt(sum(r.count * (r.sensitivity / r.noise) ** 2 for r in gauss))
-        eps = gdp_rr_epsilon(mu, tuple(r.epsilon for r in rr for _ in range(r.count)), rest)
+        mu = _gdp_mu(gauss)
+        eps = (gdp_rr_epsilon(mu, tuple(r.epsilon for r in rr for _ in range(r.count)), rest)
+               if math.isfinite(mu) else math.inf)
     else:
-        eps = _pld_epsilon(tuple(r.event() for r in gauss + rr), rest)
+        eps = _pld_or_basic(gauss, rr, rest)
     return max(worst, eps_fixed + eps)
+
+
+#: randomized responses with less ε than this are composed by adding their ε
+_FAINT_RR = 1e-9
+#: beyond this μ (ε in the tens of thousands) the PLD's grid would not fit in memory
+_PLD_MAX_MU = 300.0
+
+
+def _pld_or_basic(gauss, rr, delta: float) -> float:
+    """ε of composed Gaussian (sampled or not, or a choice among plans) and randomized-response
+    releases by the PLD accountant; with next to no noise, where its grid would not fit in
+    memory, by basic composition instead: the Gaussians as one μ-GDP release (Poisson sampling
+    only helps, so unsampled is an upper bound) plus each response's ε, also an upper bound."""
+    plain = all(r.kind != "any-of" for r in gauss)
+    mu = _gdp_mu(gauss) if plain else math.inf
+    basic = (acc.gdp_epsilon(mu, delta) + sum(r.count * r.epsilon for r in rr)) if math.isfinite(mu) else math.inf
+    if plain and mu > _PLD_MAX_MU:
+        return basic
+    return _pld_epsilon(tuple(r.event() for r in gauss + rr), delta)
+
+
+def _gdp_mu(gauss) -> float:
+    """μ of composed Gaussian releases, √Σ count·(Δ/σ)²; ∞ where it overflows (noise next to 0)."""
+    try:
+        return math.sqrt(math.fsum(r.count * (r.sensitivity / r.noise) ** 2 for r in gauss))
+    except OverflowError:
+        return math.inf
 
 
 #: at most this many randomized-response releases composed with Gaussians take the exact route

@@ -566,3 +566,45 @@ def test_published_is_what_the_paper_printed_and_the_notes_say_so():
         assert "same" in REGISTRY[mech].calibration_note
     for mech, cls in REGISTRY.items():
         assert cls.calibration_note and cls.privacy_event, mech
+
+
+# -- next to no noise: certificates that stay finite upper bounds (the declared-ranges test found
+#    an overflow, a 1.6 TiB PLD grid and a refused randomized response at the ends of ranges) ----
+
+
+def test_gdp_epsilon_with_next_to_no_noise_is_the_gaussian_tail_bound_and_holds():
+    """μ > 10⁴: ε = μ²/2 + μ√(2 ln 1/δ), from the loss N(μ²/2, μ²) and the Gaussian tail bound;
+    the closed-form δ(ε) of μ-GDP must be ≤ δ there (it is an upper bound), and not by much."""
+    from dpcore.accounting import gdp_delta, gdp_epsilon
+
+    for mu, delta in ((2e4, 1e-5), (1e6, 1e-10), (3e10, 1e-5)):
+        eps = gdp_epsilon(mu, delta)
+        assert eps == pytest.approx(mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta)), rel=1e-12)
+        assert gdp_delta(mu, eps) <= delta
+        assert gdp_delta(mu, eps * (1 - 1e-3)) > 0 or mu > 1e6  # close to tight where δ(ε) resolves
+    assert gdp_epsilon(1e300, 1e-5) == math.inf
+
+
+def test_gaussian_and_randomized_response_with_next_to_no_noise_certify_by_basic_composition():
+    """μ = 400 (beyond the PLD's grid): the certificate is ε_μ(δ) + Σ ε_rr, which is at least the
+    exact profile's ε (gdp_rr_epsilon, a second route) and at most Σ ε_rr above it."""
+    from dpcore.accounting import gdp_epsilon
+
+    plan = privacy.compose([privacy.gaussian("features", 2.0, 2.0 / 400.0),
+                            privacy.NoisePlan((privacy.randomized_response("label", 0.5),))])
+    eps = privacy.certify(plan, 1e-5)
+    exact = privacy.gdp_rr_epsilon(400.0, (0.5,), 1e-5)
+    assert exact <= eps <= exact + 0.5 + 1e-6
+    assert eps == pytest.approx(gdp_epsilon(400.0, 1e-5) + 0.5, rel=1e-9)
+    # noise that underflows the ratio: no finite certificate, and no OverflowError
+    tiny = privacy.gaussian("θ", 1.0, 1e-300, count=5)
+    assert privacy.certify(tiny, 1e-5) == math.inf
+
+
+def test_a_randomized_response_with_next_to_no_epsilon_adds_its_epsilon():
+    """ε_rr = 1e-12: the flip probability rounds to ½, which dp-accounting refuses; the response
+    then composes by adding its ε (an upper bound), so the plan certifies the Gaussian's ε + 1e-12."""
+    g = privacy.gaussian("features", 1.0, 2.0)
+    plan = privacy.compose([g, privacy.NoisePlan((privacy.randomized_response("label", 1e-12),))])
+    assert privacy.certify(plan, 1e-5) == pytest.approx(privacy.certify(g, 1e-5) + 1e-12, rel=1e-9)
+    assert privacy.certify(plan, 1e-5) >= privacy.certify(g, 1e-5)

@@ -111,7 +111,7 @@ from ..optim import BatchRNG
 from ..params import PARAMS, validate
 from ..privacy import certify
 from .context import Context
-from .run import RunSpec, delta_warning, load_problem, problem_data
+from .run import RunSpec, check_budget, delta_warning, load_problem, problem_data
 from .audit_bounds import (
     ALPHA_SHARES,
     ASSUMPTIONS,
@@ -735,6 +735,9 @@ def audit(
     else:
         problem_d = load_problem(config, dataset, ctx)
     mechanism.check(problem_d, config)
+    # every run of both sides is trained, a chunk at a time: refuse what would not fit or finish
+    check_budget(dataclasses.replace(config, repeats=min(chunk_size, trials)), problem_d.dataset, model, mechanism,
+                 runs=2 * trials, what="the iterations or the trials")
     if threat == "white-box":
         can = None
         problems = (problem_d,)

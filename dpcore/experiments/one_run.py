@@ -44,7 +44,7 @@ from ..optim import BatchRNG
 from ..params import PARAMS, validate
 from .audit import subsample
 from .audit_bounds import one_run_epsilon, planned_guesses
-from .run import RunSpec, problem_data
+from .run import RunSpec, check_budget, problem_data
 
 __all__ = ["OneRunResult", "one_run_audit", "DEFAULT_CLIP", "MAX_CANARIES"]
 
@@ -129,6 +129,7 @@ def one_run_audit(config: RunSpec, canaries: int = 1000, alpha: float = 0.05, ma
     ds = _with_canaries(data, members)
     problem = Problem(dataset=ds, model=model, erm=LazySolution(model, ds.X_train, ds.y_train))
     mechanism.check(problem, config)
+    check_budget(dataclasses.replace(config, repeats=1), ds, model, mechanism, what="the iterations or the canaries")
     if progress is not None:
         progress(0, 1)
     out = mechanism.run(problem, config, BatchRNG([int(config.seed)], stream=streams.ONE_RUN_NOISE))

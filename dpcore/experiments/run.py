@@ -367,10 +367,13 @@ def memory_estimate(config: RunSpec, dataset, model, mechanism) -> float:
                  + model.memory_overhead)
 
 
-def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
+def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = None,
+                 what: str = "the iterations or the repeats") -> None:
     """Refuse a run whose memory or work estimate exceeds the budget, saying how to lower it.
 
-    Memory: :func:`memory_estimate`.  Work: :func:`work_estimate`.
+    Memory: :func:`memory_estimate` of ``config.repeats`` runs held at once.  Work:
+    :func:`work_estimate` of ``runs`` runs in all (default ``config.repeats``; an audit holds
+    one chunk at a time but trains every run).  ``what``: the settings the message asks to lower.
     """
     if BUDGET_ERRORS:
         raise ParameterError(BUDGET_ERRORS[0])
@@ -383,13 +386,14 @@ def check_budget(config: RunSpec, dataset, model, mechanism) -> None:
         raise BudgetError(
             f"{R:,} runs on {n:,} rows need about {memory / 2**30:.1f} GiB of memory (budget "
             f"{MEMORY_BUDGET / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): use at most {fit:,} repeats")
-    work = work_estimate(config, dataset, model, mechanism)
+    total = config if runs is None else replace(config, repeats=int(runs))
+    work = work_estimate(total, dataset, model, mechanism)
     if work > WORK_BUDGET:
         steps = config.iterations if mechanism.iterative else 1
         raise BudgetError(
-            f"{R:,} runs × {steps:,} steps on {n:,} rows are about {work:.1e} operations (budget "
-            f"{WORK_BUDGET:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): lower the "
-            "iterations or the repeats")
+            f"{total.repeats:,} runs × {steps:,} steps on {n:,} rows are about {work:.1e} operations (budget "
+            f"{WORK_BUDGET:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): lower "
+            f"{what}")
 
 
 def run(config: RunSpec, ctx: Context | None = None, *, dataset=None) -> RunResult:

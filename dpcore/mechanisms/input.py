@@ -35,7 +35,7 @@ from .. import privacy
 from ..erm import quadratic_ball
 from ..exceptions import ModelError, ParameterError
 from ..optim import gradient_descent, sgd
-from ..params import BOOL, Interval, Options, Param
+from ..params import BOOL, PARAMS, Interval, Options, Param
 from ..theory.formulas import (
     fukuchi_local_epsilon,
     fukuchi_sigma_u,
@@ -144,9 +144,7 @@ _RECORD_EVENT = ("each record released once: its features with Gaussian noise (r
                  "the model is post-processing (local ε = central ε). Raw labels: no guarantee")
 
 
-LABEL_EPSILON = Param("label_epsilon", Interval(float, 0.0, 50.0, "right"), None,
-                      "budget ε_y for the labels (randomized response, or Gaussian noise on a real target); "
-                      "default ε/2 in certified mode, raw labels in published mode")
+LABEL_EPSILON = PARAMS["label_epsilon"]  # also the command line's --label-epsilon
 KEEP_DATA = Param("keep_data", BOOL, False, "keep the released records (D_priv) in the output")
 FEATURE_SIGMA = Param("sigma", Interval(float, 1e-3, 1e6, "both"), None,
                       "a fixed feature noise σ instead of the calibration's (its certified ε is reported)")
