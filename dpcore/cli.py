@@ -593,8 +593,8 @@ COMMANDS = {"prepare": _cmd_prepare, "tune": _cmd_tune, "sweep": _cmd_sweep, "da
 
 #: an error line longer than this has its long echoed values (over 40 characters) cut to their ends
 MAX_ERROR_CHARS = 300
-#: and is never longer than this (a list of every choice, such as the mechanisms', fits)
-MAX_LINE_CHARS = 1000
+#: and is never longer than this (lists of choices are grouped to fit: exceptions.unknown_choice)
+MAX_LINE_CHARS = 300
 
 
 def _one_line(message: str) -> str:

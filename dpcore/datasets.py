@@ -37,7 +37,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
 from . import linalg, streams
-from .exceptions import DatasetError
+from .exceptions import DatasetError, unknown_choice
 from .metrics import guessing_accuracy, guessing_rmse, majority_label
 from .params import validate
 from .partition import record_split
@@ -901,9 +901,7 @@ def get_spec(dataset_id: str) -> DatasetSpec:
     try:
         return DATASETS[dataset_id]
     except KeyError:
-        raise DatasetError(
-            f"unknown dataset {dataset_id!r}; choose one of: {', '.join(DATASETS)}"
-        ) from None
+        raise DatasetError(unknown_choice("dataset", dataset_id, DATASETS)) from None
 
 
 def load(

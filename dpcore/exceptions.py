@@ -37,3 +37,32 @@ class PrivacyWarning(UserWarning):
     whole record and still satisfy the definition) or when the data break an
     assumption of the proof (a row norm above 1).
     """
+
+
+def unknown_choice(what: str, value, choices) -> str:
+    """The message for a value not among ``choices``, short enough for one error line (≤ 300
+    characters with its prefix): the close matches first, then every choice — grouped by the
+    part before the first hyphen (``gradient-{dpgd, dpsgd}``) when the plain list is long.
+
+    >>> unknown_choice("model", "logrek", ["logreg", "linreg", "mlp"])
+    "unknown model 'logrek'; did you mean logreg? (choose one of: logreg, linreg, mlp)"
+    """
+    import difflib
+
+    names = [str(c) for c in choices]
+    shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:16]}… ({len(str(value))} characters)"
+    text = f"unknown {what} {shown!r}"
+    close = difflib.get_close_matches(str(value), names, n=3, cutoff=0.6)
+    listed = ", ".join(names)
+    if len(listed) > 150:
+        groups: dict[str, list[str]] = {}
+        for name in names:
+            head, _, tail = name.partition("-")
+            groups.setdefault(head if tail else name, []).append(tail)
+        listed = ", ".join(h if tails == [""] else f"{h}-{tails[0]}" if len(tails) == 1
+                           else f"{h}-{{{', '.join(tails)}}}" for h, tails in groups.items())
+    if close:
+        guess = f"{text}; did you mean {' or '.join(close)}?"
+        whole = f"{guess} (choose one of: {listed})"
+        return whole if len(whole) <= 240 else guess
+    return f"{text}; choose one of: {listed}"

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from . import linalg
-from .exceptions import ModelError
+from .exceptions import ModelError, unknown_choice
 from .params import validate
 
 __all__ = ["Model", "LogReg", "LinReg", "MLP", "MODELS", "make_model"]
@@ -547,7 +547,7 @@ def make_model(model_id: str, *, lam: float | None = None, radius: float | None 
     try:
         cls = MODELS[model_id]
     except KeyError:
-        raise ModelError(f"unknown model {model_id!r}; choose one of: {', '.join(MODELS)}") from None
+        raise ModelError(unknown_choice("model", model_id, MODELS)) from None
     kw = {}
     if lam is not None:
         kw["lam"] = lam

@@ -18,7 +18,7 @@ import numpy as np
 from .. import streams
 from ..datasets import Dataset
 from ..erm import ErmSolution, ReferenceStore
-from ..exceptions import ModelError, ParameterError
+from ..exceptions import ModelError, ParameterError, unknown_choice
 from ..models import Model
 from ..optim import BatchRNG, Progress, TraceListener
 from ..params import Param, check
@@ -306,6 +306,4 @@ def get_mechanism(mechanism_id: str) -> Mechanism:
     try:
         return REGISTRY[mechanism_id]()
     except KeyError:
-        raise ModelError(
-            f"unknown mechanism {mechanism_id!r}; choose one of: {', '.join(REGISTRY)}"
-        ) from None
+        raise ModelError(unknown_choice("mechanism", mechanism_id, REGISTRY)) from None
