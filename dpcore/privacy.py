@@ -408,9 +408,48 @@ def certify(plan: NoisePlan, delta: float) -> float:
         mu = _gdp_mu(gauss)
         eps = (gdp_rr_epsilon(mu, tuple(r.epsilon for r in rr for _ in range(r.count)), rest)
                if math.isfinite(mu) else math.inf)
+    elif rest < acc.PLD_MIN_DELTA:
+        eps = _tiny_delta_bound(gauss, rr, rest)
     else:
         eps = _pld_or_basic(gauss, rr, rest)
     return max(worst, eps_fixed + eps)
+
+
+def _tiny_delta_bound(gauss, rr, delta: float) -> float:
+    """Below :data:`~dpcore.accounting.PLD_MIN_DELTA` the PLD's FFT composition is no longer
+    monotone in the noise, so a value there could be too low.  Upper bounds by routes exact at
+    any δ instead, joined by basic composition (δ split evenly among the parts):
+
+    * each choice among plans (``any-of``), ``count`` times: its profile is the pointwise
+      maximum of its alternatives' (:func:`any_of`), so one choice is ε-DP at δ' for ε the
+      largest alternative's certificate at δ'; ``count`` choices add (basic composition);
+    * the other Gaussians, sampled or not, and the randomized responses: the smaller of two
+      bounds — each Gaussian release certified on its own (Poisson sampling through its own
+      route, exact at any δ) at an even share of δ, plus each response's ε; or all Gaussians as
+      one unsampled μ-GDP release (Poisson sampling only helps) with the responses through the
+      exact profile (:func:`gdp_rr_epsilon`, at most :data:`MAX_EXACT_RR` of them; else adding
+      their ε).
+    """
+    choices = [r for r in gauss if r.kind == "any-of"]
+    plain = [r for r in gauss if r.kind != "any-of"]
+    parts = len(choices) + (1 if plain else 0)
+    share = delta / parts
+    eps = 0.0
+    for r in choices:
+        per = share / r.count
+        eps += r.count * max(certify(alt, per) for alt in r.alternatives)
+    responses = tuple(r.epsilon for r in rr for _ in range(r.count))
+    if not plain:
+        return eps + sum(responses)
+    # each release on its own at an even share of δ, the responses adding their ε …
+    separately = sum(certify(NoisePlan((r,)), share / len(plain)) for r in plain) + sum(responses)
+    # … or all Gaussians as one unsampled μ, exact with the responses: the smaller bound holds
+    mu = _gdp_mu(plain)
+    if not math.isfinite(mu):
+        return eps + separately
+    if len(responses) <= MAX_EXACT_RR:
+        return eps + min(separately, gdp_rr_epsilon(mu, responses, share))
+    return eps + min(separately, acc.gdp_epsilon(mu, share) + sum(responses))
 
 
 #: randomized responses with less ε than this are composed by adding their ε

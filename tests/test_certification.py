@@ -608,3 +608,32 @@ def test_a_randomized_response_with_next_to_no_epsilon_adds_its_epsilon():
     plan = privacy.compose([g, privacy.NoisePlan((privacy.randomized_response("label", 1e-12),))])
     assert privacy.certify(plan, 1e-5) == pytest.approx(privacy.certify(g, 1e-5) + 1e-12, rel=1e-9)
     assert privacy.certify(plan, 1e-5) >= privacy.certify(g, 1e-5)
+
+
+def test_a_choice_and_a_sampled_gaussian_with_responses_certify_soundly_below_the_pld_resolution():
+    """δ = 1e-20, below where the PLD's FFT composition stays monotone: a choice between two DP-SGD
+    plans composed with a label response certifies by routes exact at any δ — the larger
+    alternative's certificate plus the response's ε (basic composition; a response spends no δ),
+    written out here — and never below the (valid) PLD value at the PLD's smallest δ, nor below the plan it dominates."""
+    from dpcore.accounting import PLD_MIN_DELTA
+
+    loud = privacy.sampled_gaussian("grad", 1.0, 1.0, 0.01, 1000)
+    quiet = privacy.sampled_gaussian("grad", 1.0, 1.2, 0.01, 1000)
+    label = privacy.NoisePlan((privacy.randomized_response("label", 1.0),))
+    plan = privacy.compose([privacy.any_of("tuning", [loud, quiet]), label])
+    eps = privacy.certify(plan, 1e-20)
+    by_hand = max(privacy.certify(loud, 1e-20), privacy.certify(quiet, 1e-20)) + 1.0
+    assert eps == pytest.approx(by_hand, rel=1e-12)
+    assert eps >= privacy.certify(plan, PLD_MIN_DELTA) and eps >= privacy.certify(privacy.compose([loud, label]), 1e-20)
+    # a sampled Gaussian and responses without a choice: the smaller of the sampled Gaussian's own
+    # certificate plus the response's ε, and the unsampled μ = 2√T/z through the exact profile
+    plan2 = privacy.compose([loud, label])
+    mu = 2.0 / 1.0 * math.sqrt(1000)
+    unsampled = privacy.gdp_rr_epsilon(mu, (1.0,), 1e-20)
+    assert unsampled > 1000 and privacy.certify(plan2, 1e-20) == pytest.approx(
+        min(unsampled, privacy.certify(loud, 1e-20) + 1.0), rel=1e-12)
+    assert privacy.certify(plan2, 1e-20) >= privacy.certify(plan2, PLD_MIN_DELTA)
+    # unsampled Gaussians with many responses (beyond the exact route): μ-GDP plus each response
+    many = privacy.compose([privacy.gaussian("x", 1.0, 1.0), privacy.NoisePlan(
+        (privacy.Release("randomized-response", "labels", epsilon=0.01, count=100),))])
+    assert privacy.certify(many, 1e-20) <= privacy.certify(privacy.gaussian("x", 1.0, 1.0), 1e-20) + 1.0 + 1e-9
