@@ -247,3 +247,16 @@ def test_one_run_bound_is_sound_for_the_worst_pure_dp_guesser(eps):
     assert over / REPS <= _allowed(REPS, ALPHA), over
     p2 = 1 / (1 + math.exp(-2 * eps))
     assert np.mean([bound(v) > eps for v in rng.binomial(r, p2, 200)]) > 0.5
+
+
+def test_the_sampled_gaussian_p_value_falls_as_the_noise_ratio_grows():
+    """The family fit bisects the noise ratio r, which is valid when the p-value of r does not
+    rise with r: with common random numbers, for every positive observed effect, the count of
+    simulated effects at or above it must not grow as r grows (checked on a grid)."""
+    sim = ab._SimulatedAudits(300, 0.8, 0.3, 4, 199, seed=5)
+    ratios = (0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0)
+    effects = [sim.effects(r) for r in ratios]
+    for t in np.linspace(0.01, 1.5, 40):
+        counts = [int(np.sum(e >= t)) for e in effects]
+        assert all(a >= b for a, b in zip(counts, counts[1:])), (t, counts)
+    assert np.mean(effects[0]) > 2 * np.mean(effects[-1]) > 0  # it does fall, roughly as 1/r

@@ -30,7 +30,11 @@ an :class:`Estimate` that names its assumption.
   effect is in the simulated top α, and the largest r kept bounds the multiplier from above;
   its ε at δ, read off an *optimistic* privacy-loss distribution (a lower estimate), is the
   lower bound on ε.  The whole score distribution is used, not only which side of 0 each
-  score falls on (the previous fit's pooled error, which gave ≈ 0.65× where this gives ≈ 0.78×).
+  score falls on (white-box DP-SGD on Breast Cancer at certified ε = 2, 1,000 runs a side:
+  0.65× of the certificate from the pooled error, 0.75× from this, mean of 20 seeds).  The
+  search brackets and bisects r, so it relies on the p-value falling as r grows: with
+  common random numbers the count of simulated effects above any positive observed one
+  does not grow with r (checked in the tests).
 
 When several estimators are reported and the largest is taken, each runs at its share of α
 (a weighted Bonferroni correction, :data:`ALPHA_SHARES`, fixed before any run: most of α on
