@@ -7,7 +7,8 @@ from dpcore.experiments.audit import audit
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import epsilon_sweep, skew_curve, tradeoff
 from dpcore.figures import band_figure, privacy_region_figure, tradeoff_figure
-from pages.common import app_context, fmt_eps, restore_from_url, write_to_url, show_chart, enter_view
+from dpcore.report import LessonStep, lesson_html
+from pages.common import app_context, enter_view, fmt_eps, restore_from_url, share_link, show_chart, write_to_url
 
 enter_view("lesson")
 st.title("A lesson in six steps")
@@ -49,15 +50,20 @@ def odds() -> go.Figure:
     return fig
 
 
+NOISE_EPS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+PLACES = ("output-gaussian", "objective-gaussian", "gradient-dpgd", "input-kang")
+PLACES_EPS = (0.1, 0.3, 1.0, 3.0)
+
+
 def noise() -> go.Figure:
-    rows = _sweep(("gradient-dpgd",), (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0))
+    rows = _sweep(("gradient-dpgd",), NOISE_EPS)
     return band_figure(rows, "epsilon", "accuracy_mean", title="DP-GD: test accuracy against ε", x_title="ε",
                        y_title="accuracy", baseline=rows[0]["accuracy_nonprivate"], bounds=(0.0, 1.0),
                        guess=rows[0].get("accuracy_guess"))
 
 
 def places() -> go.Figure:
-    rows = _sweep(("output-gaussian", "objective-gaussian", "gradient-dpgd", "input-kang"), (0.1, 0.3, 1.0, 3.0))
+    rows = _sweep(PLACES, PLACES_EPS)
     return band_figure(rows, "epsilon", "gap_mean", log_y=True, title="Where the noise enters: optimality gap",
                        x_title="ε", y_title="L(θ) − L*")
 
@@ -70,39 +76,62 @@ def skew() -> go.Figure:
 
 
 def audited() -> go.Figure:
+    return privacy_region_figure(_audit())
+
+
+def audit_line() -> str:
     rec = _audit()
-    st.markdown(f"**ε target** {fmt_eps(rec['epsilon_target'])} · **ε certified** "
-                f"{fmt_eps(rec['epsilon_certified'])} · **ε audited** (lower bound) "
-                f"{fmt_eps(rec['epsilon_lower_bound'])}: {rec['verdict']}")
-    return privacy_region_figure(rec)
+    return (f"**ε target** {fmt_eps(rec['epsilon_target'])} · **ε certified** {fmt_eps(rec['epsilon_certified'])} · "
+            f"**ε audited** (lower bound) {fmt_eps(rec['epsilon_lower_bound'])}: {rec['verdict']}")
 
 
-#: (title, what to say, the view to try it in (its URL path), the one chart)
+_RUNS = f"{BASE.dataset}, logistic regression, T = {BASE.iterations}, δ = {BASE.delta:g}"
+
+
+#: (title, what to say, the view to try it in (its URL path), the one chart, the settings that made it,
+#: a line printed beside the chart or None)
 STEPS = [
     ("What ε means", "Differential privacy bounds how much replacing **one record** can change what anyone "
      "concludes from the model: by at most a factor e^ε in the odds, up to a small slack δ. Small ε, "
-     "strong privacy.", "glossary", odds),
+     "strong privacy.", "glossary", odds, "e^ε at ε = 0.1, 0.5, 1, 2, 5 (no data)", None),
     ("Noise costs accuracy", "The guarantee is bought with noise. As ε grows the noise shrinks and the private "
-     "model approaches the non-private one (dotted).", "explore", noise),
+     "model approaches the non-private one (dotted).", "explore", noise,
+     f"DP-GD, certified calibration, {_RUNS}, {BASE.repeats} repeats, ε = {', '.join(f'{e:g}' for e in NOISE_EPS)}",
+     None),
     ("Four places to add noise", "Perturb the output, the objective, every gradient, or the data themselves. "
      "They cost different amounts at the same ε. Objective perturbation need not improve steadily: at "
      "small ε its proof forces extra regularisation (Δ), which pulls the model towards zero and can make "
      "its gap *smaller* than at a larger ε (on this data ≈ 13 at ε = 0.1, ≈ 160 at ε = 0.3), before the "
-     "noise shrinks and the gap falls.", "compare", places),
+     "noise shrinks and the gap falls.", "compare", places,
+     f"{', '.join(PLACES)}, certified calibration, {_RUNS}, {BASE.repeats} repeats, "
+     f"ε = {', '.join(f'{e:g}' for e in PLACES_EPS)}", None),
     ("Local vs central", "Central mechanisms trust the server with the raw data (local ε = ∞); input "
      "perturbation protects each record from the server too, at a price.", "local_central",
-     lambda: tradeoff_figure(_tradeoff())),
+     lambda: tradeoff_figure(_tradeoff()), f"every mechanism at ε = 1, {_RUNS}, 2 repeats", None),
     ("Skewed clients", "Split the data over clients of very different sizes and weigh each client either by "
      "its share of the data (WD-DP) or equally (plain averaging). On this small, easy dataset at ε = 1 the "
      "two stay within each other's bands (averaging is even a little higher): with a certified, per-client "
      "noise, the small clients add little. Whether weighting pays depends on how noisy the small clients "
      "are: try a smaller ε, a larger skew or the published calibration in the Distributed view.",
-     "distributed", skew),
+     "distributed", skew, f"WD-DP and plain averaging on 4 clients, skew u = 1, 2, 4, 8, ε = 1, {_RUNS}, 3 repeats",
+     None),
     ("What an audit shows", "Attack the training with a planted record, seeing every noisy step "
      "(white-box). A published formula with too small a constant leaks: the attack proves ε is far above "
-     "the target, though never above what the noise certifies.", "audit", audited),
+     "the target, though never above what the noise certifies.", "audit", audited,
+     f"white-box audit of DP-GD with the published formula at c = {LEAKING.c:g}, target ε = {LEAKING.epsilon:g}, "
+     f"{_RUNS}, 1,000 trainings a side", audit_line),
 ]
 
+
+def lesson_file(base_url: str | None) -> str:
+    """Every step, computed (cached after the first time), as one offline HTML file."""
+    steps = []
+    for k, (title, text, view, chart, settings, line) in enumerate(STEPS, 1):
+        steps.append(LessonStep(title, text + f" Try it yourself in the {view.replace('_', ' ').title()} view.",
+                                chart(), settings, share_link(base_url, {"lesson_step": str(k)}),
+                                line() if line else ""))
+    return lesson_html("A lesson in six steps: differentially private learning", steps,
+                       source="Made with the DP-ERM teaching app; each step's link reopens it live.")
 
 
 def _move(by: int) -> None:
@@ -119,10 +148,22 @@ st.session_state["lesson_step"] = step
 c1, c2, c3 = st.columns([1, 4, 1])
 c1.button("← previous", key="lesson_prev", disabled=step == 1, on_click=_move, args=(-1,))
 c3.button("next →", key="lesson_next", disabled=step == len(STEPS), on_click=_move, args=(1,))
-title, text, view, chart = STEPS[step - 1]
+title, text, view, chart, settings, line = STEPS[step - 1]
 c2.progress(step / len(STEPS), text=f"step {step} of {len(STEPS)}")
 write_to_url(["lesson_step"])
 st.header(f"{step}. {title}")
 st.markdown(text)
+if line:
+    st.markdown(line())
 show_chart(chart())
+st.caption(f"Settings: {settings}")
 st.markdown(f"[Try it yourself in the {view.replace('_', ' ').title()} view →](/{view})")
+with st.sidebar.expander("Take the lesson away"):
+    st.caption("Every step's text, chart and settings in one HTML file that opens offline, each step with a "
+               "link that reopens it live. The first time, every step is computed (about half a minute).")
+    if st.button("Prepare the lesson file", key="lesson_export"):
+        with st.spinner("Computing every step…"):
+            st.session_state["lesson_html"] = lesson_file(getattr(st.context, "url", None))
+    if st.session_state.get("lesson_html"):
+        st.download_button("Download the lesson (HTML)", st.session_state["lesson_html"].encode(),
+                           file_name="dp-erm-lesson.html", mime="text/html", key="lesson_download")

@@ -507,6 +507,24 @@ def test_the_lesson_walks_six_steps_one_chart_each():
     assert at.header[0].value.startswith("5.")
 
 
+def test_the_lesson_exports_one_offline_file_with_every_step():
+    """The lesson file: six sections, each with its heading, text, one chart, its settings and a link
+    that reopens that step; plotly.js embedded once (offline); the audit step's line with its verdict
+    (the step texts' escaping: dpcore.report's doctest)."""
+    import re
+
+    at = _page("lesson.py").run()
+    at.button(key="lesson_export").click().run()
+    assert not at.exception and not at.error
+    page = at.session_state["lesson_html"]
+    assert page.count("<section") == 6 and page.count("plotly.js v") == 1 and page.count("Plotly.newPlot") == 6
+    for k in range(1, 7):
+        assert re.search(rf'<a href="[^"]*\?lesson_step={k}">Open this step live', page), k
+    assert page.count("Settings: ") == 6 and "c = 0.1, target ε = 1" in page and "claim not met" in page
+    assert "<h2>1. What ε means</h2>" in page and "<strong>one record</strong>" in page
+    assert len(at.get("download_button")) == 1
+
+
 def _progress_script():
     import sys
     import time

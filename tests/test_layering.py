@@ -24,7 +24,7 @@ LAYERS = [
     ("solvers", ["dpcore.erm", "dpcore.optim"]),
     ("mechanisms", ["dpcore.mechanisms", "dpcore.mechanisms.*"]),
     ("bounds catalog", ["dpcore.theory.catalog"]),
-    ("figures", ["dpcore.figures"]),  # charts name mechanisms by their short names
+    ("figures", ["dpcore.figures", "dpcore.report"]),  # charts name mechanisms by their short names
     ("experiments", ["dpcore.experiments", "dpcore.experiments.*"]),
     ("interfaces", ["dpcore.estimators", "dpcore.cli", "dpcore.__main__"]),
 ]
