@@ -1,7 +1,8 @@
 """App benchmark: Explore latency (computed and cached), the Compare preset, Paper figures
 opening each preset from its shipped results, and a load test.
 
-Run: ``python benchmarks/bench_app.py [--skip-compare] [--sessions 10] [--only figures]``.  Prints figures;
+Run: ``python benchmarks/bench_app.py [--skip-compare] [--sessions 10] [--only figures]``
+(``--only views --sessions 6``: every view under 6 concurrent sessions, p50/p95 each).  Prints figures;
 asserts nothing.  The load test needs Debian ``chromium`` and the ``playwright`` package
 (both installed by ``.ci/run`` / requirements-dev); it talks to 127.0.0.1 only.
 """
@@ -203,6 +204,83 @@ def load_test(n: int) -> dict[str, tuple[float, float]] | None:
     return out
 
 
+#: every view of the app, by its URL path
+VIEWS = ("", "lesson", "explore", "compare", "figures", "tune", "local_central", "distributed", "theory", "audit",
+         "datasets", "glossary")
+
+#: the page has content and the script has stopped running (the status widget gone twice, 0.25 s apart)
+_SETTLED = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const busy = document.querySelector('[data-testid="stStatusWidget"]');
+  const ready = main && main.querySelectorAll('[data-testid="stElementContainer"]').length > 2 && !busy;
+  if (!ready) { window.__settled = 0; return false; }
+  const now = performance.now();
+  if (!window.__settled) { window.__settled = now; return false; }
+  return now - window.__settled > 250;
+}"""
+
+
+async def _view_sessions(url: str, n: int) -> dict[str, list[float]]:
+    """For each view in turn, ``n`` users (each a browser context of its own) open it at once; seconds
+    from the request until the view has drawn and its script has stopped (``_SETTLED``)."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
+        users = [await browser.new_context() for _ in range(n)]
+
+        async def one(k: int, view: str) -> float:
+            page = await users[k].new_page()
+            t = time.perf_counter()
+            await page.goto(f"{url}/{view}", timeout=300_000)
+            await page.wait_for_function(_SETTLED, timeout=300_000, polling=100)
+            elapsed = time.perf_counter() - t - 0.25  # the settling wait is not the user's
+            bad = await page.locator('[data-testid="stException"]').count()
+            await page.close()
+            if bad:
+                raise RuntimeError(f"session {k} shows an exception on /{view}")
+            return elapsed
+
+        out = {}
+        for view in VIEWS:
+            out[view or "start"] = list(await asyncio.gather(*(one(k, view) for k in range(n))))
+        await browser.close()
+        return out
+
+
+def _p95(times: list[float]) -> float:
+    times = sorted(times)
+    return times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+
+
+def views_load_test(n: int) -> None:
+    """``n`` sessions at once on every view of one server (the issue's reliability goal: p50/p95
+    per view, no session sees another's state — each user is a separate browser context)."""
+    if shutil.which("chromium") is None:
+        print("views load test skipped: Debian chromium is not installed")
+        return
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+                             str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(180):
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        print(f"Every view, {n} concurrent sessions opening it (first round on a new server, then again; "
+              "until drawn and settled):")
+        for round_name in ("first", "again"):
+            for view, times in asyncio.run(_view_sessions(url, n)).items():
+                print(f"  {round_name:5s} {view:14s} p50 {statistics.median(times):6.2f} s   p95 {_p95(times):6.2f} s   "
+                      f"max {max(times):6.2f} s")
+    finally:
+        proc.terminate()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-compare", action="store_true")
@@ -218,6 +296,8 @@ def main() -> None:
         paper_figures()
     if "load" in parts:
         load_test(args.sessions)
+    if "views" in parts:
+        views_load_test(args.sessions)
 
 
 if __name__ == "__main__":

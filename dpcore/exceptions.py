@@ -7,6 +7,8 @@ traceback.
 
 from __future__ import annotations
 
+import difflib
+
 
 class DPCoreError(ValueError):
     """Bad input that the user can fix; the message says what to change."""
@@ -47,8 +49,6 @@ def unknown_choice(what: str, value, choices) -> str:
     >>> unknown_choice("model", "logrek", ["logreg", "linreg", "mlp"])
     "unknown model 'logrek'; did you mean logreg? (choose one of: logreg, linreg, mlp)"
     """
-    import difflib
-
     names = [str(c) for c in choices]
     shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:16]}… ({len(str(value))} characters)"
     text = f"unknown {what} {shown!r}"
