@@ -137,6 +137,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _start_server() -> tuple[subprocess.Popen, str]:
+    """The app on a free local port, once it answers its health check: (process, address)."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+                             str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(180):
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    return proc, url
+
+
 async def _sessions(url: str, n: int, rounds: dict[str, list[float]]) -> dict[str, list[float]]:
     """``n`` users, each with a browser of their own (its own cache), open Explore at once, once per
     round, each round with new ε values: the first round on a new server with empty caches, the
@@ -180,25 +196,13 @@ def load_test(n: int) -> dict[str, tuple[float, float]] | None:
     if shutil.which("chromium") is None:
         print("load test skipped: Debian chromium is not installed")
         return None
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-                             str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    proc, url = _start_server()
     out = {}
     try:
-        for _ in range(180):
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
         for name, times in asyncio.run(_sessions(url, n, LOAD_ROUNDS)).items():
-            times = sorted(times)
-            p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
-            out[name] = (statistics.median(times), p95)
+            out[name] = (statistics.median(times), _p95(times))
             print(f"Load test ({name} server), {n} concurrent sessions opening Explore (breast-cancer) with "
-                  f"different ε: p50 {out[name][0]:.2f} s, p95 {p95:.2f} s, max {times[-1]:.2f} s, errors 0")
+                  f"different ε: p50 {out[name][0]:.2f} s, p95 {out[name][1]:.2f} s, max {max(times):.2f} s, errors 0")
     finally:
         proc.terminate()
     return out
@@ -295,18 +299,8 @@ def views_load_test(n: int) -> None:
     if shutil.which("chromium") is None:
         print("views load test skipped: Debian chromium is not installed")
         return
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-                             str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    proc, url = _start_server()
     try:
-        for _ in range(180):
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
         print(f"Every view, {n} concurrent sessions opening it (first round on a new server, then again; "
               "until drawn and settled):")
         for round_name in ("first", "again"):

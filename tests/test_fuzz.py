@@ -7,13 +7,12 @@ Every command-line case runs in-process under a time limit; a case that needs lo
 from __future__ import annotations
 
 import json
-import signal
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hostile import time_limit  # tests/hostile.py
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
@@ -25,20 +24,6 @@ from pages.common import CACHE_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 BC = ["--dataset", "breast-cancer"]
-
-
-@contextmanager
-def time_limit(seconds: float):
-    def _raise(signum, frame):
-        raise TimeoutError(f"no answer within {seconds} s (a hang)")
-
-    old = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 # (arguments, a fragment of the one-line message)

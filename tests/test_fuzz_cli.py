@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import io
 import json
-import signal
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 
+from hostile import time_limit  # tests/hostile.py
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -75,20 +75,6 @@ def _argv(draw):
     return argv + ["--json"]
 
 
-@contextmanager
-def _limit(seconds: float):
-    def _raise(signum, frame):
-        raise TimeoutError(f"no answer within {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def test_the_fuzzer_sees_every_typed_and_choice_flag():
     names = {f[1] for f in FLAGS}
     assert {"--epsilon", "--delta", "--iterations", "--repeats", "--lam", "--lr", "--clip", "--trials", "--alpha",
@@ -103,7 +89,7 @@ def test_any_command_line_runs_or_exits_2_with_one_short_line(argv):
     run_mod.WORK_BUDGET, run_mod.MEMORY_BUDGET = WORK, MEMORY
     out, err = io.StringIO(), io.StringIO()
     try:
-        with _limit(60), redirect_stdout(out), redirect_stderr(err):
+        with time_limit(60), redirect_stdout(out), redirect_stderr(err):
             code = main(argv)
     finally:
         run_mod.WORK_BUDGET, run_mod.MEMORY_BUDGET = saved

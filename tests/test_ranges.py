@@ -17,11 +17,9 @@ prices at a few seconds: one that runs past :data:`LIMIT` means the estimate mis
 
 from __future__ import annotations
 
-import math
-import signal
-from contextlib import contextmanager
 
 import pytest
+from hostile import time_limit  # tests/hostile.py
 
 import dpcore.experiments.run as run_mod
 from dpcore.cli import build_parser, main
@@ -35,20 +33,6 @@ LIMIT = 40.0
 #: a quick base: one repeat, few steps (a case's own flag comes later and wins)
 QUICK = ["-R", "1", "-T", "5"]
 BC = ["--dataset", "breast-cancer"]
-
-
-@contextmanager
-def time_limit(seconds: float):
-    def _raise(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s although the budget accepted it")
-
-    old = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _mechanism_reading(field: str) -> str:
@@ -149,7 +133,7 @@ def test_the_cases_cover_every_declared_numeric_setting():
 def test_a_declared_end_runs_or_is_refused_up_front_and_beyond_it_is_refused(argv, param, inside, capsys,
                                                                             monkeypatch):
     monkeypatch.setattr(run_mod, "WORK_BUDGET", WORK)
-    with time_limit(LIMIT):
+    with time_limit(LIMIT, "the budget accepted the run, but it gave no answer"):
         code = main(argv + ["--json"])
     out = capsys.readouterr()
     lines = [ln for ln in out.err.strip().splitlines() if ln and not ln.startswith("[")]

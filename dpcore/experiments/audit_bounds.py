@@ -494,7 +494,7 @@ def planned_guesses(m: int, epsilon: float, delta: float, alpha: float) -> int:
     (100, 300)
     """
     epsilon = float(epsilon)
-    if not math.isfinite(epsilon) or epsilon > 50:  # no claim, or an empty one: few, sure guesses
+    if not math.isfinite(epsilon) or epsilon > 50:  # no claim, or an empty one: plan as for ε = 50
         epsilon = 50.0
     return _planned_guesses(int(m), round(max(epsilon, 1e-6), 6), float(delta), float(alpha))
 
