@@ -11,6 +11,7 @@ PRESENTER_CSS = """<style>
 html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 22px; }
 h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; }
 [data-testid="stMetricValue"] { font-size: 2.6rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; }
 </style>"""
 
 #: Always: a wide Markdown table scrolls inside itself instead of widening the page (on a phone).

@@ -11,7 +11,10 @@ from dpcore.report import LessonStep, lesson_html
 from pages.common import app_context, enter_view, fmt_eps, restore_from_url, share_link, show_chart, write_to_url
 
 enter_view("lesson")
-st.title("A lesson in six steps")
+#: on a projector (presenter mode) each step's header, words and whole chart fit one 1400 × 900 screen
+PRESENTING = bool(st.session_state.get("present"))
+if not PRESENTING:  # the step's own header says where the class is
+    st.title("A lesson in six steps")
 restore_from_url({"lesson_step": 1})
 DATA = "breast-cancer"  # small: every step answers in seconds
 BASE = RunSpec(dataset=DATA, iterations=100, repeats=5)
@@ -155,7 +158,10 @@ st.header(f"{step}. {title}")
 st.markdown(text)
 if line:
     st.markdown(line())
-show_chart(chart())
+figure = chart()
+if PRESENTING:
+    figure.update_layout(height=360)
+show_chart(figure)
 st.caption(f"Settings: {settings}")
 st.markdown(f"[Try it yourself in the {view.replace('_', ' ').title()} view →](/{view})")
 with st.sidebar.expander("Take the lesson away"):

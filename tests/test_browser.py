@@ -283,3 +283,26 @@ def test_time_from_a_change_to_the_first_drawn_curve(server, browser, capsys):
         print()
         for what, sec in figures.items():
             print(f"  {what}: {sec:.1f} s")
+
+
+def test_every_lesson_step_fits_a_projector_in_presenter_mode(server, browser):
+    """Presenter mode at 1400 × 900 (a projector): each of the six lesson steps shows its whole
+    chart without scrolling — the plot's box lies inside the window — and is screenshotted
+    (artifacts/screenshots/lesson-step-K-present.png)."""
+    shots = ROOT / "artifacts" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        for k in range(1, 7):
+            page.goto(f"{server}/lesson?present=1&lesson_step={k}", timeout=90_000)
+            page.locator("h2", has_text=f"{k}. ").first.wait_for(timeout=120_000)
+            chart = page.locator(".js-plotly-plot .main-svg").first
+            chart.wait_for(timeout=240_000)
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(shots / f"lesson-step-{k}-present.png"))
+            box = page.locator(".js-plotly-plot").first.bounding_box()
+            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900, (k, box)
+            assert page.evaluate("window.scrollY") == 0
+            assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.close()
