@@ -230,6 +230,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
     fig = go.Figure()
     groups = list(dict.fromkeys(r[group] for r in rows))
     plotted: list[float] = []
+    xname, yname = x_title or x, y_title or y  # the hover says what the axes say, not the column names
     paid_drawn = False
     for k, g in enumerate(groups):
         pts = sorted((r for r in rows if r[group] == g and r.get(y) is not None), key=lambda r: r[x])
@@ -256,7 +257,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                      f"<br>tuned at ε = {r.get('tuned_at', 0):g} by a search that spent ε = "
                      f"{r['tuned_search_epsilon']:.3g} in all") for r in pts]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line=dict(color=colour),
-                                 hovertext=[f"{head}<br>{x}={xv:g}<br>{y}={yv:.4g}<br>{h}{t}" for xv, yv, h, t in
+                                 hovertext=[f"{head}<br>{xname} = {xv:g}<br>{yname} = {yv:.4g}<br>{h}{t}" for xv, yv, h, t in
                                             zip(xs, ys, hover_texts(targets, certs), searched)], hoverinfo="text"))
         mark_missed(fig, xs, list(ys), targets, certs)
         spent = [r.get(paid) for r in pts] if paid else []
@@ -264,7 +265,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
             fig.add_trace(go.Scatter(x=spent, y=ys, mode="lines+markers", name=f"{name}, search paid",
                                      showlegend=False, line=dict(color=colour, dash="dash"), marker=dict(size=5),
                                      hovertext=[f"{head}<br>tuned for ε = {xv:g}; the whole search spent ε = "
-                                                f"{sv:.3g}<br>{y}={yv:.4g}" for xv, sv, yv in zip(xs, spent, ys)],
+                                                f"{sv:.3g}<br>{yname} = {yv:.4g}" for xv, sv, yv in zip(xs, spent, ys)],
                                      hoverinfo="text"))
             paid_drawn = True
     if paid_drawn:

@@ -306,3 +306,47 @@ def test_every_lesson_step_fits_a_projector_in_presenter_mode(server, browser):
             assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         page.close()
+
+
+#: the screen position of the first point of the first trace whose name holds ``needle``, in any chart
+_POINT_OF = """(needle) => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const i = (gd.data || []).findIndex(t => (t.name || '').includes(needle));
+    if (i < 0) continue;
+    gd.scrollIntoView({block: 'center'});
+    const t = gd._fullData[i], L = gd._fullLayout;
+    const xa = L[(t.xaxis || 'x').replace('x', 'xaxis')], ya = L[(t.yaxis || 'y').replace('y', 'yaxis')];
+    const r = gd.querySelector('.main-svg').getBoundingClientRect();
+    return {x: r.left + xa._offset + xa.d2p(t.x[0]), y: r.top + ya._offset + ya.d2p(t.y[0])};
+  }
+  return null;
+}"""
+
+
+def test_compare_shows_what_the_tuning_search_spent_on_hover(server, browser):
+    """Compare's first preset, tuned: each tuned curve is drawn again, dashed, at the ε its whole
+    search spent; hovering a point of it says so (the screenshot keeps the hover label:
+    artifacts/screenshots/compare-epsilon-spent-hover.png)."""
+    shots = ROOT / "artifacts" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{server}/compare", timeout=90_000)
+        page.get_by_text(VIEWS["compare"]).first.wait_for(timeout=120_000)
+        page.get_by_role("button", name="All central mechanisms, Adult").click()
+        page.wait_for_function("[...document.querySelectorAll('.js-plotly-plot')].some(g => (g.data || [])"
+                               ".some(t => (t.name || '').includes('search paid')))", timeout=120_000)
+        point = page.evaluate(_POINT_OF, "search paid")
+        assert point is not None
+        page.wait_for_timeout(300)
+        point = page.evaluate(_POINT_OF, "search paid")  # where it is once scrolled into view
+        page.mouse.move(point["x"] - 3, point["y"] - 3)
+        page.mouse.move(point["x"], point["y"])
+        label = page.locator(".hoverlayer .hovertext").first
+        label.wait_for(timeout=10_000)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(shots / "compare-epsilon-spent-hover.png"))
+        text = label.text_content()
+        assert "the whole search spent ε" in text and "accuracy = " in text, text  # the axis's words
+    finally:
+        page.close()
