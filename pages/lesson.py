@@ -160,7 +160,7 @@ if line:
     st.markdown(line())
 figure = chart()
 if PRESENTING:
-    figure.update_layout(height=360)
+    figure.update_layout(height=340)
 show_chart(figure)
 st.caption(f"Settings: {settings}")
 st.markdown(f"[Try it yourself in the {view.replace('_', ' ').title()} view →](/{view})")

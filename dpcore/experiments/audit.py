@@ -647,7 +647,8 @@ def privacy_region(plan, epsilon_target: float, delta: float, private: bool = Tr
     else:
         out["tpr_max_certified"] = (1.0 - tradeoff_curve(profile, fpr)).tolist()
         out["note"] = ("above the certified curve no attack can go (with the certified guarantee); above "
-                       "the target curve, none if the target were met")
+                       "the target curve, none if the target were met. The attack's curve is measured on "
+                       "finitely many runs, so it may cross a curve by chance; the audited ε allows for that")
     out["tpr_max_target"] = (1.0 - tradeoff_curve([(epsilon_target, delta)], fpr)).tolist()
     return out
 
