@@ -1,7 +1,7 @@
 """A generated fuzz suite for the command line (Hypothesis).
 
 Strategies are built from the declarations: the flags come from the parser (every typed
-setting of ``run`` and ``audit``, whose types come from :data:`dpcore.params.PARAMS`, and every
+setting of ``run``, ``audit`` and ``bounds``, whose types come from :data:`dpcore.params.PARAMS`, and every
 choice-valued flag with its declared choices), the values are hostile of every kind (``inf``,
 ``nan``, 1e400, huge integers, unicode digits, very long strings, any text) or a declared value.
 The only outcomes allowed: a run that finishes (exit 0 and strict JSON), or exit 2 with one line
@@ -29,6 +29,7 @@ WORK, MEMORY = 3e9, 256 * 2**20
 BASES = {
     "run": ["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "-R", "1", "-T", "3"],
     "audit": ["audit", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "-T", "3", "--trials", "20"],
+    "bounds": ["bounds", "--dataset", "breast-cancer"],
 }
 
 HOSTILE = ["inf", "-inf", "nan", "NaN", "1e400", "-1e400", "1e-400", "1e-300", "5e-324", "0", "-0", "-1", "1e308", "2e308",
@@ -81,7 +82,7 @@ def test_the_fuzzer_sees_every_typed_and_choice_flag():
             "--mechanism", "--dataset", "--model", "--calibration", "--threat", "--canary"} <= names
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None,
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(argv=_argv())
 def test_any_command_line_runs_or_exits_2_with_one_short_line(argv):
