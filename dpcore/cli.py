@@ -49,6 +49,16 @@ class _Parser(argparse.ArgumentParser):
         # "--lam -1e-3" said "expected one argument" instead of naming the range
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        # argparse drops a lone "--" given as a value ("--dataset=--") and stores an empty list
+        # instead of a string, which nothing downstream expects: refuse it here, for every option
+        for action in self._actions:
+            if (action.option_strings and action.nargs is None and isinstance(action, argparse._StoreAction)
+                    and isinstance(getattr(namespace, action.dest, None), list)):
+                self.error(f"argument {action.option_strings[0]}: expected one value")
+        return namespace, extras
+
     def error(self, message: str) -> None:  # one line, exit code 2
         raise _Exit(f"{self.prog}: {message}")
 

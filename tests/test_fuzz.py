@@ -69,6 +69,9 @@ BAD_CLI = [
     (["run", *BC, "--epsilon", "0"], "'epsilon' parameter"),
     (["run", *BC, "--delta", "1"], "'delta' parameter"),
     (["run", *BC, "-T", "0"], "'iterations' parameter"),
+    # argparse turned a lone "--" value into an empty list (exit 1, found by the fuzz suite in CI)
+    (["audit", *BC, "--mechanism", "gradient-dpgd", "--dataset=--"], "--dataset: expected one value"),
+    (["run", *BC, "--epsilon=--"], "--epsilon: expected one value"),
     (["audit", *BC, "--mechanism", "input-fukuchi", "--threat", "white-box", "--trials", "10"],
      "no white-box audit"),
 ]
