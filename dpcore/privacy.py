@@ -463,11 +463,10 @@ def _pld_or_basic(gauss, rr, delta: float) -> float:
     releases by the PLD accountant; with next to no noise, where its grid would not fit in
     memory, by basic composition instead: the Gaussians as one μ-GDP release (Poisson sampling
     only helps, so unsampled is an upper bound) plus each response's ε, also an upper bound."""
-    plain = all(r.kind != "any-of" for r in gauss)
-    mu = _gdp_mu(gauss) if plain else math.inf
-    basic = (acc.gdp_epsilon(mu, delta) + sum(r.count * r.epsilon for r in rr)) if math.isfinite(mu) else math.inf
-    if plain and mu > _PLD_MAX_MU:
-        return basic
+    if all(r.kind != "any-of" for r in gauss):
+        mu = _gdp_mu(gauss)
+        if mu > _PLD_MAX_MU:  # the basic bound only here: certify is on calibration's hot path
+            return acc.gdp_epsilon(mu, delta) + sum(r.count * r.epsilon for r in rr) if math.isfinite(mu) else math.inf
     return _pld_epsilon(tuple(r.event() for r in gauss + rr), delta)
 
 
