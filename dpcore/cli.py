@@ -13,7 +13,6 @@ import re
 import shlex
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -27,7 +26,7 @@ from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
 from .experiments.run import RunSpec, run
 from .experiments.studies import CLASSROOM_FILE, prepare_for_class, ship_classroom_compare, tradeoff
 from .experiments.sweep import environment
-from .experiments.tune import DEFAULT_MECHANISMS, tune, tuned_setting
+from .experiments.tune import DEFAULT_MECHANISMS, setting_text, tune, tuned_setting, with_setting
 from .jsonutil import dumps
 from .mechanisms import REGISTRY
 from .params import PARAMS, parse_grid, validate
@@ -181,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print one JSON document")
     s = sub.add_parser("tune", help="search each mechanism's settings on a validation split, "
                                     "choose privately, and report what the search costs")
-    s.add_argument("--dataset", required=True, help="a classification dataset id")
+    s.add_argument("--dataset", required=True,
+                   help="a classification dataset id (any task for input and local perturbation)")
     s.add_argument("--model", default="logreg")
     s.add_argument("--mechanisms", default=None,
                    help="comma-separated ids (default: the central output, objective and gradient ones)")
@@ -330,8 +330,7 @@ def _cmd_run(args) -> Any:
             raise DPCoreError(f"no tuning is shipped for {args.mechanism} on {args.dataset} ({args.model}): "
                               "drop --tuned, or make one with `python -m dpcore tune`")
         tuned = {k: v for k, v in found[0].items() if not _given(args, *_TUNED_FLAGS.get(k, ()))}
-        print(f"tuned at ε = {found[1]:g}: " + ", ".join(f"{k} = {v:g}" for k, v in sorted(tuned.items())),
-              file=sys.stderr)
+        print(f"tuned at ε = {found[1]:g}: " + setting_text(dict(sorted(tuned.items()))), file=sys.stderr)
     config = RunSpec(
         dataset=args.dataset, model=args.model, mechanism=args.mechanism,
         epsilon=args.epsilon, delta=args.delta, iterations=args.iterations,
@@ -343,7 +342,7 @@ def _cmd_run(args) -> Any:
                                               if args.label_epsilon is not None else [])),
     )
     if tuned:
-        config = replace(config, **tuned)
+        config = with_setting(config, tuned)
     result = run(config, shared_context())
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -556,8 +555,12 @@ def _cmd_tune(args) -> Any:
         return record
 
     e = _eps
-
-    lines = [f"{result.dataset} ({result.model}), δ = {result.delta:.3g}: candidates scored on "
+    lines = []
+    if result.released_rows:
+        lines += _released_lines(result)
+    if not result.rows and not result.errors:
+        return "\n".join(lines)
+    lines += [f"{result.dataset} ({result.model}), δ = {result.delta:.3g}: candidates scored on "
              f"{result.n_validation} validation rows, the choice trained on all {result.n_train}",
              f"{'mechanism':20} {'ε':>6} {'test acc':>9} {'val acc':>8} {'ε spent':>8}  setting"]
     for r in result.rows:
@@ -573,6 +576,25 @@ def _cmd_tune(args) -> Any:
     for err in result.errors:
         lines.append(f"refused: {err['mechanism']} at ε = {e(err['epsilon'])}: {err['error']}")
     return "\n".join(lines)
+
+
+def _released_lines(result) -> list[str]:
+    """The free tunings of input and local perturbation: before and after, beside guessing."""
+    metric = "accuracy" if any("test_accuracy" in r for r in result.released_rows) else "rmse"
+    lines = [f"{result.dataset} ({result.model}), δ = {result.delta:.3g}: input and local perturbation, settings "
+             "chosen on each release's own records (post-processing: ε spent = ε certified)",
+             f"{'mechanism':16} {'ε':>6} {'untuned':>8} {'tuned':>8} {'guess':>7} {'non-priv':>8} {'ε spent':>8}  "
+             "guess chosen"]
+    for r in result.released_rows:
+        if "error" in r:
+            lines.append(f"{r['mechanism']:16} {_eps(r['epsilon']):>6} error: {r['error']}")
+            continue
+        lines.append(f"{r['mechanism']:16} {_eps(r['epsilon']):>6} {r[f'untuned_test_{metric}']:8.4f} "
+                     f"{r[f'test_{metric}']:8.4f} {r[f'{metric}_guess']:7.4f} {r[f'{metric}_nonprivate']:8.4f} "
+                     f"{_eps(r['epsilon_spent']):>8}  {r['guess_chosen']} of {r['repeats']}")
+    lines.append(f"{metric}: mean of the releases on the test split; guess: always the majority class"
+                 if metric == "accuracy" else f"{metric}: mean of the releases on the test split; guess: always the mean")
+    return lines
 
 
 def _cmd_prepare(args) -> Any:

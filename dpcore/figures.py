@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from .mechanisms import short_name
 
-__all__ = ["NOTE", "on_screen", "tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure",
+__all__ = ["NOTE", "on_screen", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure",
            "band_figure", "REFERENCE_LINE", "readable_axes"]
 
 # Calibrations round up by about 1e-9; anything above this relative slack misses.
@@ -331,6 +331,48 @@ def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | No
         fig.add_hline(y=guess, annotation_text=GUESS_LABEL["accuracy"], annotation_position="bottom right",
                       **GUESS_LINE)
     fig.update_layout(title="tuned test accuracy against ε", xaxis_title="ε", yaxis_title="test accuracy")
+    readable_axes(fig, xs_all or [1.0], log_x=True, log_y=False)
+    return fig
+
+
+def released_tuning_figure(rows: list[dict], guess: float | None = None) -> go.Figure:
+    """Input and local perturbation against ε, per mechanism (one colour each): solid, with the
+    settings each release chose on its own records (free); dotted, at the defaults on the same
+    releases.  Accuracy or RMSE, whichever the rows carry, with the non-private level and
+    guessing as grey lines."""
+    metric = "accuracy" if any("test_accuracy" in r for r in rows) else "rmse"
+    fig = go.Figure()
+    xs_all: list[float] = []
+    nonprivate = [r.get(f"{metric}_nonprivate") for r in rows if r.get(f"{metric}_nonprivate") is not None]
+    for k, g in enumerate(dict.fromkeys(r["mechanism"] for r in rows)):
+        pts = sorted((r for r in rows if r["mechanism"] == g and r.get(f"test_{metric}") is not None),
+                     key=lambda r: r["epsilon"])
+        if not pts:
+            continue
+        colour, name = COLOURS[k % len(COLOURS)], short_name(g)
+        xs = [r["epsilon"] for r in pts]
+        xs_all += xs
+        for key, label, dash in ((f"test_{metric}", "tuned on its released records", None),
+                                 (f"untuned_test_{metric}", "defaults", "dot")):
+            hover = [f"{name} ({g}), {label}<br>ε {fmt_epsilon(r['epsilon'])} certified "
+                     f"{fmt_epsilon(r.get('epsilon_certified'))} = spent (post-processing)<br>test {metric} "
+                     f"{r[key]:.4f}" + (f"<br>the guess chosen by {r['guess_chosen']} of {r['repeats']} releases"
+                                        if dash is None and "guess_chosen" in r else "") for r in pts]
+            fig.add_trace(go.Scatter(x=xs, y=[r[key] for r in pts], mode="lines+markers", name=name, legendgroup=g,
+                                     showlegend=dash is None, line=dict(color=colour, dash=dash),
+                                     hovertext=hover, hoverinfo="text"))
+    for name, style in (("solid: settings chosen on the released records (free)",
+                         dict(mode="lines", line=dict(color="#888888"))),
+                        ("dotted: the defaults, same releases", dict(mode="lines", line=dict(color="#888888", dash="dot")))):
+        fig.add_trace(go.Scatter(x=[None], y=[None], name=name, hoverinfo="skip", **style))
+    if nonprivate:
+        fig.add_hline(y=float(np.mean(nonprivate)), line=dict(color="#444444", dash="dash", width=1),
+                      annotation_text="non-private", annotation_position="top right")
+    if guess is not None:
+        fig.add_hline(y=guess, annotation_text=GUESS_LABEL[metric], annotation_position="bottom right", **GUESS_LINE)
+    label = "test accuracy" if metric == "accuracy" else "test RMSE"
+    fig.update_layout(title=f"input and local perturbation, tuned for free: {label} against ε",
+                      xaxis_title="ε (certified = spent)", yaxis_title=label)
     readable_axes(fig, xs_all or [1.0], log_x=True, log_y=False)
     return fig
 

@@ -33,3 +33,6 @@ TUNE_SPLIT, TUNE_SELECT = 0x7E57, 0x7E58
 #: tuning: first word of a candidate's and of the final run's ``RunSpec.stream`` (every release
 #: of a search draws its own noise)
 TUNE_CANDIDATE, TUNE_FINAL = 0x7E59, 0x7E5A
+#: input and local perturbation's choice of training settings on their own released records
+#: (``mechanisms.released``): the split of the released records and the tuned SGD's batches
+RELEASE_CHOICE = 0x7E5B

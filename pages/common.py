@@ -313,9 +313,13 @@ TUNED_WIDGETS = {"iterations": "ex_T", "learning_rate": "ex_lr", "lam": "ex_lam"
                  "clip_norm": "ex_clip", "batch_size": "ex_batch"}
 
 
-def apply_setting(setting: dict) -> None:
-    """Put a tuned setting into Explore's widgets (a button's callback, before the rerun)."""
+def apply_setting(setting: dict, mechanism: str | None = None) -> None:
+    """Put a tuned setting into Explore's widgets (a button's callback, before the rerun): its
+    common settings, and its mechanism options (``tune_on_release``) into that mechanism's boxes."""
     st.session_state.update({TUNED_WIDGETS[k]: v for k, v in setting.items() if k in TUNED_WIDGETS})
+    if mechanism is not None:
+        st.session_state.update({f"ex_opt_{mechanism}_{k}": v for k, v in setting.items()
+                                 if k not in TUNED_WIDGETS and k in REGISTRY[mechanism].options})
 
 
 HIDDEN_OPTIONS = ("keep_data",)  # for audits and scripts, not a user's choice

@@ -3,7 +3,7 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.audit import audit
 from dpcore.experiments.run import RunSpec
-from dpcore.experiments.tune import tuned_setting
+from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
@@ -63,13 +63,13 @@ with st.sidebar:
                               "Choosing them cost privacy: the Tune view shows how much.")
         chosen_for = (dataset, model, mechanism, tuned[1])
         if auto and st.session_state.get("_ex_tuned_for") != chosen_for:
-            apply_setting(tuned[0])
+            apply_setting(tuned[0], mechanism)
             st.session_state["_ex_tuned_for"] = chosen_for
         if auto:
-            st.caption(f"Tuned at ε = {tuned[1]:g}: " + ", ".join(f"{k} = {v:g}" for k, v in tuned[0].items()))
-        st.button("Use the tuned settings", key="ex_tuned", on_click=apply_setting, args=(tuned[0],),
+            st.caption(f"Tuned at ε = {tuned[1]:g}: " + setting_text(tuned[0]))
+        st.button("Use the tuned settings", key="ex_tuned", on_click=apply_setting, args=(tuned[0], mechanism),
                   help=f"T, η, λ (and C or q) as tuned on {dataset} at ε = {tuned[1]:g}: "
-                       + ", ".join(f"{k} = {v:g}" for k, v in tuned[0].items())
+                       + setting_text(tuned[0])
                        + ". The Tune view shows how they were chosen and what the search costs.")
     delta = param_widget("delta", "ex_delta", label="δ")
     iterations = param_widget("iterations", "ex_T", label="iterations T")
@@ -139,7 +139,15 @@ if worse:
              + (f"the majority class, “{rec['guess_class']}”," if "accuracy_mean" in rec and rec.get("guess_class")
                 else "the majority class" if "accuracy_mean" in rec else "the mean label")
              + " scores as well as this private model. At this ε the noise has drowned what the data "
-               "says; try a larger ε, more data, or the tuned settings.")
+               + ("says: its own released records could not show anything better; try a larger ε or more data."
+                  if rec.get("guess_chosen") else "says; try a larger ε, more data, or the tuned settings."))
+if rec.get("tuned_on_release"):  # input and local perturbation, tuned on their own released records
+    kept = rec.get("guess_chosen", 0)
+    chosen = sorted({c if isinstance(c, str) else setting_text(c) for c in rec["tuned_on_release"]})
+    st.info("Settings chosen on each release's own records (free: post-processing, ε spent = ε certified). "
+            + (f"The guess was kept by {kept} of {len(rec['tuned_on_release'])} releases: their released records "
+               "could not show a model that beats guessing. " if kept else "")
+            + "Chosen: " + "; ".join(chosen) + ".")
 c2.metric("optimality gap L(θ) − L*", f"{rec['gap_mean']:.3e}", help=f"± {rec['gap_std']:.2e} over runs")
 c3.metric("noise σ", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
 c4.metric("seconds", f"{rec['seconds']:.2f}")

@@ -9,7 +9,7 @@ from dpcore.experiments.tune import (
     shipped_tuning,
     tune,
 )
-from dpcore.figures import tuning_figure
+from dpcore.figures import released_tuning_figure, tuning_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS, parse_grid
 from pages.common import (
@@ -76,6 +76,8 @@ if record is None or record.get("dataset") != dataset:
         st.stop()
     st.caption(f"Shipped tuning (press **Tune here** for your own): `{record.get('command', '')}`, "
                f"{record.get('date', '')}, {record.get('seconds', 0):.0f} s on 2 cores.")
+released_source = record if record.get("released_rows") else (shipped or {})
+released_rows = [r for r in released_source.get("released_rows", []) if "error" not in r]
 rows = [r for r in record["rows"] if "error" not in r]
 for r in record["rows"]:
     if "error" in r:
@@ -123,5 +125,25 @@ if st.button("Open in Explore", key="tu_open"):
     deltas = [d for d in PARAMS["delta"].ticks if d <= record["delta"]] or [min(PARAMS["delta"].ticks)]
     st.session_state.update(ex_dataset=dataset, ex_model="logreg", ex_mechanism=row["mechanism"],
                             ex_epsilon=row["epsilon"], ex_delta=max(deltas))
-    apply_setting(row["setting"])
+    apply_setting(row["setting"], row["mechanism"])
     st.switch_page("pages/explore.py")
+
+if released_rows:
+    st.subheader("Input and local perturbation, tuned for free")
+    st.caption("These mechanisms release every record once; the server trains on what was released. Choosing "
+               "T, η and λ on a validation part of the released records alone is post-processing: ε spent is the "
+               "certified ε. Where the released records cannot show that a model beats always answering the "
+               "majority class, the guess is kept.")
+    if released_source.get("released_command"):
+        st.caption(f"Shipped: `{released_source['released_command']}`, {released_source.get('released_date', '')}, "
+                   f"{released_source.get('released_seconds', 0):.0f} s on 2 cores; each row is the mean of "
+                   f"{released_rows[0]['repeats']} releases, trained twice on the same records.")
+    metric = "accuracy" if "test_accuracy" in released_rows[0] else "rmse"
+    fig2 = released_tuning_figure(released_rows, guess=released_rows[0].get(f"{metric}_guess"))
+    show_chart(fig2)
+    st.dataframe(readable([{"mechanism": r["mechanism"], "ε (certified = spent)": r["epsilon"],
+                            f"defaults: test {metric}": r[f"untuned_test_{metric}"],
+                            f"tuned: test {metric}": r[f"test_{metric}"], "guessing": r[f"{metric}_guess"],
+                            "non-private": r[f"{metric}_nonprivate"],
+                            "releases that kept the guess": f"{r['guess_chosen']} of {r['repeats']}"}
+                           for r in released_rows]), width="stretch", hide_index=True)

@@ -1117,3 +1117,34 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     assert any("exact reference, iris (logreg)" in s for s in said)
     assert any("Compare's first preset (72 configurations)" in s for s in said)
     assert at.status[0].label.startswith("Ready: 2 parts")
+
+
+def test_explore_opens_input_perturbation_tuned_on_its_released_records():
+    at = _page("explore.py").run()
+    at.selectbox(key="ex_dataset").set_value("adult").run()
+    at.number_input(key="ex_R").set_value(2).run()
+    at.selectbox(key="ex_mechanism").set_value("input-kang").run()
+    assert not at.exception and not at.error
+    assert at.checkbox(key="ex_opt_input-kang_tune_on_release").value is True  # the shipped free tuning
+    note = next(i.value for i in at.info if "Settings chosen on each release" in i.value)
+    assert "ε spent = ε certified" in note
+    metrics = _metrics(at)
+    # at ε = 1 the released records cannot show a model beats guessing: the guess is kept
+    assert "guess was kept by 2 of 2" in note and float(metrics["test accuracy"]) == pytest.approx(0.7521, abs=1e-4)
+    assert not any("tuned settings" in w.value for w in at.warning)  # no advice to do what is done
+    at.checkbox(key="ex_opt_input-kang_tune_on_release").uncheck().run()  # the paper's way, same releases
+    assert float(_metrics(at)["test accuracy"]) < 0.7
+
+
+def test_tune_page_shows_input_perturbation_tuned_for_free_beside_guessing():
+    at = _page("tune.py").run()
+    assert not at.exception
+    assert any("tuned for free" in h.value for h in at.subheader)
+    fig = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert any("chosen on the released records (free)" in (t.get("name") or "") for t in fig["data"])
+    assert any("guessing" in (a.get("text") or "") for a in fig["layout"]["annotations"])
+    table = at.dataframe[-1].value
+    assert {"input-kang", "input-dbdp", "local-gaussian"} <= set(table["mechanism"])
+    eps = table["ε (certified = spent)"].astype(float)
+    # at every ε ≥ 1 the tuned mechanisms reach at least the guessing rate
+    assert (table["tuned: test accuracy"].astype(float)[eps >= 1] >= table["guessing"].astype(float)[eps >= 1] - 1e-9).all()

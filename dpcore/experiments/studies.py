@@ -31,7 +31,7 @@ from ..params import validate
 from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scaling_plan
 from .context import Context
 from .grid import run_grid, summaries
-from .tune import tuned_row
+from .tune import tuned_row, with_setting
 from .run import RunSpec, load_problem
 from .sweep import environment
 
@@ -205,7 +205,7 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
                 cal = extra.pop("calibration", base.calibration)
                 cal = cal if cal in cals else cals[0]
                 row["calibration"] = cal
-                specs.append(replace(base, mechanism=mech, epsilon=float(eps), calibration=cal, **extra))
+                specs.append(with_setting(replace(base, mechanism=mech, epsilon=float(eps), calibration=cal), extra))
                 where.append(row)
             except DPCoreError as exc:
                 row["error"] = str(exc)

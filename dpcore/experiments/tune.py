@@ -29,6 +29,12 @@ whatever δ the published theorems of the composed runs spend).  ``epsilon_certi
 final run's alone: what a paper reports when the search is treated as free (for instance
 because the grid was chosen on public data).  Both are in every row.
 
+Input and local perturbation are different: they release the records once, and anything the
+server computes from the released records is post-processing.  :func:`tune_released` runs them
+with the option ``tune_on_release`` (:mod:`dpcore.mechanisms.released`: every release chooses
+its own T, η, λ on a validation part of its released records, the guess competing), beside the
+untuned run on the very same releases: ε spent is the certified ε, and nothing is paid.
+
 What ε spent covers is the chosen setting and the model trained with it.  The validation
 accuracies the result also reports (every candidate's, the chosen one's, the best) are
 computed from the private validation records without noise, for teaching: a release that
@@ -43,7 +49,7 @@ import json
 import math
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -59,7 +65,7 @@ from ..privacy import NoisePlan, any_of, certify, compose, fixed_delta, parallel
 from .context import Context, default_context
 from .run import RunResult, RunSpec, noise_plan, run_outcomes
 
-__all__ = ["TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "TUNED_DIR", "shipped_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
+__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "TUNED_DIR", "shipped_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
            "epsilon_for_accuracy", "choose", "search_cost", "YU_2020_ADULT"]
 
 #: What ``dpcore tune`` tunes unless told otherwise: the central mechanisms of the comparison.
@@ -71,6 +77,9 @@ TUNED_DIR = _datasets.DATA_DIR / "tuned"
 
 #: Families whose runs release one flat privacy event (composable across candidates).
 TUNABLE_FAMILIES = ("output", "objective", "gradient")
+
+#: Families that release the records themselves: tuned for free, on what they released.
+RELEASE_FAMILIES = ("input", "local")
 
 _LAMBDAS = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 
@@ -113,6 +122,9 @@ def search_space(mechanism: str, model: str = "logreg") -> dict[str, tuple]:
     cls = REGISTRY[mechanism]
     if not cls.private:
         raise ParameterError(f"{mechanism} is not private: there is nothing to tune against a budget")
+    if cls.family in RELEASE_FAMILIES and released_tunable(mechanism):
+        raise ParameterError(f"{mechanism} releases its records: it is tuned for free on them "
+                             "(tune_released), not by a paid search")
     if cls.family not in TUNABLE_FAMILIES:
         raise ParameterError(
             f"tuning covers the central mechanisms ({', '.join(TUNABLE_FAMILIES)} families); "
@@ -177,6 +189,7 @@ class TuneResult:
     rows: list[dict[str, Any]]
     candidates: list[dict[str, Any]]  # every candidate's validation accuracy
     errors: list[dict[str, Any]] = field(default_factory=list)
+    released_rows: list[dict[str, Any]] = field(default_factory=list)  # tune_released's
 
     def to_dict(self) -> dict[str, Any]:
         def clean(v):
@@ -187,7 +200,8 @@ class TuneResult:
                 "n_validation": self.n_validation,
                 "rows": [{k: clean(v) for k, v in r.items()} for r in self.rows],
                 "candidates": [{k: clean(v) for k, v in c.items()} for c in self.candidates],
-                "errors": self.errors}
+                "errors": self.errors,
+                "released_rows": [{k: clean(v) for k, v in r.items()} for r in self.released_rows]}
 
 
 def _setting(spec: RunSpec, space: dict[str, tuple]) -> dict[str, Any]:
@@ -210,6 +224,14 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
     """
     ctx = default_context() if ctx is None else ctx
     full = _datasets.load(dataset)
+    free = [m for m in mechanisms if released_tunable(m)]
+    mechanisms = [m for m in mechanisms if m not in free]
+    released_rows = (tune_released(dataset, free, epsilons, delta, model=model, repeats=final_repeats,
+                                   seed=seed, ctx=ctx) if free else [])
+    if free and not mechanisms:
+        delta = 1.0 / full.n ** 2 if delta is None else delta
+        return TuneResult(dataset=dataset, model=model, delta=delta, n_train=full.n, n_validation=0,
+                          rows=[], candidates=[], released_rows=released_rows)
     if full.task != "classification":
         raise ParameterError(f"tuning scores correct validation predictions: {dataset} is a {full.task} "
                              "task; pick a classification dataset")
@@ -300,7 +322,88 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
                     "epsilon_spent": spent, "delta_spent": delta_spent})
         rows.append(row)
     return TuneResult(dataset=dataset, model=model, delta=delta, n_train=full.n, n_validation=split.n_test,
-                      rows=rows, candidates=table, errors=errors)
+                      rows=rows, candidates=table, errors=errors, released_rows=released_rows)
+
+
+def released_tunable(mechanism: str) -> bool:
+    """Whether ``mechanism`` releases its records and can choose its settings on them for free
+    (it declares the option ``tune_on_release``)."""
+    cls = REGISTRY.get(mechanism)
+    return cls is not None and cls.family in RELEASE_FAMILIES and "tune_on_release" in cls.options
+
+
+def tune_released(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], delta: float | None = None,
+                  *, model: str | None = None, repeats: int = 10, seed: int = 0,
+                  ctx: Context | None = None) -> list[dict[str, Any]]:
+    """Input and local perturbation tuned for free: per (mechanism, ε), ``repeats`` releases,
+    each trained twice: at the mechanism's defaults (before) and with its settings chosen on
+    its own released records (after, option ``tune_on_release``; the module docstring of
+    :mod:`dpcore.mechanisms.released`).  The two runs share their releases (the same seeds and
+    stream), so the difference is the choice alone; ε spent is the certified ε."""
+    ctx = default_context() if ctx is None else ctx
+    full = _datasets.load(dataset)
+    model = model or ("logreg" if full.task == "classification" else "linreg")
+    for m in mechanisms:
+        if not released_tunable(m):
+            raise ParameterError(f"{m} does not release its records for the server to train on, so it cannot "
+                                 "be tuned on them for free; released-record tuning covers "
+                                 + ", ".join(k for k in REGISTRY if released_tunable(k)))
+    epsilons = sorted({validate("epsilon", float(e), "tune") for e in epsilons})
+    delta = 1.0 / full.n ** 2 if delta is None else validate("delta", delta, "tune")
+    repeats = validate("repeats", repeats, "tune")
+    metric = "accuracy" if full.task == "classification" else "rmse"
+    rows: list[dict[str, Any]] = []
+    inner = ctx.with_(progress=None, trace_points=0)
+    total, done = 2 * len(mechanisms) * len(epsilons), 0
+    for mech in mechanisms:
+        for eps in epsilons:
+            base = RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=eps, delta=delta, repeats=repeats,
+                           seed=seed, stream=_stream(streams.TUNE_FINAL, mech, eps))
+            before, after = run_outcomes([base, with_setting(base, {"tune_on_release": True})], inner)
+            done += 2
+            ctx.tell(done, total, f"tuned {mech} on its released records")
+            row: dict[str, Any] = {"mechanism": mech, "epsilon": eps, "setting": {"tune_on_release": True},
+                                   "selection": "released records (post-processing: free)"}
+            bad = next((o for o in (before, after) if not isinstance(o, RunResult)), None)
+            if bad is not None:
+                rows.append({**row, "error": str(bad)})
+                continue
+            chosen = after.extras.get("tuned_on_release", [])
+            values = getattr(after, metric)
+            s, s0 = summarize(values), summarize(getattr(before, metric))
+            row.update({f"test_{metric}": s["mean"], f"test_{metric}_std": s["std"],
+                        f"untuned_test_{metric}": s0["mean"], f"untuned_test_{metric}_std": s0["std"],
+                        f"{metric}_nonprivate": getattr(after, f"{metric}_nonprivate"),
+                        f"{metric}_guess": full.guessing,
+                        "epsilon_certified": after.epsilon_certified, "epsilon_spent": after.epsilon_certified,
+                        "delta_spent": delta, "repeats": repeats,
+                        "guess_chosen": int(after.extras.get("guess_chosen", 0)),
+                        "chosen": [setting_text(c) if isinstance(c, dict) else c for c in chosen]})
+            rows.append(row)
+    return rows
+
+
+def with_setting(spec: RunSpec, setting: dict[str, Any]) -> RunSpec:
+    """``spec`` with a tuned setting applied: RunSpec fields replaced, mechanism options (such as
+    ``tune_on_release``) added to the options given (an option given explicitly wins)."""
+    names = {f.name for f in fields(RunSpec)}
+    opts = {k: v for k, v in setting.items() if k not in names}
+    spec = replace(spec, **{k: v for k, v in setting.items() if k in names})
+    return replace(spec, options=tuple(sorted({**opts, **dict(spec.options)}.items()))) if opts else spec
+
+
+def setting_text(setting: dict[str, Any]) -> str:
+    """A tuned setting in words: ``T = 200, η = 1`` or "chosen on the released records"."""
+    names = {"iterations": "T", "learning_rate": "η", "lam": "λ", "clip_norm": "C", "sample_rate": "q"}
+    parts = []
+    for k, v in setting.items():
+        if k == "tune_on_release":
+            parts.append("T, η, λ chosen on the released records (free)" if v else "untuned")
+        elif isinstance(v, bool):
+            parts.append(f"{k} = {v}")
+        else:
+            parts.append(f"{names.get(k, k)} = {v:g}")
+    return ", ".join(parts)
 
 
 def _choice_rng(seed: int, mechanism: str, epsilon: float) -> np.random.Generator:
@@ -394,8 +497,8 @@ def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float) -> dict[
     record = shipped_tuning(dataset, model)
     if record is None:
         return None
-    rows = [r for r in record.get("rows", []) if r.get("mechanism") == mechanism and "setting" in r
-            and "error" not in r]
+    rows = [r for r in record.get("rows", []) + record.get("released_rows", [])
+            if r.get("mechanism") == mechanism and "setting" in r and "error" not in r]
     if not rows:
         return None
     return min(rows, key=lambda r: abs(math.log(r["epsilon"]) - math.log(epsilon)))

@@ -31,7 +31,7 @@ from scipy.special import expit
 from scipy.stats import wishart
 
 from .. import accounting as acc
-from .. import privacy
+from .. import privacy, streams
 from ..erm import quadratic_ball
 from ..exceptions import ModelError, ParameterError
 from ..optim import gradient_descent, sgd
@@ -43,6 +43,7 @@ from ..theory.formulas import (
     kifer_sigma,
 )
 from .base import Mechanism, MechanismOutput, declare, register
+from .released import ReleasedRecords, choose_on_release, is_guess
 
 # Keep per-run perturbed copies of the data below this many floats at once.
 _GROUP_FLOATS = 20_000_000
@@ -138,6 +139,31 @@ def groups(rngs, n: int, d: int):
         yield rngs.subset(range(s, min(len(rngs), s + size)))
 
 
+def choose_per_release(problem, Xp, yp, sigma, label, rngs, trainer, *, batch=None, debias=True):
+    """θ (R, d) of each run's release tuned on itself alone (:mod:`dpcore.mechanisms.released`),
+    and what each chose.  Only the released arrays and the release's public facts are passed on."""
+    choice_rngs = rngs.spawn_stream(streams.RELEASE_CHOICE)
+    has_bias = bool(problem.dataset.feature_names) and problem.dataset.feature_names[-1] == "bias"
+    thetas, infos = [], []
+    for r in range(len(rngs)):
+        rec = ReleasedRecords(X=Xp[r], y=yp[r], sigma=sigma, label=label, has_bias=has_bias)
+        theta, info = choose_on_release(rec, problem.model, problem.dataset.task, trainer, choice_rngs[r],
+                                        batch=batch, debias=debias)
+        thetas.append(theta)
+        infos.append(info)
+    return np.stack(thetas), infos
+
+
+def released_choice_extras(infos) -> dict:
+    """What the runs' choices on their own releases were, for the result's extras."""
+    settings = [i["setting"] for i in infos]
+    return {"tuned_on_release": [s if isinstance(s, str) else dict(s) for s in settings],
+            "guess_chosen": sum(1 for s in settings if is_guess(s)),
+            "tuning_note": ("each release chose its training setting on a validation part of its own released "
+                            "records, then trained on all of them: post-processing, so the certified ε is the "
+                            "release's and the choice cost nothing")}
+
+
 _RECORD_EVENT = ("each record released once: its features with Gaussian noise (replace-one sensitivity 2 "
                  "on the unit ball) and its label through randomized response (classification) or "
                  "Gaussian noise on the clipped target (regression), composed exactly (PLD / Gaussian DP); "
@@ -146,6 +172,9 @@ _RECORD_EVENT = ("each record released once: its features with Gaussian noise (r
 
 LABEL_EPSILON = PARAMS["label_epsilon"]  # also the command line's --label-epsilon
 KEEP_DATA = Param("keep_data", BOOL, False, "keep the released records (D_priv) in the output")
+TUNE_ON_RELEASE = Param("tune_on_release", BOOL, False,
+                        "choose T, η and λ on a validation part of the released records alone, then train on "
+                        "all of them: post-processing, free of privacy cost (the guess competes too)")
 FEATURE_SIGMA = Param("sigma", Interval(float, 1e-3, 1e6, "both"), None,
                       "a fixed feature noise σ instead of the calibration's (its certified ε is reported)")
 
@@ -153,7 +182,7 @@ FEATURE_SIGMA = Param("sigma", Interval(float, 1e-3, 1e6, "both"), None,
 class _InputBase(Mechanism):
     family = "input"
     data_copies = 2  # the noise and the perturbed records, per repeat
-    options = declare(LABEL_EPSILON, KEEP_DATA, FEATURE_SIGMA,
+    options = declare(LABEL_EPSILON, KEEP_DATA, FEATURE_SIGMA, TUNE_ON_RELEASE,
                       Param("debias_labels", BOOL, True,
                             "debias the logistic loss for randomized-response flips (Natarajan et al. 2013)"))
     notion = "(ε, δ)"
@@ -191,6 +220,13 @@ class _InputBase(Mechanism):
         G = problem.model.lipschitz
         return G if math.isfinite(G) else 1.0  # MLP: the published formulas assume G = 1
 
+    #: the trainer :func:`~dpcore.mechanisms.released.choose_on_release` tunes (option tune_on_release)
+    release_trainer = "gd"
+
+    def release_batch(self, problem, config) -> int | None:
+        """The mini-batch of the tuned trainer (None: full batch)."""
+        return None
+
     def train(self, problem, config, Xp, yp, rngs, grad_hook):
         raise NotImplementedError
 
@@ -198,14 +234,21 @@ class _InputBase(Mechanism):
         label = self.label(problem, config, config.noise_scale)
         sigma = self.noise(problem, config)
         debias = bool(config.option("debias_labels"))
-        thetas, traces, released = [], [], ([], [])
+        tuning = bool(config.option("tune_on_release"))
+        thetas, traces, released, chosen = [], [], ([], []), []
         for sub in groups(rngs, problem.n, problem.d):
             Xp = perturb_features(problem.X, sigma, sub)
             yp = release_labels(problem.y, label, sub)
-            hook = debias_hook(problem.model, Xp, yp, label) if debias else None
-            opt = self.train(problem, config, Xp, yp, sub, hook)
-            thetas.append(opt.theta)
-            traces.append(opt.loss_trace)
+            if tuning:  # the setting chosen on each release alone, then the model: post-processing
+                theta, info = choose_per_release(problem, Xp, yp, sigma, label, sub, self.release_trainer,
+                                                 batch=self.release_batch(problem, config), debias=debias)
+                thetas.append(theta)
+                chosen += info
+            else:
+                hook = debias_hook(problem.model, Xp, yp, label) if debias else None
+                opt = self.train(problem, config, Xp, yp, sub, hook)
+                thetas.append(opt.theta)
+                traces.append(opt.loss_trace)
             if config.option("keep_data", False):
                 released[0].append(Xp)
                 released[1].append(yp)
@@ -219,9 +262,12 @@ class _InputBase(Mechanism):
             extras["label_sigma"] = label.noise
         if label is not None and label.kind == "randomized-response":
             extras["labels_debiased"] = debias and problem.model.id == "logreg"
+        if tuning:
+            extras.update(released_choice_extras(chosen))
         return MechanismOutput(
             theta=np.concatenate(thetas), sigma=sigma, plan=plan, local_plan=plan,
-            loss_trace=np.concatenate(traces, axis=1), trace_steps=opt.trace_steps, extras=extras,
+            loss_trace=np.concatenate(traces, axis=1) if traces else None,
+            trace_steps=opt.trace_steps if traces else None, extras=extras,
             released_data=(np.concatenate(released[0]), np.concatenate(released[1])) if released[0] else None,
         )
 
@@ -296,6 +342,11 @@ class InputDBDP(_InputBase):
         q = self.batch(problem, config) / problem.n
         return (config.c * q * self.lipschitz(problem)
                 * math.sqrt(config.iterations * math.log(1 / config.delta)) / config.epsilon)
+
+    release_trainer = "sgd"
+
+    def release_batch(self, problem, config) -> int | None:
+        return self.batch(problem, config)
 
     def train(self, problem, config, Xp, yp, rngs, grad_hook):
         theta0 = problem.start(rngs)

@@ -16,10 +16,13 @@ from .input import (
     _RECORD_EVENT,
     KEEP_DATA,
     LABEL_EPSILON,
+    TUNE_ON_RELEASE,
+    choose_per_release,
     label_release,
     perturb_features,
     record_plan,
     release_labels,
+    released_choice_extras,
 )
 
 
@@ -37,7 +40,7 @@ class LocalGaussian(Mechanism):
 
     id = "local-gaussian"
     iterative = False
-    options = declare(LABEL_EPSILON, KEEP_DATA)
+    options = declare(LABEL_EPSILON, KEEP_DATA, TUNE_ON_RELEASE)
     name = "Local Gaussian + randomized response"
     short = "local Gaussian"
     family = "local"
@@ -72,14 +75,19 @@ class LocalGaussian(Mechanism):
         sigma = self.noise(problem, config)
         Xp = perturb_features(problem.X, sigma, rngs)
         yp = release_labels(problem.y, label, rngs)
-        theta = np.stack([solve_erm(problem.model, Xp[r], yp[r]).theta for r in range(len(rngs))])
+        extras = {"noise": "Gaussian σ on each record's features; RR on labels",
+                  "label_epsilon": label.epsilon,
+                  "epsilon_features_only": acc.feature_release_epsilon([sigma], config.delta)}
+        if config.option("tune_on_release"):  # λ chosen on each release alone: post-processing
+            theta, infos = choose_per_release(problem, Xp, yp, sigma, label, rngs, "erm", debias=False)
+            extras.update(released_choice_extras(infos))
+        else:
+            theta = np.stack([solve_erm(problem.model, Xp[r], yp[r]).theta for r in range(len(rngs))])
         plan = record_plan(sigma, label)
         return MechanismOutput(
             theta=theta, sigma=sigma, plan=plan, local_plan=plan,
             released_data=(Xp, yp) if config.option("keep_data", False) else None,
-            extras={"noise": "Gaussian σ on each record's features; RR on labels",
-                    "label_epsilon": label.epsilon,
-                    "epsilon_features_only": acc.feature_release_epsilon([sigma], config.delta)},
+            extras=extras,
         )
 
 
