@@ -189,3 +189,36 @@ def test_the_mlp_is_refused_in_words():
     with pytest.raises(ParameterError, match="linear models"):
         rel.choose_on_release(rel.ReleasedRecords(np.zeros((10, 2)), np.ones(10), 1.0, None),
                               type("M", (), {"convex": False})(), "classification", "gd", np.random.default_rng(0))
+
+
+def test_the_work_budget_counts_the_choice_on_the_release(monkeypatch):
+    from dpcore.exceptions import BudgetError
+    from dpcore.experiments import run as run_module
+    from dpcore.experiments.run import check_budget, problem_data, work_estimate
+
+    for mech, factor in (("input-kang", 400 * (2 * 2 + 1) / 100),  # 4 (η, λ) trajectories to T = 400, then one
+                         ("local-gaussian", 2 * 5 / 1)):  # 5 λ, each solved on the fitting part and on all
+        spec = RunSpec(dataset="adult", mechanism=mech, epsilon=1.0, repeats=5)
+        tuned = with_setting(spec, {"tune_on_release": True})
+        data, model = problem_data(spec)
+        m = get_mechanism(mech)
+        assert work_estimate(tuned, data, model, m) == pytest.approx(factor * work_estimate(spec, data, model, m))
+    dbdp = RunSpec(dataset="adult", mechanism="input-dbdp", epsilon=1.0, repeats=5, options=(("tune_on_release", True),))
+    data, model = problem_data(dbdp)
+    per_pass = work_estimate(replace_iterations(dbdp), data, model, get_mechanism("input-dbdp"))
+    assert work_estimate(dbdp, data, model, get_mechanism("input-dbdp")) == pytest.approx(
+        per_pass * 1600 * (2 * 2 + 1) * 256 / data.n)
+    # a run count the untuned run may use is refused once the choice multiplies its work
+    kang = RunSpec(dataset="adult", mechanism="input-kang", epsilon=1.0)
+    untuned_cost = work_estimate(dataclasses.replace(kang, repeats=1), data, model, get_mechanism("input-kang"))
+    R = 20
+    monkeypatch.setattr(run_module, "WORK_BUDGET", R * untuned_cost)  # the most the untuned run may use
+    check_budget(dataclasses.replace(kang, repeats=R), data, model, get_mechanism("input-kang"))
+    with pytest.raises(BudgetError, match="steps"):
+        check_budget(with_setting(dataclasses.replace(kang, repeats=R), {"tune_on_release": True}), data, model,
+                     get_mechanism("input-kang"))
+
+
+def replace_iterations(spec):
+    """The same spec, untuned, with one step: one pass over the rows."""
+    return dataclasses.replace(spec, iterations=1, options=())

@@ -350,7 +350,7 @@ def work_estimate(config: RunSpec, dataset, model, mechanism) -> float:
     """The work budget's measure of a run: runs × steps × (rows × parameters × the model's
     :attr:`~dpcore.models.Model.work_weight` + 3000).  ``benchmarks/bench_budget.py``
     measures what a unit costs per mechanism."""
-    steps = config.iterations if mechanism.iterative else 1
+    steps = mechanism.work_steps(config, dataset.n)
     per_step = dataset.n * max(model.n_params(dataset.d), dataset.d) * model.work_weight + 3000
     return float(config.repeats * steps * per_step)
 
@@ -389,9 +389,9 @@ def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = 
     total = config if runs is None else replace(config, repeats=int(runs))
     work = work_estimate(total, dataset, model, mechanism)
     if work > WORK_BUDGET:
-        steps = config.iterations if mechanism.iterative else 1
+        steps = mechanism.work_steps(config, n)
         raise BudgetError(
-            f"{total.repeats:,} runs × {steps:,} steps on {n:,} rows are about {work:.1e} operations (budget "
+            f"{total.repeats:,} runs × {steps:,.0f} steps on {n:,} rows are about {work:.1e} operations (budget "
             f"{WORK_BUDGET:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): lower "
             f"{what}")
 

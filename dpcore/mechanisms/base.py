@@ -179,6 +179,11 @@ class Mechanism:
     # (:meth:`run_stack`): those that change only the noise scale or the step size.
     stack_fields: ClassVar[tuple[str, ...]] = ()
 
+    def work_steps(self, config, n: int) -> float:
+        """Passes over the n training rows one run makes, for the work budget
+        (:func:`~dpcore.experiments.run.work_estimate`): T for an iterative mechanism, else 1."""
+        return config.iterations if self.iterative else 1
+
     def check(self, problem: Problem, config) -> None:
         """Refuse a model or setting the mechanism cannot handle, saying why."""
         if problem.model.id not in self.models:

@@ -44,6 +44,7 @@ from ..theory.formulas import (
 )
 from .base import Mechanism, MechanismOutput, declare, register
 from .released import ReleasedRecords, choose_on_release, is_guess
+from .released import work_steps as released_work_steps
 
 # Keep per-run perturbed copies of the data below this many floats at once.
 _GROUP_FLOATS = 20_000_000
@@ -223,9 +224,14 @@ class _InputBase(Mechanism):
     #: the trainer :func:`~dpcore.mechanisms.released.choose_on_release` tunes (option tune_on_release)
     release_trainer = "gd"
 
-    def release_batch(self, problem, config) -> int | None:
-        """The mini-batch of the tuned trainer (None: full batch)."""
+    def release_batch(self, n: int, config) -> int | None:
+        """The mini-batch of the tuned trainer on n records (None: full batch)."""
         return None
+
+    def work_steps(self, config, n: int) -> float:
+        if config.option("tune_on_release"):
+            return released_work_steps(self.release_trainer, n, self.release_batch(n, config))
+        return super().work_steps(config, n)
 
     def train(self, problem, config, Xp, yp, rngs, grad_hook):
         raise NotImplementedError
@@ -241,7 +247,7 @@ class _InputBase(Mechanism):
             yp = release_labels(problem.y, label, sub)
             if tuning:  # the setting chosen on each release alone, then the model: post-processing
                 theta, info = choose_per_release(problem, Xp, yp, sigma, label, sub, self.release_trainer,
-                                                 batch=self.release_batch(problem, config), debias=debias)
+                                                 batch=self.release_batch(problem.n, config), debias=debias)
                 thetas.append(theta)
                 chosen += info
             else:
@@ -334,9 +340,8 @@ class InputDBDP(_InputBase):
                    "q = |B|/n on D_priv. Certified ε counts the released records.")
     formula = r"\sigma = \frac{c\,q\,G\sqrt{T\log(1/\delta)}}{\varepsilon}"
 
-    @staticmethod
-    def batch(problem, config) -> int:
-        return int(min(problem.n, config.batch_size or 256))
+    def batch(self, problem, config) -> int:
+        return self.release_batch(problem.n, config)
 
     def published_noise(self, problem, config):
         q = self.batch(problem, config) / problem.n
@@ -345,8 +350,8 @@ class InputDBDP(_InputBase):
 
     release_trainer = "sgd"
 
-    def release_batch(self, problem, config) -> int | None:
-        return self.batch(problem, config)
+    def release_batch(self, n: int, config) -> int | None:
+        return int(min(n, config.batch_size or 256))
 
     def train(self, problem, config, Xp, yp, rngs, grad_hook):
         theta0 = problem.start(rngs)

@@ -24,6 +24,7 @@ from .input import (
     release_labels,
     released_choice_extras,
 )
+from .released import work_steps as released_work_steps
 
 
 @register
@@ -66,6 +67,9 @@ class LocalGaussian(Mechanism):
 
     def plan(self, problem, config, sigma):
         return record_plan(sigma, self.label(config))
+
+    def work_steps(self, config, n: int) -> float:
+        return released_work_steps("erm", n) if config.option("tune_on_release") else 1
 
     def calibration_start(self, problem, config):
         return 2.0 * acc.sigma_ag(config.epsilon, config.delta)

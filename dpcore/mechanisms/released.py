@@ -44,7 +44,7 @@ from ..erm import solve_erm
 from ..exceptions import ParameterError
 
 __all__ = ["ReleasedRecords", "RELEASED_GRIDS", "VALIDATION_SHARE", "CAUTION", "GUESS", "is_guess", "fit_grid",
-           "score", "debiased_errors", "class_moments", "choose_on_release"]
+           "score", "debiased_errors", "class_moments", "work_steps", "choose_on_release"]
 
 #: the share of the released records the choice validates on (the rest fits the candidates)
 VALIDATION_SHARE = 0.2
@@ -185,6 +185,17 @@ def score(task: str, theta: np.ndarray, X: np.ndarray, y: np.ndarray, sigma: flo
             z_bound = ndtri(1.0 - CAUTION / theta.shape[0])
             s = -(loss.mean(axis=0) + z_bound * loss.std(axis=0, ddof=1) / math.sqrt(m))
     return np.where(np.all(np.isfinite(theta), axis=1) & np.isfinite(s), s, -np.inf)
+
+
+def work_steps(trainer: str, n: int, batch: int | None = None) -> float:
+    """Passes over n rows that :func:`choose_on_release` makes with the default grid, for the
+    work budget: every (η, λ) trajectory to the largest T, then the chosen setting again (a mini-
+    batch step counts batch/n of a pass; an exact solve, like the untuned run's, counts one)."""
+    grid = RELEASED_GRIDS[trainer]
+    if trainer == "erm":
+        return 2.0 * len(grid["lam"])
+    passes = max(grid["iterations"]) * (len(grid["learning_rate"]) * len(grid["lam"]) + 1)
+    return passes * (1.0 if batch is None else min(1.0, batch / max(1, n)))
 
 
 def _settings(trainer: str, grid: dict[str, tuple]) -> list[dict[str, Any]]:
