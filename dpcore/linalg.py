@@ -14,10 +14,12 @@ Sparse and dense products agree to rounding (≈1e-16 relative), not bit for
 bit; every run of a configuration takes the same path, so runs stay
 reproducible.  ``benchmarks/bench_app.py`` prints the effect.
 
-The sparse products run on up to :data:`THREADS` threads (scipy releases the
-GIL), over a fixed split of the rows into :data:`BLOCKS` blocks, so the
-numbers are bit-identical whatever the number of threads.  Sweep workers
-call :func:`limit_threads` (1) next to ``threadpool_limits``.
+The sparse products split their rows into a fixed :data:`BLOCKS` blocks, so the
+numbers are bit-identical whatever the number of threads, and run the blocks on
+the thread pool the execution ``Context`` lends them (:func:`using_pool`; scipy
+releases the GIL): pools belong to the context, like the reference store, never
+to this module.  Outside any pool the blocks run in the calling thread.  Sweep
+workers call :func:`limit_threads` (1) next to ``threadpool_limits``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["share", "single", "row_norms", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "weighted_grams",
-           "limit_threads", "map_chunks", "MAX_DENSITY", "THREADS", "BLOCKS", "DENSE_BLOCK_BYTES"]
+           "limit_threads", "using_pool", "thread_pool", "map_chunks", "MAX_DENSITY", "THREADS", "BLOCKS", "DENSE_BLOCK_BYTES"]
 
 #: Above this share of non-zeros, BLAS on the dense matrix is as fast or faster
 #: (measured: Adult, 0.136, 2.5× faster sparse; Bank, 0.317, no gain).
@@ -54,8 +56,8 @@ THREADS = max(1, min(BLOCKS, os.cpu_count() or 1))
 
 _TWINS: dict[int, "_Twin"] = {}
 _limit: contextvars.ContextVar[int] = contextvars.ContextVar("dpcore_linalg_threads", default=THREADS)
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_pool_var: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.ContextVar("dpcore_linalg_pool",
+                                                                                      default=None)
 _POOL_NAME = "dpcore-linalg"
 _pairs_lock = threading.Lock()
 
@@ -70,16 +72,30 @@ def limit_threads(n: int):
         _limit.reset(token)
 
 
+def thread_pool() -> ThreadPoolExecutor:
+    """A pool of :data:`THREADS` threads for the sparse products, for an execution context to
+    own and lend (:func:`using_pool`); its threads start on first use."""
+    return ThreadPoolExecutor(THREADS, thread_name_prefix=_POOL_NAME)
+
+
+@contextlib.contextmanager
+def using_pool(pool: ThreadPoolExecutor | None):
+    """Within the block (this thread/context), sparse products run their row blocks on ``pool``
+    (``None``: in the calling thread)."""
+    token = _pool_var.set(pool)
+    try:
+        yield
+    finally:
+        _pool_var.reset(token)
+
+
 def _map(fn, items):
     items = list(items)
+    pool = _pool_var.get()
     nested = threading.current_thread().name.startswith(_POOL_NAME)  # never wait on our own pool
-    if _limit.get() <= 1 or len(items) <= 1 or nested:
+    if pool is None or _limit.get() <= 1 or len(items) <= 1 or nested:
         return [fn(i) for i in items]
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(THREADS, thread_name_prefix=_POOL_NAME)
-    return list(_pool.map(fn, items))
+    return list(pool.map(fn, items))
 
 
 def _row_blocks(M: sp.csr_array) -> list[tuple[int, int, sp.csr_array]]:
@@ -220,8 +236,8 @@ def margins(theta: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def map_chunks(fn, items) -> list:
-    """``[fn(item) for item in items]``, on up to :data:`THREADS` threads of the shared pool
-    (in this thread when the pool is limited to one, or when called from the pool itself).
+    """``[fn(item) for item in items]``, on the threads of the pool lent by :func:`using_pool`
+    (in this thread outside one, when limited to one thread, or when called from the pool itself).
     The results come back in the items' order, so a caller summing them in that order gets
     the same bits on any number of threads."""
     return _map(fn, items)

@@ -2,6 +2,8 @@
 
 import gc
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from scipy.special import expit
@@ -39,6 +41,18 @@ def test_sparse_products_equal_dense_ones():
                                rtol=1e-11, atol=1e-14)
 
 
+class _CountingPool(ThreadPoolExecutor):
+    """A context's pool that counts the work lent to it (so a threaded branch is really threaded)."""
+
+    def __init__(self):
+        super().__init__(linalg.THREADS, thread_name_prefix=linalg._POOL_NAME)
+        self.calls = 0
+
+    def map(self, fn, *iterables, **kw):
+        self.calls += 1
+        return super().map(fn, *iterables, **kw)
+
+
 def test_fused_glm_pass_equals_dense_and_is_thread_independent():
     rng, X = _onehot(6)
     dense = X.copy()
@@ -46,21 +60,26 @@ def test_fused_glm_pass_equals_dense_and_is_thread_independent():
     y = np.where(rng.random(X.shape[0]) < 0.5, -1.0, 1.0)
     theta = rng.standard_normal((5, X.shape[1]))
     m = LogReg(lam=1e-3)
-    value, grad = m.loss_and_grad(theta, X, y)
-    # the fused pass is what loss() and grad() compute, to the bit
-    np.testing.assert_array_equal(value, m.loss(theta, X, y))
-    np.testing.assert_array_equal(grad, m.grad(theta, X, y))
+    pool = _CountingPool()
+    with linalg.using_pool(pool):
+        value, grad = m.loss_and_grad(theta, X, y)
+        # the fused pass is what loss() and grad() compute, to the bit
+        np.testing.assert_array_equal(value, m.loss(theta, X, y))
+        np.testing.assert_array_equal(grad, m.grad(theta, X, y))
+        z, h = linalg.margins(theta, X), m.hessian(theta[:3], X, y)
+    assert pool.calls >= 5 or linalg.THREADS == 1  # the threaded branch ran on the pool
     np.testing.assert_allclose(value, m.loss(theta, dense, y), rtol=1e-13)
     np.testing.assert_allclose(grad, m.grad(theta, dense, y), rtol=1e-11, atol=1e-15)
-    # a fixed block split: one thread or several give the same bits
-    with linalg.limit_threads(1):
-        v1, g1 = m.loss_and_grad(theta, X, y)
-        z1 = linalg.margins(theta, X)
-        h1 = m.hessian(theta[:3], X, y)
-    np.testing.assert_array_equal(v1, value)
-    np.testing.assert_array_equal(g1, grad)
-    np.testing.assert_array_equal(z1, linalg.margins(theta, X))
-    np.testing.assert_array_equal(h1, m.hessian(theta[:3], X, y))
+    # a fixed block split: one thread or several give the same bits (no pool: this thread)
+    for serial in (linalg.limit_threads(1), linalg.using_pool(None)):
+        with serial:
+            v1, g1 = m.loss_and_grad(theta, X, y)
+            z1 = linalg.margins(theta, X)
+            h1 = m.hessian(theta[:3], X, y)
+        np.testing.assert_array_equal(v1, value)
+        np.testing.assert_array_equal(g1, grad)
+        np.testing.assert_array_equal(z1, z)
+        np.testing.assert_array_equal(h1, h)
 
 
 def test_large_dense_matrices_take_the_blocked_pass(monkeypatch):
@@ -194,7 +213,10 @@ def test_mlp_chunks_on_threads_give_the_bits_of_one_thread(monkeypatch):
     y = np.sign(rng.standard_normal(3000))
     m = MLP()
     theta = m.init(3, 40, BatchRNG([0, 1, 2]))
-    threaded = (m.clipped_grad_sum(theta, X, y, 0.5), *m.loss_and_grad(theta, X, y), m.data_loss(theta, X, y))
+    pool = _CountingPool()
+    with linalg.using_pool(pool):
+        threaded = (m.clipped_grad_sum(theta, X, y, 0.5), *m.loss_and_grad(theta, X, y), m.data_loss(theta, X, y))
+    assert pool.calls >= 3 or linalg.THREADS == 1
     with linalg.limit_threads(1):
         serial = (m.clipped_grad_sum(theta, X, y, 0.5), *m.loss_and_grad(theta, X, y), m.data_loss(theta, X, y))
     for a, b in zip(threaded, serial):
@@ -203,3 +225,17 @@ def test_mlp_chunks_on_threads_give_the_bits_of_one_thread(monkeypatch):
     monkeypatch.setattr(MLP, "_CHUNK_FLOATS", 10**9)
     np.testing.assert_allclose(MLP.loss_and_grad(m, theta, X, y)[1], whole, rtol=1e-10, atol=1e-13)
 
+
+
+def test_a_context_lends_its_own_pool_and_every_context_shares_one_by_default():
+    from dpcore.experiments.context import Context, default_context
+    from dpcore.experiments.run import RunSpec, run
+    assert Context().pool is default_context().pool is Context(workers=2).pool  # one per process
+    ctx = Context(pool=_CountingPool())
+    assert ctx.with_(trace_points=0).pool is ctx.pool  # a copy keeps it
+    spec = RunSpec(dataset="adult", mechanism="gradient-dpgd", epsilon=1.0, repeats=2, iterations=5, n=4000)
+    mine = run(spec, ctx)
+    assert ctx.pool.calls > 0 or linalg.THREADS == 1  # the run's sparse products ran on its context's pool
+    other = run(spec, Context())
+    np.testing.assert_array_equal(mine.accuracy, other.accuracy)  # pools change where, never what
+    np.testing.assert_array_equal(mine.gap, other.gap)

@@ -110,7 +110,7 @@ from ..mechanisms import Problem, get_mechanism
 from ..optim import BatchRNG
 from ..params import PARAMS, validate
 from ..privacy import certify
-from .context import Context
+from .context import Context, in_context_pool
 from .run import RunSpec, check_budget, delta_warning, load_problem, problem_data
 from .audit_bounds import (
     ALPHA_SHARES,
@@ -662,6 +662,7 @@ def resolve_canary(canary: str, mechanism) -> str:
     return "orthogonal-pair" if mechanism.family in ("gradient", "distributed") else "opposite-pair"
 
 
+@in_context_pool
 def audit(
     config: RunSpec,
     trials: int,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .. import linalg
 from ..erm import ReferenceStore
 from ..exceptions import ParameterError
 from ..optim import DEFAULT_TRACE_POINTS, Progress, TraceListener
@@ -53,7 +54,11 @@ class Context:
     iterations (a hundred reports at most per loop; it never changes a number).  ``on_trace(steps,
     trace)``: a single run's loss curve so far, each time it gains a point (the gradient and
     input-perturbation optimisers tell it; a view draws the curve while the run trains).  ``store``: the
-    exact solutions and other noise-free results this context has computed.
+    exact solutions and other noise-free results this context has computed.  ``pool``: the
+    threads its sparse products share (:func:`dpcore.linalg.using_pool`, entered by
+    :meth:`active`); by default the one pool every context of the process shares, so that
+    sessions and grids take turns on :data:`~dpcore.linalg.THREADS` threads instead of each
+    bringing its own.
     """
 
     workers: int | None = 1
@@ -65,6 +70,7 @@ class Context:
     progress: Progress | None = field(default=None, compare=False)
     on_trace: TraceListener | None = field(default=None, compare=False)
     store: ReferenceStore = field(default=None, compare=False)  # type: ignore[assignment]
+    pool: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("erm_dir", "results_dir"):
@@ -77,6 +83,12 @@ class Context:
             raise ParameterError(f"trace_points must be ≥ 0, got {self.trace_points}")
         if self.store is None or (self.erm_dir is not None and self.store.folder != self.erm_dir):
             object.__setattr__(self, "store", ReferenceStore(self.erm_dir))
+        if self.pool is None:
+            object.__setattr__(self, "pool", shared_pool())
+
+    def active(self):
+        """A ``with`` block in which this context's computations use its thread pool."""
+        return linalg.using_pool(self.pool)
 
     @property
     def n_workers(self) -> int:
@@ -92,6 +104,24 @@ class Context:
     def tell(self, done: int, total: int, label: str) -> None:
         if self.progress is not None:
             self.progress(done, total, label)
+
+
+def in_context_pool(fn):
+    """Run ``fn`` (whose context, if any, is its keyword argument ``ctx``) with its context's
+    thread pool lent to the products (:meth:`Context.active`; by default the process's
+    :func:`default_context`)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        ctx = kwargs.get("ctx") or default_context()
+        with ctx.active():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+@functools.cache
+def shared_pool():
+    """The thread pool contexts share unless given their own (:attr:`Context.pool`)."""
+    return linalg.thread_pool()
 
 
 @functools.cache

@@ -44,6 +44,7 @@ from ..optim import BatchRNG
 from ..params import PARAMS, validate
 from .audit import subsample
 from .audit_bounds import one_run_epsilon, planned_guesses
+from .context import in_context_pool
 from .run import RunSpec, check_budget, problem_data
 
 __all__ = ["OneRunResult", "one_run_audit", "DEFAULT_CLIP", "MAX_CANARIES"]
@@ -103,6 +104,7 @@ def _with_canaries(ds, members: np.ndarray):
     return dataclasses.replace(ds, X_train=X, y_train=y, X_test=X_test, feature_names=names)
 
 
+@in_context_pool
 def one_run_audit(config: RunSpec, canaries: int = 1000, alpha: float = 0.05, max_rows: int | None = 5000,
                   progress: Callable[[int, int], None] | None = None, *, dataset=None) -> OneRunResult:
     """One training run of ``config`` with ``canaries`` canaries; a lower bound on ε (module doc)."""

@@ -276,7 +276,8 @@ def load_problem(config: RunSpec, dataset=None, ctx: Context | None = None) -> P
     uploaded CSV); its exact ERM is solved afresh rather than kept in the store.
     """
     ctx = default_context() if ctx is None else ctx
-    return _with_reference(*problem_data(config, dataset), dataset is not None, ctx)
+    with ctx.active():
+        return _with_reference(*problem_data(config, dataset), dataset is not None, ctx)
 
 
 def _with_reference(dataset, model, user_data: bool, ctx: Context, trace_points: int | None = None) -> Problem:
@@ -460,6 +461,12 @@ def run_outcomes(specs: Sequence[RunSpec], ctx: Context | None = None, *,
     split), so its exact ERM may be kept in the context's store like the bundled data's,
     rather than solved afresh for every stack as a user's upload is."""
     ctx = default_context() if ctx is None else ctx
+    with ctx.active():
+        return _outcomes(specs, ctx, dataset, keep_reference)
+
+
+def _outcomes(specs: Sequence[RunSpec], ctx: Context, dataset, keep_reference: bool) -> list:
+    """:func:`run_outcomes` inside its context's thread pool."""
     outcomes: list[RunResult | DPCoreError | None] = [None] * len(specs)
     for group in stack_groups(specs):
         try:
