@@ -355,7 +355,8 @@ def released_tuning_figure(rows: list[dict], guess: float | None = None) -> go.F
         for key, label, dash in ((f"test_{metric}", "tuned on its released records", None),
                                  (f"untuned_test_{metric}", "defaults", "dot")):
             hover = [f"{name} ({g}), {label}<br>ε {fmt_epsilon(r['epsilon'])} certified "
-                     f"{fmt_epsilon(r.get('epsilon_certified'))} = spent (post-processing)<br>test {metric} "
+                     f"{fmt_epsilon(r.get('epsilon_certified'))} = spent"
+                     + (" (the choice is post-processing)" if dash is None else "") + f"<br>test {metric} "
                      f"{r[key]:.4f}" + (f"<br>the guess chosen by {r['guess_chosen']} of {r['repeats']} releases"
                                         if dash is None and "guess_chosen" in r else "") for r in pts]
             fig.add_trace(go.Scatter(x=xs, y=[r[key] for r in pts], mode="lines+markers", name=name, legendgroup=g,

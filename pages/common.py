@@ -313,13 +313,28 @@ TUNED_WIDGETS = {"iterations": "ex_T", "learning_rate": "ex_lr", "lam": "ex_lam"
                  "clip_norm": "ex_clip", "batch_size": "ex_batch"}
 
 
-def apply_setting(setting: dict, mechanism: str | None = None) -> None:
-    """Put a tuned setting into Explore's widgets (a button's callback, before the rerun): its
-    common settings, and its mechanism options (``tune_on_release``) into that mechanism's boxes."""
-    st.session_state.update({TUNED_WIDGETS[k]: v for k, v in setting.items() if k in TUNED_WIDGETS})
+def _setting_widgets(setting: dict, mechanism: str | None) -> dict:
+    """Explore's widget key of each entry of a tuned setting: a common setting's, or (an option
+    such as ``tune_on_release``) that mechanism's box."""
+    keys = {k: TUNED_WIDGETS[k] for k in setting if k in TUNED_WIDGETS}
     if mechanism is not None:
-        st.session_state.update({f"ex_opt_{mechanism}_{k}": v for k, v in setting.items()
-                                 if k not in TUNED_WIDGETS and k in REGISTRY[mechanism].options})
+        keys.update({k: f"ex_opt_{mechanism}_{k}" for k in setting
+                     if k not in TUNED_WIDGETS and k in REGISTRY[mechanism].options})
+    return keys
+
+
+def apply_setting(setting: dict, mechanism: str | None = None) -> None:
+    """Put a tuned setting into Explore's widgets (a button's callback, before the rerun).  A
+    setting chosen on the released records (``tune_on_release``) also puts T, η and λ back at
+    their defaults: with the box unticked, the mechanism then runs as its paper does."""
+    if setting.get("tune_on_release"):
+        st.session_state.update({TUNED_WIDGETS[k]: PARAMS[k].default for k in ("iterations", "learning_rate", "lam")})
+    st.session_state.update({key: setting[k] for k, key in _setting_widgets(setting, mechanism).items()})
+
+
+def setting_in_use(setting: dict, mechanism: str) -> bool:
+    """Whether Explore's widgets hold every value of a tuned setting (none changed by hand)."""
+    return all(st.session_state.get(key) == setting[k] for k, key in _setting_widgets(setting, mechanism).items())
 
 
 HIDDEN_OPTIONS = ("keep_data",)  # for audits and scripts, not a user's choice

@@ -13,6 +13,7 @@ from pages.common import (
     glossary_link,
     app_context,
     apply_setting,
+    setting_in_use,
     TUNED_WIDGETS,
     user_dataset,
     client_bars,
@@ -52,6 +53,7 @@ with st.sidebar:
     cls = REGISTRY[mechanism]
     epsilon = param_widget("epsilon", "ex_epsilon", label="ε (privacy budget)")
     tuned = None if user_dataset(dataset) is not None else tuned_setting(dataset, model, mechanism, epsilon)
+    tuned_in_use = False
     if tuned is not None:
         # fair by default: where a tuning is shipped, a new dataset, mechanism or tuned ε opens at its
         # tuned settings (once: a value changed by hand afterwards stays); a link's own T, η … win
@@ -65,8 +67,11 @@ with st.sidebar:
         if auto and st.session_state.get("_ex_tuned_for") != chosen_for:
             apply_setting(tuned[0], mechanism)
             st.session_state["_ex_tuned_for"] = chosen_for
+        tuned_in_use = setting_in_use(tuned[0], mechanism)
         if auto:
-            st.caption(f"Tuned at ε = {tuned[1]:g}: " + setting_text(tuned[0]))
+            st.caption(f"Tuned at ε = {tuned[1]:g}"
+                       + ("" if tuned_in_use else " (not in use: a value was changed by hand)")
+                       + ": " + setting_text(tuned[0]))
         st.button("Use the tuned settings", key="ex_tuned", on_click=apply_setting, args=(tuned[0], mechanism),
                   help=f"T, η, λ (and C or q) as tuned on {dataset} at ε = {tuned[1]:g}: "
                        + setting_text(tuned[0])
@@ -94,6 +99,9 @@ with st.sidebar:
         extra["clients"] = param_widget("clients", "ex_m", label="clients m")
         extra["skew"] = param_widget("skew", "ex_u", label="skew u = n_max/n_min")
     options = option_widgets(cls, "ex_opt")  # and its own declared options
+    if dict(options).get("tune_on_release"):
+        st.caption("tune_on_release: each release chooses its own training settings on its records, so the "
+                   "T, η and λ above are not used.")
     repeats = param_widget("repeats", "ex_R", label="repeats R")
     seed = param_widget("seed", "ex_seed", label="seed")
 
@@ -140,7 +148,8 @@ if worse:
                 else "the majority class" if "accuracy_mean" in rec else "the mean label")
              + " scores as well as this private model. At this ε the noise has drowned what the data "
                + ("says: its own released records could not show anything better; try a larger ε or more data."
-                  if rec.get("guess_chosen") else "says; try a larger ε, more data, or the tuned settings."))
+                  if rec.get("guess_chosen") else "says; try a larger ε, more data, or the tuned settings."
+                  if tuned is not None and not tuned_in_use else "says; try a larger ε or more data."))
 if rec.get("tuned_on_release"):  # input and local perturbation, tuned on their own released records
     kept = rec.get("guess_chosen", 0)
     chosen = sorted({c if isinstance(c, str) else setting_text(c) for c in rec["tuned_on_release"]})

@@ -1132,8 +1132,14 @@ def test_explore_opens_input_perturbation_tuned_on_its_released_records():
     # at ε = 1 the released records cannot show a model beats guessing: the guess is kept
     assert "guess was kept by 2 of 2" in note and float(metrics["test accuracy"]) == pytest.approx(0.7521, abs=1e-4)
     assert not any("tuned settings" in w.value for w in at.warning)  # no advice to do what is done
+    # T, η, λ back at the defaults (not DP-GD's tuned ones, left from the mechanism before), and said unused
+    assert (at.number_input(key="ex_T").value, at.select_slider(key="ex_lr").value,
+            at.select_slider(key="ex_lam").value) == (100, 1.0, 1e-3)
+    assert any("are not used" in c.value for c in at.sidebar.caption)
     at.checkbox(key="ex_opt_input-kang_tune_on_release").uncheck().run()  # the paper's way, same releases
     assert float(_metrics(at)["test accuracy"]) < 0.7
+    assert any("not in use" in c.value for c in at.sidebar.caption)  # the sidebar no longer claims it
+    assert any("or the tuned settings" in w.value for w in at.warning)
 
 
 def test_tune_page_shows_input_perturbation_tuned_for_free_beside_guessing():

@@ -155,6 +155,9 @@ def test_fit_grid_follows_plain_gradient_descent():
         z = ds.X_train @ theta
         theta = theta - 2.0 * ((-ds.y_train / (1 + np.exp(ds.y_train * z))) @ ds.X_train / ds.n + 1e-2 * theta)
     assert np.allclose(out[1], theta, rtol=1e-12, atol=1e-14)
+    # the float32 arithmetic the choice uses: the same trajectory to float32's rounding
+    single = rel.fit_grid(model, ds.X_train, ds.y_train, [0.5, 2.0], [1e-2, 1e-2], [5], dtype=np.float32)[5]
+    assert single.dtype == np.float64 and np.allclose(single[1], theta, rtol=1e-5, atol=1e-6)
 
 
 def test_tune_released_rows_spend_the_certified_epsilon_and_compare_the_same_releases():

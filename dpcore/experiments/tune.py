@@ -398,7 +398,7 @@ def setting_text(setting: dict[str, Any]) -> str:
     parts = []
     for k, v in setting.items():
         if k == "tune_on_release":
-            parts.append("T, η, λ chosen on the released records (free)" if v else "untuned")
+            parts.append("training settings chosen on each release's own records (free)" if v else "untuned")
         elif isinstance(v, bool):
             parts.append(f"{k} = {v}")
         else:
