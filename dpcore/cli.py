@@ -375,6 +375,11 @@ def _cmd_run(args) -> Any:
         what = (f"always answering “{record['guess_class']}”" if record.get("guess_class")
                 else "always answering the majority class" if "accuracy_mean" in record else "always the mean")
         lines.append(f"  no better than guessing ({what}): the noise has drowned what the data says at this ε")
+    if record.get("tuned_on_release"):  # what each release chose on its own records
+        chosen = record["tuned_on_release"]
+        kinds = sorted({c if isinstance(c, str) else setting_text(c) for c in chosen})
+        lines.append(f"  settings chosen on each release's own records (free): the guess kept by "
+                     f"{record.get('guess_chosen', 0)} of {len(chosen)}; chosen: " + "; ".join(kinds))
     lines.append(f"  gap L(θ) − L* {record['gap_mean']:.3e} ± {record['gap_std']:.3e}"
                  f"   ({record['seconds']:.3f} s)")
     return "\n".join(lines)
