@@ -13,19 +13,19 @@ for free, where the central ones pay for every look at the data (``dpcore.experi
 2. every setting of the grid (T, η, λ; λ alone for an exact solve) is fitted on the fitting
    part, with the mechanism's own trainer (full-batch GD, mini-batch SGD or the exact ERM);
    settings that differ only in numbers train together as one batch of matrix products;
-3. each is scored on the validation part: the share of released labels it predicts
-   (classification; randomized response flips a label with the same probability whatever the
-   model, so the ranking is the one clean labels would give in expectation), or the squared
-   error minus the feature noise's known share, σ²‖θ‖² (regression: unbiased for the error on
-   noise-free features up to a constant shared by every setting);
+3. each is scored on the validation part, correcting for what the release is known to add
+   (:func:`score`): randomized response is inverted per class, and the feature noise's share
+   σ²‖θ‖² is taken out of the released margins (classification: the accuracy of a normal margin
+   per class; regression: the squared error), each estimate at the cautious end of a one-sided
+   (1 − :data:`CAUTION`) bound, Bonferroni over the settings;
 4. a guess competes too: "always answer the released majority class" (classification, on data
    with a bias feature) or "always 0", the middle of the scaled label range (regression): a
    model that the released records cannot show to beat guessing is replaced by the guess;
 5. the chosen setting is fitted again on every released record: the released model.
 
-The validation records carry the feature noise, so a trained model scores below what it
-would on clean records while the guess (which reads no feature) does not: the choice leans
-towards guessing, the safe side.  Nothing here reads a raw record: the functions receive a
+Scored naively, the validation records' own accuracy understates every trained model (their
+features carry the noise) and not the guess (which reads no feature): the guess would win even
+where a model is better.  Nothing here reads a raw record: the functions receive a
 :class:`ReleasedRecords` and the model, never the dataset (the test suite checks it by
 poisoning the raw data once the release is made).
 """
