@@ -478,6 +478,11 @@ def rr_keep_probability(label_epsilon: float) -> float:
     return 1.0 / (1.0 + math.exp(-label_epsilon))
 
 
+def rr_flip_probability(label_epsilon: float) -> float:
+    """… and flips it with probability ρ = 1/(1 + e^ε)."""
+    return 1.0 / (1.0 + math.exp(label_epsilon))
+
+
 def feature_release_epsilon(sigmas, delta: float) -> float:
     """ε of the feature releases alone (neighbours that keep the label): μ = √Σ(2/σ_j)²."""
     sigmas = np.atleast_1d(np.asarray(sigmas, dtype=float))

@@ -122,7 +122,7 @@ def debias_hook(model, Xp: np.ndarray, yp: np.ndarray, label: privacy.Release | 
     """
     if label is None or label.kind != "randomized-response" or model.id != "logreg":
         return None
-    rho = 1.0 / (1.0 + math.exp(label.epsilon))
+    rho = acc.rr_flip_probability(label.epsilon)
     n = Xp.shape[-2]
     tilt = rho / (1.0 - 2.0 * rho) * np.einsum("rn,rnd->rd", yp, Xp) / n
     return lambda t, grad, rngs: grad - tilt

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from .. import accounting as acc
 from .. import privacy
 from ..erm import solve_erm
 from ..exceptions import ParameterError
@@ -87,7 +88,7 @@ def _tilt(model, X: np.ndarray, y: np.ndarray, label, debias: bool) -> np.ndarra
     """The Natarajan et al. debiasing tilt of the logistic loss for randomized-response labels."""
     if not debias or label is None or label.kind != "randomized-response" or model.id != "logreg":
         return None
-    rho = 1.0 / (1.0 + math.exp(label.epsilon))
+    rho = _label_flip(label)
     return rho / (1.0 - 2.0 * rho) * (y @ X) / X.shape[0]
 
 
@@ -126,7 +127,7 @@ def _label_flip(label) -> float:
     """The probability ρ that a released label was flipped (0: released raw or Gaussian)."""
     if label is None or label.kind != "randomized-response":
         return 0.0
-    return 1.0 / (1.0 + math.exp(label.epsilon))
+    return acc.rr_flip_probability(label.epsilon)
 
 
 def class_moments(f: np.ndarray, y: np.ndarray, rho: float) -> tuple[float, np.ndarray, np.ndarray]:
@@ -221,8 +222,7 @@ def _fit(model, trainer: str, X, y, settings: list[dict[str, Any]], tilt, batch,
 
 
 def choose_on_release(released: ReleasedRecords, model, task: str, trainer: str, rng: np.random.Generator, *,
-                      grid: dict[str, tuple] | None = None, batch: int | None = None,
-                      debias: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
+                      batch: int | None = None, debias: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
     """Choose the training setting on ``released`` alone and fit it on all of it (module
     docstring).  Returns the released model θ (d,) and what was chosen: the setting (or
     :data:`GUESS`), its validation score and every setting's."""
@@ -231,7 +231,6 @@ def choose_on_release(released: ReleasedRecords, model, task: str, trainer: str,
                              "(logreg, linreg); the MLP's candidates take minutes each here")
     if trainer not in RELEASED_GRIDS:
         raise ParameterError(f"unknown trainer {trainer!r}: one of {', '.join(RELEASED_GRIDS)}")
-    grid = RELEASED_GRIDS[trainer] if grid is None else grid
     X, y = released.X, released.y
     n = X.shape[0]
     n_val = int(round(VALIDATION_SHARE * n))
@@ -240,7 +239,7 @@ def choose_on_release(released: ReleasedRecords, model, task: str, trainer: str,
     order = rng.permutation(n)  # positions only: which part holds a record never reads it
     fit_rows, val_rows = np.sort(order[n_val:]), np.sort(order[:n_val])
     Xf, yf, Xv, yv = X[fit_rows], y[fit_rows], X[val_rows], y[val_rows]
-    settings = _settings(trainer, grid)
+    settings = _settings(trainer, RELEASED_GRIDS[trainer])
     theta = _fit(model, trainer, Xf, yf, settings, _tilt(model, Xf, yf, released.label, debias), batch, rng)
     rho = _label_flip(released.label)
     scores = score(task, theta, Xv, yv, released.sigma, rho)
