@@ -160,15 +160,16 @@ class _GLM(Model):
         raise NotImplementedError
 
     def data_loss(self, theta, X, y):
-        fused = linalg.map_rows(theta, X, lambda z, rows: (None, np.sum(self.phi(z, y[rows]), axis=-1)))
+        fused = linalg.map_rows(theta, X, lambda z, rows: (
+            None, np.sum(self.phi(z, linalg.rows_of(y, rows)), axis=-1)))
         if fused is not None:
-            return sum(fused[1]) / X.shape[0]
+            return sum(fused[1]) / X.shape[-2]
         return np.mean(self.phi(_margins(theta, X), y), axis=-1)
 
     def grad(self, theta, X, y):
-        fused = linalg.map_rows(theta, X, lambda z, rows: (self.dphi(z, y[rows]), None))
+        fused = linalg.map_rows(theta, X, lambda z, rows: (self.dphi(z, linalg.rows_of(y, rows)), None))
         if fused is not None:
-            return fused[0] / X.shape[0] + self.lam * theta
+            return fused[0] / X.shape[-2] + self.lam * theta
         z = _margins(theta, X)
         coef = self.dphi(z, y) / z.shape[-1]
         return _weighted_rows(coef, X) + self.lam * theta
@@ -176,9 +177,9 @@ class _GLM(Model):
     def loss_and_grad(self, theta, X, y):
         reg = self.penalty(theta)
         fused = linalg.map_rows(theta, X, lambda z, rows: (
-            self.dphi(z, y[rows]), np.sum(self.phi(z, y[rows]), axis=-1)))
+            self.dphi(z, linalg.rows_of(y, rows)), np.sum(self.phi(z, linalg.rows_of(y, rows)), axis=-1)))
         if fused is not None:
-            return sum(fused[1]) / X.shape[0] + reg, fused[0] / X.shape[0] + self.lam * theta
+            return sum(fused[1]) / X.shape[-2] + reg, fused[0] / X.shape[-2] + self.lam * theta
         z = _margins(theta, X)
         loss = np.mean(self.phi(z, y), axis=-1) + reg
         coef = self.dphi(z, y) / z.shape[-1]

@@ -239,3 +239,54 @@ def test_a_context_lends_its_own_pool_and_every_context_shares_one_by_default():
     other = run(spec, Context())
     np.testing.assert_array_equal(mine.accuracy, other.accuracy)  # pools change where, never what
     np.testing.assert_array_equal(mine.gap, other.gap)
+
+
+@pytest.mark.parametrize("labels_per_run", [True, False])
+def test_per_run_data_take_the_fused_pass_equal_to_two_plain_passes(monkeypatch, labels_per_run):
+    """Input perturbation's released records (R, n, p), one matrix per run: above
+    DENSE_BLOCK_BYTES, loss and gradient in one blocked pass per run, equal to the two batched
+    products written out here to rounding, the same bits on the pool or in this thread, and each
+    run's loss its own (the blocks' values side by side); below it, the plain passes."""
+    rng = np.random.default_rng(8)
+    R, n, p = 3, 3000, 20
+    X = rng.standard_normal((R, n, p)) / 4
+    y = np.where(rng.random((R, n) if labels_per_run else n) < 0.5, -1.0, 1.0)
+    theta = rng.standard_normal((R, p))
+    m = LogReg(lam=1e-3)
+    assert linalg.map_rows(theta, X, lambda z, rows: (z, None)) is None  # 1.4 MB: below the threshold
+    z = np.einsum("rnp,rp->rn", X, theta)  # the definition, by another route
+    value_by_hand = np.mean(np.logaddexp(0.0, -y * z), axis=-1) + 0.5e-3 * np.sum(theta ** 2, axis=-1)
+    grad_by_hand = np.einsum("rn,rnp->rp", -y * expit(-y * z), X) / n + 1e-3 * theta
+    monkeypatch.setattr(linalg, "DENSE_BLOCK_BYTES", X.nbytes)
+    monkeypatch.setattr(linalg, "RUN_BLOCK_TARGET", 800 * p * 8)  # 4 blocks a run, the last short
+    pieces = linalg.map_rows(theta, X, lambda z, rows: (None, np.array([10_000 * rows[0] + rows[1].start
+                                                                         + 1e-4 * z.shape[1]])))[1]
+    assert len(pieces) == 4 and list(pieces[3]) == [10_000 * r + 2400 + 0.06 for r in range(R)]
+    pool = _CountingPool()
+    with linalg.using_pool(pool):
+        value, grad = m.loss_and_grad(theta, X, y)
+        np.testing.assert_array_equal(grad, m.grad(theta, X, y))
+        np.testing.assert_array_equal(value, m.loss(theta, X, y))
+    assert pool.calls >= 3 or linalg.THREADS == 1
+    assert value.shape == (R,) and grad.shape == (R, p)
+    np.testing.assert_allclose(value, value_by_hand, rtol=1e-12)
+    np.testing.assert_allclose(grad, grad_by_hand, rtol=1e-11, atol=1e-15)
+    for serial in (linalg.limit_threads(1), linalg.using_pool(None)):
+        with serial:
+            v1, g1 = m.loss_and_grad(theta, X, y)
+        np.testing.assert_array_equal(v1, value)
+        np.testing.assert_array_equal(g1, grad)
+
+
+def test_a_release_drawn_in_place_has_the_bits_of_the_plain_formula():
+    """BatchRNG.normal_around (input perturbation's release, drawn in place on the pool) gives
+    exactly ``X + σ·N(0, 1)`` from each run's own generator, written out here with numpy."""
+    from dpcore import streams
+    from dpcore.optim import BatchRNG
+
+    X = np.random.default_rng(4).standard_normal((500, 7))
+    with linalg.using_pool(_CountingPool()):
+        got = BatchRNG([11, 12, 13]).normal_around(X, 2.5)
+    by_hand = np.stack([X + np.random.default_rng([s, streams.RUN]).standard_normal(X.shape) * 2.5
+                        for s in (11, 12, 13)])
+    np.testing.assert_array_equal(got, by_hand)

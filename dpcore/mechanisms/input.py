@@ -130,7 +130,7 @@ def debias_hook(model, Xp: np.ndarray, yp: np.ndarray, label: privacy.Release | 
 
 def perturb_features(X: np.ndarray, sigma: float, rngs) -> np.ndarray:
     """Per-record Gaussian noise, per run: (R, n, d)."""
-    return X[None, :, :] + rngs.normal(X.shape, sigma)
+    return rngs.normal_around(X, sigma)
 
 
 def groups(rngs, n: int, d: int):
