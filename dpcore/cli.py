@@ -24,7 +24,8 @@ from .experiments.one_run import one_run_audit
 from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
 from .experiments.run import RunSpec, run
-from .experiments.studies import CLASSROOM_FILE, prepare_for_class, ship_classroom_compare, tradeoff
+from .experiments.studies import (CLASSROOM_FILE, prepare_for_class, ship_classroom_compare, ship_references,
+                                  tradeoff)
 from .experiments.sweep import environment
 from .experiments.tune import DEFAULT_MECHANISMS, setting_text, tune, tuned_setting, with_setting
 from .jsonutil import dumps
@@ -203,8 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "the Compare view's first preset) into the app's cache folder")
     s.add_argument("--no-mlp", action="store_true", help="skip the MLP's exact reference on Adult (minutes)")
     s.add_argument("--ship", action="store_true",
-                   help="also write the Compare preset's rows to data/results/compare-classroom.json, the file "
-                        "the app opens at once on a new machine (for maintainers, after a change to a mechanism)")
+                   help="also write the Compare preset's rows to data/results/compare-classroom.json and the slow "
+                        "exact references (the MLP's on Adult) to data/references/, the files the app opens at "
+                        "once on a new machine (for maintainers, after a change to a mechanism, the models or "
+                        "the solver)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("sweep", help="run a seed paper's figure (a preset) to CSV, HTML and JSON")
@@ -605,14 +608,19 @@ def _released_lines(result) -> list[str]:
 def _cmd_prepare(args) -> Any:
     """Fill the app's cache folder (``DPCORE_CACHE_DIR``) with what a class will open first
     (:func:`~dpcore.experiments.studies.prepare_for_class`); a second call finds everything and
-    returns at once.  ``--ship`` also recomputes Compare's shipped classroom rows."""
+    returns at once.  ``--ship`` also recomputes Compare's shipped classroom rows and (unless
+    ``--no-mlp``) the shipped exact references (:func:`~dpcore.experiments.studies.ship_references`)."""
     started = time.time()
     ctx = shared_context(progress=_progress, workers=None, results_dir=cache_dir() / "results")
 
     def tell(what: str, seconds: float) -> None:
         print(f"  {what}: {seconds} s", file=sys.stderr, flush=True)
 
-    done = prepare_for_class(ctx, mlp=not args.no_mlp, tell=tell)
+    # the shipped references first, so that the app's cache below reads them instead of solving again
+    done = ship_references(progress=_progress) if args.ship and not args.no_mlp else []
+    for part in done:
+        tell(part["what"], part["seconds"])
+    done += prepare_for_class(ctx, mlp=not args.no_mlp, tell=tell)
     if args.ship:  # computed afresh (no result cache), so the record's time is the computation's
         shipped = ship_classroom_compare(shared_context(progress=_progress, workers=None))
         done.append({"what": f"Compare's first preset, computed afresh into {CLASSROOM_FILE}",

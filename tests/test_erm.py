@@ -283,3 +283,71 @@ def test_the_stores_prune_as_they_write(tmp_path, monkeypatch):
     assert erm.ERM_FOLDER_BOUND.limit == 0  # (the patched bound) and the real ones are finite:
     monkeypatch.undo()
     assert erm.ERM_FOLDER_BOUND.limit == 256 * 2**20 and accounting.TABLE_FOLDER_BOUND.limit == 16 * 2**20
+
+
+def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path, monkeypatch, caplog):
+    """A store with no folder of its own (a script, a new machine) reads the exact solution shipped
+    in data/references instead of solving; the file is checked like any stored one, so a shipped
+    point that is not an optimum, or a damaged file, is solved again."""
+    from dpcore import erm
+    from dpcore.experiments.studies import ship_references
+
+    ds, model = D.load("iris"), MLP(lam=2e-3)
+    shipped = tmp_path / "references"
+    monkeypatch.setattr(erm, "SHIPPED_REFERENCES", shipped)
+    monkeypatch.setattr("dpcore.experiments.studies.SHIPPED_REFERENCE_PAIRS", (("iris", "mlp"),))
+    shipped.mkdir()
+    (shipped / "erm-of-an-older-code.json").write_text("{}")
+    monkeypatch.setattr("dpcore.experiments.run.problem_data",
+                        lambda spec, dataset=None: (ds, model))  # the pair at this test's λ
+    done = ship_references()
+    (path,) = shipped.glob("erm-*.json")  # the older code's file is gone
+    assert path == ReferenceStore.shipped_path(ds, model) and "iris (mlp)" in done[0]["what"]
+    first = json.loads(path.read_text())
+
+    def no_solve(*a, **k):
+        raise AssertionError("solved again")
+
+    with monkeypatch.context() as m:
+        m.setattr(erm, "solve_erm", no_solve)
+        store = ReferenceStore()  # no folder of its own
+        assert store.holds(ds, model)
+        got = store.exact(ds, model)
+    np.testing.assert_array_equal(got.theta, np.array(first["theta"]))
+    # a shipped point that is not a local optimum (its record consistent) is solved again
+    theta = np.array(first["theta"]) * 0.5
+    value, grad = model.loss_and_grad(theta[None], ds.X_train, ds.y_train)
+    path.write_text(json.dumps({**first, "theta": theta.tolist(), "loss": float(value[0]),
+                                "grad_norm": float(np.linalg.norm(grad))}))
+    with caplog.at_level("WARNING", logger="dpcore.erm"):
+        solved = ReferenceStore().exact(ds, model)
+    np.testing.assert_array_equal(solved.theta, np.array(first["theta"]))
+    assert any("not an optimum" in r.getMessage() for r in caplog.records)
+    path.write_text("{torn")
+    assert ReferenceStore().exact(ds, model).loss == pytest.approx(first["loss"], rel=1e-12)
+    assert not ReferenceStore().holds(ds, MLP(lam=3e-3))  # another λ ships nothing
+
+
+def test_the_shipped_references_are_this_codes_and_read_without_a_solve(monkeypatch):
+    """data/references holds the exact solution of every slow pair the app opens first, under the
+    key this code computes (the solver's and the models' source are in it): a change to either
+    fails this until `python -m dpcore prepare --ship` ships them again.  Read by a fresh store,
+    checked, never solved."""
+    from dpcore import erm
+    from dpcore.experiments.run import RunSpec, problem_data
+    from dpcore.experiments.studies import SHIPPED_REFERENCE_PAIRS
+
+    def no_solve(*a, **k):
+        raise AssertionError("solved: the shipped reference is missing or stale; run `python -m dpcore "
+                             "prepare --ship`")
+
+    assert SHIPPED_REFERENCE_PAIRS == (("adult", "mlp"),)
+    monkeypatch.setattr(erm, "solve_erm", no_solve)
+    for dataset, model in SHIPPED_REFERENCE_PAIRS:
+        data, m = problem_data(RunSpec(dataset=dataset, model=model))
+        assert ReferenceStore.shipped_path(data, m).exists(), "run `python -m dpcore prepare --ship`"
+        sol = ReferenceStore().exact(data, m)
+        assert sol.grad_norm <= erm.LOCAL_GRAD_TOL
+    assert sorted(p.name for p in erm.SHIPPED_REFERENCES.glob("erm-*.json")) == sorted(
+        ReferenceStore.shipped_path(*problem_data(RunSpec(dataset=d, model=m))).name
+        for d, m in SHIPPED_REFERENCE_PAIRS)

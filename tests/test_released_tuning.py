@@ -77,6 +77,22 @@ def test_tuning_on_the_release_is_post_processing_same_release_same_epsilon():
     assert len(tuned.extras["tuned_on_release"]) == 2 and "post-processing" in tuned.extras["tuning_note"]
 
 
+def test_the_choice_tells_its_progress_release_by_release_without_changing_a_number():
+    """Explore's progress bar hears each release's choice (the tuned input perturbation's wait on
+    Adult is seconds with no curve to draw); listening changes no number."""
+    from dpcore.experiments.context import Context
+
+    heard = []
+    spec = RunSpec(dataset="breast-cancer", mechanism="input-kang", epsilon=4.0, repeats=3,
+                   options=(("tune_on_release", True),))
+    told = run(spec, Context(progress=lambda done, total, label: heard.append((done, total, label))))
+    quiet = run(spec, Context())
+    mine = [(d, t) for d, t, label in heard if "choosing each release" in label]
+    assert mine == [(1, 3), (2, 3), (3, 3)]
+    assert np.array_equal(told.gap, quiet.gap) and np.array_equal(told.accuracy, quiet.accuracy)
+    assert told.extras["tuned_on_release"] == quiet.extras["tuned_on_release"]
+
+
 def test_with_hardly_any_noise_a_model_is_chosen_and_beats_guessing():
     spec = RunSpec(dataset="breast-cancer", mechanism="input-kang", epsilon=50.0, delta=DELTA, repeats=2, seed=0,
                    options=(("label_epsilon", 40.0), ("sigma", 1e-3), ("tune_on_release", True)))

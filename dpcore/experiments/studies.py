@@ -38,6 +38,7 @@ from .sweep import environment
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
            "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
            "CLASSROOM_FILE", "ship_classroom_compare", "shipped_classroom_compare", "PREPARE_REFERENCES",
+           "SHIPPED_REFERENCE_PAIRS", "ship_references",
            "prepare_for_class"]
 
 DEFAULT_NOISE_GRID = tuple(float(s) for s in np.geomspace(0.05, 20.0, 9))
@@ -117,6 +118,37 @@ def ship_classroom_compare(ctx: Context | None = None, path: Path = CLASSROOM_FI
               "environment": environment(), "command": "python -m dpcore prepare --ship"}
     write_atomic(Path(path), {"record": record, "rows": rows})
     return record
+
+
+#: the exact references shipped in :data:`~dpcore.erm.SHIPPED_REFERENCES` (``prepare --ship``): the
+#: slow ones of :data:`PREPARE_REFERENCES`, whose solve takes minutes on a new machine
+SHIPPED_REFERENCE_PAIRS = tuple(pair for pair in PREPARE_REFERENCES if pair[1] == "mlp")
+
+
+def ship_references(progress=None, folder: Path | None = None) -> list[dict[str, Any]]:
+    """Solve (or find, when current) the exact references of :data:`SHIPPED_REFERENCE_PAIRS` into
+    ``folder`` (:data:`~dpcore.erm.SHIPPED_REFERENCES`), and remove the files of earlier code
+    there (their keys include the solver's and the models' source, so no reader would find them)."""
+    from ..erm import SHIPPED_REFERENCES, ReferenceStore
+    from .run import problem_data
+
+    folder = Path(SHIPPED_REFERENCES if folder is None else folder)
+    store, keep, done = ReferenceStore(folder), set(), []
+    for dataset, model in SHIPPED_REFERENCE_PAIRS:
+        started = time.time()
+        data, m = problem_data(RunSpec(dataset=dataset, model=model))
+        sol = store.exact(data, m, progress=progress)
+        path = store._path(data, m)
+        if not path.exists():
+            raise ParameterError(f"the {model} reference on {dataset} ended with a gradient norm of "
+                                 f"{sol.grad_norm:.3g}, too large to ship: it would not be read back")
+        keep.add(path.name)
+        done.append({"what": f"exact reference, {dataset} ({model}), shipped in {folder}",
+                     "seconds": round(time.time() - started, 1)})
+    for old in folder.glob("erm-*.json"):
+        if old.name not in keep:
+            old.unlink()
+    return done
 
 
 def shipped_classroom_compare(path: Path = CLASSROOM_FILE) -> tuple[list[dict], str] | None:

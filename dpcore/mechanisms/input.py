@@ -34,7 +34,7 @@ from .. import accounting as acc
 from .. import privacy, streams
 from ..erm import quadratic_ball
 from ..exceptions import ModelError, ParameterError
-from ..optim import gradient_descent, sgd
+from ..optim import gradient_descent, sgd, step_reporter
 from ..params import BOOL, PARAMS, Interval, Options, Param
 from ..theory.formulas import (
     fukuchi_local_epsilon,
@@ -146,12 +146,14 @@ def choose_per_release(problem, Xp, yp, sigma, label, rngs, trainer, *, batch=No
     choice_rngs = rngs.spawn_stream(streams.RELEASE_CHOICE)
     has_bias = bool(problem.dataset.feature_names) and problem.dataset.feature_names[-1] == "bias"
     thetas, infos = [], []
+    tell = step_reporter(problem.progress, len(rngs), "choosing each release's setting on its own records")
     for r in range(len(rngs)):
         rec = ReleasedRecords(X=Xp[r], y=yp[r], sigma=sigma, label=label, has_bias=has_bias)
         theta, info = choose_on_release(rec, problem.model, problem.dataset.task, trainer, choice_rngs[r],
                                         batch=batch, debias=debias)
         thetas.append(theta)
         infos.append(info)
+        tell(r + 1)
     return np.stack(thetas), infos
 
 
