@@ -149,3 +149,38 @@ def test_a_run_tells_its_loss_curve_as_it_grows_without_changing_a_number(mechan
         assert trace.shape == (k + 1, 2)
         np.testing.assert_array_equal(steps, got.trace_steps[:k + 1])
         np.testing.assert_array_equal(trace, got.loss_trace[:k + 1])
+
+
+@pytest.mark.parametrize("mechanism, clip", [("gradient-dpsgd", None), ("input-dbdp", None), ("gradient-dpgd", 0.3)])
+def test_runs_split_across_threads_give_the_bits_of_the_batch(monkeypatch, mechanism, clip):
+    """The GLMs' mini-batch sums run each run on a pool thread (its rows gathered there), and
+    DP-GD's clipped sum goes block by block through the sparse twin: both must be the bits of
+    the batched two-pass path, which a model that does not declare its runs independent takes."""
+    from dpcore import linalg, models
+    from dpcore.experiments.context import Context
+    from dpcore.experiments.run import RunSpec, run
+
+    spec = RunSpec(dataset="adult", mechanism=mechanism, epsilon=2.0, repeats=3, iterations=25, clip_norm=clip)
+    pool = ThreadCounter()
+    split = run(spec, Context(pool=pool))
+    assert pool.calls > 0  # the threaded branches ran
+    monkeypatch.setattr(models.LogReg, "runs_independent", False)
+    monkeypatch.setattr(models._GLM, "_clipped_fused", lambda *a, **k: None)
+    with linalg.limit_threads(1):
+        batched = run(spec, Context())
+    for a, b in ((split.gap, batched.gap), (split.accuracy, batched.accuracy), (split.loss_trace, batched.loss_trace)):
+        np.testing.assert_array_equal(a, b)
+
+
+class ThreadCounter(__import__("concurrent.futures").futures.ThreadPoolExecutor):
+    """A context's pool that counts the work lent to it."""
+
+    def __init__(self):
+        from dpcore import linalg
+
+        super().__init__(linalg.THREADS, thread_name_prefix=linalg._POOL_NAME)
+        self.calls = 0
+
+    def map(self, fn, *iterables, **kw):
+        self.calls += 1
+        return super().map(fn, *iterables, **kw)
