@@ -350,3 +350,23 @@ def test_compare_shows_what_the_tuning_search_spent_on_hover(server, browser):
         assert "the whole search spent ε" in text and "accuracy = " in text, text  # the axis's words
     finally:
         page.close()
+
+
+def test_a_plot_downloads_as_a_self_contained_file_written_on_click(server, browser):
+    """The plot's HTML download (plotly.js embedded, 4.8 MB) is written when the button is
+    clicked, not at every rerun of the view: the click must still give the whole file."""
+    import plotly_html
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{server}/explore?ex_dataset=breast-cancer&ex_mechanism=gradient-dpgd", timeout=90_000)
+        button = page.get_by_role("button", name="Download plot (HTML)")
+        button.wait_for(timeout=120_000)
+        with page.expect_download(timeout=60_000) as got:
+            button.click()
+        html = Path(got.value.path()).read_text()
+    finally:
+        page.close()
+    assert len(html) > 1_000_000  # plotly.js itself is inside: it opens offline
+    (fig,) = plotly_html.figures(html)
+    assert "Training objective" in plotly_html.title(fig) and fig["data"]
