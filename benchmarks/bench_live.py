@@ -7,7 +7,8 @@ peer (Opacus, diffprivlib; installed by ``benchmarks/peers.py`` into a virtualen
 their own, never a dependency of dpcore).  Comparisons with a peer run on one thread
 on both sides; the machine-limit rows (GEMM peak, batched DP-GD) use the BLAS's own
 thread count.  Prints figures; asserts nothing.  ``--skip-slow`` leaves out the MLP's
-cold first run (minutes: it solves the exact reference); ``--presets`` adds the full
+cold first run (it reads the shipped exact reference, or solves it for minutes when the
+shipped one is stale); ``--presets`` adds the full
 ``004-fig1``/``004-fig2`` presets (tens of minutes each).
 """
 
@@ -261,12 +262,13 @@ def dense_step() -> None:
     with one_thread():
         single = median_time(steps) / T
     row(f"one DP-GD step, dense {X.nbytes / 2**20:.0f} MB matrix, R = {R}, default threads",
-        f"{default:.3f} s", f"one thread {single:.3f} s", "≤ one thread, ≤ 0.03 s",
+        f"{default:.3f} s", f"one thread {single:.3f} s",
+        "no slower than one thread (≤ 1.1×; the issue's 0.03 s was one thread's time on its machine)",
         default <= max(0.03, 1.1 * single))
 
 
 def cli_mlp() -> None:
-    """The command line reads the exact reference the app (or an earlier call) stored."""
+    """The command line reads the shipped exact reference (or the one the app or an earlier call stored)."""
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "DPCORE_CACHE_DIR": cache}
         cmd = [sys.executable, "-m", "dpcore", "run", "--dataset", "adult", "--model", "mlp",
@@ -277,7 +279,7 @@ def cli_mlp() -> None:
             subprocess.run(cmd, check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
             secs.append(time.perf_counter() - t)
     row("`python -m dpcore run --model mlp` on Adult (T = 100, R = 5), a second call", f"{secs[1]:.1f} s",
-        f"first call (solves the reference) {secs[0]:.0f} s", "≤ 10 s", secs[1] <= 10)
+        f"first call (reads the shipped reference) {secs[0]:.0f} s", "≤ 10 s", secs[1] <= 10)
 
 
 def nscale() -> None:
@@ -304,8 +306,8 @@ def mlp(skip_slow: bool) -> None:
             t = time.perf_counter()
             run(spec, ctx)
             first = time.perf_counter() - t
-            row("MLP, Adult, first run in Explore (exact reference + T = 100, R = 5)", f"{first:.0f} s", "—",
-                "≤ 10 s", first <= 10)
+            row("MLP, Adult, first run on a new machine (an empty cache folder: the shipped exact reference "
+                "read and checked, then T = 100, R = 5)", f"{first:.1f} s", "—", "≤ 10 s", first <= 10)
             heard: list[float] = []
             t = time.perf_counter()
             run(replace(spec, epsilon=3.0), ctx.with_(on_trace=lambda s, v: heard.append(time.perf_counter() - t)))
@@ -340,8 +342,11 @@ def compare() -> None:
             again = time.perf_counter() - t2
         how = "tuned settings, the app's default" if tuned else "T = 100, η = 1, λ = 1e-3"
         what = f"Compare \"all central mechanisms\" ({len(rows)} configurations, Adult, cold workers, {how})"
+        work = sum(r.get("seconds") or 0.0 for r in rows)  # each configuration's one-thread compute
+        cores = os.cpu_count() or 1
         row(f"{what}: first curve drawn", f"{first[0]:.1f} s", "—", "≤ 2 s", first[0] <= 2)
-        row(f"{what}: whole figure", f"{sec:.1f} s", "—", "≤ 5 s", sec <= 5)
+        row(f"{what}: whole figure", f"{sec:.1f} s",
+            f"limit: its one-thread work {work:.0f} s on {cores} cores = {work / cores:.1f} s", "≤ 5 s", sec <= 5)
         row(f"{what}: again (shared result cache)", f"{again:.2f} s", "—", "instant (≤ 0.5 s)", again <= 0.5)
 
 
@@ -438,44 +443,69 @@ def presets(enabled: bool) -> None:
         row(f"full {preset} preset on 2 cores", f"{sec / 60:.1f} min", "—", "≤ 5 min", sec <= 300)
 
 
-def explore() -> None:
-    import logging
-
+def _explore_new_epsilon(**params: str) -> float:
+    """Explore opened with these query parameters, then the median seconds of three new ε
+    (values not seen before: computed, not cached)."""
     from streamlit.testing.v1 import AppTest
 
-    logging.getLogger("streamlit").setLevel(logging.ERROR)  # AppTest's bare-mode chatter
-
     at = AppTest.from_file(str(ROOT / "pages" / "explore.py"), default_timeout=300)
-    at.query_params["ex_dataset"] = "adult"
-    at.query_params["ex_mechanism"] = "gradient-dpgd"
-    at.query_params["ex_T"] = "100"  # the row's setting (a link's T keeps the tuned settings off)
+    for k, v in params.items():
+        at.query_params[k] = v
     at.run()
+    if params.get("ex_mechanism") == "input-kang" and "ex_T" not in params:  # the view's default: tuned
+        assert at.checkbox(key="ex_opt_input-kang_tune_on_release").value, "the shipped free tuning is not on"
     times = []
-    for eps in (0.5, 2.0, 0.25):  # values not seen before: computed, not cached
+    for eps in (0.5, 2.0, 0.25):
         at.select_slider(key="ex_epsilon").set_value(eps)
         t = time.perf_counter()
         at.run()
         times.append(time.perf_counter() - t)
-    sec = statistics.median(times)
+    return statistics.median(times)
+
+
+def explore() -> None:
+    import logging
+
+    logging.getLogger("streamlit").setLevel(logging.ERROR)  # AppTest's bare-mode chatter
+    # a link's T keeps the tuned settings off: the rows' setting, T = 100
+    sec = _explore_new_epsilon(ex_dataset="adult", ex_mechanism="gradient-dpgd", ex_T="100")
     row("Explore, new ε (DP-GD logistic, Adult, T = 100, R = 5)", f"{sec:.2f} s", "—", "≤ 0.3 s", sec <= 0.3)
-    worst, which = 0.0, ""
+    seconds = {}
     for mechanism in ("input-kang", "input-dbdp", "objective-chaudhuri", "gradient-dpsgd", "output-gaussian"):
-        at = AppTest.from_file(str(ROOT / "pages" / "explore.py"), default_timeout=300)
-        for k, v in (("ex_dataset", "adult"), ("ex_mechanism", mechanism), ("ex_T", "100")):
-            at.query_params[k] = v
-        at.run()
-        times = []
-        for eps in (0.5, 2.0, 0.25):
-            at.select_slider(key="ex_epsilon").set_value(eps)
-            t = time.perf_counter()
-            at.run()
-            times.append(time.perf_counter() - t)
-        sec = statistics.median(times)
-        print(f"    {mechanism}: {sec:.2f} s", flush=True)
-        if sec > worst:
-            worst, which = sec, mechanism
-    row("Explore, new ε, slowest other mechanism (Adult, T = 100, R = 5)", f"{worst:.2f} s ({which})", "—",
-        "≤ 1 s", worst <= 1)
+        seconds[mechanism] = _explore_new_epsilon(ex_dataset="adult", ex_mechanism=mechanism, ex_T="100")
+        print(f"    {mechanism}: {seconds[mechanism]:.2f} s", flush=True)
+    which = max(seconds, key=seconds.get)
+    row("Explore, new ε, slowest other mechanism (Adult, T = 100, R = 5)", f"{seconds[which]:.2f} s ({which})",
+        "—", "≤ 1 s", seconds[which] <= 1)
+    # input perturbation trains on R released copies of the data: each step reads them once
+    ds = datasets.load("adult")
+    released = 5 * ds.n * ds.d * 8
+    rate = _read_rate(released)
+    kang = seconds["input-kang"]
+    row("Explore, new ε, input-kang (Adult, T = 100, R = 5)", f"{kang:.2f} s",
+        f"limit: 100 reads of the {released / 2**20:.0f} MB released records at {rate / 1e9:.1f} GB/s "
+        f"(two threads' streaming read) = {100 * released / rate:.2f} s", "≤ 1 s", kang <= 1)
+    sec = _explore_new_epsilon(ex_dataset="adult", ex_mechanism="input-kang")
+    # each release: 400 GD steps of 4 settings on its fit part (four fifths, float32), two passes a step
+    grid = 5 * 400 * 2 * round(0.8 * ds.n) * ds.d * 4
+    row("Explore, new ε, input-kang at its shipped free tuning (Adult, R = 5; each release fits 4 settings to "
+        "T = 400 in float32)", f"{sec:.2f} s",
+        f"limit: the grids' {grid / 1e9:.0f} GB of reads (5 releases × 400 steps × 2 passes) at "
+        f"{rate / 1e9:.1f} GB/s = {grid / rate:.1f} s", "≤ 1 s", sec <= 1)
+
+
+def _read_rate(nbytes: int) -> float:
+    """Bytes per second of a streaming read of an nbytes array, on two threads (the memory's
+    speed as numpy sees it: the floor of a pass that must read every byte)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    A = np.ones((2, max(1, nbytes // 16)))
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda r: A[r].sum(), range(2)))
+        t = time.perf_counter()
+        for _ in range(5):
+            list(pool.map(lambda r: A[r].sum(), range(2)))
+        return 5 * A.nbytes / (time.perf_counter() - t)
 
 
 PARTS = ["dpsgd", "calibration", "fit", "batched", "dense", "nscale", "mlp", "cli_mlp", "compare", "workers",

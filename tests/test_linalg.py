@@ -2,14 +2,13 @@
 
 import gc
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 from scipy.special import expit
 
 from dpcore import datasets, linalg
 from dpcore.models import LogReg
+from pools import CountingPool  # tests/pools.py
 
 
 def _onehot(seed=0, n=4000, d=60, density=0.1):
@@ -41,18 +40,6 @@ def test_sparse_products_equal_dense_ones():
                                rtol=1e-11, atol=1e-14)
 
 
-class _CountingPool(ThreadPoolExecutor):
-    """A context's pool that counts the work lent to it (so a threaded branch is really threaded)."""
-
-    def __init__(self):
-        super().__init__(linalg.THREADS, thread_name_prefix=linalg._POOL_NAME)
-        self.calls = 0
-
-    def map(self, fn, *iterables, **kw):
-        self.calls += 1
-        return super().map(fn, *iterables, **kw)
-
-
 def test_fused_glm_pass_equals_dense_and_is_thread_independent():
     rng, X = _onehot(6)
     dense = X.copy()
@@ -60,7 +47,7 @@ def test_fused_glm_pass_equals_dense_and_is_thread_independent():
     y = np.where(rng.random(X.shape[0]) < 0.5, -1.0, 1.0)
     theta = rng.standard_normal((5, X.shape[1]))
     m = LogReg(lam=1e-3)
-    pool = _CountingPool()
+    pool = CountingPool()
     with linalg.using_pool(pool):
         value, grad = m.loss_and_grad(theta, X, y)
         # the fused pass is what loss() and grad() compute, to the bit
@@ -213,7 +200,7 @@ def test_mlp_chunks_on_threads_give_the_bits_of_one_thread(monkeypatch):
     y = np.sign(rng.standard_normal(3000))
     m = MLP()
     theta = m.init(3, 40, BatchRNG([0, 1, 2]))
-    pool = _CountingPool()
+    pool = CountingPool()
     with linalg.using_pool(pool):
         threaded = (m.clipped_grad_sum(theta, X, y, 0.5), *m.loss_and_grad(theta, X, y), m.data_loss(theta, X, y))
     assert pool.calls >= 3 or linalg.THREADS == 1
@@ -231,7 +218,7 @@ def test_a_context_lends_its_own_pool_and_every_context_shares_one_by_default():
     from dpcore.experiments.context import Context, default_context
     from dpcore.experiments.run import RunSpec, run
     assert Context().pool is default_context().pool is Context(workers=2).pool  # one per process
-    ctx = Context(pool=_CountingPool())
+    ctx = Context(pool=CountingPool())
     assert ctx.with_(trace_points=0).pool is ctx.pool  # a copy keeps it
     spec = RunSpec(dataset="adult", mechanism="gradient-dpgd", epsilon=1.0, repeats=2, iterations=5, n=4000)
     mine = run(spec, ctx)
@@ -262,7 +249,7 @@ def test_per_run_data_take_the_fused_pass_equal_to_two_plain_passes(monkeypatch,
     pieces = linalg.map_rows(theta, X, lambda z, rows: (None, np.array([10_000 * rows[0] + rows[1].start
                                                                          + 1e-4 * z.shape[1]])))[1]
     assert len(pieces) == 4 and list(pieces[3]) == [10_000 * r + 2400 + 0.06 for r in range(R)]
-    pool = _CountingPool()
+    pool = CountingPool()
     with linalg.using_pool(pool):
         value, grad = m.loss_and_grad(theta, X, y)
         np.testing.assert_array_equal(grad, m.grad(theta, X, y))
@@ -285,7 +272,7 @@ def test_a_release_drawn_in_place_has_the_bits_of_the_plain_formula():
     from dpcore.optim import BatchRNG
 
     X = np.random.default_rng(4).standard_normal((500, 7))
-    with linalg.using_pool(_CountingPool()):
+    with linalg.using_pool(CountingPool()):
         got = BatchRNG([11, 12, 13]).normal_around(X, 2.5)
     by_hand = np.stack([X + np.random.default_rng([s, streams.RUN]).standard_normal(X.shape) * 2.5
                         for s in (11, 12, 13)])

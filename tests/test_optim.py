@@ -161,7 +161,9 @@ def test_runs_split_across_threads_give_the_bits_of_the_batch(monkeypatch, mecha
     from dpcore.experiments.run import RunSpec, run
 
     spec = RunSpec(dataset="adult", mechanism=mechanism, epsilon=2.0, repeats=3, iterations=25, clip_norm=clip)
-    pool = ThreadCounter()
+    from pools import CountingPool  # tests/pools.py
+
+    pool = CountingPool()
     split = run(spec, Context(pool=pool))
     assert pool.calls > 0  # the threaded branches ran
     monkeypatch.setattr(models.LogReg, "runs_independent", False)
@@ -170,17 +172,3 @@ def test_runs_split_across_threads_give_the_bits_of_the_batch(monkeypatch, mecha
         batched = run(spec, Context())
     for a, b in ((split.gap, batched.gap), (split.accuracy, batched.accuracy), (split.loss_trace, batched.loss_trace)):
         np.testing.assert_array_equal(a, b)
-
-
-class ThreadCounter(__import__("concurrent.futures").futures.ThreadPoolExecutor):
-    """A context's pool that counts the work lent to it."""
-
-    def __init__(self):
-        from dpcore import linalg
-
-        super().__init__(linalg.THREADS, thread_name_prefix=linalg._POOL_NAME)
-        self.calls = 0
-
-    def map(self, fn, *iterables, **kw):
-        self.calls += 1
-        return super().map(fn, *iterables, **kw)
