@@ -311,11 +311,13 @@ def map_rows(theta: np.ndarray, X: np.ndarray, fn):
     A GLM's loss and gradient thus read each block of X once, while it is in cache,
     instead of streaming a large X twice and the (R, n) margins through memory.  The
     blocks are fixed by the matrix's shape and summed in order, so the result never
-    depends on the threads.  Per-run data go block by block within each run (``z`` is
-    (1, n_b), ``rows`` is ``(r, slice)``), and each block's aux is the runs' values side by side.
+    depends on the threads.  Per-run data whose runs each hold at least
+    :data:`RUN_BLOCK_TARGET` bytes go block by block within each run (``z`` is (1, n_b),
+    ``rows`` is ``(r, slice)``), and each block's aux is the runs' values side by side.
     """
-    if X.ndim == 3:
-        return _map_run_rows(theta, X, fn) if X.nbytes >= DENSE_BLOCK_BYTES else None
+    if X.ndim == 3:  # per run: worth it when each run's rows fill a block (small data stay batched)
+        large = X.nbytes >= DENSE_BLOCK_BYTES and X[0].nbytes >= RUN_BLOCK_TARGET
+        return _map_run_rows(theta, X, fn) if large else None
     twin = _twin(X)
     if twin is None:
         if X.ndim != 2 or X.nbytes < DENSE_BLOCK_BYTES:
