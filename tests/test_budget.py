@@ -15,8 +15,9 @@ from dpcore.models import make_model
 
 #: the real peak may exceed the estimate by this factor, plus a fixed allowance for small arrays
 FACTOR, SLACK = 2.0, 16 * 2**20
-#: large enough that the (runs × rows × features) arrays dominate everything else (X is 1.6 MB)
-SIZE = dict(dataset="synthetic-classification", n=5_000, d=40, iterations=3, repeats=8)
+#: large enough that one (runs × rows × features) array (38 MB) dominates everything else (X is 1.6 MB)
+#: and exceeds SLACK, so that a single undeclared copy fails
+SIZE = dict(dataset="synthetic-classification", n=5_000, d=40, iterations=3, repeats=24)
 #: one store for the module: each exact reference (the MLP's is the slow part) is solved once
 CTX = Context(trace_points=0)
 
@@ -44,7 +45,8 @@ def test_a_runs_real_peak_memory_is_within_its_estimate(mechanism, model):
 
 
 def test_the_check_catches_an_undeclared_copy(monkeypatch):
-    """A check of the check: input perturbation without its declared copies is caught."""
+    """A check of the check: input perturbation without its declared copy is caught (one copy, the
+    release drawn in place, is 24 runs of 5,000 × 40 floats: 38 MB, above the fixed allowance)."""
     monkeypatch.setattr(REGISTRY["input-kang"], "data_copies", 0)
     with pytest.raises(AssertionError, match="declare its large arrays"):
         test_a_runs_real_peak_memory_is_within_its_estimate("input-kang", "logreg")

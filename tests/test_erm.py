@@ -298,7 +298,7 @@ def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path,
     monkeypatch.setattr("dpcore.experiments.studies.SHIPPED_REFERENCE_PAIRS", (("iris", "mlp"),))
     shipped.mkdir()
     (shipped / "erm-of-an-older-code.json").write_text("{}")
-    monkeypatch.setattr("dpcore.experiments.run.problem_data",
+    monkeypatch.setattr("dpcore.experiments.studies.problem_data",
                         lambda spec, dataset=None: (ds, model))  # the pair at this test's λ
     done = ship_references()
     (path,) = shipped.glob("erm-*.json")  # the older code's file is gone

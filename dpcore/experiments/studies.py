@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import erm
 from ..exceptions import DPCoreError, ParameterError
 from ..jsonutil import write_atomic
 from ..mechanisms import REGISTRY, get_mechanism
@@ -32,7 +33,7 @@ from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scali
 from .context import Context
 from .grid import run_grid, summaries
 from .tune import tuned_row, with_setting
-from .run import RunSpec, load_problem
+from .run import RunSpec, load_problem, problem_data
 from .sweep import environment
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
@@ -129,11 +130,8 @@ def ship_references(progress=None, folder: Path | None = None) -> list[dict[str,
     """Solve (or find, when current) the exact references of :data:`SHIPPED_REFERENCE_PAIRS` into
     ``folder`` (:data:`~dpcore.erm.SHIPPED_REFERENCES`), and remove the files of earlier code
     there (their keys include the solver's and the models' source, so no reader would find them)."""
-    from ..erm import SHIPPED_REFERENCES, ReferenceStore
-    from .run import problem_data
-
-    folder = Path(SHIPPED_REFERENCES if folder is None else folder)
-    store, keep, done = ReferenceStore(folder), set(), []
+    folder = Path(erm.SHIPPED_REFERENCES if folder is None else folder)
+    store, keep, done = erm.ReferenceStore(folder), set(), []
     for dataset, model in SHIPPED_REFERENCE_PAIRS:
         started = time.time()
         data, m = problem_data(RunSpec(dataset=dataset, model=model))

@@ -184,7 +184,7 @@ FEATURE_SIGMA = Param("sigma", Interval(float, 1e-3, 1e6, "both"), None,
 
 class _InputBase(Mechanism):
     family = "input"
-    data_copies = 2  # the noise and the perturbed records, per repeat
+    data_copies = 1  # the perturbed records, per repeat (the noise is drawn into them in place)
     options = declare(LABEL_EPSILON, KEEP_DATA, FEATURE_SIGMA, TUNE_ON_RELEASE,
                       Param("debias_labels", BOOL, True,
                             "debias the logistic loss for randomized-response flips (Natarajan et al. 2013)"))

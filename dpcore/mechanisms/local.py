@@ -45,7 +45,7 @@ class LocalGaussian(Mechanism):
     name = "Local Gaussian + randomized response"
     short = "local Gaussian"
     family = "local"
-    data_copies = 2  # the noise and the released records, per repeat
+    data_copies = 1  # the released records, per repeat (the noise is drawn into them in place)
     paper = "Gaussian mechanism per record (Balle & Wang 2018) + randomized response"
     models = ("logreg",)  # labels go through binary randomized response
     notion = "(ε, δ)"
