@@ -194,12 +194,15 @@ def solve_perturbed(model: Model, X: np.ndarray, y: np.ndarray, linear: np.ndarr
     m = LogReg(lam=lam)
     theta = np.zeros((R, p)) if start is None else np.array(np.broadcast_to(start, (R, p)))
 
+    def f_and_g(th):  # the objective and its gradient in one pass over X
+        loss, grad = m.loss_and_grad(th, X, y)
+        return loss + np.sum(linear * th, axis=1), grad + linear
+
     def f(th):
         return m.loss(th, X, y) + np.sum(linear * th, axis=1)
 
-    fval = f(theta)
+    fval, g = f_and_g(theta)
     for _ in range(200):
-        g = m.grad(theta, X, y) + linear
         gn = np.linalg.norm(g, axis=1)
         active = gn > 1e-12
         if not active.any():
@@ -209,24 +212,27 @@ def solve_perturbed(model: Model, X: np.ndarray, y: np.ndarray, linear: np.ndarr
         step[active] = np.linalg.solve(H, g[active][:, :, None])[:, :, 0]
         # Full Newton steps that halve the gradient are taken outright (near the optimum the
         # objective changes below rounding, so Armijo cannot judge them); the rest backtrack.
+        # The full step's objective and gradient come from one pass: they are the first
+        # backtracking candidate's and, once taken, the next iteration's.
         full = theta - step
-        full_ok = np.linalg.norm(m.grad(full, X, y) + linear, axis=1) < 0.5 * gn
+        f_full, g_full = f_and_g(full)
+        full_ok = np.linalg.norm(g_full, axis=1) < 0.5 * gn
         t = np.ones(R)
+        cand, fc = full, f_full
         for _ in range(60):  # per-run Armijo backtracking
-            cand = theta - t[:, None] * step
-            fc = f(cand)
             ok = (fc <= fval - 1e-4 * t * np.sum(g * step, axis=1)) | ~active | full_ok | (t < 1e-12)
             if ok.all():
                 break
             t = np.where(ok, t, t * 0.5)
-        cand = np.where(full_ok[:, None], full, cand)
-        fc = f(cand)
+            cand = theta - t[:, None] * step
+            fc = f(cand)
+        taken_full = bool(np.all(t == 1.0))  # every run's candidate is the full step
         improved = full_ok | (fc <= fval)
         theta = np.where(improved[:, None], cand, theta)
         fval = np.where(improved, fc, fval)
+        g = np.where(improved[:, None], g_full, g) if taken_full else m.grad(theta, X, y) + linear
         if not improved[active].any():
             break
-    g = m.grad(theta, X, y) + linear
     # Float64 cannot resolve the gradient below rounding of its largest terms; a large
     # random tilt (tiny ε) moves that floor, so the tolerance is relative to it.
     scale = max(1.0, float(np.max(np.linalg.norm(linear, axis=1) + lam * np.linalg.norm(theta, axis=1))))

@@ -92,6 +92,22 @@ def test_large_dense_matrices_take_the_blocked_pass(monkeypatch):
     np.testing.assert_array_equal(g1, grad)
 
 
+def test_large_dense_matrices_build_hessians_block_by_block(monkeypatch):
+    """Above DENSE_BLOCK_BYTES a dense X's weighted Grams Xᵀ diag(w_r) X are summed over row
+    blocks (no weighted copy of all of X per run): equal to the plain product to rounding, and
+    really blocked (a block smaller than X); below the threshold, the plain product's bits."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((9_000, 12)) / 4
+    W = rng.random((3, X.shape[0]))
+    plain = np.stack([(X * w[:, None]).T @ X for w in W])
+    np.testing.assert_array_equal(linalg.weighted_grams(W, X), plain)  # 0.9 MB: below it
+    monkeypatch.setattr(linalg, "DENSE_BLOCK_BYTES", X.nbytes)
+    monkeypatch.setattr(linalg, "GRAM_BLOCK_TARGET", X.nbytes // 4)
+    blocked = linalg.weighted_grams(W, X)
+    np.testing.assert_allclose(blocked, plain, rtol=1e-12, atol=1e-12)
+    assert not np.array_equal(blocked, plain)  # summed in four blocks, not in one product
+
+
 def test_dense_and_small_matrices_get_no_twin():
     rng = np.random.default_rng(1)
     full = rng.standard_normal((4000, 60))
