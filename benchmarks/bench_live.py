@@ -226,17 +226,30 @@ def _gemm_peak() -> float:
 
 
 def batched() -> None:
+    """As the app runs a grid's stack: on the context's pool (the sparse products' row blocks on
+    both cores), R = 1 and R = 20 alike; one thread beside it."""
     ds = datasets.load("adult")
     m, (n, d), T = LogReg(), ds.X_train.shape, 20
-    per_step = {}
-    for R in (1, 20):
-        rngs = BatchRNG(list(range(R)))
+    X, y = ds.X_train, ds.y_train
+
+    def steps(R: int) -> float:
         theta0 = m.init(R, d)
-        per_step[R] = median_time(lambda: gradient_descent(
-            m, ds.X_train, ds.y_train, theta0, iterations=T, learning_rate=1.0, rngs=rngs,
+        return median_time(lambda: gradient_descent(
+            m, X, y, theta0, iterations=T, learning_rate=1.0, rngs=BatchRNG(list(range(R))),
             noise_std=0.01, trace_points=0)) / T
+
+    with Context().active():
+        per_step = {R: steps(R) for R in (1, 20)}
+        theta = np.full((20, d), 0.01)
+        coef = np.full((20, n), 0.01)
+        products = median_time(lambda: (linalg.margins(theta, X), linalg.weighted_rows(coef, X)), 20)
+    with one_thread():
+        alone = {R: steps(R) for R in (1, 20)}
     ratio = per_step[20] / 20 / per_step[1]
-    row("batched DP-GD per-run cost, R = 20 vs R = 1 (Adult)", f"{ratio:.2f}", "—", "≤ 0.2", ratio <= 0.2)
+    row("batched DP-GD per-run cost, R = 20 vs R = 1 (Adult, on the context's pool as the app runs)",
+        f"{ratio:.2f} ({per_step[1] * 1e3:.2f} → {per_step[20] * 1e3:.2f} ms a step)",
+        f"one thread {alone[20] / 20 / alone[1]:.2f}; limit: R = 20's two sparse products alone "
+        f"{products * 1e3:.2f} ms = ratio {products / 20 / per_step[1]:.2f}", "≤ 0.2", ratio <= 0.2)
     peak = _gemm_peak()
     rate = 4.0 * 20 * n * d / per_step[20] / 1e9  # θXᵀ and coef·X per step, dense-equivalent flops
     row("batched DP-GD arithmetic rate, Adult (sparse), R = 20", f"{rate:.1f} GFLOP/s = {rate / peak:.0%}",
@@ -321,33 +334,45 @@ def mlp(skip_slow: bool) -> None:
 
 
 def compare() -> None:
+    """Compare's default comparison, computed: with cold workers (a new server's first click),
+    and with the workers the view warms while it is on screen (``warm_workers``: imports, data
+    and exact reference loaded before the click); then again, from the shared result cache."""
     from joblib.externals.loky import get_reusable_executor
 
     from dpcore.experiments.studies import epsilon_sweep
+    from dpcore.experiments.sweep import warm_workers
     from dpcore.mechanisms import REGISTRY
 
     central = [m for m, c in REGISTRY.items() if c.family in ("output", "objective", "gradient")]
     eps = [0.01, 0.03, 0.1, 0.25, 0.5, 1.0, 3.0, 10.0]
+    base = RunSpec(dataset="adult", repeats=5, iterations=100)
+    cores = os.cpu_count() or 1
     for tuned in (False, True):  # the app's Compare runs the shipped tuned settings by default
-        get_reusable_executor().shutdown(wait=True)
-        first: list[float] = []
-        t = time.perf_counter()
-        with tempfile.TemporaryDirectory() as results:
-            ctx = Context(workers=min(2, os.cpu_count() or 1), results_dir=results)
-            rows = epsilon_sweep(RunSpec(dataset="adult", repeats=5, iterations=100), central, eps, ctx,
-                                 tuned=tuned, partial=lambda done: first or first.append(time.perf_counter() - t))
-            sec = time.perf_counter() - t
-            t2 = time.perf_counter()  # a second click, or another session: the app's shared result cache
-            epsilon_sweep(RunSpec(dataset="adult", repeats=5, iterations=100), central, eps, ctx, tuned=tuned)
-            again = time.perf_counter() - t2
         how = "tuned settings, the app's default" if tuned else "T = 100, η = 1, λ = 1e-3"
-        what = f"Compare \"all central mechanisms\" ({len(rows)} configurations, Adult, cold workers, {how})"
-        work = sum(r.get("seconds") or 0.0 for r in rows)  # each configuration's one-thread compute
-        cores = os.cpu_count() or 1
-        row(f"{what}: first curve drawn", f"{first[0]:.1f} s", "—", "≤ 2 s", first[0] <= 2)
-        row(f"{what}: whole figure", f"{sec:.1f} s",
-            f"limit: its one-thread work {work:.0f} s on {cores} cores = {work / cores:.1f} s", "≤ 5 s", sec <= 5)
-        row(f"{what}: again (shared result cache)", f"{again:.2f} s", "—", "instant (≤ 0.5 s)", again <= 0.5)
+        for warm in (False, True):
+            get_reusable_executor().shutdown(wait=True)
+            with tempfile.TemporaryDirectory() as folder:
+                ctx = Context(workers=min(2, cores), erm_dir=Path(folder) / "erm",
+                              results_dir=Path(folder) / "results")  # a new machine: nothing stored
+                if warm:
+                    warm_workers(base, ctx).join()
+                first: list[float] = []
+                t = time.perf_counter()
+                rows = epsilon_sweep(base, central, eps, ctx, tuned=tuned,
+                                     partial=lambda done: first or first.append(time.perf_counter() - t))
+                sec = time.perf_counter() - t
+                t2 = time.perf_counter()  # a second click, or another session: the app's shared result cache
+                epsilon_sweep(base, central, eps, ctx, tuned=tuned)
+                again = time.perf_counter() - t2
+            workers = "workers warmed while the view is open" if warm else "cold workers"
+            what = f"Compare \"all central mechanisms\" ({len(rows)} configurations, Adult, {workers}, {how})"
+            work = sum(r.get("seconds") or 0.0 for r in rows)  # each configuration's one-thread compute
+            row(f"{what}: first curve drawn", f"{first[0]:.1f} s", "—", "≤ 2 s", first[0] <= 2)
+            row(f"{what}: whole figure", f"{sec:.1f} s",
+                f"limit: its one-thread work {work:.0f} s on {cores} cores = {work / cores:.1f} s", "≤ 5 s",
+                sec <= 5, "" if sec <= 5 or work / cores <= 5 else "the limit is above the goal")
+            if warm:
+                row(f"{what}: again (shared result cache)", f"{again:.2f} s", "—", "instant (≤ 0.5 s)", again <= 0.5)
 
 
 def compare_workers() -> None:
