@@ -17,7 +17,8 @@ mode does it by default with ε_y = ε/2):
   (ε_y, δ)-DP.  Randomized response on a real value would flip its sign and
   keep |y|: no guarantee at all.
 
-Features and label compose exactly (PLD, or Gaussian DP for two Gaussians),
+Features and label compose exactly (the Gaussian's privacy profile with the response's ±ε_y, or
+Gaussian DP for two Gaussians),
 through :mod:`dpcore.privacy`.
 """
 
@@ -169,7 +170,7 @@ def released_choice_extras(infos) -> dict:
 
 _RECORD_EVENT = ("each record released once: its features with Gaussian noise (replace-one sensitivity 2 "
                  "on the unit ball) and its label through randomized response (classification) or "
-                 "Gaussian noise on the clipped target (regression), composed exactly (PLD / Gaussian DP); "
+                 "Gaussian noise on the clipped target (regression), composed exactly (the exact privacy profile / Gaussian DP); "
                  "the model is post-processing (local ε = central ε). Raw labels: no guarantee")
 
 

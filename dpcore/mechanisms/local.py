@@ -33,7 +33,7 @@ class LocalGaussian(Mechanism):
 
     The budget is split between labels (option ``label_epsilon``, default ε/2)
     and features; σ is calibrated so that the composition of the two meets
-    (ε, δ) exactly (PLD).  The server runs exact ERM on the released data.
+    (ε, δ) exactly (the exact privacy profile of a Gaussian with a randomized response).  The server runs exact ERM on the released data.
     Local ε = central ε.
 
     References: Warner 1965 (randomized response); Balle & Wang 2018 (σ_AG).
