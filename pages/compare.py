@@ -118,7 +118,7 @@ st.session_state.setdefault("cmp_tuned", True)
 tuned = st.toggle("Each mechanism at its tuned settings, where a tuning is shipped", key="cmp_tuned",
                   help="T, η, λ, C or q as chosen in the Tune view for this dataset (the tuned ε closest to each "
                        "ε); off: every mechanism at the settings above. Tuned gradient mechanisms run up to "
-                       "T = 800, so a run takes longer (all central mechanisms on Adult: about 35 s instead of 11 s). "
+                       "T = 800, so a run takes longer (all central mechanisms on Adult, computed on 2 cores: about 18 s instead of 9 s; the first preset opens at once from shipped rows). "
                        "Choosing settings on private data costs privacy: the Tune view shows how much.")
 clients, skew = 4, 4.0
 if any(REGISTRY[m].family == "distributed" for m in mechs):
