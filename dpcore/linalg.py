@@ -51,7 +51,7 @@ BLOCKS = 4
 DENSE_BLOCK_BYTES = 8 * 2**20
 #: bytes of X per dense block (about 4,000 rows at d = 15)
 DENSE_BLOCK_TARGET = 2**19
-#: bytes of X per block of a dense :func:`weighted_grams` (about 4,000 rows at d = 103)
+#: bytes of X per block of a dense :func:`weighted_grams` (about 5,000 rows at d = 103)
 GRAM_BLOCK_TARGET = 2**22
 #: bytes of one run's rows per block of per-run data (R, n, p), e.g. input perturbation's
 #: released records: a block is read twice (margins, then the gradient) while it sits in a

@@ -253,24 +253,26 @@ def _run_groups(runs: int) -> list[range]:
 SPLIT_GATHER_BYTES = 2**22
 
 
-def _split_clipped_sums(model: Model, theta, X, y, idx, weights, clip: float) -> np.ndarray:
-    """The clipped sums of every run's mini-batch (rows ``idx``, (R, B)), the runs in one
-    contiguous group per pool thread: each group's rows gathered there, then the model's clipped
-    sum of that group.  For a model whose runs are computed apart from each other
-    (:attr:`~dpcore.models.Model.runs_independent`) these are the bits of the batched call
-    (the stacked products are one product per run), with the gathers (on Adult, R = 20,
+def _clipped_sums(model: Model, theta, X, y, idx, weights, clip: float, norms, runs: range) -> np.ndarray:
+    """The clipped sums of the mini-batches (rows ``idx``, (R, B)) of ``runs``: their rows
+    gathered (per-run data: each run's own), then the model's clipped sum of them (``norms``:
+    a shared X's row norms, or ``None``)."""
+    sl, rows = slice(runs.start, runs.stop), idx[runs.start:runs.stop]
+    own = np.arange(runs.start, runs.stop)[:, None]  # per-run data: run r's rows of X[r]
+    Xg = X[rows] if X.ndim == 2 else X[own, rows]
+    yg = y[rows] if y.ndim == 1 else y[own, rows]
+    return model.clipped_grad_sum(theta[sl], Xg, yg, clip, None if weights is None else weights[sl],
+                                  row_norms=None if norms is None else norms[rows])
+
+
+def _split_clipped_sums(model: Model, theta, X, y, idx, weights, clip: float, norms) -> np.ndarray:
+    """:func:`_clipped_sums` of every run, the runs in one contiguous group per pool thread,
+    each group's gathers and products there.  For a model whose runs are computed apart from
+    each other (:attr:`~dpcore.models.Model.runs_independent`) these are the bits of one batched
+    call (the stacked products are one product per run), with the gathers (on Adult, R = 20,
     q = 0.05: 30 MB a step) and the products on both cores."""
-    shared = X.ndim == 2
-    norms = linalg.row_norms(X) if shared and np.isfinite(clip) else None  # once per shared X
-
-    def some(runs: range) -> np.ndarray:
-        sl, rows = slice(runs.start, runs.stop), idx[runs.start:runs.stop]
-        Xg = X[rows] if shared else X[np.arange(runs.start, runs.stop)[:, None], rows]
-        yg = y[rows] if y.ndim == 1 else y[np.arange(runs.start, runs.stop)[:, None], rows]
-        return model.clipped_grad_sum(theta[sl], Xg, yg, clip, None if weights is None else weights[sl],
-                                      row_norms=None if norms is None else norms[rows])
-
-    return np.concatenate(linalg.map_chunks(some, _run_groups(len(idx))))
+    return np.concatenate(linalg.map_chunks(
+        lambda runs: _clipped_sums(model, theta, X, y, idx, weights, clip, norms, runs), _run_groups(len(idx))))
 
 
 def sgd(
@@ -318,17 +320,11 @@ def sgd(
         else:
             idx, weights = rngs.poisson_batch(n, sample_rate)
         clip = np.inf if clip_norm is None else clip_norm
+        norms = linalg.row_norms(X) if X.ndim == 2 and np.isfinite(clip) else None  # held per shared X
         if model.runs_independent and len(idx) > 1 and idx.size * X.shape[-1] * 8 >= SPLIT_GATHER_BYTES:
-            g_sum = _split_clipped_sums(model, theta, X, y, idx, weights, clip)
+            g_sum = _split_clipped_sums(model, theta, X, y, idx, weights, clip, norms)
         else:
-            if X.ndim == 3:  # per-run data (input perturbation): gather each run's rows
-                rows = np.arange(X.shape[0])[:, None]
-                Xb = X[rows, idx]
-                yb = y[rows, idx] if y.ndim == 2 else y[idx]
-            else:
-                Xb, yb = X[idx], y[idx]
-            norms = linalg.row_norms(X)[idx] if X.ndim == 2 and np.isfinite(clip) else None  # once per X
-            g_sum = model.clipped_grad_sum(theta, Xb, yb, clip, weights, row_norms=norms)
+            g_sum = _clipped_sums(model, theta, X, y, idx, weights, clip, norms, range(len(idx)))
         grad = g_sum / denom + model.lam * theta
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
         if average:

@@ -651,8 +651,8 @@ def _escape(text: str) -> str:
 
 def download_figure(fig, name: str, key: str) -> None:
     """The figure as a self-contained HTML file: plotly.js is embedded, so it opens offline.
-    The file is written when the button is clicked (a callable: Streamlit runs it then)."""
-    # built when clicked, not at every rerun: the file embeds plotly.js (4.8 MB, 55 ms to write)
+    It is written when the button is clicked (a callable, which Streamlit runs then), not at
+    every rerun: the file embeds plotly.js (4.8 MB, 55 ms to write)."""
     st.download_button("Download plot (HTML)", lambda: fig.to_html(include_plotlyjs=True).encode(),
                        file_name=f"{name}.html", mime="text/html", key=key)
 
