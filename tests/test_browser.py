@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -123,10 +124,14 @@ def _app_server():
     """A freshly started app on a free port; yields its URL."""
     port = _free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    # The server's log goes to a file, never to an unread pipe: once a pipe's 64 KiB buffer is
+    # full, every server thread that logs blocks for good (in a full run, the download's handler
+    # was one of them: the "download flake").  The file is printed when the server is stopped.
+    log = tempfile.NamedTemporaryFile("w+b", prefix="streamlit-", suffix=".log", delete=False)
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
     while time.time() < deadline:
@@ -146,6 +151,11 @@ def _app_server():
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
+        text = Path(log.name).read_bytes().decode(errors="replace")
+        Path(log.name).unlink(missing_ok=True)
+        if "Traceback" in text or "Error" in text:  # shown by pytest with the failing test's output
+            print(f"--- the app server's log ({len(text)} characters; last 4000) ---\n{text[-4000:]}")
 
 
 @pytest.fixture(scope="module")
