@@ -486,6 +486,26 @@ class InputDBDPInfluence(Mechanism):
         )
 
 
+#: Why a certified input-fukuchi model can score far below guessing: the record's note when the
+#: noise-corrected statistics' noise exceeds the data (:func:`fukuchi_noise_to_data` > 1).
+FUKUCHI_NOISE_SIGN = (
+    "The noise swamps the data here: the noise-corrected second-moment matrix the database solves with "
+    "fluctuates by about {ratio:.3g}× the largest eigenvalue the data can give it (2·(s_u/max‖q‖)²·√(d/n)), so it "
+    "is not positive definite ({k} of {R} runs) and the model points along directions the noise chose; the "
+    "data only choose its sign, through a noisy sum that can get it wrong. A run far below guessing is such a "
+    "sign-flipped model (negated, it scores well): single runs can land anywhere from far below guessing to near "
+    "the non-private accuracy, and only the mean over many runs says how good the mechanism is. More records or a "
+    "larger ε shrink the ratio.")
+
+
+def fukuchi_noise_to_data(s_u: float, q_max: float, n: int, d: int) -> float:
+    """Half-width of the noise left in the corrected Gram ``Σq̃q̃ᵀ − n·s_u²·I`` (its Wishart part's
+    spectrum spans about ±2·s_u²·√(nd)) over the data Gram's largest possible eigenvalue n·max‖q‖²:
+    above 1 the corrected quadratic is noise, its minimiser's direction the noise's.  Public: it
+    reads n, d and the noise scale only."""
+    return 2.0 * (s_u / q_max) ** 2 * math.sqrt(d / n)
+
+
 @register
 class InputFukuchi(Mechanism):
     """Seed 003 (Fukuchi, Tran & Sakuma 2017), Alg. 1 + Alg. 2, quadratic losses.
@@ -508,6 +528,16 @@ class InputFukuchi(Mechanism):
     calibrates (s_u, s_b) so that this release meets (ε, δ) (equal shares of
     μ², Gaussian DP), and the database subtracts the noise's expected Gram
     n·s_u²·I (post-processing) before solving with the model's own λ.
+
+    That correction (not in the paper's Alg. 2, whose objective keeps the noise's Gram as a
+    regulariser) is what lets the certified model approach θ* as n grows, but where the
+    per-contributor noise dwarfs the data (breast-cancer at local ε = 1: the corrected
+    statistics' eigenvalues span ±3·10³ against 86 for the data's largest) the corrected
+    quadratic is indefinite, its minimiser on the ball points along the noise's most negative
+    direction and the data only choose its sign: single runs then scatter from far below
+    guessing (a sign-flipped model, good when negated) to near the non-private accuracy
+    (:data:`FUKUCHI_NOISE_SIGN`, the record's note when :func:`fukuchi_noise_to_data` > 1;
+    extras ``gram_noise_to_data`` and ``gram_indefinite_runs``).
 
     References: Fukuchi, Tran & Sakuma 2017, Alg. 1–2, Thm 1–2, Cor. 1–2, Lemma 1–2.
     """
@@ -600,6 +630,7 @@ class InputFukuchi(Mechanism):
         evals, V = np.linalg.eigh(QtQ)
         Rm = (np.sqrt(np.maximum(evals, 0.0))[:, None] * V.T)  # RᵀR = QᵀQ
         thetas = []
+        indefinite = 0  # runs whose quadratic was not convex: the noise outweighed the data somewhere
 
         for g in rngs:
             A = g.standard_normal((d, d)) * s_u
@@ -614,11 +645,17 @@ class InputFukuchi(Mechanism):
             M = S + ridge * np.eye(d)
             evals_m = np.linalg.eigvalsh(M)
             if evals_m.min() <= 0:
-                # Not convex (published: Lemma 1's event failed; certified: the debiased Gram is
-                # indefinite): lift the spectrum to PSD, as the solver needs.
+                # Not convex (certified: the debiased Gram is indefinite; published's Σq̃q̃ᵀ + Δ_in·I
+                # is positive definite): lift the spectrum to PSD, as the solver needs.  On the ball
+                # the lift leaves the minimiser unchanged (it lies on the sphere, where the lift adds a
+                # constant); where the noise dominates, it leans on the most negative eigenvectors,
+                # its sign set by p̃ (FUKUCHI_NOISE_SIGN).
+                indefinite += 1
                 M = M + (1e-12 - evals_m.min()) * np.eye(d)
             thetas.append(quadratic_ball(M / n, p_tilde / n, k["eta"])[0])
         theta = np.stack(thetas)
+        # certified mode subtracts the noise's expected Gram; how large the noise it leaves is
+        noise_to_data = None if published else fukuchi_noise_to_data(s_u, k["q_max"], n, d)
         plan = self._plan(k, s_u, s_b)
         # Cor. 1's local level for the paper's noise (with 2δ), for comparison.
         eps_cor1 = fukuchi_local_epsilon(d=d, G=k["zeta"], lam=k["lam"], n=n, epsilon=config.epsilon,
@@ -631,8 +668,11 @@ class InputFukuchi(Mechanism):
                     "zeta": k["zeta"], "lambda_smooth": k["lam"],
                     "epsilon_local_cor1": eps_cor1, "delta_local_cor1": 2 * config.delta,
                     "epsilon_claimed_thm1": config.epsilon if published else None,
+                    "gram_noise_to_data": noise_to_data, "gram_indefinite_runs": indefinite,
                     "note": ("Thm 1 claims central (ε, δ), but its Lemma 1 event (Δ0 ≥ 2λ/ε) fails "
                              "almost surely for real data (Lemma 7 assumes ‖Q‖_F ≤ √d·λ; it grows like √n), "
                              "and σ_b uses Kifer et al.'s add/remove constant; the certified ε is the "
-                             "per-contributor (local) one, which the model inherits.")},
+                             "per-contributor (local) one, which the model inherits."
+                             + (" " + FUKUCHI_NOISE_SIGN.format(ratio=noise_to_data, k=indefinite, R=len(rngs))
+                                if noise_to_data is not None and noise_to_data > 1 else ""))},
         )
