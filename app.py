@@ -4,6 +4,8 @@ Each view is one thin script under ``pages/``: widgets in, one dpcore call,
 render.  All computation lives in :mod:`dpcore`.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 #: Presenter mode (``?present=1``, kept in the URL): large type and the sidebar folded, for a projector.
@@ -19,8 +21,13 @@ BASE_CSS = """<style>
 [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
 </style>"""
 
+#: The tab icon, a file of the repository (Streamlit inlines an SVG as a data: URL).  Not
+#: ":material/lock:": the browser fetches that favicon from fonts.gstatic.com, and the app makes no
+#: request outside the machine (tests/test_browser.py, test_no_view_requests_anything_outside_the_machine).
+ICON = Path(__file__).resolve().parent / "assets" / "lock.svg"
+
 present = st.query_params.get("present") == "1"
-st.set_page_config(page_title="DP-ERM explorer", page_icon=":material/lock:", layout="wide",
+st.set_page_config(page_title="DP-ERM explorer", page_icon=str(ICON), layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
 present = st.sidebar.toggle("Presenter mode", value=present, key="present",
                             help="Large type and the sidebar folded, for a projector; the Lesson view walks "

@@ -1,3 +1,5 @@
+import math
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -22,6 +24,44 @@ from pages.common import (
     user_datasets,
     write_to_url,
 )
+
+#: how a curve that coincides with an earlier one is drawn over it (k-th repeat: k-th style), so
+#: both stay visible: a dashed line over a solid one shows both colours, and the markers differ
+OVER_DASHES = ["dash", "dashdot", "longdash", "longdashdot", "5px,3px,1px,3px"]
+OVER_SYMBOLS = ["square-open", "diamond-open", "triangle-up-open", "x-thin-open", "star-open", "cross-thin-open"]
+
+
+def tell_apart(fig: go.Figure) -> None:
+    """Curves with the same values (several rows share one bound) all visible: each repeat is
+    drawn on top, dashed, with its own open marker, and its legend entry says which curve it
+    lies on.  Two curves are the same when every point agrees to 0.1 % (indistinguishable on
+    a log axis)."""
+    drawn: list[tuple[object, list[float], int]] = []  # (first trace, its y's, repeats so far)
+    for tr in fig.data:
+        ys = [None if v is None else float(v) for v in (tr.y if tr.y is not None else ())]
+        same = next((i for i, (_, other, _) in enumerate(drawn) if len(other) == len(ys) and ys
+                     and all(u == v if u is None or v is None else math.isclose(u, v, rel_tol=1e-3)
+                             for u, v in zip(ys, other))), None)
+        if same is None:
+            drawn.append((tr, ys, 0))
+            continue
+        first, other, k = drawn[same]
+        drawn[same] = (first, other, k + 1)
+        tr.line.dash = OVER_DASHES[k % len(OVER_DASHES)]
+        tr.marker.symbol = OVER_SYMBOLS[k % len(OVER_SYMBOLS)]
+        tr.marker.size = 9
+        tr.name = f"{tr.name} (same as {first.name.split(' (')[0]})"
+
+
+def integer_ticks(fig: go.Figure, xs) -> None:
+    """A sample-size axis (log) labelled at round integers, 1–2–5 steps: 5,000, 10,000, 20,000, …
+    (the scaling grid's n are the dataset's n times powers of 2, e.g. 4522.125).  The hover
+    reads n as a whole number too."""
+    lo, hi = min(xs), max(xs)
+    ticks = [m * 10**k for k in range(10) for m in (1, 2, 5) if lo <= m * 10**k <= hi]
+    fig.update_xaxes(tickmode="array", tickvals=ticks, ticktext=[f"{t:,}" for t in ticks])
+    fig.update_traces(xhoverformat=",.0f")
+
 
 enter_view("theory")
 st.title("Theory: the published bounds, evaluated")
@@ -98,6 +138,9 @@ for r in sc["rows"]:
 fig.update_xaxes(title=over)
 fig.update_yaxes(title="predicted excess risk")
 readable_axes(fig, sc["grid"], log_x=True, log_y=True)  # decades, no minor labels; legend above
+if over == "n":
+    integer_ticks(fig, sc["grid"])
+tell_apart(fig)
 show_chart(fig)
 download_figure(fig, "bounds_scaling", "th_dl_fig")
 
@@ -125,5 +168,8 @@ if meas:
     fig2.update_xaxes(title=meas["over"])
     fig2.update_yaxes(title="optimality gap / predicted excess risk")
     readable_axes(fig2, meas["grid"], log_x=True, log_y=True)
+    if meas["over"] == "n":
+        integer_ticks(fig2, meas["grid"])
+    tell_apart(fig2)
     show_chart(fig2)
     download_figure(fig2, "measured_vs_predicted", "th_dl_fig2")

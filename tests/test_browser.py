@@ -380,3 +380,116 @@ def test_a_plot_downloads_as_a_self_contained_file_written_on_click(server, brow
     assert len(html) > 1_000_000  # plotly.js itself is inside: it opens offline
     (fig,) = plotly_html.figures(html)
     assert "Training objective" in plotly_html.title(fig) and fig["data"]
+
+
+# -- nothing leaves the machine, and no Deploy button (issue 41) ---------------------------------
+
+#: the views the outside-request test opens by their links: the start view and three that draw
+#: charts, formulas and icons of their own
+OFFLINE_VIEWS = ["", "explore", "lesson", "theory"]
+#: what counts as this machine
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+def _is_local(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob", "about") or parts.hostname in LOCAL_HOSTS
+
+
+def _record_outside_requests(context) -> list[str]:
+    """Route every request of ``context``'s pages: one to a host other than this machine is
+    recorded and aborted (it never leaves), every other one goes on.  Returns the list the
+    outside URLs are added to."""
+    outside: list[str] = []
+
+    def handler(route):
+        url = route.request.url
+        if _is_local(url):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context.route("**/*", handler)
+    return outside
+
+
+#: what the page itself points outside at: its tab icon's address and every resource it loaded
+#: (a second net, for anything the browser fetched around the routing)
+_PAGE_ADDRESSES = """() => [...document.querySelectorAll('link[rel~="icon"]')].map(l => l.href)
+    .concat(performance.getEntriesByType('resource').map(e => e.name))"""
+
+
+def _open_recording(browser):
+    """A new browser context whose every outside request is recorded (and aborted), and a page in
+    it whose WebSockets are recorded too; returns (context, page, outside)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    outside = _record_outside_requests(context)
+    page = context.new_page()
+    page.on("websocket", lambda ws: None if _is_local(ws.url) else outside.append(ws.url))
+    return context, page, outside
+
+
+def test_no_view_requests_anything_outside_the_machine(server, browser):
+    """A class may sit behind a firewall, and a student's visit is nobody else's business: the
+    start view and three others, each opened by its link, request nothing from any host but
+    this machine — no font server for the tab icon (``:material/lock:`` had the browser fetch it
+    from fonts.gstatic.com), fonts, images or scripts."""
+    context, page, outside = _open_recording(browser)
+    try:
+        for path in OFFLINE_VIEWS:
+            page.goto(f"{server}/{path}", timeout=90_000)
+            page.get_by_text(VIEWS[path]).first.wait_for(timeout=120_000)
+            page.wait_for_timeout(2000)  # late requests: the tab icon, fonts, a chart's images
+            outside += [u for u in page.evaluate(_PAGE_ADDRESSES) if not _is_local(u)]
+            assert page.locator('[data-testid="stException"]').count() == 0, path
+    finally:
+        context.close()
+    assert not outside, sorted(set(outside))
+
+
+def test_the_outside_request_check_catches_an_outside_request(browser):
+    """A check of the check: a page that asks the internet for an image, a style sheet and a tab
+    icon is caught three times (and the requests are aborted); a request to this machine is not."""
+    local = f"http://127.0.0.1:{_free_port()}/nothing-listens-here.png"
+    context, page, outside = _open_recording(browser)
+    try:
+        page.set_content(f'<html><head><link rel="icon" href="https://fonts.gstatic.com/lock.svg">'
+                         f'<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">'
+                         f'</head><body><img src="https://example.com/x.png"><img src="{local}"></body></html>')
+        page.wait_for_timeout(1000)
+        outside += [u for u in page.evaluate(_PAGE_ADDRESSES) if not _is_local(u)]
+    finally:
+        context.close()
+    for url in ("https://example.com/x.png", "https://fonts.googleapis.com/css?family=Roboto",
+                "https://fonts.gstatic.com/lock.svg"):
+        assert url in outside, (url, outside)
+    assert local not in outside
+
+
+def _toolbar_buttons(page, url: str) -> int:
+    """The number of Deploy buttons in the start view's toolbar, once its menu is drawn."""
+    page.goto(url, timeout=90_000)
+    page.get_by_text(VIEWS[""]).first.wait_for(timeout=120_000)
+    page.locator('[data-testid="stToolbar"]').first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)  # the toolbar's buttons arrive after the host's settings
+    return page.locator('[data-testid="stAppDeployButton"]').count() + page.get_by_role(
+        "button", name="Deploy", exact=True).count()
+
+
+def test_no_deploy_button_in_the_toolbar(server, browser, monkeypatch):
+    """A teaching app offers no "Deploy" (``.streamlit/config.toml``: ``client.toolbarMode =
+    "viewer"``).  The check of the check: the same app with the developer's toolbar
+    (``STREAMLIT_CLIENT_TOOLBAR_MODE=developer``, which overrides the file) shows the button."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        assert _toolbar_buttons(page, server) == 0
+        monkeypatch.setenv("STREAMLIT_CLIENT_TOOLBAR_MODE", "developer")
+        with _app_server() as developer:
+            page.goto(developer, timeout=90_000)
+            page.locator('[data-testid="stAppDeployButton"]').first.wait_for(timeout=120_000)
+            assert _toolbar_buttons(page, developer) >= 1
+    finally:
+        page.close()

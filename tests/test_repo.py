@@ -106,3 +106,22 @@ def test_pip_install_gives_the_package_its_data_and_the_dpcore_command(tmp_path)
     out = installed(str(site / "bin" / "dpcore"), "run", "--dataset", "breast-cancer",
                     "--mechanism", "gradient-dpgd", "--json")
     assert json.loads(out)["n_train"] > 0
+
+
+def test_the_app_config_hides_deploy_and_the_tab_icon_is_a_file_of_the_repository():
+    """Issue 41, where Chromium is missing (tests/test_browser.py checks both in a browser:
+    test_no_deploy_button_in_the_toolbar, test_no_view_requests_anything_outside_the_machine).
+    The toolbar shows a viewer's options only, a value the installed Streamlit documents as hiding
+    the Deploy button; the tab icon is the repository's SVG (Streamlit inlines it as a data: URL),
+    not a ``:material/…:`` icon, which the browser fetches from fonts.gstatic.com."""
+    from streamlit import config as st_config
+
+    mode = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["client"]["toolbarMode"]
+    option = st_config._config_options_template["client.toolbarMode"]
+    said = re.search(rf'"{mode}"\s*:(.*?)(?:- "|$)', option.description, flags=re.S)
+    assert said and "deploy" in said.group(1).lower() or mode == "minimal", (mode, option.description)
+    app = (ROOT / "app.py").read_text()
+    (call,) = re.findall(r"st\.set_page_config\((.*?)\)\n", app, flags=re.S)
+    assert "page_icon=str(ICON)" in call and ":material/" not in call
+    assert 'ICON = Path(__file__).resolve().parent / "assets" / "lock.svg"' in app
+    assert (ROOT / "assets" / "lock.svg").read_text().lstrip().startswith("<svg ")
