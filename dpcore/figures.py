@@ -20,7 +20,8 @@ import plotly.graph_objects as go
 
 from .mechanisms import short_name
 
-__all__ = ["NOTE", "on_screen", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon", "mark_missed", "target_note", "tradeoff_figure",
+__all__ = ["NOTE", "on_screen", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
+           "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
            "band_figure", "REFERENCE_LINE", "readable_axes"]
 
 # Calibrations round up by about 1e-9; anything above this relative slack misses.
@@ -71,7 +72,8 @@ def mark_missed(fig, xs, ys, targets, certs, *, legend: bool = True, **where) ->
 
 def target_note(rows: Iterable[dict], *, group: str = "mechanism", target: str = "epsilon",
                 certified: str = "epsilon_certified") -> str | None:
-    """One sentence naming every group with points that miss their target, or ``None``."""
+    """One sentence naming every group with points that miss their target, or ``None`` (the
+    views' single charts; a figure of panels writes its note with :func:`figure_note`)."""
     missed: dict[str, list[tuple]] = {}
     for r in rows:
         if misses_target(r.get(target), r.get(certified)):
@@ -89,6 +91,141 @@ def target_note(rows: Iterable[dict], *, group: str = "mechanism", target: str =
             parts.append(f"{name} (certified {shown}{', …' if len(set(pts)) > 4 else ''})")
     return ("Ringed points miss their target ε: the noise that ran certifies more than the ε they are "
             "drawn at, so read them as leaking, not as winners — " + "; ".join(parts) + ".")
+
+
+#: The note's first sentence: what a ring means.
+NOTE_LEAD = ("Ringed points miss their target ε: the noise that ran certifies more than the ε they are "
+             "drawn at, so read them as leaking, not as winners.")
+#: How a note names a swept coordinate other than ε ("… with n = 2^7").
+_X_NAMES = {"n": "n", "skew": "u"}
+
+
+def _text(value) -> str:
+    """A name as text: ``None``, NaN and blanks are empty, and a name in parts (a tuple or
+    list: ``("input (Kang)", "(published)")``) joins its non-empty parts with a space, so an
+    empty part never leaves a separator behind."""
+    if isinstance(value, (tuple, list)):
+        return " ".join(p for p in (_text(v) for v in value) if p)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return " ".join(str(value).split())
+
+
+def _certified(value) -> float:
+    """A certified ε as a float: missing (``None``, NaN) is ∞ (no guarantee)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return math.inf
+    return math.inf if math.isnan(v) else v
+
+
+def _fmt_x(key: str, value) -> str:
+    v = float(value)
+    if key == "n" and v >= 4 and v == int(v) and int(v) & (int(v) - 1) == 0:
+        return f"2^{int(v).bit_length() - 1}"  # the papers' n = 2^7 … 2^21
+    return f"{v:g}"
+
+
+def join_words(parts: Iterable[str], last: str = " and ") -> str:
+    """'a', 'a and b', 'a, b and c': the non-empty parts as an English list."""
+    parts = [p for p in (_text(p) for p in parts) if p]
+    return last.join(parts) if len(parts) <= 2 else ", ".join(parts[:-1]) + last + parts[-1]
+
+
+def figure_note(rows: Iterable[dict], *, panels: Iterable[str] | None = None, x: str | None = None,
+                limit: int | None = 4) -> str | None:
+    """The note under a figure: which series have points that miss their target ε, what those
+    points certify, and in which panel; ``None`` when no point misses.
+
+    ``rows``: one dict per point drawn (those that miss and the others), with ``series`` (the
+    legend name, or its parts as a tuple), ``epsilon`` (the target), ``epsilon_certified``
+    (``None``/NaN: ∞) and optionally ``panel`` (the subplot's title), ``mechanism`` and
+    ``calibration`` (two series drawing the same runs are one entry, naming both) and, when
+    ``x`` names a swept coordinate other than ε (``"n"``, ``"skew"``), the point's value of it
+    (``None``: one run drawn flat across the panel).  ``panels``: the figure's panels in order
+    (default: as the rows come).
+
+    The text is generated from the entries, never from pieces of text: one entry per series ×
+    panel × x × target ε (a duplicate keeps the larger certified ε); a series that reads the
+    same in several panels is listed once for them; with more than one panel every number is in
+    a sentence that names its panels ("In every panel: …", "In the Adult (LR) panel: …"); the
+    swept coordinate is named when it takes more than one value; empty name parts leave no
+    separator behind.  At most ``limit`` values per entry (then "…"; ``None``: all).
+    """
+    rows = list(rows)
+    key_x = x if x not in (None, "epsilon") else None
+    given = [] if panels is None else [_text(p) for p in panels]
+    panels = list(dict.fromkeys([*given, *(_text(r.get("panel")) for r in rows)]))
+    show_x = key_x is not None and len({float(r[key_x]) for r in rows if r.get(key_x) is not None}) > 1
+    x_name = _X_NAMES.get(key_x or "", key_x)
+    names: dict[tuple, list[str]] = {}  # a series' runs -> the legend names drawing them
+    drawn: dict[tuple, set] = {}  # (runs, panel) -> every x drawn
+    missed: dict[tuple, dict[tuple, float]] = {}  # (runs, panel) -> (x, target) -> certified
+    for r in rows:
+        mechanism = _text(r.get("mechanism"))
+        name = _text(r.get("series")) or (_text(short_name(mechanism)) if mechanism else "") or "an unnamed series"
+        runs = (mechanism or name, _text(r.get("calibration")))
+        panel = _text(r.get("panel"))
+        xv = float(r[key_x]) if key_x is not None and r.get(key_x) is not None else None
+        drawn.setdefault((runs, panel), set()).add(xv)
+        target, cert = r.get("epsilon"), _certified(r.get("epsilon_certified"))
+        if not misses_target(target, cert):
+            continue
+        if name not in names.setdefault(runs, []):
+            names[runs].append(name)
+        at = missed.setdefault((runs, panel), {})
+        at[xv, float(target)] = max(at.get((xv, float(target)), -math.inf), cert)
+    if not missed:
+        return None
+
+    def number(c: float) -> str:
+        return "∞" if math.isinf(c) else f"{c:.4g}"
+
+    def detail(at: dict[tuple, float], xs: set) -> str:
+        if all(math.isinf(c) for c in at.values()):
+            return "no guarantee at all: certified ε = ∞"
+        shown = {(number(c), t) for (_, t), c in at.items()}
+        if show_x and len(shown) == 1 and len(at) > 1 and {xv for xv, _ in at} == xs:
+            (c, t), = shown  # the same at every x of the panel
+            return f"certified {c} at {t:g} for every {x_name}"
+
+        def at_x(xv) -> str:
+            return f" with {x_name} = {_fmt_x(key_x, xv)}" if show_x and xv is not None else ""
+
+        pairs = [f"{number(c)} at {t:g}{at_x(xv)}" for (xv, t), c in
+                 sorted(at.items(), key=lambda kv: (-math.inf if kv[0][0] is None else kv[0][0], kv[0][1]))]
+        if limit is not None and len(pairs) > limit:
+            pairs = [*pairs[:limit], "…"]
+        return "certified " + ", ".join(pairs)
+
+    # panels -> detail -> the series' names: a series goes with every panel where it reads the
+    # same, and series that read the same there share one entry
+    groups: dict[tuple[str, ...], dict[str, list[str]]] = {}
+    for runs, labels in names.items():
+        same: dict[str, list[str]] = {}  # detail -> the panels where the series reads so
+        for panel in panels:
+            if (runs, panel) in missed:
+                same.setdefault(detail(missed[runs, panel], drawn[runs, panel]), []).append(panel)
+        for text, ps in same.items():
+            entry = groups.setdefault(tuple(ps), {}).setdefault(text, [])
+            entry += [n for n in labels if n not in entry]
+
+    def entries(by_detail: dict[str, list[str]]) -> str:
+        return "; ".join(f"{join_words(labels)} ({text})" for text, labels in by_detail.items())
+
+    if len(panels) == 1:
+        return f"{NOTE_LEAD} The ringed series: {entries(next(iter(groups.values())))}."
+    order = {p: i for i, p in enumerate(panels)}
+
+    def heading(where: tuple[str, ...]) -> str:
+        if len(where) == len(panels):
+            return "In every panel"
+        return f"In the {join_words(p or 'untitled' for p in where)} panel{'s' if len(where) > 1 else ''}"
+
+    sentences = [f"{heading(where)}: {entries(by_detail)}."
+                 for where, by_detail in sorted(groups.items(), key=lambda g: (order[g[0][0]], -len(g[0])))]
+    return " ".join([NOTE_LEAD, *sentences])
 
 
 def privacy_region_figure(rec: dict, log_axes: bool = False):
@@ -282,12 +419,14 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
 
 
 def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | None = None,
-                  published_epsilon: float | None = None, guess: float | None = None) -> go.Figure:
+                  published_epsilon: float | None = None, guess: float | None = None,
+                  baseline: float | None = None, baseline_label: str = "non-private") -> go.Figure:
     """Tuned test accuracy against ε, per mechanism (one colour each), twice: a solid line at
     the target ε (what the released run certifies; papers report this) and a dashed one at
     the ε the whole search spent.  ``published``: mechanism → (label, accuracy in %) at
     ``published_epsilon``, drawn as open diamonds (Yu et al. 2020's table).  Three grey
-    legend entries say what the line styles mean."""
+    legend entries say what the line styles mean; ``baseline``: the non-private reference (a grey
+    dotted line, ``baseline_label``)."""
     fig = go.Figure()
     groups = list(dict.fromkeys(r["mechanism"] for r in rows))
     xs_all: list[float] = []
@@ -327,6 +466,8 @@ def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | No
                      dict(mode="markers", marker=dict(symbol="diamond-open", size=11, color="#888888"))))
     for name, style in keys:
         fig.add_trace(go.Scatter(x=[None], y=[None], name=name, hoverinfo="skip", **style))
+    if baseline is not None:
+        fig.add_hline(y=baseline, annotation_text=baseline_label, **REFERENCE_LINE)
     if guess is not None:  # what always answering the majority class scores
         fig.add_hline(y=guess, annotation_text=GUESS_LABEL["accuracy"], annotation_position="bottom right",
                       **GUESS_LINE)
@@ -335,15 +476,15 @@ def tuning_figure(rows: list[dict], published: dict[str, tuple[str, float]] | No
     return fig
 
 
-def released_tuning_figure(rows: list[dict], guess: float | None = None) -> go.Figure:
+def released_tuning_figure(rows: list[dict], guess: float | None = None, baseline: float | None = None,
+                           baseline_label: str = "non-private") -> go.Figure:
     """Input and local perturbation against ε, per mechanism (one colour each): solid, with the
     settings each release chose on its own records (free); dotted, at the defaults on the same
     releases.  Accuracy or RMSE, whichever the rows carry, with the non-private level and
-    guessing as grey lines."""
+    guessing as grey lines (``baseline``: the one non-private reference, ``baseline_label``)."""
     metric = "accuracy" if any("test_accuracy" in r for r in rows) else "rmse"
     fig = go.Figure()
     xs_all: list[float] = []
-    nonprivate = [r.get(f"{metric}_nonprivate") for r in rows if r.get(f"{metric}_nonprivate") is not None]
     for k, g in enumerate(dict.fromkeys(r["mechanism"] for r in rows)):
         pts = sorted((r for r in rows if r["mechanism"] == g and r.get(f"test_{metric}") is not None),
                      key=lambda r: r["epsilon"])
@@ -366,9 +507,8 @@ def released_tuning_figure(rows: list[dict], guess: float | None = None) -> go.F
                          dict(mode="lines", line=dict(color="#888888"))),
                         ("dotted: the defaults, same releases", dict(mode="lines", line=dict(color="#888888", dash="dot")))):
         fig.add_trace(go.Scatter(x=[None], y=[None], name=name, hoverinfo="skip", **style))
-    if nonprivate:
-        fig.add_hline(y=float(np.mean(nonprivate)), line=dict(color="#444444", dash="dash", width=1),
-                      annotation_text="non-private", annotation_position="top right")
+    if baseline is not None:
+        fig.add_hline(y=baseline, annotation_text=baseline_label, **REFERENCE_LINE)
     if guess is not None:
         fig.add_hline(y=guess, annotation_text=GUESS_LABEL[metric], annotation_position="bottom right", **GUESS_LINE)
     label = "test accuracy" if metric == "accuracy" else "test RMSE"
@@ -384,6 +524,16 @@ NOTE = "note"
 
 def _plain(text: str) -> str:
     return re.sub(r"<[^>]+>", "", re.sub(r"<br\s*/?>", " — ", text or "")).strip(" —")
+
+
+def without_notes(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` without its notes below it (annotations named :data:`NOTE`), for a page
+    that writes the note itself as text (its own :func:`figure_note`); ``fig`` keeps them."""
+    shown = go.Figure(fig)
+    if any(a.name == NOTE for a in shown.layout.annotations):
+        shown.layout.annotations = [a for a in shown.layout.annotations if a.name != NOTE]
+        shown.update_layout(margin=dict(b=10))
+    return shown
 
 
 def on_screen(fig: go.Figure) -> tuple[str, go.Figure, list[str]]:

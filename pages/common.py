@@ -23,12 +23,13 @@ from streamlit.runtime.pages_manager import PagesManager
 from dpcore import datasets
 from dpcore.erm import ReferenceStore
 from dpcore.exceptions import DPCoreError
+from dpcore.experiments.baselines import Baseline, baseline
 from dpcore.figures import REFERENCE_LINE, on_screen, target_note
 from dpcore.experiments.context import Context, cache_dir
 from dpcore.experiments.run import RunSpec, run, slow_reference
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
-from dpcore.params import PARAMS, Interval, Options, log_ticks
+from dpcore.params import PARAMS, Interval, Options, check, log_ticks
 
 
 #: Exact reference solutions (L*) of registered data outlive the server (the MLP's takes
@@ -279,7 +280,11 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
     label = label or p.help
     kw.setdefault("help", param_help(name))
     if p.ticks:
-        return _select_slider(container, label, list(p.ticks), kw.pop("value", p.default), key,
+        opts = list(p.ticks)
+        held = st.session_state.get(key)  # a value set by a tuned setting or a link stays exact
+        if held not in opts and isinstance(held, float) and p.constraint.contains(held) and math.isfinite(held):
+            opts = sorted({*opts, held})
+        return _select_slider(container, label, opts, kw.pop("value", p.default), key,
                               lambda v: format(v, p.tick_format), kw.pop("help"))
     kind = getattr(p.constraint, "kind", float)
     lo, hi = p.ui_min, p.ui_max
@@ -332,6 +337,13 @@ def apply_setting(setting: dict, mechanism: str | None = None) -> None:
     st.session_state.update({key: setting[k] for k, key in _setting_widgets(setting, mechanism).items()})
 
 
+def reset_tuned_widgets() -> None:
+    """Explore's tunable widgets back at their declared defaults (no tuning applies any more)."""
+    defaults = {"clip_norm": 0.0}  # Explore's clipping box: 0 is "the loss's own bound"
+    for name, key in TUNED_WIDGETS.items():
+        st.session_state[key] = defaults.get(name, PARAMS[name].default)
+
+
 def setting_in_use(setting: dict, mechanism: str) -> bool:
     """Whether Explore's widgets hold every value of a tuned setting (none changed by hand)."""
     return all(st.session_state.get(key) == setting[k] for k, key in _setting_widgets(setting, mechanism).items())
@@ -342,7 +354,9 @@ HIDDEN_OPTIONS = ("keep_data",)  # for audits and scripts, not a user's choice
 
 def option_widgets(cls, key_prefix: str, container=st) -> tuple:
     """Widgets for a mechanism's declared options (those with a default), from their
-    declarations: a checkbox, a select box or a bounded number input. Returns the options."""
+    declarations: a checkbox, a select box or a bounded number input. Returns the options.
+    Their keys are ``<key_prefix>_<mechanism>_<option>``: :func:`option_default` declares them
+    for a link.  A value from a link that the declaration refuses is said and replaced."""
     out = {}
     for p in cls.options.values():
         if p.default is None or p.name in HIDDEN_OPTIONS:
@@ -350,11 +364,19 @@ def option_widgets(cls, key_prefix: str, container=st) -> tuple:
         key = f"{key_prefix}_{cls.id}_{p.name}"
         label = f"{p.name} ({cls.id})"
         cons = p.constraint
+        held = st.session_state.get(key, p.default)
+        try:
+            held = check(p, held, cls.id)
+        except DPCoreError:  # the declaration refuses it (a link's value): back to the default
+            _say_link_changed(key, label, held, p.default)
+            held = p.default
         if isinstance(cons, Options) and set(cons.values) == {True, False}:
-            out[p.name] = container.checkbox(label, value=bool(p.default), key=key, help=p.help)
+            st.session_state[key] = bool(held)
+            out[p.name] = container.checkbox(label, key=key, help=p.help)
         elif isinstance(cons, Options):
             vals = list(cons.values)
-            out[p.name] = container.selectbox(label, vals, index=vals.index(p.default), key=key, help=p.help)
+            st.session_state[key] = held if held in vals else p.default
+            out[p.name] = container.selectbox(label, vals, key=key, help=p.help)
         elif isinstance(cons, Interval):
             kind = cons.kind
             lo = cons.low if cons.low is not None else None
@@ -363,10 +385,28 @@ def option_widgets(cls, key_prefix: str, container=st) -> tuple:
                 lo = lo + 1 if kind is int else None  # an open bound: checked by the declaration
             if cons.closed in ("left", "neither") and hi is not None:
                 hi = hi - 1 if kind is int else None
+            st.session_state[key] = kind(held)
             out[p.name] = container.number_input(label, min_value=None if lo is None else kind(lo),
                                                  max_value=None if hi is None else kind(hi),
-                                                 value=kind(p.default), key=key, help=p.help)
+                                                 key=key, help=p.help)
     return tuple(sorted(out.items()))
+
+
+def option_default(key_prefix: str):
+    """A link's declaration of the option boxes :func:`option_widgets` makes under ``key_prefix``:
+    a key's declared default (its type), or ``None`` for a key no mechanism declares."""
+    head = key_prefix + "_"
+
+    def default_of(key: str):
+        rest = key[len(head):]
+        for mid, cls in REGISTRY.items():
+            if rest.startswith(mid + "_"):
+                p = cls.options.get(rest[len(mid) + 1:])
+                if p is not None and p.default is not None and p.name not in HIDDEN_OPTIONS:
+                    return p.default
+        return None
+
+    return default_of
 
 
 UPLOAD_PREFIX = "upload:"
@@ -536,6 +576,23 @@ def run_or_error(config: RunSpec) -> dict | None:
         return None
 
 
+def reference_for(config: RunSpec, lams=()) -> Baseline | None:
+    """The one non-private reference of ``config``'s data and model
+    (:func:`dpcore.experiments.baselines.baseline`: the best exact model over the tuning's λ
+    grid and the λ's in ``lams`` and ``config.lam``), kept for every session (uploads: for
+    this run only); ``None`` with an ``st.error`` when it cannot be computed."""
+    lams = tuple(sorted({float(v) for v in lams if v is not None}))
+    try:
+        ds = user_dataset(config.dataset)
+        if ds is not None:
+            return baseline(config, lams, app_context(), dataset=ds)
+        key = ("baseline", config.dataset, config.model, config.n, config.d, config.noise, config.lam, lams)
+        return run_records().memo(key, lambda: baseline(config, lams, app_context()))
+    except DPCoreError as exc:
+        st.error(f"The non-private reference could not be computed: {exc}")
+        return None
+
+
 @contextlib.contextmanager
 def reference_notice(config: RunSpec):
     """A spinner while the run trains; it says why the wait is long when the run first needs
@@ -555,17 +612,36 @@ def missed_target_note(rows, target: str = "epsilon") -> None:
 
 
 def loss_figure(rec: dict, title: str = "Training objective on the data the optimiser saw") -> go.Figure | None:
-    """Every repeat's training objective against the step, with L* when the record has it."""
+    """Every repeat's training objective against the step, with L* when the record has it, and
+    the *released* model's objective L* + gap (mean ± sd over runs) at the last step: the loss
+    of the model whose gap the view reports.  Where noise is added after training (output
+    perturbation) it stands apart from the curve, and the title says so."""
     trace, steps = rec.get("loss_trace"), rec.get("trace_steps")
     if not trace:
         return None
-    arr = np.asarray(trace)
+    arr = np.asarray(trace, dtype=float)
     fig = go.Figure()
     for r in range(arr.shape[1]):
         fig.add_trace(go.Scatter(x=steps, y=arr[:, r], mode="lines", name=f"run {r + 1}",
                                  line=dict(width=1)))
-    if rec.get("loss_star") is not None:
-        fig.add_hline(y=rec["loss_star"], annotation_text="L* (non-private optimum)", **REFERENCE_LINE)
+    star, gap = rec.get("loss_star"), rec.get("gap_mean")
+    if star is not None:
+        fig.add_hline(y=star, annotation_text="L* (non-private optimum)", **REFERENCE_LINE)
+    if star is not None and gap is not None and math.isfinite(gap):
+        released = star + gap
+        end = float(np.nanmean(arr[-1])) if np.isfinite(arr[-1]).any() else math.nan
+        apart = not math.isfinite(end) or abs(released - end) > 1e-6 * max(1.0, abs(released))
+        fig.add_trace(go.Scatter(
+            x=[steps[-1]], y=[released], mode="markers", name="released model",
+            marker=dict(symbol="diamond", size=11, color="#d62728"),
+            error_y=dict(type="data", array=[rec.get("gap_std") or 0.0], visible=True),
+            hovertext=[f"the released model: L(θ) = L* + gap = {released:.4g} (mean over runs)"
+                       + ("; the curve is the training before the noise added at the end" if apart else "")],
+            hoverinfo="text"))
+        fig.add_annotation(x=steps[-1], y=released, text="released model" + (" (after its noise)" if apart else ""),
+                           showarrow=False, xanchor="right", yanchor="bottom", font=dict(color="#d62728"))
+        if apart:
+            title = "Training objective before the noise, and the released model's (◆, after it)"
     fig.update_layout(title=title, xaxis_title="step t",
                       yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
     return fig
@@ -573,32 +649,76 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
 
 # -- URL round-trip ---------------------------------------------------------------------
 
-def restore_from_url(defaults: dict[str, Any]) -> None:
+def _url_value(raw: str, default: Any) -> Any:
+    """A link's text as a value of ``default``'s type (a list: comma-separated items); raises
+    ValueError when it does not parse."""
+    if isinstance(default, bool):
+        low = raw.strip().lower()
+        if low not in ("1", "true", "yes", "0", "false", "no"):
+            raise ValueError(raw)
+        return low in ("1", "true", "yes")
+    if isinstance(default, int):
+        value = float(raw)
+        if not math.isfinite(value) or value != int(value):
+            raise ValueError(raw)
+        return int(value)
+    if isinstance(default, float):
+        value = float(raw)
+        if math.isnan(value):
+            raise ValueError(raw)
+        return value
+    if isinstance(default, (list, tuple)):
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw
+
+
+def url_text(value: Any) -> str:
+    """A widget's value as a link writes it (the inverse of :func:`_url_value`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _declared(defaults: dict[str, Any], prefixes: dict[str, Any], key: str) -> Any:
+    """The default (hence the type) a view declares for ``key``, or ``None`` when it declares none."""
+    if key in defaults:
+        return defaults[key]
+    for prefix, default_of in prefixes.items():
+        if key.startswith(prefix):
+            return default_of(key)
+    return None
+
+
+def restore_from_url(defaults: dict[str, Any], prefixes: dict[str, Any] | None = None) -> None:
     """Seed widget state from ``st.query_params`` once per session (so a shared link reproduces a view).
 
-    ``defaults`` maps widget keys to a value of the right type; URL strings are
-    converted to that type, and values that do not parse are ignored.
+    ``defaults`` maps widget keys to a value of the right type (a list for a multiselect);
+    ``prefixes`` maps a key prefix (a family of widgets made on the fly, such as a mechanism's
+    option boxes) to a function giving a key's default, ``None`` for a key it does not know.
+    URL strings are converted to that type; a value that does not parse is said and ignored.
+    The same declaration writes the link (:func:`write_to_url`): a view's state is declared once.
     """
+    prefixes = prefixes or {}
     flag = "_url_restored_" + "_".join(sorted(defaults))
     if st.session_state.get(flag):
         return
     st.session_state[flag] = True
-    for key, default in defaults.items():
-        if key not in st.query_params or key in st.session_state:
+    for key in list(st.query_params):
+        default = _declared(defaults, prefixes, key)
+        if default is None or key in st.session_state:
             continue
         raw = st.query_params[key]
         st.session_state.setdefault("_from_url", {})[key] = raw
         try:
-            if isinstance(default, bool):
-                value = raw.lower() in ("1", "true", "yes")
-            elif isinstance(default, int):
-                value = int(float(raw))
-            elif isinstance(default, float):
-                value = float(raw)
-            else:
-                value = raw
+            value = _url_value(raw, default)
         except (ValueError, OverflowError):
-            st.warning(f"The link's {key} = {raw[:40]!r} is not a number; using the default {default}.")
+            kind = "true or false" if isinstance(default, bool) else "a whole number" if isinstance(default, int) \
+                else "a number"
+            st.warning(f"The link's {key} = {raw[:40]!r} is not {kind}; using the default {url_text(default)}.")
             continue
         st.session_state[key] = value
 
@@ -610,12 +730,16 @@ def share_link(base: str | None, params: dict[str, str]) -> str:
     return f"{page}?{urlencode(params)}" if params else page or "?"
 
 
-def write_to_url(keys: list[str]) -> None:
+def write_to_url(keys, prefixes=()) -> None:
     """Mirror the current widget values into the URL, and offer that URL in the sidebar as a
-    link to hand out (a class opens the same view with the same settings)."""
-    for key in keys:
-        if key in st.session_state:
-            st.query_params[key] = str(st.session_state[key])
+    link to hand out (a class opens the same view with the same settings).  ``keys``: the
+    view's declared widget keys; ``prefixes``: its families of widgets made on the fly (every
+    key in the session that starts with one)."""
+    chosen = [k for k in keys if k in st.session_state]
+    chosen += sorted(k for k in st.session_state if isinstance(k, str) and k not in chosen
+                     and any(k.startswith(p) for p in prefixes))
+    for key in chosen:
+        st.query_params[key] = url_text(st.session_state[key])
     link = share_link(getattr(st.context, "url", None), {k: st.query_params[k] for k in st.query_params})
     with st.sidebar.expander("Link for students"):
         st.code(link, language=None, wrap_lines=True)

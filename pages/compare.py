@@ -1,8 +1,7 @@
-import re
-
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
+from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.studies import (
     CENTRAL_MECHANISMS,
     CLASSROOM_COMPARE,
@@ -32,6 +31,7 @@ from pages.common import (
     model_picker,
     param_widget,
     publish_settings,
+    reference_for,
     reference_notice,
     restore_from_url,
     shared_settings,
@@ -41,7 +41,8 @@ from pages.common import (
 
 enter_view("compare")
 st.title("Compare mechanisms over ε")
-URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0, 'cmp_lam': 1e-3, 'cmp_paper': '', 'cmp_tuned': True}
+URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0, 'cmp_lam': 1e-3, 'cmp_paper': '', 'cmp_tuned': True,
+            'cmp_mechs': ["gradient-dpgd", "output-gaussian", "objective-gaussian"]}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
 shared_settings(SHARED)
@@ -100,11 +101,9 @@ c1, c2 = st.columns(2)
 dataset = dataset_picker("cmp_dataset", container=c1)
 model = model_picker(dataset, "cmp_model", container=c2)
 available = mechanisms_for(model)
-default = [m for m in ("gradient-dpgd", "output-gaussian", "objective-gaussian") if m in available]
-if "cmp_mechs" in st.session_state:
-    st.session_state["cmp_mechs"] = [m for m in st.session_state["cmp_mechs"] if m in available]
-mechs = choice("multiselect", "Mechanisms", available, default=default, key="cmp_mechs",
-                       format_func=lambda m: f"{m} — {REGISTRY[m].name}")
+st.session_state.setdefault("cmp_mechs", [m for m in URL_KEYS["cmp_mechs"] if m in available])
+mechs = choice("multiselect", "Mechanisms", available, key="cmp_mechs",
+               format_func=lambda m: f"{m} — {REGISTRY[m].name}")
 st.session_state.setdefault("cmp_eps", "0.1, 0.3, 1, 3")
 eps_text = st.text_input("ε grid (comma-separated)", key="cmp_eps")
 c3, c4, c9, c5, c6 = st.columns(5)  # δ, T, λ, repeats, calibration
@@ -118,7 +117,7 @@ st.session_state.setdefault("cmp_tuned", True)
 tuned = st.toggle("Each mechanism at its tuned settings, where a tuning is shipped", key="cmp_tuned",
                   help="T, η, λ, C or q as chosen in the Tune view for this dataset (the tuned ε closest to each "
                        "ε); off: every mechanism at the settings above. Tuned gradient mechanisms run up to "
-                       "T = 800, so a run takes longer (all central mechanisms on Adult, computed on 2 cores: about 18 s instead of 9 s; the first preset opens at once from shipped rows). "
+                       "T = 800, so a run takes longer (the progress bar estimates the rest; the first preset opens at once from shipped rows). "
                        "Choosing settings on private data costs privacy: the Tune view shows how much.")
 clients, skew = 4, 4.0
 if any(REGISTRY[m].family == "distributed" for m in mechs):
@@ -150,23 +149,26 @@ except DPCoreError as exc:
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
+if "cmp_rows" not in st.session_state and all(st.session_state.get(k) == v for k, v in PRESETS[CLASSROOM].items()):
+    # the first preset's settings (its button, or a link to them): its shipped rows at once
+    shipped = shipped_classroom_compare()
+    if shipped is not None:
+        st.session_state["cmp_rows"], st.session_state["cmp_shipped"] = shipped
 own_data = user_dataset(dataset)  # an upload runs in this session's process, not in shared workers
 if own_data is None:
     warm_workers(base, app_context())  # in the background: the workers load the data while the user decides
 
 
 def metric_figure(ok):
-    """Accuracy (RMSE) against ε, with the non-private model at the λ the form shows (a row's
-    tuned λ only when no row runs at the form's) and what guessing scores."""
+    """Accuracy (RMSE) against ε, with the one non-private reference (the best exact model over
+    the tuning's λ grid and every λ a row runs at) and what guessing scores."""
     metric = "accuracy_mean" if any("accuracy_mean" in r for r in ok) else "rmse_mean"
-    at_form = [r for r in ok if "lam=" not in (r.get("overrides") or "")]
-    source = (at_form or ok)[0] if ok else {}
-    lam = re.search(r"lam=([^,]+)", source.get("overrides") or "")
-    label = "non-private" if at_form or lam is None else f"non-private (λ = {lam.group(1)}, a tuned row's)"
     name = metric.split("_")[0]
+    ref = reference_for(base, row_lambdas(ok, lam)) if ok else None
     return band_figure(ok, "epsilon", metric, title=name + " against ε",
-                       baseline=source.get(f"{name}_nonprivate"), baseline_label=label,
-                       guess=source.get(f"{name}_guess"), x_title="ε", y_title=name,
+                       baseline=None if ref is None else ref.value,
+                       baseline_label="non-private" if ref is None else ref.label,
+                       guess=None if ref is None else ref.guess, x_title="ε", y_title=name,
                        bounds=(0.0, 1.0) if metric == "accuracy_mean" else None, paid="tuned_search_epsilon")
 
 
@@ -203,6 +205,9 @@ if rows:
     fig2 = band_figure(ok, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
                        x_title="ε", y_title="L(θ) − L*")
     show_chart(fig1)
+    ref = reference_for(base, row_lambdas(ok, lam)) if ok else None
+    if ref is not None:
+        st.caption(ref.definition())
     missed_target_note(ok)
     searched = [(r["tuned_search_epsilon"] / r["tuned_at"]) for r in ok if r.get("tuned_search_epsilon")]
     if searched:

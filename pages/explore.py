@@ -24,9 +24,12 @@ from pages.common import (
     loss_figure,
     mechanisms_for,
     model_picker,
+    option_default,
+    reset_tuned_widgets,
     option_widgets,
     param_widget,
     publish_settings,
+    reference_for,
     restore_from_url,
     run_or_error,
     shared_settings,
@@ -35,10 +38,16 @@ from pages.common import (
 
 enter_view("explore")
 st.title("Explore one configuration")
+#: every control this view reads, declared once: the link writes and reads exactly these (and the
+#: mechanism's option boxes, ``ex_opt_<mechanism>_<option>``, declared by the mechanism itself)
 URL_KEYS = {"ex_dataset": "breast-cancer", "ex_model": "logreg", "ex_mechanism": "gradient-dpgd",
             "ex_epsilon": 1.0, "ex_delta": 1e-5, "ex_T": 100, "ex_lam": 1e-3, "ex_lr": 1.0,
-            "ex_calibration": "certified", "ex_c": 1.0, "ex_R": 5, "ex_seed": 0}
-restore_from_url(URL_KEYS)
+            "ex_calibration": "certified", "ex_c": 1.0, "ex_R": 5, "ex_seed": 0,
+            "ex_q": PARAMS["sample_rate"].default, "ex_batch": PARAMS["batch_size"].default,
+            "ex_clip": 0.0, "ex_m": PARAMS["clients"].default, "ex_u": PARAMS["skew"].default,
+            "ex_auto_tuned": True}
+URL_PREFIXES = {"ex_opt_": option_default("ex_opt")}
+restore_from_url(URL_KEYS, URL_PREFIXES)
 SHARED = {'dataset': 'ex_dataset', 'epsilon': 'ex_epsilon', 'delta': 'ex_delta', 'iterations': 'ex_T', 'seed': 'ex_seed'}
 shared_settings(SHARED)
 
@@ -54,6 +63,14 @@ with st.sidebar:
     epsilon = param_widget("epsilon", "ex_epsilon", label="ε (privacy budget)")
     tuned = None if user_dataset(dataset) is not None else tuned_setting(dataset, model, mechanism, epsilon)
     tuned_in_use = False
+    applied = st.session_state.get("_ex_tuned_for")
+    if tuned is None and applied is not None and applied[:2] != (dataset, model):
+        # settings tuned for another dataset or model (the MLP keeps none of logistic regression's):
+        # back to the defaults, said once
+        reset_tuned_widgets()
+        st.session_state.pop("_ex_tuned_for")
+        st.info(f"No tuning is shipped for {model} on {dataset}: T, η, λ, C and q are back at their defaults "
+                f"(they had been tuned for {applied[1]} on {applied[0]}).")
     if tuned is not None:
         # fair by default: where a tuning is shipped, a new dataset, mechanism or tuned ε opens at its
         # tuned settings (once: a value changed by hand afterwards stays); a link's own T, η … win
@@ -65,7 +82,10 @@ with st.sidebar:
                               "Choosing them cost privacy: the Tune view shows how much.")
         chosen_for = (dataset, model, mechanism, tuned[1])
         if auto and st.session_state.get("_ex_tuned_for") != chosen_for:
-            apply_setting(tuned[0], mechanism)
+            if "_ex_tuned_for" not in st.session_state and any(k in linked for k in TUNED_WIDGETS.values()):
+                pass  # a link's own T, η, λ, C, q hold: it reproduces what its sender saw
+            else:
+                apply_setting(tuned[0], mechanism)
             st.session_state["_ex_tuned_for"] = chosen_for
         tuned_in_use = setting_in_use(tuned[0], mechanism)
         if auto:
@@ -113,7 +133,7 @@ except DPCoreError as exc:  # a ParameterError from the declared constraints
     st.error(f"{exc}")
     st.stop()
 
-write_to_url(list(URL_KEYS))
+write_to_url(list(URL_KEYS), URL_PREFIXES)
 publish_settings(SHARED)
 st.caption(f"**{cls.name}** — {cls.paper}. {cls.description}")
 if cls.heuristic:
@@ -127,20 +147,21 @@ if rec is None:
 for w in rec["warnings"]:
     st.warning(w)
 
+ref = reference_for(config)  # the one non-private reference every view draws (the best over the λ grid)
+if ref is None:
+    st.stop()
 c1, c2, c3, c4 = st.columns(4)
 if "accuracy_mean" in rec:
     c1.metric("test accuracy", f"{rec['accuracy_mean']:.4f}",
-              delta=f"{rec['accuracy_mean'] - rec['accuracy_nonprivate']:+.4f} vs non-private",
-              help=f"non-private: {rec['accuracy_nonprivate']:.4f}; guessing (always the majority class): "
-                   f"{rec['accuracy_guess']:.4f}; ± {rec['accuracy_std']:.4f} over runs")
-    c1.caption(f"non-private {rec['accuracy_nonprivate']:.4f} · guessing {rec['accuracy_guess']:.4f}")
+              delta=f"{rec['accuracy_mean'] - ref.value:+.4f} vs non-private",
+              help=f"{ref.definition()} ± {rec['accuracy_std']:.4f} over runs.")
+    c1.caption(f"{ref.label} {ref.value:.4f} · guessing {ref.guess:.4f}")
     worse = rec["accuracy_mean"] <= rec["accuracy_guess"]
 else:
     c1.metric("test RMSE", f"{rec['rmse_mean']:.4f}",
-              delta=f"{rec['rmse_mean'] - rec['rmse_nonprivate']:+.4f} vs non-private", delta_color="inverse",
-              help=f"non-private: {rec['rmse_nonprivate']:.4f}; guessing (always the mean label): "
-                   f"{rec['rmse_guess']:.4f}")
-    c1.caption(f"non-private {rec['rmse_nonprivate']:.4f} · guessing {rec['rmse_guess']:.4f}")
+              delta=f"{rec['rmse_mean'] - ref.value:+.4f} vs non-private", delta_color="inverse",
+              help=ref.definition())
+    c1.caption(f"{ref.label} {ref.value:.4f} · guessing {ref.guess:.4f}")
     worse = rec["rmse_mean"] >= rec["rmse_guess"]
 if worse:
     st.warning("No better than guessing: always answering "
@@ -189,6 +210,14 @@ if target is not None and (cert is None or cert > target * (1 + 1e-6)):
 st.caption(f"What was certified ({rec['neighbouring']} neighbours): {rec['privacy_event']}")
 if rec.get("note"):
     st.info(rec["note"])
+from_tune = st.session_state.get("_ex_from_tune")
+if from_tune and (from_tune["dataset"], from_tune["mechanism"], from_tune["epsilon"], from_tune["delta"]) \
+        == (dataset, mechanism, epsilon, delta) and tuned_in_use:
+    st.caption(f"Opened from Tune: the same setting, ε and δ (ε certified there: "
+               f"{fmt_eps(from_tune['epsilon_certified'])}; here: {fmt_eps(rec['epsilon_certified'])}). Tune's row "
+               f"reports test accuracy {from_tune['test_accuracy']:.4f} ± {from_tune['test_accuracy_std']:.4f}: "
+               "its own final release, trained on other noise draws than this view's seeds "
+               f"{config.seed}–{config.seed + config.repeats - 1}, so the two differ by noise alone.")
 if rec.get("client_sizes"):
     client_bars(rec["client_sizes"])
 

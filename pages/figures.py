@@ -4,6 +4,7 @@ import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.presets import PRESETS, RESULTS_DIR, rerun, shipped_ids, shipped_results
+from dpcore.figures import figure_note, without_notes
 from pages.common import (
     choice,
     CACHE_DIR,
@@ -20,12 +21,27 @@ from pages.common import (
 enter_view("figures")
 
 
+def drawn(results):
+    """(figure, the figure as the page shows it, its note): the note under the figure is
+    written by :func:`figure_note` from the points drawn (the figure keeps it, wrapped, for the
+    download; on screen it is page text, which wraps by itself)."""
+    fig, points = results.figure_and_points()
+    return fig, without_notes(fig), figure_note(**points)
+
+
 @st.cache_resource(show_spinner="Reading the shipped results…")
 def load_shipped(preset_id: str):
-    """:func:`shipped_results` and its figure, made once per server (the files change only with
-    the app; pages only read the figure: show_chart draws a copy)."""
+    """:func:`shipped_results` and :func:`drawn` of it, made once per server (the files change
+    only with the app; pages only read the figures: show_chart draws a copy)."""
     shipped = shipped_results(preset_id)
-    return shipped, None if shipped is None else shipped.figure()
+    return (shipped, None, None, None) if shipped is None else (shipped, *drawn(shipped))
+
+
+def show_figure(screen, note) -> None:
+    """The figure at its own width (the paper's panel layout) and its note under it, in red."""
+    show_chart(screen, width="content")
+    if note:  # Markdown-safe: the note is text, not markup
+        st.markdown(":red[" + "".join("\\" + c if c in "\\`*_{}[]$#<>|~^" else c for c in note) + "]")
 
 
 st.title("Paper figures")
@@ -43,7 +59,7 @@ preset_id = choice("selectbox", "Figure", ids, key="fig_preset",
                          format_func=lambda p: f"{p} — {PRESETS[p].paper}, {PRESETS[p].figures}: {PRESETS[p].title}")
 write_to_url(list(URL_KEYS))
 
-shipped, fig = load_shipped(preset_id)
+shipped, fig, screen, note = load_shipped(preset_id)
 preset = PRESETS[preset_id]
 if shipped is None:
     st.info(f"The full-size results of **{preset_id}** are not shipped yet ({len(preset.tasks())} "
@@ -64,7 +80,7 @@ else:
 if "error" in shipped.table:
     for message in sorted(set(shipped.table["error"].dropna())):
         st.warning(f"Not in the figure, refused by the core: {message}")
-show_chart(fig, width="content")  # the paper's panel layout at its own width
+show_figure(screen, note)
 if preset.note:
     st.info(preset.note)
 c1, c2 = st.columns(2)
@@ -105,6 +121,5 @@ with st.expander("Re-run here"):
     done = st.session_state.get("fig_rerun_result")
     if done is not None and done[0] == preset_id:
         st.markdown("**Re-run:** " + done[1].provenance())
-        rerun_fig = done[1].figure()
-        show_chart(rerun_fig, width="content")
+        show_figure(*drawn(done[1])[1:])
         download_table(done[1].table, f"{preset_id}-rerun", key="fig_download_rerun")

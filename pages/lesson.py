@@ -1,4 +1,5 @@
 import math
+from urllib.parse import urlsplit
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -8,7 +9,9 @@ from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import epsilon_sweep, skew_curve, tradeoff
 from dpcore.figures import band_figure, privacy_region_figure, tradeoff_figure
 from dpcore.report import LessonStep, lesson_html
-from pages.common import app_context, enter_view, fmt_eps, restore_from_url, share_link, show_chart, write_to_url
+from dpcore.experiments.baselines import row_lambdas
+from pages.common import (app_context, enter_view, fmt_eps, reference_for, restore_from_url, share_link, show_chart,
+                          url_text, write_to_url)
 
 enter_view("lesson")
 #: on a projector (presenter mode) each step's header, words and whole chart fit one 1400 × 900 screen
@@ -47,7 +50,7 @@ def odds() -> go.Figure:
     eps = [0.1, 0.5, 1.0, 2.0, 5.0]
     fig = go.Figure(go.Bar(x=[f"ε = {e:g}" for e in eps], y=[math.exp(e) for e in eps],
                            text=[f"{math.exp(e):.3g}×" for e in eps], textposition="outside"))
-    fig.update_layout(title="How much one record can move the odds of any conclusion: e^ε",
+    fig.update_layout(title="How much one record can move the odds of any conclusion: e to the power ε",
                       yaxis_title="largest odds factor", yaxis_type="log", yaxis_dtick=1,  # decades only
                       margin=dict(l=10, r=10, t=60, b=10))
     return fig
@@ -60,9 +63,10 @@ PLACES_EPS = (0.1, 0.3, 1.0, 3.0)
 
 def noise() -> go.Figure:
     rows = _sweep(("gradient-dpgd",), NOISE_EPS)
+    ref = reference_for(BASE, row_lambdas(rows, BASE.lam))  # the one non-private reference every view draws
     return band_figure(rows, "epsilon", "accuracy_mean", title="DP-GD: test accuracy against ε", x_title="ε",
-                       y_title="accuracy", baseline=rows[0]["accuracy_nonprivate"], bounds=(0.0, 1.0),
-                       guess=rows[0].get("accuracy_guess"))
+                       y_title="accuracy", baseline=ref.value, baseline_label=ref.label, bounds=(0.0, 1.0),
+                       guess=ref.guess)
 
 
 def places() -> go.Figure:
@@ -89,16 +93,20 @@ def audit_line() -> str:
 
 
 _RUNS = f"{BASE.dataset}, logistic regression, T = {BASE.iterations}, δ = {BASE.delta:g}"
+#: each step's view as the app's navigation names it (app.py's PAGES), by its URL path
+VIEW_NAMES = {"glossary": "Glossary", "explore": "Explore", "compare": "Compare",
+              "local_central": "Local vs central", "distributed": "Distributed", "audit": "Audit"}
 
 
 #: (title, what to say, the view to try it in (its URL path), the one chart, the settings that made it,
 #: a line printed beside the chart or None)
 STEPS = [
     ("What ε means", "Differential privacy bounds how much replacing **one record** can change what anyone "
-     "concludes from the model: by at most a factor e^ε in the odds, up to a small slack δ. Small ε, "
-     "strong privacy.", "glossary", odds, "e^ε at ε = 0.1, 0.5, 1, 2, 5 (no data)", None),
+     "concludes from the model: by at most a factor of e to the power ε in the odds, up to a small slack δ. "
+     "Small ε, strong privacy.", "glossary", odds, "e to the power ε at ε = 0.1, 0.5, 1, 2, 5 (no data)", None),
     ("Noise costs accuracy", "The guarantee is bought with noise. As ε grows the noise shrinks and the private "
-     "model approaches the non-private one (dotted).", "explore", noise,
+     "model approaches the non-private one (dotted: the best exact model over the λ's a private run may "
+     "use).", "explore", noise,
      f"DP-GD, certified calibration, {_RUNS}, {BASE.repeats} repeats, ε = {', '.join(f'{e:g}' for e in NOISE_EPS)}",
      None),
     ("Four places to add noise", "Perturb the output, the objective, every gradient, or the data themselves. "
@@ -109,7 +117,12 @@ STEPS = [
      f"{', '.join(PLACES)}, certified calibration, {_RUNS}, {BASE.repeats} repeats, "
      f"ε = {', '.join(f'{e:g}' for e in PLACES_EPS)}", None),
     ("Local vs central", "Central mechanisms trust the server with the raw data (local ε = ∞); input "
-     "perturbation protects each record from the server too, at a price.", "local_central",
+     "perturbation protects each record from the server too, at a price. Fukuchi et al.'s input perturbation "
+     "can land far *below* guessing at local ε = 1: each patient's noise is about ten times their own record, "
+     "the statistics the server solves with are mostly noise, and the data only pick the model's sign, often "
+     "wrongly; such a model, turned around, scores well. Its two runs here are both turned around; over many "
+     "runs it averages about what guessing scores, and a larger ε (about 3 here) lets the data win.",
+     "local_central",
      lambda: tradeoff_figure(_tradeoff()), f"every mechanism at ε = 1, {_RUNS}, 2 repeats", None),
     ("Skewed clients", "Split the data over clients of very different sizes and weigh each client either by "
      "its share of the data (WD-DP) or equally (plain averaging). On this small, easy dataset at ε = 1 the "
@@ -126,12 +139,40 @@ STEPS = [
 ]
 
 
-def lesson_file(base_url: str | None) -> str:
-    """Every step, computed (cached after the first time), as one offline HTML file."""
+#: each step's chart as its view's own settings (the view's declared link keys): "Try it yourself"
+#: opens the view at exactly what the chart shows
+TRY = {
+    "glossary": {},
+    "explore": {"ex_dataset": DATA, "ex_model": "logreg", "ex_mechanism": "gradient-dpgd", "ex_epsilon": 1.0,
+                "ex_delta": BASE.delta, "ex_T": BASE.iterations, "ex_R": BASE.repeats, "ex_lam": 1e-3, "ex_lr": 1.0,
+                "ex_calibration": "certified", "ex_seed": 0},
+    "compare": {"cmp_dataset": DATA, "cmp_model": "logreg", "cmp_mechs": list(PLACES),
+                "cmp_eps": ", ".join(f"{e:g}" for e in PLACES_EPS), "cmp_delta": BASE.delta, "cmp_T": BASE.iterations,
+                "cmp_R": BASE.repeats, "cmp_lam": 1e-3, "cmp_cal": "certified", "cmp_tuned": False},
+    "local_central": {"lc_dataset": DATA, "lc_epsilon": 1.0, "lc_delta": 1e-5, "lc_R": 2, "lc_T": 100},
+    "distributed": {"dist_dataset": DATA, "dist_model": "logreg", "dist_m": 4, "dist_u": 4.0, "dist_epsilon": 1.0,
+                    "dist_delta": 1e-5, "dist_cal": "certified", "dist_T": 100, "dist_R": 3},
+    "audit": {"au_dataset": DATA, "au_model": "logreg", "au_mechanism": LEAKING.mechanism,
+              "au_epsilon": LEAKING.epsilon, "au_delta": LEAKING.delta, "au_cal": LEAKING.calibration,
+              "au_c": LEAKING.c, "au_T": LEAKING.iterations, "au_trials": 1000, "au_threat": "white-box"},
+}
+
+
+def try_link(view: str, base: str = "") -> str:
+    """The link that opens ``view`` at this step's settings (``base``: the app's address; empty: a
+    link relative to the app)."""
+    params = {k: url_text(v) for k, v in TRY[view].items()}
+    return share_link(f"{base.rstrip('/')}/{view}", params)
+
+
+def lesson_file(base_url: str) -> str:
+    """Every step, computed (cached after the first time), as one offline HTML file whose links
+    go to ``base_url`` (the app's address students can reach)."""
     steps = []
     for k, (title, text, view, chart, settings, line) in enumerate(STEPS, 1):
-        steps.append(LessonStep(title, text + f" Try it yourself in the {view.replace('_', ' ').title()} view.",
-                                chart(), settings, share_link(base_url, {"lesson_step": str(k)}),
+        steps.append(LessonStep(title, text + f" [Try it yourself in the {VIEW_NAMES[view]} view]"
+                                f"({try_link(view, base_url)}).",
+                                chart(), settings, share_link(f"{base_url.rstrip('/')}/lesson", {"lesson_step": str(k)}),
                                 line() if line else ""))
     return lesson_html("A lesson in six steps: differentially private learning", steps,
                        source="Made with the DP-ERM teaching app; each step's link reopens it live.")
@@ -163,13 +204,21 @@ if PRESENTING:
     figure.update_layout(height=340)
 show_chart(figure)
 st.caption(f"Settings: {settings}")
-st.markdown(f"[Try it yourself in the {view.replace('_', ' ').title()} view →](/{view})")
+st.markdown(f"[Try it yourself in the {VIEW_NAMES[view]} view →]({try_link(view)})")
 with st.sidebar.expander("Take the lesson away"):
-    st.caption("Every step's text, chart and settings in one HTML file that opens offline, each step with a "
-               "link that reopens it live. The first time, every step is computed (about half a minute).")
+    st.caption("Every step's text, chart and settings in one HTML file that opens offline, each step with "
+               "links that reopen it live, at the address below. The first time, every step is computed.")
+    here = urlsplit(getattr(st.context, "url", None) or "")
+    st.session_state.setdefault("lesson_base", f"{here.scheme}://{here.netloc}" if here.netloc else "")
+    base = st.text_input("The app's address for students", key="lesson_base",
+                         help="Where students open this app, e.g. http://192.168.1.20:8501 on the class network. "
+                              "The file's links start with it.")
+    if urlsplit(base).hostname in ("localhost", "127.0.0.1", "::1", "0.0.0.0"):
+        st.warning(f"{base} is this computer's own name: on a student's machine the links would open their own "
+                   "computer. Give the address students reach (your machine on the class network, or the server's).")
     if st.button("Prepare the lesson file", key="lesson_export"):
         with st.spinner("Computing every step…"):
-            st.session_state["lesson_html"] = lesson_file(getattr(st.context, "url", None))
+            st.session_state["lesson_html"] = lesson_file(base)
     if st.session_state.get("lesson_html"):
         st.download_button("Download the lesson (HTML)", st.session_state["lesson_html"].encode(),
                            file_name="dp-erm-lesson.html", mime="text/html", key="lesson_download")

@@ -3,7 +3,10 @@ import math
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.figures import misses_target, tradeoff_figure
+from dpcore.experiments.baselines import row_lambdas
+from dpcore.experiments.run import RunSpec
+from dpcore.figures import REFERENCE_LINE, misses_target, tradeoff_figure
+from dpcore.params import PARAMS
 from dpcore.experiments.studies import tradeoff
 from pages.common import (
     enter_view,
@@ -17,6 +20,7 @@ from pages.common import (
     missed_target_note,
     param_widget,
     publish_settings,
+    reference_for,
     restore_from_url,
     shared_settings,
     user_dataset,
@@ -60,13 +64,27 @@ if st.button("Run the trade-off", type="primary", key="lc_run"):
 out = st.session_state.get("lc_result")
 if out:
     rows = out["rows"]
+    # every mechanism in view at once: as tall as its rows (a header and 35 px a row), no scroll box
     st.dataframe([{"mechanism": r["mechanism"], "family": r["family"],
                    "ε local": fmt_eps(r.get("epsilon_local")), "ε certified": fmt_eps(r.get("epsilon_certified")),
                    "accuracy": r.get("accuracy_mean"), "gap": r.get("gap_mean"),
-                   "error": r.get("error", "")} for r in rows], width="stretch", hide_index=True)
-    fig = tradeoff_figure(out)
-    show_chart(fig)
+                   "error": r.get("error", "")} for r in rows], width="stretch", hide_index=True,
+                 height=38 + 35 * len(rows))
     ok = [r for r in rows if "error" not in r]
+    ref = reference_for(RunSpec(dataset=dataset, model="logreg"), row_lambdas(ok, PARAMS["lam"].default))
+    fig = tradeoff_figure(out)
+    fig.update_layout(title=f"Test accuracy against local ε, at central ε = {fmt_eps(out['epsilon'])}")
+    if ref is not None:
+        fig.add_hline(y=ref.value, annotation_text=ref.label, **REFERENCE_LINE)
+    show_chart(fig)
+    if ref is not None:
+        st.caption(ref.definition())
+        below = [r["mechanism"] for r in ok if r.get("accuracy_mean") is not None and r["accuracy_mean"] < ref.guess]
+        if below:
+            st.info(f"Below guessing: {', '.join(below)}. At this ε the noise outweighs each record: the model "
+                    f"the server trains is steered by it, and the mean over a few runs "
+                    "can even land below guessing (input (Fukuchi)'s runs are sign-flipped models there: "
+                    "turned around, they score well). Explore's note on each says why; a larger ε lets the data win.")
     in_chart = [r for r in ok if r.get("epsilon_local") is not None and math.isfinite(r["epsilon_local"])]
     missed_target_note(in_chart, target="epsilon_target")  # the points drawn above
     table_only = [f"{r['mechanism']} (certified ε = {fmt_eps(r.get('epsilon_certified'))} for a target of "

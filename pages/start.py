@@ -88,8 +88,9 @@ for page, text in [
 
 st.subheader("Before a class")
 st.caption("Compute ahead what a lecture opens first, so every first click answers at once: the exact "
-           "references of the views' defaults and Compare's first preset (about half a minute on two cores), "
-           "and the network's reference on Adult (a minute or more on a fresh machine). Kept in the app's "
+           "references of the views' defaults and Compare's first preset, "
+           "and the network's reference on Adult (the slowest part on a fresh machine; the progress bar "
+           "says how far it is and estimates the rest). Kept in the app's "
            "cache folder for every session and for `python -m dpcore run`; the same as "
            "`python -m dpcore prepare`.")
 with_mlp = st.checkbox("Include the network's (MLP) reference on Adult", value=True, key="start_prep_mlp")

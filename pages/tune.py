@@ -1,7 +1,7 @@
 import streamlit as st
 
-from dpcore import datasets
 from dpcore.exceptions import DPCoreError
+from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import (
     DEFAULT_MECHANISMS,
     YU_2020_ADULT,
@@ -11,9 +11,8 @@ from dpcore.experiments.tune import (
 )
 from dpcore.figures import released_tuning_figure, tuning_figure
 from dpcore.mechanisms import REGISTRY, short_name
-from dpcore.params import PARAMS, parse_grid
+from dpcore.params import parse_grid
 from pages.common import (
-    user_dataset,
     enter_view,
     show_chart,
     apply_setting,
@@ -25,6 +24,7 @@ from pages.common import (
     glossary_link,
     mechanisms_for,
     readable,
+    reference_for,
     restore_from_url,
     with_progress,
     write_to_url,
@@ -56,7 +56,7 @@ write_to_url(list(URL_KEYS))
 
 shipped = shipped_tuning(dataset, "logreg")
 if st.button("Tune here", type="primary", key="tu_run",
-             help="about a minute for the default mechanisms and three ε's on Adult (2 cores)"):
+             help="every candidate of every mechanism at every ε: the progress bar says how far it is and estimates the rest"):
     try:
         epsilons = parse_grid("epsilon", eps_text, "the ε grid", 12)
         if not mechs:
@@ -86,9 +86,17 @@ for e in record.get("errors", []):
     st.warning(f"refused candidate: {e['mechanism']} at ε = {fmt_eps(e['epsilon'])}: {e['error']}")
 
 paper = dataset == "adult"
-fig = tuning_figure(rows, YU_2020_ADULT if paper else None, 0.1 if paper else None,
-                    guess=(user_dataset(dataset) or datasets.load(dataset)).guessing)
+# the one non-private reference, over the λ grid and every λ a tuned row (or a release) chose
+ref = reference_for(RunSpec(dataset=dataset, model="logreg"),
+                    [r["setting"].get("lam") for r in rows]
+                    + [c.get("lam") for r in released_rows for c in r.get("tuned_on_release") or []
+                       if isinstance(c, dict)])
+if ref is None:
+    st.stop()
+fig = tuning_figure(rows, YU_2020_ADULT if paper else None, 0.1 if paper else None, guess=ref.guess,
+                    baseline=ref.value, baseline_label=ref.label)
 show_chart(fig)
+st.caption(ref.definition())
 download_figure(fig, "tuning", "tu_dl_fig")
 if paper:
     st.caption("Open diamonds: Yu et al. 2020 (IJCAI), Table 2, Adult at ε = 0.1, δ = 1/n² (their AMP and "
@@ -121,10 +129,14 @@ pick = st.selectbox("Tuned setting", range(len(rows)), key="tu_pick",
                     format_func=lambda i: f"{rows[i]['mechanism']} at ε = {fmt_eps(rows[i]['epsilon'])}")
 if st.button("Open in Explore", key="tu_open"):
     row = rows[pick]
-    # Explore's δ slider: the largest of its values at or below the tuned δ (never a weaker guarantee)
-    deltas = [d for d in PARAMS["delta"].ticks if d <= record["delta"]] or [min(PARAMS["delta"].ticks)]
+    # Explore at the tuned run's own ε and δ (δ exact: its slider keeps a value it is given)
     st.session_state.update(ex_dataset=dataset, ex_model="logreg", ex_mechanism=row["mechanism"],
-                            ex_epsilon=row["epsilon"], ex_delta=max(deltas))
+                            ex_epsilon=row["epsilon"], ex_delta=float(record["delta"]),
+                            _ex_from_tune={"dataset": dataset, "mechanism": row["mechanism"],
+                                           "epsilon": row["epsilon"], "delta": float(record["delta"]),
+                                           "test_accuracy": row["test_accuracy"],
+                                           "test_accuracy_std": row["test_accuracy_std"],
+                                           "epsilon_certified": row["epsilon_certified"]})
     apply_setting(row["setting"], row["mechanism"])
     st.switch_page("pages/explore.py")
 
@@ -139,20 +151,19 @@ if released_rows:
                    f"{released_source.get('released_seconds', 0):.0f} s on 2 cores; each row is the mean of "
                    f"{released_rows[0]['repeats']} releases, trained twice on the same records.")
     metric = "accuracy" if "test_accuracy" in released_rows[0] else "rmse"
-    fig2 = released_tuning_figure(released_rows, guess=released_rows[0].get(f"{metric}_guess"))
+    fig2 = released_tuning_figure(released_rows, guess=ref.guess, baseline=ref.value, baseline_label=ref.label)
     show_chart(fig2)
     better = 1 if metric == "accuracy" else -1  # higher accuracy, lower RMSE
     below = [f"{short_name(r['mechanism'])} at ε = {fmt_eps(r['epsilon'])}" for r in released_rows
              if better * (r[f"test_{metric}"] - r[f"untuned_test_{metric}"]) < -1e-9]
-    st.caption("Non-private: the exact minimiser at the defaults' λ = 1e-3 (Explore's non-private figure follows "
-               "its own λ). "
+    st.caption(ref.definition() + " "
                + (f"Worse tuned than at the defaults: {', '.join(below)}. There the defaults beat guessing by less "
                   "than a fifth of the released records can show, so the choice keeps the guess (or a setting that "
                   "looked as good) and gives that margin up." if below else "Tuned is never worse than the defaults."))
     st.dataframe(readable([{"mechanism": r["mechanism"], "ε (certified = spent)": r["epsilon"],
                             f"defaults: test {metric}": r[f"untuned_test_{metric}"],
                             f"tuned: test {metric}": r[f"test_{metric}"], "guessing": r[f"{metric}_guess"],
-                            "non-private": r[f"{metric}_nonprivate"],
+                            ref.label: ref.value,
                             "releases that kept the guess": f"{r['guess_chosen']} of {r['repeats']}"}
                            for r in released_rows]), width="stretch", hide_index=True,
                  height=38 + 35 * len(released_rows))

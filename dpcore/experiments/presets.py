@@ -15,6 +15,7 @@ is optimistic: choosing a hyper-parameter on the data spends privacy that no
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -35,12 +36,13 @@ from plotly.subplots import make_subplots
 
 from ..datasets import DATASETS, get_spec, load
 from ..exceptions import ParameterError
-from ..figures import GUESS_LABEL, GUESS_LINE, NOTE, hover_texts, mark_missed, target_note
+from ..figures import GUESS_LABEL, GUESS_LINE, NOTE, figure_note, hover_texts, mark_missed
 from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism, short_name
 from ..models import make_model
-from ..params import check, validate
-from .context import Context
+from ..params import PARAMS, check, validate
+from .baselines import baseline
+from .context import Context, shared_context
 from .grid import run_grid
 from . import run as run_mod
 from .run import RunSpec
@@ -62,6 +64,32 @@ def auto_delta(n: int) -> float:
     """δ = 10^−⌈log10 n⌉: the largest power of ten below 1/n (our reading of
     "δ is set according to the size of datasets")."""
     return 10.0 ** (-math.ceil(math.log10(n)))
+
+
+
+def _panel_reference(sub, metric: str, base: dict):
+    """The non-private reference of a panel's runs (:func:`~dpcore.experiments.baselines.baseline`,
+    the same every view draws), where it is cheap (linear models, one data set, one size):
+    ``None`` otherwise (the MLP's line, and a sweep over n, stay the panel's own runs at its λ).
+    ``base``: the preset's own data options (``d``, ``noise`` of synthetic data; a table's ``d``
+    column is the data's width, not the option)."""
+    runs = sub.drop_duplicates(["dataset", "model"])
+    if len(runs) != 1 or metric not in ("accuracy", "rmse") or runs["model"].iloc[0] not in ("logreg", "linreg"):
+        return None
+    row = runs.iloc[0]
+    if "n" in sub and sub["n"].nunique() > 1:
+        return None
+    n = None if "n" not in row or pd.isna(row["n"]) else int(row["n"])
+    lams = tuple(sorted({float(v) for v in sub["lam"].dropna()} if "lam" in sub else set())
+                 | ({PARAMS["lam"].default} if "lam" not in sub or sub["lam"].isna().any() else set()))
+    return _reference(str(row["dataset"]), str(row["model"]), n, base.get("d"), base.get("noise"), lams)
+
+
+@functools.lru_cache(maxsize=64)
+def _reference(dataset: str, model: str, n, d, noise, lams: tuple):
+    spec = RunSpec(dataset=dataset, model=model, n=None if n is None else int(n), d=None if d is None else int(d),
+                   noise=noise)
+    return baseline(spec, lams, shared_context())
 
 
 @dataclass(frozen=True)
@@ -181,6 +209,14 @@ class Preset:
         drawn over it as dotted lines in the same colours; its points whose certified ε
         misses the target get red rings like any other.  ``calibration``: the table's own
         calibration when a run overrode the preset's (named in the title)."""
+        return self.figure_and_points(df, published, calibration)[0]
+
+    def figure_and_points(self, df, published=None, calibration: str | None = None) -> tuple[go.Figure, dict]:
+        """:meth:`figure`, and what its note is made of: ``{"rows": …, "panels": …, "x": …}``,
+        the keyword arguments of :func:`dpcore.figures.figure_note` (every point drawn of a
+        private mechanism: its series, mechanism, calibration, panel, x, target and certified
+        ε; the panels in order; the swept coordinate).  The figure's note is
+        ``figure_note(**points)``; a page that writes the note itself calls it the same way."""
         ok = _with_guess(df[df["error"].isna()] if "error" in df else df)
         sources = [(ok, "")]
         if published is not None:
@@ -200,34 +236,48 @@ class Preset:
         titles = []
         for i, r in enumerate(row_keys):
             for c in col_keys:
-                # a panel names its data ("KDD Cup 1999"), not the id; the sample size is in the datasets view
-                cname = DATASETS[c].name.split(" (")[0] if self.cols == "dataset" else f"ε = {c:g}"
                 if self.rows == "metric":  # the metric is the row's y-axis title: name the column once
-                    titles.append(cname if i == 0 else "")
+                    titles.append(self._panel_name(r, c) if i == 0 else "")
                 else:
-                    titles.append(cname if r is None else f"{cname} ({_row_label(self.rows, r)})")
+                    titles.append(self._panel_name(r, c))
         fig = make_subplots(rows=len(row_keys), cols=len(col_keys), subplot_titles=titles,
                             horizontal_spacing=0.06, vertical_spacing=0.12)
         colours = {m: qualitative.Plotly[i % 10] for i, m in enumerate(self.mechanisms)}
         xcol = {"epsilon": "epsilon", "n": "n", "skew": "skew"}[self.x]
+        points: list[dict] = []  # every point drawn of a private mechanism: the note's rows
         for i, r in enumerate(row_keys, start=1):
             metric = r if self.rows == "metric" else metrics[0]
             for j, c in enumerate(col_keys, start=1):
+                xs: list[float] = []
                 for frame, style in sources:
-                    self._draw_panel(fig, frame, style, r, c, i, j, metric, xcol, colours)
+                    xs += self._draw_panel(fig, frame, style, r, c, i, j, metric, xcol, colours, points)
                 fig.update_yaxes(title_text=_row_label("metric", metric) if j == 1 else None,
                                  type="log" if metric == "gap" else None,
                                  dtick=1 if metric == "gap" else None, row=i, col=j)  # log: decades only
+                log_x = self.x == "n" or self.log_x
                 fig.update_xaxes(title_text={"epsilon": "ε", "n": "n (training rows)",
                                              "skew": "skew u = n_max / n_min"}[self.x],
-                                 type="log" if self.x == "n" or self.log_x else None, row=i, col=j)
-        self._finish(fig, sources, row_keys, col_keys)
+                                 type="log" if log_x else None, range=_fitted_range(xs, log_x), row=i, col=j)
+        panels = list(dict.fromkeys(self._panel_name(r, c) for r in row_keys for c in col_keys))
+        note = {"rows": points, "panels": panels, "x": xcol}
+        self._finish(fig, note, row_keys, col_keys)
         if calibration:
             fig.layout.title.text = fig.layout.title.text.replace("<br>", f" ({calibration} calibration)<br>", 1)
-        return fig
+        return fig, note
 
-    def _draw_panel(self, fig, frame, style: str, r, c, i: int, j: int, metric: str, xcol: str, colours) -> None:
-        """One panel's lines from one table: the certified run (``style`` "") or the published."""
+    def _panel_name(self, r, c) -> str:
+        """A panel's title as its note names it: its data ("KDD Cup 1999", not the id; the sample
+        size is in the datasets view) or its ε, and its model (LR, MLP); a metric row's panels
+        (accuracy, gap: the same runs) share their column's name."""
+        cname = DATASETS[c].name.split(" (")[0] if self.cols == "dataset" else f"ε = {c:g}"
+        return cname if r is None or self.rows == "metric" else f"{cname} ({_row_label(self.rows, r)})"
+
+    def _draw_panel(self, fig, frame, style: str, r, c, i: int, j: int, metric: str, xcol: str, colours,
+                    points: list[dict]) -> list[float]:
+        """One panel's lines from one table: the certified run (``style`` "") or the published.
+        Adds to ``points`` the note's row of every point of a private mechanism; returns the x
+        values of the points drawn (the axis fits them)."""
+        drawn: list[float] = []
         sub = frame
         if self.rows == "model":
             sub = sub[sub["model"] == r]
@@ -249,10 +299,15 @@ class Preset:
                                    xcol].dropna().unique()))
             if not pts:
                 continue
+            name = short_name(mech) + (" (published)" if style else "")
+            ref = _panel_reference(sub, metric, self.base) if mech == "non-private" and flat else None
+            if ref is not None:  # the one reference every view draws: the best exact model over the λ grid
+                pts = [(x, ref.value, 0.0, t, ce) for x, _, _, t, ce in pts]
+                name = ref.label
             xs, ys, sd, tgt, cert = zip(*pts)
+            drawn += xs
             # on a log axis a bar below zero means nothing: cap the lower bar at 90 % of the mean
             sd_minus = [min(e, 0.9 * y) for e, y in zip(sd, ys)] if metric == "gap" else sd
-            name = short_name(mech) + (" (published)" if style else "")
             fig.add_trace(go.Scatter(
                 x=xs, y=ys, mode="lines+markers", name=name, legendgroup=name,
                 showlegend=(i == 1 and j == 1) or False,
@@ -267,43 +322,59 @@ class Preset:
             ), row=i, col=j)
             if REGISTRY[mech].private:
                 mark_missed(fig, xs, ys, tgt, cert, row=i, col=j)
+                calibration = (s["calibration"].dropna().iloc[0]
+                               if "calibration" in s and s["calibration"].notna().any() else None)
+                # a flat series is one run drawn at every x: its note names it once
+                points += [{"series": name, "mechanism": mech, "calibration": calibration,
+                            "panel": self._panel_name(r, c), xcol: None if flat else xv,
+                            "epsilon": t, "epsilon_certified": ce} for xv, t, ce in zip(xs, tgt, cert)]
         guess = f"{metric}_guess"
         if not style and metric in GUESS_LABEL and guess in sub and sub[guess].notna().any():
             # what always answering the majority class (the mean) scores: a flat line, or one that
-            # follows n where the test set changes with it
+            # follows n where the test set changes with it; across the plotted x values only (the
+            # non-private run's nominal ε = 1 is no point of an ε axis: it stretched 0.01–0.25 to 0–1)
             g = sub.dropna(subset=[guess]).groupby(xcol)[guess].mean().sort_index()
-            xs = list(g.index) if len(g) > 1 else sorted(sub[xcol].dropna().unique())
-            ys = list(g.values) if len(g) > 1 else [float(g.iloc[0])] * len(xs)
+            plotted = sorted(set(drawn)) or sorted(sub[xcol].dropna().unique())
+            inside = g[g.index.isin(plotted)]
+            if len(inside) > 1:
+                xs, ys = list(inside.index), list(inside.values)
+            else:
+                xs = plotted
+                ys = [float(inside.iloc[0] if len(inside) else g.mean())] * len(xs)
             if len(xs) == 1:
                 xs, ys = xs * 2, ys * 2
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=GUESS_LABEL[metric], legendgroup="guess",
                                      showlegend=False, line=dict(color=GUESS_LINE["line_color"], dash="dash",
                                                                  width=GUESS_LINE["line_width"]),
-                                     hovertext=f"{GUESS_LABEL[metric]}: {float(g.mean()):.4g}", hoverinfo="text"),
+                                     hovertext=f"{GUESS_LABEL[metric]}: {sum(ys) / len(ys):.4g}", hoverinfo="text"),
                           row=i, col=j)
+        return drawn
 
-    def _finish(self, fig, sources, row_keys, col_keys) -> None:
-        """Legend, the note on missed targets, title and size."""
+    def _finish(self, fig, note: dict, row_keys, col_keys) -> None:
+        """Legend, the note on missed targets (:func:`figure_note` of ``note``, the points drawn),
+        title and size."""
         # the legend needs every mechanism once
         shown = set()
         for tr in fig.data:
             if tr.name not in shown:
                 tr.showlegend = True
                 shown.add(tr.name)
-        note = target_note(
-            [{"mechanism": short_name(m) + (" (published)" if style else ""), "epsilon": t, "epsilon_certified": c}
-             for frame, style in sources for m, t, c in
-             frame[frame["mechanism"].map(lambda m: REGISTRY[m].private)][
-                 ["mechanism", "epsilon_target", "epsilon_certified"]].itertuples(index=False)])
+        note = figure_note(**note)
+        extra = 0  # the room the note needs below the usual 140 px
         if note:
-            fig.add_annotation(text=_wrap(note, 150), name=NOTE, xref="paper", yref="paper", x=0, y=-0.08,
+            # Plotly never wraps an annotation: line breaks at spaces, for the exported figure (a
+            # page writes the note as text, from figure_note, never from these broken lines)
+            text = _wrap(note, 150)
+            fig.add_annotation(text=text, name=NOTE, xref="paper", yref="paper", x=0, y=-0.08,
                                yanchor="top", showarrow=False, align="left",
                                font=dict(color="#d62728", size=11))
-            fig.update_layout(margin=dict(b=140))
+            bottom = max(140, 70 + 15 * (text.count("<br>") + 1))  # every line of it, below the axis title
+            fig.update_layout(margin=dict(b=bottom))
+            extra = bottom - 140
         fig.update_layout(title=f"{self.title}<br><sup>{self.paper}: {self.figures}. "
                                 f"Points: mean ± sd over repeats; tuned grids show the best value; "
                                 f"the non-private gap is 0 by definition.</sup>",
-                          height=330 * len(row_keys) + 120, width=max(700, 330 * len(col_keys)),
+                          height=330 * len(row_keys) + 120 + extra, width=max(700, 330 * len(col_keys)),
                           template="plotly_white")
 
     def comparison(self, dataset: str) -> dict[str, Any]:
@@ -382,6 +453,18 @@ def _best_points(s, xcol: str, metric: str, *, flat: bool, xs):
     if flat:
         return [(x, *best[0.0]) for x in xs] if best else []
     return [(xv, *point) for xv, point in best.items()]
+
+
+def _fitted_range(xs, log: bool) -> list[float] | None:
+    """An x range that fits the plotted ``xs`` with a margin of 6 % of their span either side
+    (a ring at the last point stays whole); in decades on a log axis.  ``None`` (Plotly's own)
+    without two distinct positive values."""
+    values = sorted({float(v) for v in xs if v is not None and math.isfinite(float(v)) and (float(v) > 0 or not log)})
+    if len(values) < 2:
+        return None
+    lo, hi = (math.log10(values[0]), math.log10(values[-1])) if log else (values[0], values[-1])
+    pad = 0.06 * (hi - lo)
+    return [lo - pad, hi + pad]
 
 
 def _wrap(text: str, width: int) -> str:
@@ -511,7 +594,10 @@ _FUKUCHI_NOTE = ("Why the certified curve converges so late: every contributor p
                  "certified curve needs far more records (Fig. 1's regression: RMSE 0.22 at n = 2^20 and 0.15 at "
                  "2^21, against 0.11 without noise). The paper's own calibration "
                  "converges by n = 2^13 because it adds far less noise: at target ε = 1 what it runs certifies "
-                 "about ε = 1,000 (its Lemma 1 event fails on real data), drawn dotted where shipped.")
+                 "about ε = 1,000 (its Lemma 1 event fails on real data), drawn dotted where shipped. "
+                 "The non-private line is each n's exact model at λ = 1e-3 (the one line not searched over λ: "
+                 "a sweep over n would need a search per n); at the largest n a private model sits on it or up "
+                 "to 0.0003 above, within what the test split can tell apart.")
 
 _ALL = [
     Preset(id="001-fig2", title="Input perturbation: accuracy against ε", figures="Fig. 2",
@@ -685,8 +771,12 @@ class ShippedResults:
     published_record: dict[str, Any] | None = None
 
     def figure(self) -> go.Figure:
-        return self.preset.figure(self.table, published=self.published,
-                                  calibration=self.record.get("calibration_override"))
+        return self.figure_and_points()[0]
+
+    def figure_and_points(self) -> tuple[go.Figure, dict]:
+        """The figure and what its note is made of (:meth:`Preset.figure_and_points`)."""
+        return self.preset.figure_and_points(self.table, published=self.published,
+                                             calibration=self.record.get("calibration_override"))
 
     def provenance(self, published: bool = False) -> str:
         """One sentence: when, by which code, with which command, how long it took (of the

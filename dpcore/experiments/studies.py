@@ -158,11 +158,9 @@ def shipped_classroom_compare(path: Path = CLASSROOM_FILE) -> tuple[list[dict], 
         if record["setting"] != _setting_record() or not isinstance(rows, list) or not rows:
             return None
         env = record.get("environment", {})
-        took, workers = record.get("wall_seconds"), record.get("workers")
         note = (f"computed ahead and shipped with the app ({len(rows)} configurations, "
                 f"{record.get('started', '?')[:10]}, dpcore {env.get('dpcore', '?')} at "
-                f"{(env.get('git_commit') or 'an unrecorded commit')[:12]}, {took} s on {workers} "
-                f"worker{'' if workers == 1 else 's'}: `{record.get('command')}`)")
+                f"{(env.get('git_commit') or 'an unrecorded commit')[:12]}: `{record.get('command')}`)")
         return rows, note
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -1,0 +1,233 @@
+"""A view's link reproduces it: the same state and the same numbers in a fresh session.
+
+Random valid states are drawn (Hypothesis) for Explore and Compare from the views'
+declarations, set as a user would set them, then the link the view writes is opened in a
+new AppTest session: every declared control must hold the same value and every number shown
+must be the same, bit for bit.  A check of the check drops one control from the link.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+
+from dpcore.params import PARAMS, log_ticks
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = settings(max_examples=6, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+def _page(name: str) -> AppTest:
+    return AppTest.from_file(str(ROOT / "pages" / name), default_timeout=180)
+
+
+def _numbers(at) -> dict:
+    return {m.label: m.value for m in at.metric if m.label != "seconds"}
+
+
+def _link(at) -> dict:
+    """What the view wrote into its link (the query string a student opens)."""
+    return {k: at.query_params[k] for k in at.query_params}
+
+
+def _open(link: dict) -> AppTest:
+    fresh = _page(link["_page"])
+    for k, v in link.items():
+        if k != "_page":
+            fresh.query_params[k] = v
+    return fresh.run()
+
+
+def ticks(name: str, zero: bool = False) -> list[float]:
+    """A log-scale slider's options, as the view offers them (its default, and 0 where allowed)."""
+    p = PARAMS[name]
+    return list(log_ticks(p.ui_min, p.ui_max, 25, {float(p.default)} | ({0.0} if zero else set())))
+
+
+EXPLORE_MECHANISMS = ["gradient-dpgd", "gradient-dpsgd", "output-gaussian", "objective-gaussian",
+                      "distributed-wddp", "input-kang"]
+
+
+@st.composite
+def explore_states(draw) -> dict:
+    mechanism = draw(st.sampled_from(EXPLORE_MECHANISMS))
+    state = {"ex_dataset": draw(st.sampled_from(["breast-cancer", "adult"])), "ex_mechanism": mechanism,
+             "ex_epsilon": draw(st.sampled_from([0.1, 0.5, 1.0, 2.0])),
+             "ex_T": draw(st.integers(5, 40)), "ex_R": draw(st.integers(1, 2)),
+             "ex_lam": draw(st.sampled_from(ticks("lam")[8:17])),
+             "ex_lr": draw(st.sampled_from(ticks("learning_rate")[12:22])), "ex_seed": draw(st.integers(0, 5))}
+    if mechanism == "gradient-dpsgd":
+        state["ex_q"] = draw(st.sampled_from(ticks("sample_rate")[12:20]))
+    if mechanism in ("gradient-dpgd", "gradient-dpsgd"):
+        state["ex_clip"] = draw(st.sampled_from(ticks("clip_norm", zero=True)[:1] + ticks("clip_norm")[12:18]))
+    if mechanism == "distributed-wddp":
+        state["ex_m"] = draw(st.integers(2, 5))
+        state["ex_u"] = draw(st.sampled_from(ticks("skew")[:8]))
+    return state
+
+
+def _widget(at, key):
+    """The widget with this key, whatever its kind (as a user would find it on the page)."""
+    for kind in ("selectbox", "select_slider", "number_input", "toggle", "checkbox", "radio", "multiselect",
+                 "text_input"):
+        found = [w for w in getattr(at, kind) if w.key == key]
+        if found:
+            return found[0]
+    raise KeyError(key)
+
+
+def _set(at, state: dict, first=()) -> AppTest:
+    """Set ``state`` through the view's widgets, as a user does (``first``: keys whose change
+    brings other widgets), one run after each change."""
+    for k in (*first, *(k for k in state if k not in first)):
+        _widget(at, k).set_value(state[k])
+        at.run()
+    return at
+
+
+def _set_explore(state: dict) -> AppTest:
+    return _set(_page("explore.py").run(), state, first=("ex_dataset", "ex_mechanism"))
+
+
+def _held(at, keys) -> dict:
+    return {k: at.session_state[k] for k in keys if k in at.session_state}
+
+
+@FAST
+@given(explore_states())
+def test_explores_link_reopens_the_same_state_and_numbers(state):
+    at = _set_explore(state)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert _held(at, state) == state  # the drawn state is what the view runs
+    link = {**_link(at), "_page": "explore.py"}
+    assert {"ex_q", "ex_clip", "ex_m", "ex_u"} & set(state) <= set(link)
+    again = _open(link)
+    assert not again.exception and not again.error
+    assert _held(again, state) == state
+    assert _numbers(again) == _numbers(at)
+    captions = lambda a: [c.value for c in a.sidebar.caption if c.value.startswith("Tuned at")]  # noqa: E731
+    assert captions(again) == captions(at)
+
+
+def test_explores_tuned_link_keeps_its_tuning_caption_and_sampling_rate():
+    """The reported case: Adult, DP-SGD at ε = 1 at its tuned settings."""
+    at = _set_explore({"ex_dataset": "adult", "ex_mechanism": "gradient-dpsgd", "ex_epsilon": 1.0, "ex_R": 1})
+    tuned_q = at.session_state["ex_q"]
+    link = {**_link(at), "_page": "explore.py"}
+    assert float(link["ex_q"]) == tuned_q and "ex_clip" in link and link.get("ex_auto_tuned") == "true"
+    again = _open(link)
+    assert again.session_state["ex_q"] == tuned_q
+    assert _numbers(again) == _numbers(at)
+    assert any(c.value.startswith("Tuned at ε = 1") for c in again.sidebar.caption)
+
+
+def test_a_hand_changed_tuned_value_survives_the_link():
+    at = _set_explore({"ex_dataset": "adult", "ex_mechanism": "gradient-dpsgd", "ex_epsilon": 1.0, "ex_R": 1,
+                       "ex_T": 17})
+    again = _open({**_link(at), "_page": "explore.py"})
+    assert again.session_state["ex_T"] == 17 and _numbers(again) == _numbers(at)
+
+
+def test_check_of_the_check_a_control_left_out_of_the_link_is_caught():
+    q = ticks("sample_rate")[18]
+    at = _set_explore({"ex_dataset": "breast-cancer", "ex_mechanism": "gradient-dpsgd", "ex_q": q,
+                       "ex_T": 20, "ex_R": 1})
+    link = {**_link(at), "_page": "explore.py"}
+    del link["ex_q"]  # what the view's link did before q was declared
+    again = _open(link)
+    assert again.session_state["ex_q"] != q and _numbers(again) != _numbers(at)
+
+
+@st.composite
+def compare_states(draw) -> dict:
+    mechs = draw(st.lists(st.sampled_from(["gradient-dpgd", "output-gaussian", "objective-gaussian",
+                                           "output-laplace", "gradient-dpsgd", "distributed-wddp"]),
+                          min_size=1, max_size=4, unique=True))
+    eps = draw(st.lists(st.sampled_from([0.1, 0.3, 1.0, 3.0]), min_size=1, max_size=3, unique=True))
+    return {"cmp_mechs": mechs, "cmp_eps": ", ".join(f"{e:g}" for e in eps),
+            "cmp_T": draw(st.integers(10, 200)), "cmp_R": draw(st.integers(1, 5)),
+            "cmp_lam": draw(st.sampled_from([1e-4, 1e-3, 1e-2])), "cmp_tuned": draw(st.booleans()),
+            "cmp_delta": draw(st.sampled_from(list(PARAMS["delta"].ticks)))}
+
+
+@FAST
+@given(compare_states())
+def test_compares_link_reopens_the_same_state(state):
+    at = _set(_page("compare.py").run(), state)
+    assert not at.exception and not at.error
+    assert _held(at, state) == state
+    again = _open({**_link(at), "_page": "compare.py"})
+    assert not again.exception and not again.error
+    assert _held(again, state) == state
+
+
+def test_compares_first_preset_link_reopens_its_nine_mechanisms_and_chart():
+    at = _page("compare.py").run()
+    at.button(key=next(b.key for b in at.button if b.key.startswith("preset_All central"))).click().run()
+    mechs = at.session_state["cmp_mechs"]
+    assert len(mechs) >= 7
+    again = _open({**_link(at), "_page": "compare.py"})
+    assert again.session_state["cmp_mechs"] == mechs
+    assert again.get("plotly_chart")  # the shipped rows, at once
+    first = [c for c in at.get("plotly_chart")][0].proto.spec
+    assert again.get("plotly_chart")[0].proto.spec == first
+
+
+def test_link_values_parse_by_their_declared_type():
+    import math as _m
+    from pages.common import _url_value, url_text
+
+    for value in (True, False, 3, 0.1, 1e-5, 1 / 3, "breast-cancer", ["a", "b"]):
+        back = _url_value(url_text(value), value)
+        assert back == value and type(back) is type(value) or (isinstance(value, list) and back == value)
+    for bad, default in (("2.5", 100), ("nan", 1.0), ("maybe", True), ("inf", 5)):
+        try:
+            _url_value(bad, default)
+        except (ValueError, OverflowError):
+            continue
+        raise AssertionError(f"{bad!r} parsed as a {type(default).__name__}")
+    assert _m.isinf(_url_value("inf", 1.0))  # a float's own range check says what to do with it
+
+
+def test_each_lesson_step_opens_its_view_at_the_charts_own_settings():
+    """"Try it yourself" links are generated from the views' declared keys: each opens its view
+    with every value it carries, unchanged and unremarked."""
+    import re
+    from urllib.parse import parse_qsl, urlsplit
+
+    pages = {"explore": "explore.py", "compare": "compare.py", "local_central": "local_central.py",
+             "distributed": "distributed.py", "audit": "audit.py", "glossary": "glossary.py"}
+    for step in range(1, 7):
+        lesson = _page("lesson.py")
+        lesson.query_params["lesson_step"] = str(step)
+        lesson.run()
+        (link,) = [m for md in lesson.markdown for m in re.findall(r"\[Try it yourself[^\]]*\]\(([^)]+)\)", md.value)]
+        parts = urlsplit(link)
+        params = dict(parse_qsl(parts.query))
+        view = _page(pages[parts.path.strip("/")])
+        view.query_params.update(params)
+        view.run()
+        assert not view.exception and not [w.value for w in view.warning if "link" in w.value], (step, link)
+        from pages.common import url_text
+
+        held = {k: url_text(view.session_state[k]) for k in params}
+        assert held == params, (step, link)
+
+
+def test_the_offline_lessons_links_go_to_the_address_the_lecturer_gives():
+    at = _page("lesson.py").run()
+    at.sidebar.text_input(key="lesson_base").set_value("http://10.0.0.7:8501").run()
+    at.sidebar.button(key="lesson_export").click().run()
+    html = at.session_state["lesson_html"]
+    import re
+
+    body = html.split("</head>", 1)[1]  # plotly.js itself (in the head) names its own sites
+    links = [a for a in re.findall(r'<a href="([^"]+)"', body) if not a.startswith("https://plotly.com")]
+    assert len(links) >= 12 and all(link.startswith("http://10.0.0.7:8501/") for link in links), links[:5]
+    assert "localhost" not in html
+    at.sidebar.text_input(key="lesson_base").set_value("http://localhost:8611").run()
+    assert any("this computer's own name" in w.value for w in at.sidebar.warning)
