@@ -380,6 +380,7 @@ class ReferenceStore:
         self.size = int(size)
         self._memory: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()  # the app's sessions share one store, each on its own thread
+        self._flights: dict[Any, tuple[int, threading.Event]] = {}  # key → (computing thread, done)
         #: sampled-Gaussian noise calibrations, kept in the same folder (``calibration-*.json``)
         self.calibrations = CalibrationTable(self.folder)
 
@@ -390,18 +391,34 @@ class ReferenceStore:
         return f"ReferenceStore(folder={self.folder!r}, held={len(self._memory)})"
 
     def memo(self, key, compute: Callable[[], Any]) -> Any:
-        """``compute()``, or its result for the same ``key`` when still held.  Two threads asking
-        for the same new key may both compute it (the same value); neither waits on the other."""
-        with self._lock:
-            if key in self._memory:
-                self._memory.move_to_end(key)
-                return self._memory[key]
-        value = compute()
-        with self._lock:
-            self._memory[key] = value
-            while len(self._memory) > self.size:
-                self._memory.popitem(last=False)
-        return value
+        """``compute()``, or its result for the same ``key`` when still held.  Single flight:
+        while one thread computes a key, another asking for it waits and reads the result (thirty
+        students opening one link compute it once); if the first fails, the next asker computes
+        it itself.  A thread asking again for a key it is computing computes it (no self-wait)."""
+        me = threading.get_ident()
+        while True:
+            with self._lock:
+                if key in self._memory:
+                    self._memory.move_to_end(key)
+                    return self._memory[key]
+                flight = self._flights.get(key)
+                if flight is None or flight[0] == me:
+                    done = threading.Event()
+                    if flight is None:
+                        self._flights[key] = (me, done)
+                    break
+            flight[1].wait()  # another thread computes it: read its result, or try again if it failed
+        try:
+            value = compute()
+            with self._lock:
+                self._memory[key] = value
+                while len(self._memory) > self.size:
+                    self._memory.popitem(last=False)
+            return value
+        finally:
+            with self._lock:
+                if self._flights.get(key, (None,))[0] == me and flight is None:
+                    self._flights.pop(key)[1].set()
 
     def clear(self) -> None:
         """Forget what is held in memory (the disk copies stay)."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +41,23 @@ def dumps(obj: Any, **kwargs: Any) -> str:
 
 def write_atomic(path: str | os.PathLike, obj: Any, **kwargs: Any) -> None:
     """Write strict JSON to ``path`` through a temporary file and ``os.replace``, so a
-    reader (or a process killed mid-write) never sees half a file."""
+    reader (or a process killed mid-write) never sees half a file.  The temporary file is
+    unique to this call (``mkstemp``), not to the process: the app's sessions are threads of
+    one process, and two of them writing one entry must not replace each other's half-written
+    file (a process id alone made ``os.replace`` fail in one of them).  The last complete
+    write wins; an error leaves no temporary file behind."""
     path = Path(path)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(dumps(obj, **kwargs))
-    os.replace(tmp, path)
+    text = dumps(obj, **kwargs)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # as a plain write would leave it (mkstemp's are private)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def prune_folder(folder: str | os.PathLike, limit: float, prefix: str = "", suffix: str = ".json") -> int:
