@@ -125,3 +125,34 @@ def test_the_app_config_hides_deploy_and_the_tab_icon_is_a_file_of_the_repositor
     assert "page_icon=str(ICON)" in call and ":material/" not in call
     assert 'ICON = Path(__file__).resolve().parent / "assets" / "lock.svg"' in app
     assert (ROOT / "assets" / "lock.svg").read_text().lstrip().startswith("<svg ")
+
+
+def _spec_sections() -> set[str]:
+    """The section numbers of docs/spec.md's headings ("## 3. Mechanisms" → "3", "### 3.4 …" → "3.4")."""
+    import re
+
+    text = (ROOT / "docs" / "spec.md").read_text()
+    return {m.group(1) for m in re.finditer(r"^#{2,4} (\d+(?:\.\d+)*)\.? ", text, flags=re.M)}
+
+
+def _spec_references() -> list[tuple[str, str]]:
+    import re
+
+    found = []
+    for path in [*ROOT.glob("dpcore/**/*.py"), *ROOT.glob("pages/*.py"), ROOT / "app.py", ROOT / "README.md",
+                 *ROOT.glob("docs/*.md")]:
+        for m in re.finditer(r"SPEC\s*§\s*(\d+(?:\.\d+)*)", path.read_text()):
+            found.append((str(path.relative_to(ROOT)), m.group(1)))
+    return found
+
+
+def test_every_spec_reference_resolves_to_a_section_of_docs_spec():
+    refs = _spec_references()
+    assert len(refs) >= 30  # the code cites it throughout
+    missing = [(f, s) for f, s in refs if s not in _spec_sections()]
+    assert not missing, missing
+    assert "docs/spec.md" in (ROOT / "README.md").read_text()
+
+
+def test_check_of_the_check_a_reference_to_a_missing_section_is_caught():
+    assert "3.4" in _spec_sections() and "9.9" not in _spec_sections()
