@@ -11,7 +11,6 @@ import math
 import os
 import time
 from urllib.parse import urlencode
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import Baseline, baseline
 from dpcore.figures import REFERENCE_LINE, on_screen, target_note
 from dpcore.experiments.context import Context, cache_dir
+from dpcore.experiments.progress import TimeLeft, duration
 from dpcore.experiments.run import RunSpec, run, slow_reference
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
@@ -70,17 +70,31 @@ def app_context() -> Context:
 
 def progress_reporter(bar, clock=time.perf_counter):
     """A ``progress(done, total, label)`` callback for a ``st.progress`` bar: the count, the last
-    configuration and, once the work has run 2 s, the time spent and an estimate of the rest."""
-    started = clock()
+    configuration and, once the work has run 2 s, the time spent and the time left as
+    :func:`time_left` measures it (a grid's ``work``, when it tells it, weighs its configurations)."""
+    eta = time_left(clock)
 
-    def report(k: int, n: int, label: str) -> None:
-        spent = clock() - started
+    def report(k: int, n: int, label: str, work: tuple[float, float] | None = None) -> None:
+        left = eta.update(k, n, work)
         text = f"{k}/{n}: {label}"
-        if spent > 2 and 0 < k < n:
-            text += f" · {_duration(spent)} so far, about {_duration(spent * (n - k) / k)} left"
+        if eta.spent > 2 and 0 < k < n:
+            text += f" · {_duration(eta.spent)} so far, {_left_text(left)}"
         bar.progress(k / n, text=text)
 
+    report.takes_work = True  # a grid tells it each configuration's cost (Context.tell)
     return report
+
+
+def time_left(clock=time.perf_counter):
+    """The pages' one estimate of the time left (:class:`dpcore.experiments.progress.TimeLeft`):
+    measured on the work under way, in work rather than counts when a grid knows its tasks'
+    costs, the start-up left out, and ``None`` until enough is known."""
+    return TimeLeft(clock)
+
+
+def _left_text(left: float | None) -> str:
+    """``about 3 min left``, or, before an estimate is known, ``estimating the time left``."""
+    return "estimating the time left" if left is None else f"about {_duration(left)} left"
 
 
 def live_drawer(draw, every: float = 0.5, after: float = 0.0, clock=time.perf_counter):
@@ -105,7 +119,7 @@ def live_drawer(draw, every: float = 0.5, after: float = 0.0, clock=time.perf_co
 
 
 def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+    return duration(seconds)
 
 
 def with_progress(bar) -> Context:
@@ -508,27 +522,25 @@ PROGRESS_AFTER_SECONDS = 2.0
 @contextlib.contextmanager
 def run_progress(after: float = PROGRESS_AFTER_SECONDS):
     """A ``progress(done, total, label)`` callback that, once the work has lasted ``after``
-    seconds, shows a bar with what it is doing and an estimate of the time left; the bar
-    goes when the work ends."""
+    seconds, shows a bar with what it is doing and the time left (:func:`time_left`, the
+    estimate the grids' bars show); the bar goes when the work ends."""
     slot = st.empty()
-    start = time.perf_counter()
-    last = [0.0]  # when the bar last changed
-    # when the current loop began, its last count, the time of its last report: a count that
-    # starts again is a new loop (training after the reference solve), begun at that last report
-    phase = [start, 0, start]
+    # a count that starts again is a new loop (training after the reference solve), timed from
+    # the last report of the loop before (:func:`time_left`)
+    eta = time_left(time.perf_counter)
+    last = [-math.inf]  # when the bar last changed
 
-    def progress(done: int, total: int, label: str) -> None:
-        now = time.perf_counter()
-        if done < phase[1]:
-            phase[0] = phase[2]
-        phase[1], phase[2] = done, now
-        if now - start < after or now - last[0] < 0.2 or total <= 0:
+    def progress(done: int, total: int, label: str, work: tuple[float, float] | None = None) -> None:
+        left = eta.update(done, total, work)
+        now = eta.now
+        if eta.spent < after or now - last[0] < 0.2 or total <= 0:
             return
         last[0] = now
         frac = min(1.0, done / total)
-        left = (now - phase[0]) / frac * (1.0 - frac) if frac > 0 else math.inf
-        eta = f"about {left:.0f} s left" if math.isfinite(left) else "estimating the time left"
-        slot.progress(frac, text=f"{label.capitalize()}: {done:,} of {total:,} · {eta}")
+        what = label[:1].upper() + label[1:]  # "L-BFGS" stays upper case
+        slot.progress(frac, text=f"{what}: {done:,} of {total:,} · {_left_text(left)}")
+
+    progress.takes_work = True
 
     try:
         yield progress

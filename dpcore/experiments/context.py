@@ -51,7 +51,10 @@ class Context:
     would cost up to a quarter of a run).  ``progress(done, total, label)`` hears how far work
     is: a grid reports its finished configurations; a single run (:func:`run`) its
     optimisation steps and, when it must solve one, the exact reference's solver
-    iterations (a hundred reports at most per loop; it never changes a number).  ``on_trace(steps,
+    iterations (a hundred reports at most per loop; it never changes a number); a grid also tells a
+    callback whose attribute ``takes_work`` is true ``work=(done, total)`` in the work budget's units
+    (:meth:`tell`), so that its time left weighs a minutes-long configuration above a
+    milliseconds-long one (:class:`~dpcore.experiments.progress.TimeLeft`).  ``on_trace(steps,
     trace)``: a single run's loss curve so far, each time it gains a point (the gradient and
     input-perturbation optimisers tell it; a view draws the curve while the run trains).  ``store``: the
     exact solutions and other noise-free results this context has computed.  ``pool``: the
@@ -101,8 +104,16 @@ class Context:
             changes.setdefault("store", None)
         return replace(self, **changes)
 
-    def tell(self, done: int, total: int, label: str) -> None:
-        if self.progress is not None:
+    def tell(self, done: int, total: int, label: str, work: tuple[float, float] | None = None) -> None:
+        """Tell :attr:`progress` how far the work is.  ``work``: the same as ``(done, total)``
+        in units of cost, when the caller knows what each part costs (a grid); only a callback
+        that says it takes them (its attribute ``takes_work`` is true) hears them, as the
+        keyword ``work``, so every ``progress(done, total, label)`` keeps working."""
+        if self.progress is None:
+            return
+        if work is not None and getattr(self.progress, "takes_work", False):
+            self.progress(done, total, label, work=work)
+        else:
             self.progress(done, total, label)
 
 

@@ -32,20 +32,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from importlib import metadata
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
 from .. import __version__, linalg
+from .. import datasets as _datasets
 from ..exceptions import BudgetError, DPCoreError, ParameterError
 from ..jsonutil import NO_FILE, dumps, prune_folder, read_cache_file, write_atomic
-from ..mechanisms import REGISTRY
+from ..mechanisms import REGISTRY, get_mechanism
 from ..models import make_model
 from .context import Context
-from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups
+from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups, work_estimate
 
-__all__ = ["Task", "SweepResult", "task_key", "execute", "dispatch", "warm_workers", "run_tasks",
+__all__ = ["Task", "SweepResult", "task_key", "task_cost", "execute", "dispatch", "warm_workers", "run_tasks",
            "tidy_rows", "environment", "CACHE_SCHEMA"]
 
 #: bump when the meaning of a cached result changes (the package version is hashed too)
@@ -70,8 +72,8 @@ class Task:
         bits = [c.mechanism, c.dataset, c.model, f"ε={c.epsilon:g}"]
         if c.n is not None:
             bits.append(f"n={c.n}")
-        if c.clients is not None:
-            bits.append(f"m={c.clients} u={c.skew:g}")
+        if c.clients is not None and "clients" in getattr(REGISTRY.get(c.mechanism), "settings", ()):
+            bits.append(f"m={c.clients} u={c.skew:g}")  # only where the mechanism reads them
         bits.append(f"lr={c.learning_rate:g}")
         return " ".join(bits)
 
@@ -316,6 +318,35 @@ def _steps(group: Sequence[Task]) -> int:
                                    else 1) for t in group)
 
 
+def task_cost(config: RunSpec, dataset=None) -> float | None:
+    """What a task costs in the work budget's units: :func:`~dpcore.experiments.run.work_estimate`
+    of its runs, plus one pass over the rows per run for its metrics, on the registered data's
+    documented shape (nothing is loaded; ``dataset``: a user's own, whose shape is known), or
+    ``None`` when the shape or a setting is unknown.  What a grid's time left weighs its finished
+    configurations by (:class:`~dpcore.experiments.progress.TimeLeft`): a tuned DP-GD at T = 800
+    against an output perturbation; it never changes a number."""
+    try:
+        if dataset is not None:
+            n, d = dataset.n, dataset.d
+        else:
+            spec = _datasets.get_spec(config.dataset)
+            if spec.synthetic:  # the generator's defaults, and its bias column
+                defaults = _datasets.load.__kwdefaults__
+                n, d = config.n or defaults["n"], (config.d or defaults["d"]) + 1
+            else:
+                n, d = config.n or spec.n_train, spec.d
+        if not n or not d:
+            return None
+        mechanism = get_mechanism(config.mechanism)
+        model = make_model(config.model, lam=config.lam, radius=config.radius)
+        runs = work_estimate(config, SimpleNamespace(n=int(n), d=int(d)), model, mechanism)
+        steps = max(1.0, float(mechanism.work_steps(config, int(n))))
+        cost = runs * (steps + 1) / steps  # the metrics: one more pass per run
+    except (DPCoreError, ArithmeticError, AttributeError, LookupError, TypeError, ValueError):
+        return None  # the grid's bar then counts configurations; the grid itself is not concerned
+    return cost if math.isfinite(cost) and cost > 0 else None
+
+
 def _for_workers(tasks: Sequence[Task], workers: int) -> list[list[Task]]:
     """:func:`bundles`, with every bundle larger than an even share of the work halved (by its
     configurations) until none is, where that changes no number: a bundle that would keep one
@@ -440,7 +471,9 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
     then in the order they finish), so a view can draw what is done while the rest computes.
 
     Local processes or Dask as ``ctx`` says; ``ctx.progress(done, total, label)``
-    is called once per task, cached ones included.  Exact solutions are shared
+    is called once per task, cached ones included (with ``work=(done, total)``, the tasks'
+    :func:`task_cost` computed so far and in all, when the callback takes it:
+    :meth:`Context.tell`).  Exact solutions are shared
     through ``ctx.erm_dir``; a grid spread over several processes without one
     gets a temporary folder for its duration (for a Dask cluster, a folder its
     workers cannot see only means each worker solves, as it would anyway).
@@ -454,17 +487,28 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
     t0 = time.perf_counter()
     results: dict[str, dict] = {}
     pending: list[Task] = []
-    done = 0
+    hits: list[tuple[Task, dict]] = []
     for t in tasks:
         hit = None if cache is None else cache.get(t.key, t.config)
         if hit is not None:
-            results[t.key] = hit["result"]
-            done += 1
-            ctx.tell(done, len(tasks), f"{t.label()} (cached)")
-            if on_result is not None:
-                on_result(t, hit["result"])
+            hits.append((t, hit["result"]))
         else:
             pending.append(t)
+    # the work left in the work budget's units, when every task's cost is known (else counts)
+    costs = {t.key: task_cost(t.config, dataset) for t in pending}
+    work_total = sum(costs.values()) if None not in costs.values() else None
+    work_done = 0.0
+
+    def work():
+        return None if work_total is None else (work_done, work_total)
+
+    done = 0
+    for t, result in hits:
+        results[t.key] = result
+        done += 1
+        ctx.tell(done, len(tasks), f"{t.label()} (cached)", work=work())
+        if on_result is not None:
+            on_result(t, result)
     by_key = {t.key: t for t in pending}
     parallel = ctx.scheduler is not None or (ctx.n_workers > 1 and dataset is None
                                              and len(_for_workers(pending, ctx.n_workers)) > 1)
@@ -482,8 +526,10 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
                 cache.put(key, by_key[key].config, rec)
             results[key] = rec
             done += 1
+            if work_total is not None:
+                work_done += costs[key]
             status = "error: " + rec["error"] if "error" in rec else f"{rec['wall_seconds']:.2f}s"
-            ctx.tell(done, len(tasks), f"{by_key[key].label()} ({status})")
+            ctx.tell(done, len(tasks), f"{by_key[key].label()} ({status})", work=work())
             if on_result is not None:
                 on_result(by_key[key], rec)
     return SweepResult(tasks=tasks, results=results, computed=len(pending),
