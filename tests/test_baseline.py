@@ -189,3 +189,13 @@ def test_a_sweep_over_n_is_within_what_its_note_says_of_its_own_line(path):
         sign = 1 if metric == "accuracy" else -1
         worst = max(worst, float((sign * (runs["mean"] - own) - runs["std"].fillna(0)).max()))
     assert worst <= 0.0003
+
+
+def test_a_paper_figures_linear_panel_draws_the_one_reference():
+    """001-fig2's Adult (LR) panel: its non-private line is the reference every view draws."""
+    from dpcore.experiments.presets import shipped_results
+
+    fig, _ = shipped_results("001-fig2").figure_and_points()
+    lines = [t for t in fig.data if (t.name or "").startswith("non-private (λ = ")]
+    ref = baseline(RunSpec(dataset="adult", model="logreg"), (1e-3,))
+    assert lines and any(set(t.y) == {ref.value} for t in lines), [(t.name, set(t.y)) for t in lines]

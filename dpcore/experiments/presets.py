@@ -80,8 +80,9 @@ def _panel_reference(sub, metric: str, base: dict):
     if "n" in sub and sub["n"].nunique() > 1:
         return None
     n = None if "n" not in row or pd.isna(row["n"]) else int(row["n"])
-    lams = tuple(sorted({float(v) for v in sub["lam"].dropna()} if "lam" in sub else set())
-                 | ({PARAMS["lam"].default} if "lam" not in sub or sub["lam"].isna().any() else set()))
+    given = {float(v) for v in sub["lam"].dropna()} if "lam" in sub else set()
+    default = {PARAMS["lam"].default} if "lam" not in sub or sub["lam"].isna().any() else set()
+    lams = tuple(sorted(given | default))
     return _reference(str(row["dataset"]), str(row["model"]), n, base.get("d"), base.get("noise"), lams)
 
 
