@@ -3,10 +3,12 @@ import pandas as pd
 import streamlit as st
 
 from dpcore import datasets
-from pages.common import dataset_details, user_datasets, enter_view
+from pages.common import choice, dataset_details, enter_view, restore_from_url, user_datasets, write_to_url
 
 enter_view("datasets")
 st.title("Datasets")
+URL_KEYS = {"dataset": "adult"}  # the dataset looked at (the link reopens it)
+restore_from_url(URL_KEYS)
 st.caption(
     "Every dataset is one-hot encoded, standardised and row-normalised so that ‖x‖ ≤ 1 "
     "(with a bias feature); labels are ±1. n and d below are after preprocessing."
@@ -29,12 +31,12 @@ table = pd.DataFrame(
 )
 st.dataframe(table, hide_index=True, width="stretch")
 
-choice = st.selectbox(
-    "Look at one dataset", [s.id for s in specs], index=[s.id for s in specs].index("adult"),
-    format_func=lambda i: datasets.DATASETS[i].name, key="dataset",
-)
+st.session_state.setdefault("dataset", URL_KEYS["dataset"])
+chosen = choice("selectbox", "Look at one dataset", [s.id for s in specs], key="dataset", fallback="adult",
+                format_func=lambda i: datasets.DATASETS[i].name)
+write_to_url(list(URL_KEYS))
 try:
-    info = dataset_details(choice)
+    info = dataset_details(chosen)
 except datasets.DatasetError as exc:
     st.error(f"{exc}")
     st.stop()

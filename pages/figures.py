@@ -52,7 +52,7 @@ st.caption("Every panel of a seed paper's figure, on the paper's axes (ε, n, sk
 
 ids = list(PRESETS)
 SHIPPED = shipped_ids()
-URL_KEYS = {"fig_preset": SHIPPED[0] if SHIPPED else ids[0]}
+URL_KEYS = {"fig_preset": SHIPPED[0] if SHIPPED else ids[0], "fig_rerun_size": "quick", "fig_rerun_cal": "certified"}
 restore_from_url(URL_KEYS)
 st.session_state.setdefault("fig_preset", URL_KEYS["fig_preset"])  # a shipped figure first
 preset_id = choice("selectbox", "Figure", ids, key="fig_preset",

@@ -65,7 +65,8 @@ def integer_ticks(fig: go.Figure, xs) -> None:
 
 enter_view("theory")
 st.title("Theory: the published bounds, evaluated")
-URL_KEYS = {'th_dataset': 'adult', 'th_model': 'logreg', 'th_epsilon': 0.1, 'th_delta': 1e-05, 'th_T': 1000, 'th_m': 4, 'th_u': 1.0}
+URL_KEYS = {'th_dataset': 'adult', 'th_model': 'logreg', 'th_epsilon': 0.1, 'th_delta': 1e-05, 'th_T': 1000, 'th_m': 4, 'th_u': 1.0,
+            'th_seed': '001', 'th_over': 'n', 'th_rows': ['001-wang2017-gd', '001-kang-input', '002-dbdp-sgd', '003-input']}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'th_dataset', 'epsilon': 'th_epsilon', 'delta': 'th_delta', 'iterations': 'th_T'}
 shared_settings(SHARED)
@@ -127,9 +128,8 @@ for r in report["rows"]:
 st.subheader("How each bound scales")
 over = choice("radio", "Vary", ["n", "epsilon"], horizontal=True, key="th_over")
 sc = scaling_report(dataset, model, epsilon, delta, T, m, u, over=over)
-chosen = st.multiselect("Rows", [r["id"] for r in sc["rows"]],
-                        default=["001-wang2017-gd", "001-kang-input", "002-dbdp-sgd", "003-input"],
-                        key="th_rows")
+st.session_state.setdefault("th_rows", list(URL_KEYS["th_rows"]))
+chosen = choice("multiselect", "Rows", [r["id"] for r in sc["rows"]], key="th_rows")
 fig = go.Figure()
 for r in sc["rows"]:
     if r["id"] in chosen:

@@ -13,6 +13,7 @@ from dpcore.figures import released_tuning_figure, tuning_figure
 from dpcore.mechanisms import REGISTRY, short_name
 from dpcore.params import parse_grid
 from pages.common import (
+    choice,
     enter_view,
     show_chart,
     apply_setting,
@@ -38,7 +39,8 @@ st.caption("A mechanism's accuracy depends on settings its proof leaves open: th
            "on 80 % of the training rows, the choice among them is made privately (the exponential mechanism on "
            "the other 20 %), and **ε spent** is what the whole search provably costs, next to the ε the "
            f"released run alone certifies — {glossary_link('certified')}.")
-URL_KEYS = {"tu_dataset": "adult", "tu_eps": "0.1, 1, 10", "tu_acc": 0.82}
+URL_KEYS = {"tu_dataset": "adult", "tu_eps": "0.1, 1, 10", "tu_acc": 0.82, "tu_mechs": list(DEFAULT_MECHANISMS),
+            "tu_pick": 0}
 restore_from_url(URL_KEYS)
 
 c1, c2 = st.columns(2)
@@ -47,8 +49,9 @@ if dataset_task(dataset) != "classification":
     st.error("Tuning scores correct validation predictions: pick a classification dataset.")
     st.stop()
 available = [m for m in mechanisms_for("logreg", ("output", "objective", "gradient"))]
-mechs = c2.multiselect("Mechanisms", available, default=[m for m in DEFAULT_MECHANISMS if m in available],
-                       key="tu_mechs", format_func=lambda m: f"{m} — {REGISTRY[m].name}")
+st.session_state.setdefault("tu_mechs", [m for m in DEFAULT_MECHANISMS if m in available])
+mechs = choice("multiselect", "Mechanisms", available, key="tu_mechs", container=c2,
+               format_func=lambda m: f"{m} — {REGISTRY[m].name}")
 st.session_state.setdefault("tu_eps", URL_KEYS["tu_eps"])
 eps_text = st.text_input("ε grid (comma-separated)", key="tu_eps",
                          help="each ε is tuned separately; δ = 1/n² (Yu et al. 2020)")
@@ -125,7 +128,7 @@ st.caption("On this ε grid: add ε's above and press **Tune here** for a finer 
            "it.")
 
 st.subheader("Try a tuned setting")
-pick = st.selectbox("Tuned setting", range(len(rows)), key="tu_pick",
+pick = choice("selectbox", "Tuned setting", range(len(rows)), key="tu_pick",
                     format_func=lambda i: f"{rows[i]['mechanism']} at ε = {fmt_eps(rows[i]['epsilon'])}")
 if st.button("Open in Explore", key="tu_open"):
     row = rows[pick]
