@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 import logging
 import math
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -266,10 +268,18 @@ def solve_erm(model: Model, X: np.ndarray, y: np.ndarray, progress=None) -> ErmS
     return sol
 
 
+#: the code whose answers a stored solution holds: a change to any of it makes the stored keys
+#: unfindable (so a changed solver never reads old answers); the store's own code (caching,
+#: single flight) is not in it, so mending the store does not throw the shipped solutions away
+_SOLVER = ("solve_erm", "_newton_logreg", "quadratic_ball", "_ball_least_squares", "_lbfgs_mlp")
+
+
 @functools.cache
 def _code_fingerprint() -> bytes:
-    """The solver's and the models' source: a changed solver never reads old answers."""
-    return Path(__file__).read_bytes() + Path(_models.__file__).read_bytes()
+    """The solver's and the models' source (and the tolerances a solve must meet)."""
+    here = sys.modules[__name__]
+    solver = "".join(inspect.getsource(getattr(here, name)) for name in _SOLVER)
+    return (solver + repr((GRAD_TOL, STORED_GRAD_TOL, LOCAL_GRAD_TOL))).encode() + Path(_models.__file__).read_bytes()
 
 
 def _disk_key(dataset, model: Model) -> str:

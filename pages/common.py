@@ -730,7 +730,8 @@ def restore_from_url(defaults: dict[str, Any], prefixes: dict[str, Any] | None =
         except (ValueError, OverflowError):
             kind = "true or false" if isinstance(default, bool) else "a whole number" if isinstance(default, int) \
                 else "a number"
-            st.warning(f"The link's {key} = {raw[:40]!r} is not {kind}; using the default {url_text(default)}.")
+            used = f"{default:g}" if isinstance(default, float) else url_text(default)
+            st.warning(f"The link's {key} = {raw[:40]} is not {kind}; using {used}, the default.")
             continue
         st.session_state[key] = value
 
