@@ -292,7 +292,7 @@ def _change(kind: str, w, pick: int) -> bool:
 
 
 @pytest.mark.parametrize("view", VIEWS)
-@settings(max_examples=3, deadline=None, derandomize=True,
+@settings(max_examples=2, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(choice=st.integers(0, 1000), pick=st.integers(0, 1000))
 def test_every_control_of_every_view_survives_its_link(view, choice, pick):
