@@ -13,12 +13,20 @@ PRESENTER_CSS = """<style>
 html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 22px; }
 h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; }
 [data-testid="stMetricValue"] { font-size: 2.6rem; }
-[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 4rem; }  /* just under the 3.75rem header */
 </style>"""
 
-#: Always: a wide Markdown table scrolls inside itself instead of widening the page (on a phone).
+#: Always: a wide Markdown table, or a formula (KaTeX display) wider than a phone, scrolls inside
+#: itself instead of being cut off or widening the page; on a narrow screen a formula is set a
+#: little smaller, so most fit whole.  And these style blocks themselves take no room: each is an
+#: (empty) element of the page, and Streamlit puts a 1rem gap after every element (44 px at the
+#: top of every view in presenter mode, where a lesson step must fit one screen).
 BASE_CSS = """<style>
 [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+.katex-display { overflow-x: auto; overflow-y: hidden; max-width: 100%; padding-bottom: 2px; }
+@media (max-width: 640px) { .katex-display > .katex { font-size: 1.05em; } }
+[data-testid="stElementContainer"]:has(> [data-testid="stMarkdown"] [data-testid="stMarkdownContainer"] > style:only-child)
+  { display: none; }
 </style>"""
 
 #: The tab icon, a file of the repository (Streamlit inlines an SVG as a data: URL).  Not

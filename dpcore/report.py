@@ -5,6 +5,14 @@ settings that made the chart and a link that reopens the step live — into one 
 that opens without a network (plotly.js is embedded once, at the top).  The step texts use the
 small part of Markdown the app's lesson uses (``**bold**``, ``*italic*``, ``[text](url)``); all
 other characters are escaped, so a text can never inject markup.
+
+Each chart is laid out as the app lays it out (:func:`dpcore.figures.on_screen`): its title and
+the notes below it are page text (they wrap at any window width; Plotly's title is one line,
+cut at both ends when it is long), the legend sits above the plot, and every axis takes the
+margin its tick labels need (``automargin``: the app's page does that; Streamlit's Plotly
+template, the default where the app makes the figures, does not, and the file's charts cut
+labels such as 0.85 to ".8").  The charts are drawn with Plotly's light template
+(``plotly_white``): Streamlit's leaves the colours to the app's page.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
+
+from .figures import on_screen
 
 __all__ = ["LessonStep", "lesson_html", "inline_markdown"]
 
@@ -46,6 +56,8 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; line-height: 1.5; }
 section { border-top: 1px solid #ccc; padding-top: 1em; margin-top: 2em; page-break-before: always; }
 .settings { color: #555; font-size: 0.9em; }
+.chart-title { font-weight: bold; margin-bottom: 0.2em; }
+.note { color: #b03a2e; }
 """
 
 
@@ -59,12 +71,19 @@ def lesson_html(title: str, steps: list[LessonStep], source: str = "") -> str:
     if source:
         parts.append(f"<p class=\"settings\">{inline_markdown(source)}</p>")
     for k, step in enumerate(steps, 1):
-        chart = pio.to_html(step.figure, include_plotlyjs=False, full_html=False, default_width="100%",
+        heading, figure, notes = on_screen(step.figure)  # a copy: the step's figure keeps its title
+        # Plotly's own light template: the app's (Streamlit's) leaves colours to the app's page
+        # (a bar came out black in the file) and the margins too
+        figure.update_layout(template="plotly_white")
+        figure.update_xaxes(automargin=True).update_yaxes(automargin=True)
+        chart = pio.to_html(figure, include_plotlyjs=False, full_html=False, default_width="100%",
                             default_height="520px")
         parts.append(
             f"<section id=\"step-{k}\"><h2>{k}. {html.escape(step.title)}</h2><p>{inline_markdown(step.text)}</p>"
             + (f"<p>{inline_markdown(step.note)}</p>" if step.note else "")
-            + f"{chart}<p class=\"settings\">Settings: {inline_markdown(step.settings)}</p>"
+            + (f"<p class=\"chart-title\">{html.escape(heading)}</p>" if heading else "")
+            + chart + "".join(f"<p class=\"note\">{html.escape(n)}</p>" for n in notes)
+            + f"<p class=\"settings\">Settings: {inline_markdown(step.settings)}</p>"
             f"<p><a href=\"{html.escape(step.link, quote=True)}\">Open this step live in the app</a></p></section>")
     parts.append("</body></html>")
     return "\n".join(parts)

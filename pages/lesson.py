@@ -7,14 +7,15 @@ import streamlit as st
 from dpcore.experiments.audit import audit
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import epsilon_sweep, skew_curve, tradeoff
-from dpcore.figures import band_figure, privacy_region_figure, tradeoff_figure
+from dpcore.figures import NOTE, band_figure, privacy_region_figure, tradeoff_figure
 from dpcore.report import LessonStep, lesson_html
 from dpcore.experiments.baselines import row_lambdas
 from pages.common import (app_context, enter_view, fmt_eps, reference_for, restore_from_url, share_link, show_chart,
                           url_text, write_to_url)
 
 enter_view("lesson")
-#: on a projector (presenter mode) each step's header, words and whole chart fit one 1400 × 900 screen
+#: on a projector (presenter mode) each step's header, words, whole chart and settings line fit one
+#: 1400 × 900 screen (:func:`presenter_height`)
 PRESENTING = bool(st.session_state.get("present"))
 if not PRESENTING:  # the step's own header says where the class is
     st.title("A lesson in six steps")
@@ -178,6 +179,33 @@ def lesson_file(base_url: str) -> str:
                        source="Made with the DP-ERM teaching app; each step's link reopens it live.")
 
 
+#: Presenter mode at 1400 × 900, measured in Chromium: the step's words start WORDS_TOP px down
+#: (under the step buttons and the header); a line of words (22 px type) is WORD_LINE px high and
+#: holds 116–123 characters (WORD_CHARS: fewer, to be safe), a line of the settings caption
+#: CAPTION_LINE px and about 150 (CAPTION_CHARS); Streamlit puts GAP px between two elements.
+SCREEN, WORDS_TOP, GAP = 900, 270, 22
+WORD_LINE, WORD_CHARS, CAPTION_LINE, CAPTION_CHARS = 35, 112, 31, 135
+#: the chart's height in presenter mode: never so small that the plot is a strip, never taller than
+#: the class needs to read it
+PRESENTER_HEIGHTS = (260, 420)
+
+
+def presenter_height(blocks: list[str], caption: str) -> int:
+    """The chart's height in presenter mode: what one 1400 × 900 screen has left once the step's
+    ``blocks`` of words (its text, the line beside the chart, the chart's title and notes: each an
+    element, its lines estimated from its length) are around the chart and the one-line-or-two
+    ``caption`` (settings and the "Try it yourself" link) is below it.  A step with few words gets a tall
+    chart, a step with many a shorter one, and nothing falls below the screen: the chart is what
+    the class looks at, and every word of the step is what the lecturer talks through."""
+    def lines(text: str, per_line: int) -> int:  # Markdown's stars are not on screen
+        return max(1, math.ceil(len(text.replace("*", "")) / per_line))
+
+    used = WORDS_TOP + sum(lines(b, WORD_CHARS) * WORD_LINE + GAP for b in blocks if b)
+    used += GAP + lines(caption, CAPTION_CHARS) * CAPTION_LINE  # under the chart
+    low, high = PRESENTER_HEIGHTS
+    return int(min(high, max(low, SCREEN - 8 - used)))  # 8 px: the screen's edge is not a line to touch
+
+
 def _move(by: int) -> None:
     """Step forward or back (a callback: the buttons then render with the new step)."""
     st.session_state["lesson_step"] = min(max(int(st.session_state.get("lesson_step", 1)) + by, 1), len(STEPS))
@@ -197,14 +225,24 @@ c2.progress(step / len(STEPS), text=f"step {step} of {len(STEPS)}")
 write_to_url(["lesson_step"])
 st.header(f"{step}. {title}")
 st.markdown(text)
-if line:
-    st.markdown(line())
+said = line() if line else ""
+if said:
+    st.markdown(said)
 figure = chart()
+try_it = f"Try it yourself in the {VIEW_NAMES[view]} view →"
 if PRESENTING:
-    figure.update_layout(height=340)
+    # One screen: the chart takes the room the words leave, and the settings and the link share
+    # one small line under it (the lecturer's, not the class's: what the class reads is the words
+    # and the chart, so they get the screen).
+    words = [text, said, figure.layout.title.text or ""] + [a.text for a in figure.layout.annotations
+                                                            if a.name == NOTE]  # show_chart writes notes below
+    figure.update_layout(height=presenter_height(words, f"Settings: {settings} · {try_it}"))
 show_chart(figure)
-st.caption(f"Settings: {settings}")
-st.markdown(f"[Try it yourself in the {VIEW_NAMES[view]} view →]({try_link(view)})")
+if PRESENTING:
+    st.caption(f"Settings: {settings} · [{try_it}]({try_link(view)})")
+else:
+    st.caption(f"Settings: {settings}")
+    st.markdown(f"[{try_it}]({try_link(view)})")
 with st.sidebar.expander("Take the lesson away"):
     st.caption("Every step's text, chart and settings in one HTML file that opens offline, each step with "
                "links that reopen it live, at the address below. The first time, every step is computed.")

@@ -493,3 +493,163 @@ def test_no_deploy_button_in_the_toolbar(server, browser, monkeypatch):
             assert _toolbar_buttons(page, developer) >= 1
     finally:
         page.close()
+
+
+# -- smaller, all seen (issue 41): what a projector and a phone must show whole ------------------
+
+#: the bottom (px from the window's top) of the lesson step's settings line and of its "Try it
+#: yourself" link, and the window's scroll: the caption's paragraph (its container's box also
+#: holds the paragraph's margin, cancelled by a negative one: 22 px of nothing)
+_STEP_ENDS = """() => {
+  const caption = [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
+                    .find(c => c.innerText.startsWith('Settings:'));
+  const link = [...document.querySelectorAll('[data-testid="stMain"] a')]
+                 .find(a => a.innerText.includes('Try it yourself'));
+  const text = caption && caption.querySelector('p');
+  return {caption: text ? text.getBoundingClientRect().bottom : null,
+          link: link ? link.getBoundingClientRect().bottom : null, scrollY: window.scrollY};
+}"""
+
+
+def test_every_lesson_step_shows_its_settings_and_link_on_a_projector(server, browser):
+    """Presenter mode at 1400 × 900: below each of the six steps' header, words and chart, its
+    settings line and its "Try it yourself" link are on the screen too, without scrolling (steps
+    3, 5 and 6 had them below the window: the chart's height is now what the words leave)."""
+    shots = ROOT / "artifacts" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    ends = {}
+    try:
+        for k in range(1, 7):
+            page.goto(f"{server}/lesson?present=1&lesson_step={k}", timeout=90_000)
+            page.locator("h2", has_text=f"{k}. ").first.wait_for(timeout=120_000)
+            page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=240_000)
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(shots / f"lesson-step-{k}-present.png"))
+            ends[k] = page.evaluate(_STEP_ENDS)
+            assert page.locator('[data-testid="stException"]').count() == 0, k
+    finally:
+        page.close()
+    for k, end in ends.items():
+        assert end["caption"] is not None and end["link"] is not None, (k, end)
+        assert end["scrollY"] == 0 and end["caption"] <= 900 and end["link"] <= 900, (k, end)
+
+
+#: every tick label and chart title of every chart in the page, and whether it lies inside its
+#: chart's svg (Plotly draws a label in the margin; a margin too small cuts it at the svg's edge)
+_CUT_CHART_TEXT = """() => {
+  const cut = [];
+  let labels = 0, titles = 0;
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
+    const svg = plot.querySelector('.main-svg').getBoundingClientRect();
+    plot.querySelectorAll('.ytick text, .xtick text, .gtitle').forEach(t => {
+      const r = t.getBoundingClientRect();
+      if (!r.width) return;
+      if (t.classList.contains('gtitle')) titles++; else labels++;
+      if (r.left < svg.left - 1 || r.right > svg.right + 1 || r.top < svg.top - 1 || r.bottom > svg.bottom + 1)
+        cut.push(`chart ${i}: "${t.textContent}" (${Math.round(r.left)}–${Math.round(r.right)} in ` +
+                 `${Math.round(svg.left)}–${Math.round(svg.right)})`);
+    });
+  });
+  return {cut: cut, labels: labels, titles: titles};
+}"""
+
+
+def test_the_offline_lesson_file_cuts_no_title_and_no_tick_label(browser, tmp_path):
+    """The lesson file (dpcore.report.lesson_html) in Chromium, at a laptop's and a narrow
+    window's width: a chart with a long title (step 6's is 246 characters) and y tick labels
+    0.80 … 0.95 in the app's small left margin shows every tick label whole and its title whole,
+    as page text that wraps.  The check of the check: the same figure written as the file used to
+    (Plotly's title, no automargin) is caught cutting both."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from dpcore.figures import legend_above
+    from dpcore.report import LessonStep, lesson_html
+
+    long = ("above the certified curve no attack can go (with the certified guarantee); above the target "
+            "curve, none if the target were met. The attack's curve is measured on finitely many runs, so it "
+            "may cross a curve by chance; the audited ε allows for that")
+    fig = go.Figure([go.Scatter(x=[0.1, 1, 10], y=[0.80, 0.87, 0.95], name="DP-GD"),
+                     go.Scatter(x=[0.1, 1, 10], y=[0.82, 0.9, 0.93], name="output (Gaussian)")])
+    # Plotly's "none" template: like Streamlit's, the default in the app's process (the file's
+    # figures are made there), it leaves the axes' automargin off; Plotly's own turns it on
+    fig.update_layout(title=long, xaxis_type="log", yaxis_tickformat=".2f", template="none")
+    legend_above(fig)  # margins l = r = b = 10: what the app's figures carry
+    lesson = tmp_path / "lesson.html"
+    lesson.write_text(lesson_html("A lesson", [LessonStep("What an audit shows", "words", fig, "settings",
+                                                          "http://10.0.0.7:8501/lesson?lesson_step=6")]))
+    before = tmp_path / "before.html"  # as the file was written before: the figure as it is
+    before.write_text(pio.to_html(fig, include_plotlyjs=True, full_html=True, default_width="100%",
+                                  default_height="520px"))
+    for width in (1400, 700):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        try:
+            page.goto(lesson.as_uri())
+            page.wait_for_selector(".js-plotly-plot .ytick text")
+            found = page.evaluate(_CUT_CHART_TEXT)
+            assert found["labels"] >= 6 and not found["cut"], (width, found)
+            title = page.locator(".chart-title")
+            assert title.inner_text() == long
+            box = title.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width and box["height"] > 30, (width, box)  # wraps
+            page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / f"lesson-file-{width}.png"), full_page=True)
+            page.goto(before.as_uri())
+            page.wait_for_selector(".js-plotly-plot .ytick text")
+            found = page.evaluate(_CUT_CHART_TEXT)
+            assert any('"0.80"' in c for c in found["cut"]) and any(long[:20] in c for c in found["cut"]), found
+        finally:
+            page.close()
+
+
+#: the first chart's plot area (px), its legend's height, and the formulas that are wider than
+#: their box without scrolling
+_PHONE_FIT = """() => {
+  const plot = document.querySelector('.js-plotly-plot');
+  const drag = plot && plot.querySelector('.nsewdrag');
+  const legend = plot && plot.querySelector('.legend');
+  return {plot: drag ? drag.getBoundingClientRect().height : null,
+          legend: legend ? legend.getBoundingClientRect().height : null,
+          cut: [...document.querySelectorAll('.katex-display')].filter(k => k.scrollWidth > k.clientWidth + 1
+                 && !['auto', 'scroll'].includes(getComputedStyle(k).overflowX)).length,
+          formulas: document.querySelectorAll('.katex-display').length};
+}"""
+
+
+def test_a_phone_shows_compares_plot_under_its_legend_and_explores_formula(server, browser):
+    """On a phone (390 × 844): Compare's first preset (its rows are shipped: it draws at once)
+    keeps at least 300 px of plot under its ten-entry legend (it kept 150: the legend wraps to a
+    line per entry, and the chart is now as tall as its legend needs), and Explore's formula is
+    whole or scrolls inside itself, never cut at the screen's edge.  Screenshots:
+    artifacts/screenshots/compare-preset-phone.png, compare-preset-wide.png, explore-formula-phone.png."""
+    shots = ROOT / "artifacts" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    found = {}
+    for name, (width, height) in {"phone": (390, 844), "wide": (1400, 900)}.items():
+        page = browser.new_page(viewport={"width": width, "height": height})
+        try:
+            page.goto(f"{server}/compare", timeout=90_000)
+            page.get_by_text(VIEWS["compare"]).first.wait_for(timeout=120_000)
+            page.get_by_role("button", name="All central mechanisms, Adult").click()
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot .nsewdrag').length >= 2",
+                                   timeout=120_000)
+            page.wait_for_timeout(1000)
+            page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(shots / f"compare-preset-{name}.png"))
+            found[name] = page.evaluate(_PHONE_FIT)
+            assert not page.evaluate(LAYOUT_CHECK)["problems"], name
+        finally:
+            page.close()
+    assert found["phone"]["plot"] >= 300, found
+    assert found["wide"]["plot"] >= 300, found
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        page.goto(f"{server}/explore", timeout=90_000)
+        page.get_by_text(VIEWS["explore"]).first.wait_for(timeout=120_000)
+        page.locator(".katex-display").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(shots / "explore-formula-phone.png"))
+        formula = page.evaluate(_PHONE_FIT)
+    finally:
+        page.close()
+    assert formula["formulas"] >= 1 and formula["cut"] == 0, formula
