@@ -22,7 +22,7 @@ from .mechanisms import short_name
 
 __all__ = ["NOTE", "on_screen", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
            "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
-           "band_figure", "REFERENCE_LINE", "readable_axes"]
+           "band_figure", "REFERENCE_LINE", "readable_axes", "PAID_LINE", "legend_entries", "legend_room"]
 
 # Calibrations round up by about 1e-9; anything above this relative slack misses.
 MISS_RTOL = 1e-6
@@ -71,26 +71,15 @@ def mark_missed(fig, xs, ys, targets, certs, *, legend: bool = True, **where) ->
 
 
 def target_note(rows: Iterable[dict], *, group: str = "mechanism", target: str = "epsilon",
-                certified: str = "epsilon_certified") -> str | None:
-    """One sentence naming every group with points that miss their target, or ``None`` (the
-    views' single charts; a figure of panels writes its note with :func:`figure_note`)."""
-    missed: dict[str, list[tuple]] = {}
-    for r in rows:
-        if misses_target(r.get(target), r.get(certified)):
-            name = short_name(r.get(group)) if group == "mechanism" else str(r.get(group))
-            missed.setdefault(name, []).append((r.get(target), r.get(certified)))
-    if not missed:
-        return None
-    parts = []
-    for name, pts in missed.items():
-        if all(c is None or not math.isfinite(float(c)) for _, c in pts):
-            parts.append(f"{name} (no guarantee at all: certified ε = ∞)")
-        else:
-            shown = ", ".join(f"{fmt_epsilon(c)} at {fmt_epsilon(t)}" for t, c in sorted(
-                set(pts), key=lambda p: float(p[0]))[:4])
-            parts.append(f"{name} (certified {shown}{', …' if len(set(pts)) > 4 else ''})")
-    return ("Ringed points miss their target ε: the noise that ran certifies more than the ε they are "
-            "drawn at, so read them as leaking, not as winners — " + "; ".join(parts) + ".")
+                certified: str = "epsilon_certified", x: str | None = None) -> str | None:
+    """The note under a single chart (Compare, Local vs central, Distributed): every group with
+    points that miss their target, or ``None``.  The rows go through :func:`figure_note`, the one
+    formatter every note is written by (``x``: a swept coordinate other than ε, e.g. ``"skew"``)."""
+    points = [{"series": short_name(r.get(group)) if group == "mechanism" else str(r.get(group)),
+               "mechanism": r.get(group) if group == "mechanism" else None, "calibration": r.get("calibration"),
+               "epsilon": r.get(target), "epsilon_certified": r.get(certified),
+               **({x: r.get(x)} if x else {})} for r in rows]
+    return figure_note(points, x=x)
 
 
 #: The note's first sentence: what a ring means.
@@ -311,22 +300,38 @@ REFERENCE_LINE = dict(line_dash="dot", line_color="#888888", line_width=1.5)
 #: the line of what guessing scores (the majority class; the mean label for an RMSE)
 GUESS_LINE = dict(line_dash="dash", line_color="#c0392b", line_width=1.5)
 GUESS_LABEL = {"accuracy": "guessing (always the majority class)", "rmse": "guessing (always the mean)"}
+#: a tuned curve drawn again at the ε its whole search spent (:func:`band_figure`'s ``paid``): in its
+#: mechanism's colour, thin, dash-dotted and faded, so it neither reads as the red dashed guessing line
+#: nor outweighs the curve at the target ε
+PAID_LINE = dict(dash="dashdot", width=1.5)
+PAID_OPACITY = 0.7
 #: the largest number of distinct x values labelled one by one on a log axis
 MAX_LABELLED = 12
 
 
-def readable_axes(fig: go.Figure, xs, *, log_x: bool, log_y: bool, ys=None) -> None:
+def readable_axes(fig: go.Figure, xs, *, log_x: bool, log_y: bool, ys=None, reach=()) -> None:
     """Axes a class can read: on a log x axis the plotted values themselves as tick labels
     (decades only when there are many), decades on a log y axis (no stray minor labels
     such as "2 5") or, when the plotted ``ys`` span less than two decades (so one decade
     tick or none would be in view), labelled 1–2–5 steps, and the legend above the plot,
-    clear of the axis titles."""
+    clear of the axis titles.  ``reach``: further x values the (log) x axis must cover without
+    labelling each (the ε's tuning searches spent): the axis's range takes them in, and the
+    decades beyond the labelled values are labelled."""
     values = sorted({float(x) for x in xs if x is not None and float(x) > 0})
+    beyond = sorted({float(x) for x in reach if x is not None and math.isfinite(float(x)) and float(x) > 0})
     if log_x:
         if 0 < len(values) <= MAX_LABELLED:
-            fig.update_xaxes(type="log", tickmode="array", tickvals=values, ticktext=[f"{v:g}" for v in values])
+            top = max(beyond) if beyond else values[-1]  # decades up to the farthest ε spent, clear of the last label
+            ticks = values + [10.0**k for k in range(math.floor(math.log10(values[-1])) + 1,
+                                                       math.floor(math.log10(top)) + 1) if 10.0**k > values[-1] * 1.5]
+            fig.update_xaxes(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{v:g}" for v in ticks])
         else:
             fig.update_xaxes(type="log", dtick=1)
+        if beyond:
+            every = values + beyond
+            lo, hi = math.log10(min(every)), math.log10(max(every))
+            pad = 0.04 * max(hi - lo, 1.0)  # room for the end markers
+            fig.update_xaxes(range=[lo - pad, hi + pad])
     if log_y:
         positive = [float(v) for v in (ys if ys is not None else []) if v is not None and math.isfinite(v) and v > 0]
         if positive and max(positive) / min(positive) < 100:
@@ -361,14 +366,19 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
     dotted line, ``baseline_label``); ``guess``: what always answering the majority class (the
     mean, for an RMSE) scores, a red dashed line, so a private model that does no better than
     guessing reads as useless, not as weak.  ``paid``: a row field holding the ε a tuning's whole
-    search spent; a group whose points all have it is drawn again, dashed, at that ε (as the
-    Tune view draws it), so a tuned curve is seen at what it really cost.
+    search spent; a group whose points all have it is drawn again at that ε (:data:`PAID_LINE`:
+    thin, dash-dotted, faded, so it never reads as the red dashed guessing line), so a tuned
+    curve is seen at what it really cost.  Its points go in the order of the ε spent (a line
+    that runs back and forth along x would zig-zag), and two points at one ε spent (two target
+    ε's tuned by the same search) are not joined (a vertical stroke would read as a collapse);
+    the x axis reaches every ε spent.
     """
     fig = go.Figure()
     groups = list(dict.fromkeys(r[group] for r in rows))
     plotted: list[float] = []
     xname, yname = x_title or x, y_title or y  # the hover says what the axes say, not the column names
     paid_drawn = False
+    spent_xs: list[float] = []  # the ε's the searches spent: the x axis must reach them
     for k, g in enumerate(groups):
         pts = sorted((r for r in rows if r[group] == g and r.get(y) is not None), key=lambda r: r[x])
         if not pts:
@@ -399,22 +409,30 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
         mark_missed(fig, xs, list(ys), targets, certs)
         spent = [r.get(paid) for r in pts] if paid else []
         if spent and all(v is not None and math.isfinite(v) for v in spent):
-            fig.add_trace(go.Scatter(x=spent, y=ys, mode="lines+markers", name=f"{name}, search paid",
-                                     showlegend=False, line=dict(color=colour, dash="dash"), marker=dict(size=5),
-                                     hovertext=[f"{head}<br>tuned for ε = {xv:g}; the whole search spent ε = "
-                                                f"{sv:.3g}<br>{yname} = {yv:.4g}" for xv, sv, yv in zip(xs, spent, ys)],
-                                     hoverinfo="text"))
+            px, py, ph = [], [], []
+            for sv, yv, xv in sorted(zip(spent, ys, xs)):  # along the ε spent; at one ε, lowest first
+                if px and px[-1] == sv:  # the same search's ε again: a gap, not a vertical stroke
+                    px, py, ph = px + [None], py + [None], ph + [None]
+                px.append(sv)
+                py.append(yv)
+                ph.append(f"{head}<br>tuned for ε = {xv:g}; the whole search spent ε = {sv:.3g}<br>"
+                          f"{yname} = {yv:.4g}")
+            fig.add_trace(go.Scatter(x=px, y=py, mode="lines+markers", name=f"{name}, search paid",
+                                     showlegend=False, line=dict(color=colour, **PAID_LINE), opacity=PAID_OPACITY,
+                                     marker=dict(size=5), hovertext=ph, hoverinfo="text"))
+            spent_xs += spent
             paid_drawn = True
     if paid_drawn:
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="dashed: the tuned curve at the ε its "
-                                 "search spent", line=dict(color="#888888", dash="dash"), hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="dash-dot: the tuned curve at the ε its "
+                                 "search spent", line=dict(color="#888888", **PAID_LINE), opacity=PAID_OPACITY,
+                                 hoverinfo="skip"))
     if baseline is not None:
         fig.add_hline(y=baseline, annotation_text=baseline_label, **REFERENCE_LINE)
     if guess is not None:
         fig.add_hline(y=guess, annotation_text=GUESS_LABEL["accuracy" if "accuracy" in y else "rmse"],
                       annotation_position="bottom right", **GUESS_LINE)
     fig.update_layout(title=title, xaxis_title=x_title or x, yaxis_title=y_title or y)
-    readable_axes(fig, [r[x] for r in rows], log_x=log_x, log_y=log_y, ys=plotted)
+    readable_axes(fig, [r[x] for r in rows], log_x=log_x, log_y=log_y, ys=plotted, reach=spent_xs)
     return fig
 
 
@@ -541,7 +559,10 @@ def on_screen(fig: go.Figure) -> tuple[str, go.Figure, list[str]]:
     (annotations named :data:`NOTE`) come out of the chart, as plain text the page writes
     around it (it wraps on a phone; Plotly's does not, and the toolbar covers a title in the
     chart's corner), and a horizontal legend goes above the plot area, clear of the x-axis
-    title.  The figure itself (for downloads) keeps them all as they were."""
+    title.  A figure with no height of its own is made tall enough for its legend
+    (:func:`legend_room`): on a phone every entry takes a line of its own, and a plot of fixed
+    height would keep what the legend leaves (150 px under ten entries).  The figure itself (for
+    downloads) keeps them all as they were."""
     shown = go.Figure(fig)
     text = shown.layout.title.text or ""
     title = _plain(text)
@@ -558,4 +579,31 @@ def on_screen(fig: go.Figure) -> tuple[str, go.Figure, list[str]]:
     top = 100 if shown.layout.margin.t is None else shown.layout.margin.t  # Plotly's default: 100 px
     # the title's room, less: what stays up there (a legend, subplot titles) needs at most 40 px
     shown.update_layout(margin=dict(t=max(28 if on_top else 10, min(top, 40))))
+    if on_top and shown.layout.height is None:
+        shown.update_layout(height=legend_room(shown))
     return title, shown, notes
+
+
+#: The plot area (px) a chart keeps under a legend of a line per entry, what the axes' ticks and
+#: titles take below it, and the height of a legend's line; Plotly's own default height is 450.
+PLOT_ROOM, AXES_ROOM, LEGEND_LINE = 300, 100, 20
+
+
+def legend_entries(fig: go.Figure) -> int:
+    """How many entries ``fig``'s legend shows (Plotly's rule: a trace is listed unless it says
+    ``showlegend=False``, and a lone trace only when it asks to be)."""
+    if fig.layout.showlegend is False:
+        return 0
+    listed = [t for t in fig.data if t.showlegend is not False]
+    if fig.layout.showlegend is None and len(listed) <= 1 and not any(t.showlegend for t in listed):
+        return 0
+    return len(listed)
+
+
+def legend_room(fig: go.Figure) -> int:
+    """The height that leaves :data:`PLOT_ROOM` px of plot under ``fig``'s legend even on a phone,
+    where each entry wraps to a line of its own (on a wide screen several share a line and the
+    plot gets taller); never less than Plotly's default 450 px.  Chosen on the server, which does
+    not know the screen's width: a legend below the plot would take the same room, and a
+    shorter legend (fewer entries) would hide what the curves are."""
+    return max(450, PLOT_ROOM + AXES_ROOM + LEGEND_LINE * legend_entries(fig))

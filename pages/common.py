@@ -616,9 +616,10 @@ def reference_notice(config: RunSpec):
 
 # -- figures ----------------------------------------------------------------------------
 
-def missed_target_note(rows, target: str = "epsilon") -> None:
-    """Under a plot over ε: which mechanisms miss their target, and by how much."""
-    note = target_note(rows, target=target)
+def missed_target_note(rows, target: str = "epsilon", x: str | None = None) -> None:
+    """Under a plot: which mechanisms miss their target, and by how much (``x``: the swept
+    coordinate when it is not ε, e.g. ``"skew"``), written by the one note formatter."""
+    note = target_note(rows, target=target, x=x)
     if note:
         st.warning(note)
 

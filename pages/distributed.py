@@ -6,7 +6,9 @@ from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import skew_curve
 from dpcore.partition import SPLIT_CERTIFIES, SPLITS, client_sizes
 from dpcore.mechanisms import REGISTRY
+from dpcore.experiments.baselines import row_lambdas
 from dpcore.figures import band_figure
+from dpcore.params import PARAMS
 from pages.common import (
     choice,
     enter_view,
@@ -22,6 +24,7 @@ from pages.common import (
     model_picker,
     param_widget,
     publish_settings,
+    reference_for,
     restore_from_url,
     run_or_error,
     shared_settings,
@@ -117,12 +120,17 @@ if curve:
             st.error(f"{r['mechanism']} at u = {r['skew']:g}: {r['error']}")
     metric, label = (("accuracy_mean", "test accuracy") if any(r.get("accuracy_mean") is not None for r in rows)
                      else ("rmse_mean", "test RMSE"))
+    ref = reference_for(RunSpec(dataset=dataset, model=model), row_lambdas(rows, PARAMS["lam"].default))
     fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
                       x_title="u = n_max / n_min", y_title=label,
                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None,
-                      guess=rows[0].get(metric.replace("_mean", "_guess")) if rows else None)
+                      baseline=None if ref is None else ref.value,
+                      baseline_label="non-private" if ref is None else ref.label,
+                      guess=None if ref is None else ref.guess)
     show_chart(fig)
-    missed_target_note(rows)
+    if ref is not None:
+        st.caption(ref.definition())
+    missed_target_note(rows, x="skew")
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")
     fig_gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
                           x_title="u = n_max / n_min", y_title="L(θ) − L*")

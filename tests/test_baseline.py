@@ -199,3 +199,21 @@ def test_a_paper_figures_linear_panel_draws_the_one_reference():
     lines = [t for t in fig.data if (t.name or "").startswith("non-private (λ = ")]
     ref = baseline(RunSpec(dataset="adult", model="logreg"), (1e-3,))
     assert lines and any(set(t.y) == {ref.value} for t in lines), [(t.name, set(t.y)) for t in lines]
+
+
+def test_the_distributed_skew_sweep_draws_the_reference_and_no_point_above_it():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "pages" / "distributed.py"),
+                           default_timeout=240)
+    at.query_params.update(dist_T="30", dist_R="2")
+    at.run()
+    at.button(key="dist_run").click().run()
+    assert not at.exception
+    spec = json.loads(at.get("plotly_chart")[-2].proto.spec)  # accuracy, then gap
+    ref = baseline(RunSpec(dataset="breast-cancer"))
+    assert ref.value in [s["y0"] for s in spec["layout"]["shapes"]]
+    rows = [r for r in at.session_state["dist_curve"]["rows"] if "error" not in r]
+    assert rows and not above(ref, [{**r, "epsilon": r["skew"]} for r in rows], "accuracy_mean", "accuracy_std")
