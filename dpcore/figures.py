@@ -255,12 +255,13 @@ def _local(row: dict) -> float | None:
     return None if "error" in row or value is None else float(value)
 
 
-def tradeoff_figure(result: dict) -> go.Figure:
+def tradeoff_figure(result: dict, baseline: float | None = None, baseline_label: str = "non-private") -> go.Figure:
     """Accuracy against local ε of :func:`dpcore.experiments.studies.tradeoff`'s result:
     every mechanism with a local guarantee at the central target, each its own colour and
     symbol in the legend (several share a local ε, so labels on the points would collide;
     ringed when its certified ε misses the target), the input-noise curve, and the best
-    central mechanism (local ε = ∞) as a dotted line."""
+    central mechanism (local ε = ∞) as a dotted line; ``baseline``: the non-private reference
+    (labelled at the left, so that it stays readable where it meets the best central one)."""
     rows = result["rows"]
     finite = [r for r in rows if _local(r) is not None and math.isfinite(_local(r))]
     fig = go.Figure()
@@ -281,6 +282,8 @@ def tradeoff_figure(result: dict) -> go.Figure:
     central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
     if central:
         fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)", **REFERENCE_LINE)
+    if baseline is not None:
+        fig.add_hline(y=baseline, annotation_text=baseline_label, annotation_position="top left", **REFERENCE_LINE)
     guess = next((r.get("accuracy_guess") for r in rows if r.get("accuracy_guess") is not None), None)
     if guess is not None:
         fig.add_hline(y=guess, annotation_text=GUESS_LABEL["accuracy"], annotation_position="bottom right",

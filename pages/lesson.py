@@ -62,6 +62,12 @@ PLACES = ("output-gaussian", "objective-gaussian", "gradient-dpgd", "input-kang"
 PLACES_EPS = (0.1, 0.3, 1.0, 3.0)
 
 
+def _reference_line(spec: RunSpec) -> tuple[float, str]:
+    """The one non-private reference of the lesson's data (value, label), as every view draws it."""
+    ref = reference_for(spec)
+    return ref.value, ref.label
+
+
 def noise() -> go.Figure:
     rows = _sweep(("gradient-dpgd",), NOISE_EPS)
     ref = reference_for(BASE, row_lambdas(rows, BASE.lam))  # the one non-private reference every view draws
@@ -124,7 +130,7 @@ STEPS = [
      "wrongly; such a model, turned around, scores well. Its two runs here are both turned around; over many "
      "runs it averages about what guessing scores, and a larger ε (about 3 here) lets the data win.",
      "local_central",
-     lambda: tradeoff_figure(_tradeoff()), f"every mechanism at ε = 1, {_RUNS}, 2 repeats", None),
+     lambda: tradeoff_figure(_tradeoff(), *_reference_line(BASE)), f"every mechanism at ε = 1, {_RUNS}, 2 repeats", None),
     ("Skewed clients", "Split the data over clients of very different sizes and weigh each client either by "
      "its share of the data (WD-DP) or equally (plain averaging). On this small, easy dataset at ε = 1 the "
      "two stay within each other's bands (averaging is even a little higher): with a certified, per-client "

@@ -5,7 +5,7 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.run import RunSpec
-from dpcore.figures import REFERENCE_LINE, misses_target, tradeoff_figure
+from dpcore.figures import misses_target, tradeoff_figure
 from dpcore.params import PARAMS
 from dpcore.experiments.studies import tradeoff
 from pages.common import (
@@ -72,10 +72,9 @@ if out:
                  height=38 + 35 * len(rows))
     ok = [r for r in rows if "error" not in r]
     ref = reference_for(RunSpec(dataset=dataset, model="logreg"), row_lambdas(ok, PARAMS["lam"].default))
-    fig = tradeoff_figure(out)
+    fig = tradeoff_figure(out, baseline=None if ref is None else ref.value,
+                          baseline_label="non-private" if ref is None else ref.label)
     fig.update_layout(title=f"Test accuracy against local ε, at central ε = {fmt_eps(out['epsilon'])}")
-    if ref is not None:
-        fig.add_hline(y=ref.value, annotation_text=ref.label, **REFERENCE_LINE)
     show_chart(fig)
     if ref is not None:
         st.caption(ref.definition())
