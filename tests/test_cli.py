@@ -306,3 +306,24 @@ def test_tuned_input_perturbation_chooses_on_its_released_records_and_says_what_
                  "--tuned", "--option", "tune_on_release=false", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert "tuned_on_release" not in record and record["accuracy_mean"] < 0.7
+
+
+def test_values_inside_the_declared_ranges_do_not_crash(capsys):
+    """Issue 43's two examples: a subnormal noise scale (σ underflows to 0: no noise, certified
+    ε = ∞, said) and tradeoff at ε = 1000, the declared maximum (e^ε overflowed in DBDP-IF)."""
+    assert main(["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--noise-scale", "5e-324",
+                 "--repeats", "1", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["sigma"] == 0.0 and record["epsilon_certified"] is None  # ∞: nothing certified
+    assert main(["tradeoff", "--dataset", "breast-cancer", "--epsilon", "1000", "--repeats", "1",
+                 "--iterations", "5", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and not [r for r in rows if "internal error" in str(r.get("error", ""))]
+
+
+def test_the_run_text_names_the_one_non_private_reference(capsys):
+    assert main(["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--repeats", "1"]) == 0
+    from dpcore.experiments.baselines import baseline
+
+    ref = baseline(RunSpec(dataset="breast-cancer"))
+    assert f"{ref.label} {ref.value:.4f}" in capsys.readouterr().out

@@ -100,7 +100,9 @@ class GradientDPGD(Mechanism):
             theta=theta, sigma=sigma, plan=self.plan(problem, config, sigma),
             loss_trace=trace, trace_steps=opt.trace_steps,
             extras={"noise": "Gaussian σ on the mean gradient, every step", "sensitivity": sens,
-                    "clip_norm": clip, "mu_gdp": math.sqrt(T) * sens / sigma},
+                    "clip_norm": clip,
+                    # σ can underflow to 0 (a subnormal --noise-scale): no noise, μ = ∞
+                    "mu_gdp": math.sqrt(T) * sens / sigma if sigma > 0 else math.inf},
         ) for config, sigma, theta, trace in zip(configs, sigmas, stack.split(opt.theta),
                                                  stack.split(opt.loss_trace, axis=1))]
 
