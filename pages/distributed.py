@@ -8,7 +8,6 @@ from dpcore.partition import SPLIT_CERTIFIES, SPLITS, client_sizes
 from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.figures import band_figure
-from dpcore.params import PARAMS
 from pages.common import (
     choice,
     enter_view,
@@ -120,7 +119,7 @@ if curve:
             st.error(f"{r['mechanism']} at u = {r['skew']:g}: {r['error']}")
     metric, label = (("accuracy_mean", "test accuracy") if any(r.get("accuracy_mean") is not None for r in rows)
                      else ("rmse_mean", "test RMSE"))
-    ref = reference_for(RunSpec(dataset=dataset, model=model), row_lambdas(rows, PARAMS["lam"].default))
+    ref = reference_for(RunSpec(dataset=dataset, model=model), row_lambdas(rows, None))  # no λ: the model's own
     fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
                       x_title="u = n_max / n_min", y_title=label,
                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None,

@@ -6,7 +6,6 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.run import RunSpec
 from dpcore.figures import misses_target, tradeoff_figure
-from dpcore.params import PARAMS
 from dpcore.experiments.studies import tradeoff
 from pages.common import (
     enter_view,
@@ -71,7 +70,7 @@ if out:
                    "error": r.get("error", "")} for r in rows], width="stretch", hide_index=True,
                  height=38 + 35 * len(rows))
     ok = [r for r in rows if "error" not in r]
-    ref = reference_for(RunSpec(dataset=dataset, model="logreg"), row_lambdas(ok, PARAMS["lam"].default))
+    ref = reference_for(RunSpec(dataset=dataset, model="logreg"), row_lambdas(ok, None))  # no λ: the model's own
     fig = tradeoff_figure(out, baseline=None if ref is None else ref.value,
                           baseline_label="non-private" if ref is None else ref.label)
     fig.update_layout(title=f"Test accuracy against local ε, at central ε = {fmt_eps(out['epsilon'])}")

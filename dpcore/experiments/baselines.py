@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..models import make_model
 from .context import Context, default_context
 from .run import RunSpec, run
 
@@ -81,8 +82,10 @@ class Baseline:
 
 
 def lambdas_searched(model: str, lams=()) -> tuple[float, ...]:
-    """The λ's a baseline compares: the grid (cheap models) and every λ given, sorted."""
-    given = {float(v) for v in lams if v is not None and math.isfinite(float(v)) and float(v) > 0}
+    """The λ's a baseline compares: the grid (cheap models) and every λ given, sorted (λ = 0 only
+    where the exact solver allows it: the ball-constrained least squares of ``linreg``)."""
+    lowest = 0.0 if model == "linreg" else math.ulp(0.0)
+    given = {float(v) for v in lams if v is not None and math.isfinite(float(v)) and float(v) >= lowest}
     grid = set(LAMBDA_GRID) if model in _CHEAP_MODELS else set()
     return tuple(sorted(grid | given)) or (LAMBDA_GRID[1],)
 
@@ -110,7 +113,8 @@ def baseline(spec: RunSpec, lams=(), ctx: Context | None = None, dataset=None) -
     :func:`lambdas_searched` of ``lams`` and ``spec.lam``.  ``dataset``: a user's own
     :class:`~dpcore.datasets.Dataset` in place of the registered one."""
     ctx = ctx or default_context()
-    searched = lambdas_searched(spec.model, (*lams, spec.lam))
+    own = make_model(spec.model).lam if spec.lam is None else spec.lam  # None: the model's default λ
+    searched = lambdas_searched(spec.model, (*lams, own))
     base = RunSpec(dataset=spec.dataset, model=spec.model, mechanism="non-private", repeats=1, seed=0,
                    n=spec.n, d=spec.d, noise=spec.noise)
     quiet = ctx.with_(progress=None, on_trace=None)

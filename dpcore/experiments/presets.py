@@ -40,7 +40,7 @@ from ..figures import GUESS_LABEL, GUESS_LINE, NOTE, figure_note, hover_texts, m
 from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism, short_name
 from ..models import make_model
-from ..params import PARAMS, check, validate
+from ..params import check, validate
 from .baselines import baseline
 from .context import Context, shared_context
 from .grid import run_grid
@@ -81,7 +81,8 @@ def _panel_reference(sub, metric: str, base: dict):
         return None
     n = None if "n" not in row or pd.isna(row["n"]) else int(row["n"])
     given = {float(v) for v in sub["lam"].dropna()} if "lam" in sub else set()
-    default = {PARAMS["lam"].default} if "lam" not in sub or sub["lam"].isna().any() else set()
+    own = make_model(str(row["model"])).lam  # a run with no λ ran at its model's own
+    default = {own} if "lam" not in sub or sub["lam"].isna().any() else set()
     lams = tuple(sorted(given | default))
     return _reference(str(row["dataset"]), str(row["model"]), n, base.get("d"), base.get("noise"), lams)
 
