@@ -459,8 +459,9 @@ class InputDBDPInfluence(Mechanism):
                 c_t = grad_g @ H_inv.T / n
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.linalg.norm((c_t + theta_g) / theta_g, axis=1) / scale
-                with np.errstate(over="ignore"):  # e^ε overflows to ∞ above ε ≈ 709: every ratio is in
-                    raw = (np.exp(-eps) <= ratio) & (ratio <= np.exp(np.float64(eps)))
+                # e^ε overflows above ε ≈ 709, where the bound is ∞ (the same math.exp below it)
+                hi = math.exp(eps) if eps < 709.0 else math.inf
+                raw = (math.exp(-eps) <= ratio) & (ratio <= hi)
                 # Thm 1 assumes ‖∇x∇θ ℓ‖ ≥ I > 0; the logistic loss has no such floor (w → 0 on
                 # well-fitted records, σ_t → ∞), so w is floored at I = option w_min (0.01).
                 w = np.maximum(_mixed_derivative_norm(theta_l, x, yy), w_min)
