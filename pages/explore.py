@@ -82,9 +82,10 @@ with st.sidebar:
                               "Choosing them cost privacy: the Tune view shows how much.")
         chosen_for = (dataset, model, mechanism, tuned[1])
         if auto and st.session_state.get("_ex_tuned_for") != chosen_for:
-            if "_ex_tuned_for" not in st.session_state and any(k in linked for k in TUNED_WIDGETS.values()):
-                pass  # a link's own T, η, λ, C, q hold: it reproduces what its sender saw
-            else:
+            # a link's own T, η, λ, C, q hold on its first opening: it reproduces what its sender saw
+            opened_by_link = ("_ex_tuned_for" not in st.session_state
+                              and any(k in linked for k in TUNED_WIDGETS.values()))
+            if not opened_by_link:
                 apply_setting(tuned[0], mechanism)
             st.session_state["_ex_tuned_for"] = chosen_for
         tuned_in_use = setting_in_use(tuned[0], mechanism)
