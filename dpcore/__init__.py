@@ -48,8 +48,14 @@ calibration
     smallest noise whose certified ε meets the target).
 """
 
+from ._version import __version__
 from .exceptions import BudgetError, DatasetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
+from .experiments.audit import audit
+from .experiments.baselines import baseline
+from .experiments.context import Context
+from .experiments.run import RunResult, RunSpec, run
+from .experiments.tune import tune
 
-__version__ = "0.1.0"
-
-__all__ = ["BudgetError", "DPCoreError", "DatasetError", "ModelError", "ParameterError", "PrivacyWarning", "__version__"]
+#: the public face: what a script or a notebook needs (``from dpcore import RunSpec, run``)
+__all__ = ["RunSpec", "RunResult", "run", "Context", "audit", "tune", "baseline",
+           "BudgetError", "DPCoreError", "DatasetError", "ModelError", "ParameterError", "PrivacyWarning", "__version__"]

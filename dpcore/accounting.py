@@ -44,7 +44,7 @@ from scipy.optimize import brentq
 from scipy.special import logsumexp
 from scipy.stats import norm
 
-from . import __version__
+from ._version import __version__
 from .jsonutil import NO_FILE, FolderBound, read_cache_file, write_atomic
 
 __all__ = [

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.optimize import brentq, minimize
 
-from . import __version__
+from ._version import __version__
 from . import models as _models
 from .accounting import CalibrationTable
 from .datasets import DATA_DIR

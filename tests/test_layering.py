@@ -17,7 +17,7 @@ PACKAGE = ROOT / "dpcore"
 
 #: Bottom to top.  A module may import modules of its own layer or of a lower one, never a higher one.
 LAYERS = [
-    ("foundations", ["dpcore", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.params", "dpcore.accounting",
+    ("foundations", ["dpcore._version", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.params", "dpcore.accounting",
                      "dpcore.privacy", "dpcore.noise", "dpcore.metrics", "dpcore.linalg",
                      "dpcore.streams", "dpcore.theory", "dpcore.theory.formulas"]),
     ("data and models", ["dpcore.datasets", "dpcore.models", "dpcore.partition"]),
@@ -26,7 +26,8 @@ LAYERS = [
     ("bounds catalog", ["dpcore.theory.catalog"]),
     ("figures", ["dpcore.figures", "dpcore.report"]),  # charts name mechanisms by their short names
     ("experiments", ["dpcore.experiments", "dpcore.experiments.*"]),
-    ("interfaces", ["dpcore.estimators", "dpcore.cli", "dpcore.__main__"]),
+    # the package's public face (dpcore/__init__.py) re-exports the experiments' entry points
+    ("interfaces", ["dpcore", "dpcore.estimators", "dpcore.cli", "dpcore.__main__"]),
 ]
 
 #: Imports allowed inside a function: optional dependencies, loaded only when used.
@@ -139,3 +140,15 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: circle)
     with pytest.raises(pytest.fail.Exception, match="import circle"):
         test_there_is_no_import_circle()
+
+
+def test_the_public_face_exports_the_entry_points():
+    """``from dpcore import RunSpec, run, Context, audit, tune``: the objects the experiments define."""
+    import dpcore
+    from dpcore.experiments import audit, context, run, tune
+
+    assert (dpcore.RunSpec, dpcore.run, dpcore.Context, dpcore.audit, dpcore.tune) == (
+        run.RunSpec, run.run, context.Context, audit.audit, tune.tune)
+    assert set(dpcore.__all__) >= {"RunSpec", "run", "Context", "audit", "tune", "__version__"}
+    # the foundations read the version without the face: only the face (an interface) imports them all
+    assert _layer("dpcore") == len(LAYERS) - 1 and _layer("dpcore._version") == 0

@@ -38,7 +38,8 @@ from typing import Any
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
-from .. import __version__, linalg
+from .. import linalg
+from .._version import __version__
 from .. import datasets as _datasets
 from ..exceptions import BudgetError, DPCoreError, ParameterError
 from ..jsonutil import NO_FILE, dumps, prune_folder, read_cache_file, write_atomic
