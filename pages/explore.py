@@ -227,4 +227,7 @@ if fig is not None:
     show_chart(fig)
     download_figure(fig, "loss_curve", "ex_dl_fig")
 with st.expander("All numbers (JSON)"):
-    st.json({k: v for k, v in rec.items() if k not in ("loss_trace", "trace_steps")})
+    # the run's record (its accuracy_nonprivate is the exact model at this run's own λ), and the one
+    # reference the metric above is compared with
+    st.json({**{k: v for k, v in rec.items() if k not in ("loss_trace", "trace_steps")},
+             "nonprivate_reference": ref.to_dict()})
