@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import math
 import numbers
-import threading
 from importlib.metadata import version as _version
 from pathlib import Path
 
@@ -45,7 +43,7 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 from ._version import __version__
-from .jsonutil import NO_FILE, FolderBound, read_cache_file, write_atomic
+from .cache import DiskCache, Memo
 
 __all__ = [
     "NEIGHBOURING",
@@ -368,98 +366,76 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
 TABLE_SLACK = 0.01
 #: calibrations kept on disk: at most this many bytes of ``calibration-*.json`` in a folder (an
 #: entry is about 300 bytes), checked every 200 calibrations written
-TABLE_FOLDER_BOUND = FolderBound(16 * 2**20, every=200, prefix="calibration-")
+TABLE_FOLDER_BYTES = 16 * 2**20
 
 
 class CalibrationTable:
     """:func:`calibrate_sampled_gaussian`, remembered in memory and, given ``folder``, on
-    disk (one small JSON file per event, shared by processes and kept between sessions).
+    disk (one small JSON file per event, shared by processes and kept between sessions), on the
+    package's cache layer (:mod:`dpcore.cache`: single flight across threads and processes).
 
     A calibration costs 5–30 PLD constructions (0.1–0.8 s); checking one costs a single
     PLD evaluation.  So every answer read back is **re-certified** before it is used: if
     :func:`sampled_gaussian_epsilon` at the stored multiplier exceeds the target (a
     corrupted, edited or stale file), the entry is discarded and calibrated again, so a
     table can never under-noise; nor over-noise: an entry whose multiplier, 1 % smaller,
-    still certifies is discarded too (one more PLD evaluation a read).  Entries are keyed by the event (ε, δ, q, T, as exact
-    floats), the versions of dpcore and dp-accounting and this module's source, so a
-    changed accountant never reads old answers and a hit returns exactly what a fresh
-    calibration would.
+    still certifies is discarded too (one more PLD evaluation a read).  Entries are keyed by
+    the event (ε, δ, q, T, as exact floats), the versions of dpcore and dp-accounting and this
+    module's code, so a changed accountant never reads old answers and a hit returns exactly
+    what a fresh calibration would.
     """
 
     def __init__(self, folder=None):
         self.folder = None if folder is None else Path(folder)
-        self._memory: dict[tuple, float] = {}
-        self._lock = threading.Lock()
+        self._memo = Memo(size=4096)
+        self.disk = DiskCache(self.folder, prefix="calibration-", max_file_bytes=2**16,
+                              folder_bytes=TABLE_FOLDER_BYTES, prune_every=200, what="stored calibration", log=__name__)
 
     def __reduce__(self):
         return (CalibrationTable, (self.folder,))
 
     def __repr__(self) -> str:
-        return f"CalibrationTable(folder={self.folder!r}, held={len(self._memory)})"
+        return f"CalibrationTable(folder={self.folder!r}, held={len(self._memo)})"
+
+    @staticmethod
+    def _key(epsilon: float, delta: float, sample_rate: float, steps: int) -> str:
+        h = hashlib.sha256(_TABLE_FINGERPRINT)
+        h.update(repr(_event_key(epsilon, delta, sample_rate, steps)).encode())
+        return h.hexdigest()[:24]
 
     def path(self, epsilon: float, delta: float, sample_rate: float, steps: int) -> Path | None:
         """The file that holds this event's calibration (``None`` without a folder)."""
-        if self.folder is None:
-            return None
-        h = hashlib.sha256(_TABLE_FINGERPRINT)
-        h.update(repr(_event_key(epsilon, delta, sample_rate, steps)).encode())
-        return self.folder / f"calibration-{h.hexdigest()[:24]}.json"
+        return self.disk.path(self._key(epsilon, delta, sample_rate, steps))
 
     def sampled_gaussian(self, epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
         """The noise multiplier :func:`calibrate_sampled_gaussian` gives, from the table when
         it holds a re-certified answer."""
-        key = _event_key(epsilon, delta, sample_rate, steps)
-        with self._lock:
-            z = self._memory.get(key)
-        if z is None:
-            z = self._read(epsilon, delta, sample_rate, steps)
-        if z is None:
-            z = calibrate_sampled_gaussian(epsilon, delta, sample_rate, steps)
-            self._write(epsilon, delta, sample_rate, steps, z)
-        with self._lock:
-            self._memory[key] = z
-        return z
+        event = _event_key(epsilon, delta, sample_rate, steps)
+        return self._memo.get(event, lambda: self.disk.get_or_make(
+            self._key(epsilon, delta, sample_rate, steps),
+            lambda: calibrate_sampled_gaussian(epsilon, delta, sample_rate, steps),
+            check=lambda rec: _check_calibration(rec, epsilon, delta, sample_rate, steps),
+            encode=lambda z: {"event": list(event), "noise_multiplier": z, "epsilon": epsilon, "delta": delta,
+                              "sample_rate": sample_rate, "steps": int(steps)}))
 
-    def _read(self, epsilon, delta, sample_rate, steps) -> float | None:
-        path = self.path(epsilon, delta, sample_rate, steps)
-        if path is None:
-            return None
-        try:
-            rec = read_cache_file(path, 2**16)  # a regular file of ours, not a FIFO or a device
-            if rec is NO_FILE:
-                return None
-            if not isinstance(rec, dict):
-                raise ValueError("not a JSON object")
-            if rec.get("event") != list(_event_key(epsilon, delta, sample_rate, steps)):
-                raise ValueError("written for another event")
-            z = float(rec["noise_multiplier"])
-            if not (math.isfinite(z) and z > 0):
-                raise ValueError(f"noise multiplier {z!r}")
-            certified = sampled_gaussian_epsilon(z, sample_rate, steps, delta)
-            if not certified <= epsilon:
-                raise ValueError(f"z = {z!r} certifies ε = {certified!r} > {epsilon!r}")
-            # two-sided: a fresh calibration is within 0.1 % of the least noise that certifies,
-            # so an entry that still certifies with TABLE_SLACK less noise would over-noise
-            if sampled_gaussian_epsilon(z * (1.0 - TABLE_SLACK), sample_rate, steps, delta) <= epsilon:
-                raise ValueError(f"z = {z!r} is more noise than the target needs ({1 - TABLE_SLACK:g}·z "
-                                 "certifies it too)")
-            return z
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            _LOG.warning("discarding the stored calibration %s (%s); calibrating again", path.name, exc)
-            return None
 
-    def _write(self, epsilon, delta, sample_rate, steps, z) -> None:
-        path = self.path(epsilon, delta, sample_rate, steps)
-        if path is None:
-            return
-        rec = {"event": list(_event_key(epsilon, delta, sample_rate, steps)), "noise_multiplier": z,
-               "epsilon": epsilon, "delta": delta, "sample_rate": sample_rate, "steps": int(steps)}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, rec)
-            TABLE_FOLDER_BOUND.wrote(path.parent)
-        except OSError:
-            pass  # a read-only folder only costs the recomputation
+def _check_calibration(rec, epsilon, delta, sample_rate, steps) -> float:
+    """The stored multiplier, if it re-certifies the event with no more than TABLE_SLACK to spare."""
+    if not isinstance(rec, dict):
+        raise ValueError("not a JSON object")
+    if rec.get("event") != list(_event_key(epsilon, delta, sample_rate, steps)):
+        raise ValueError("written for another event")
+    z = float(rec["noise_multiplier"])
+    if not (math.isfinite(z) and z > 0):
+        raise ValueError(f"noise multiplier {z!r}")
+    certified = sampled_gaussian_epsilon(z, sample_rate, steps, delta)
+    if not certified <= epsilon:
+        raise ValueError(f"z = {z!r} certifies ε = {certified!r} > {epsilon!r}")
+    # two-sided: a fresh calibration is within 0.1 % of the least noise that certifies,
+    # so an entry that still certifies with TABLE_SLACK less noise would over-noise
+    if sampled_gaussian_epsilon(z * (1.0 - TABLE_SLACK), sample_rate, steps, delta) <= epsilon:
+        raise ValueError(f"z = {z!r} is more noise than the target needs ({1 - TABLE_SLACK:g}·z certifies it too)")
+    return z
 
 
 def _event_key(epsilon, delta, sample_rate, steps) -> tuple:

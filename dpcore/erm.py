@@ -16,12 +16,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import json
 import logging
 import math
 import sys
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -34,7 +31,7 @@ from . import models as _models
 from .accounting import CalibrationTable
 from .datasets import DATA_DIR
 from .exceptions import ModelError
-from .jsonutil import MAX_CACHE_BYTES, NO_FILE, FolderBound, read_cache_file, write_atomic
+from .cache import DiskCache, Memo
 from .models import LinReg, LogReg, MLP, Model
 from .optim import step_reporter
 
@@ -282,6 +279,9 @@ def _code_fingerprint() -> bytes:
     return (solver + repr((GRAD_TOL, STORED_GRAD_TOL, LOCAL_GRAD_TOL))).encode() + Path(_models.__file__).read_bytes()
 
 
+_code_fingerprint()  # now, at import: a solver patched later (a test's counter) must not change the keys
+
+
 def _disk_key(dataset, model: Model) -> str:
     h = hashlib.sha256()
     for a in (dataset.X_train, dataset.y_train):
@@ -293,43 +293,37 @@ def _disk_key(dataset, model: Model) -> str:
     return h.hexdigest()[:24]
 
 
-def _read_solution(path: Path, dataset, model: Model) -> ErmSolution | None:
-    """A cached solution, only if it still is one: the right schema and shape, finite, and
+def _check_solution(rec: Any, dataset, model: Model) -> ErmSolution:
+    """A stored solution, only if it still is one: the right schema and shape, finite, and
     re-checked in one pass over the data (its loss recomputed; its gradient norm within
-    :func:`stored_grad_tol` of zero).  Anything else is discarded (and logged) and solved again."""
-    try:
-        rec = read_cache_file(path)
-        if rec is NO_FILE:
-            return None
-        if not isinstance(rec, dict):
-            raise ValueError("not a JSON object")
-        theta = np.asarray(rec["theta"], dtype=np.float64)
-        p = model.n_params(dataset.d)
-        if theta.shape != (p,) or not np.all(np.isfinite(theta)):
-            raise ValueError(f"θ of shape {theta.shape}, expected ({p},) and finite")
-        if not isinstance(rec["method"], str) or not isinstance(rec["certified_optimum"], bool):
-            raise ValueError("method / certified_optimum of the wrong type")
-        loss, grad_norm, iterations = float(rec["loss"]), float(rec["grad_norm"]), int(rec["iterations"])
-        X, y = dataset.X_train, dataset.y_train
-        value, grad = model.loss_and_grad(theta[None], X, y)
-        value = float(np.asarray(value).ravel()[0])
-        if model.radius is not None:  # constrained: the projected gradient
-            grad = theta[None] - model.project(theta[None] - grad)
-        actual = float(np.linalg.norm(grad))
-        if not (math.isfinite(loss) and abs(value - loss) <= 1e-9 * max(1.0, abs(value))):
-            raise ValueError(f"stored loss {loss!r}, but θ gives {value!r}")
-        # absolute: a convex model's solution is solved to GRAD_TOL, and its gradient, recomputed
-        # here on the data, must be that of an optimum whatever the file says of itself; a
-        # non-convex model's must be a local optimum's, and the one the file states
-        tol = stored_grad_tol(model)
-        stated = grad_norm <= GRAD_TOL if model.convex else abs(grad_norm - actual) <= 1e-6 * actual + 1e-12
-        if not (stated and actual <= tol):
-            raise ValueError(f"gradient norm {actual:.3g} at the stored θ (stored {grad_norm:.3g}): not an optimum")
-        return ErmSolution(theta=theta, loss=value, grad_norm=grad_norm, iterations=iterations,
-                           method=rec["method"], certified_optimum=rec["certified_optimum"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        _LOG.warning("discarding the cached ERM solution %s (%s); solving again", path.name, exc)
-        return None
+    :func:`stored_grad_tol` of zero).  Raises ``ValueError`` (or ``KeyError``/``TypeError``)
+    otherwise, and the cache layer solves again."""
+    if not isinstance(rec, dict):
+        raise ValueError("not a JSON object")
+    theta = np.asarray(rec["theta"], dtype=np.float64)
+    p = model.n_params(dataset.d)
+    if theta.shape != (p,) or not np.all(np.isfinite(theta)):
+        raise ValueError(f"θ of shape {theta.shape}, expected ({p},) and finite")
+    if not isinstance(rec["method"], str) or not isinstance(rec["certified_optimum"], bool):
+        raise ValueError("method / certified_optimum of the wrong type")
+    loss, grad_norm, iterations = float(rec["loss"]), float(rec["grad_norm"]), int(rec["iterations"])
+    X, y = dataset.X_train, dataset.y_train
+    value, grad = model.loss_and_grad(theta[None], X, y)
+    value = float(np.asarray(value).ravel()[0])
+    if model.radius is not None:  # constrained: the projected gradient
+        grad = theta[None] - model.project(theta[None] - grad)
+    actual = float(np.linalg.norm(grad))
+    if not (math.isfinite(loss) and abs(value - loss) <= 1e-9 * max(1.0, abs(value))):
+        raise ValueError(f"stored loss {loss!r}, but θ gives {value!r}")
+    # absolute: a convex model's solution is solved to GRAD_TOL, and its gradient, recomputed
+    # here on the data, must be that of an optimum whatever the file says of itself; a
+    # non-convex model's must be a local optimum's, and the one the file states
+    tol = stored_grad_tol(model)
+    stated = grad_norm <= GRAD_TOL if model.convex else abs(grad_norm - actual) <= 1e-6 * actual + 1e-12
+    if not (stated and actual <= tol):
+        raise ValueError(f"gradient norm {actual:.3g} at the stored θ (stored {grad_norm:.3g}): not an optimum")
+    return ErmSolution(theta=theta, loss=value, grad_norm=grad_norm, iterations=iterations,
+                       method=rec["method"], certified_optimum=rec["certified_optimum"])
 
 
 def known_start(erm) -> np.ndarray | None:
@@ -370,27 +364,29 @@ SHIPPED_REFERENCES = DATA_DIR / "references"
 
 #: exact solutions kept on disk: at most this many bytes of ``erm-*.json`` in a folder (an MLP
 #: solution on Adult is about 0.3 MB, a linear one a few kB), checked every few solves
-ERM_FOLDER_BOUND = FolderBound(256 * 2**20, every=20, prefix="erm-")
+ERM_FOLDER_BYTES = 256 * 2**20
 
 
 class ReferenceStore:
     """The exact solutions a context has computed, and other noise-free results of a
     (dataset, model) pair (a mechanism's noise-free trajectory, for instance).
 
-    It holds the last ``size`` results in memory and, given ``folder``, keeps exact
-    solutions on disk as well, shared by processes (the app's cache folder, a sweep's
-    ``cache/erm``): worth it for the MLP, whose multi-start L-BFGS on a large dataset
-    takes minutes.  Floats round-trip exactly through JSON.  An instance belongs to an
-    execution context (:class:`dpcore.experiments.context.Context`); a pickled copy
-    (sent to a worker process) keeps the folder and starts with an empty memory.
+    It holds the last ``size`` results in memory (a :class:`~dpcore.cache.Memo`) and, given
+    ``folder``, keeps exact solutions on disk as well (a :class:`~dpcore.cache.DiskCache`),
+    shared by processes (the app's cache folder, a sweep's ``cache/erm``): worth it for the MLP,
+    whose multi-start L-BFGS on a large dataset takes minutes.  Both have single flight: threads
+    and processes asking for one new solution solve it once.  Floats round-trip exactly through
+    JSON.  An instance belongs to an execution context
+    (:class:`dpcore.experiments.context.Context`); a pickled copy (sent to a worker process)
+    keeps the folder and starts with an empty memory.
     """
 
     def __init__(self, folder=None, size: int = 32):
         self.folder = None if folder is None else Path(folder)
         self.size = int(size)
-        self._memory: OrderedDict[Any, Any] = OrderedDict()
-        self._lock = threading.Lock()  # the app's sessions share one store, each on its own thread
-        self._flights: dict[Any, tuple[int, threading.Event]] = {}  # key → (computing thread, done)
+        self._memo = Memo(self.size)  # the app's sessions share one store, each on its own thread
+        self.disk = DiskCache(self.folder, prefix="erm-", folder_bytes=ERM_FOLDER_BYTES, prune_every=20,
+                              what="cached ERM solution", log=__name__)
         #: sampled-Gaussian noise calibrations, kept in the same folder (``calibration-*.json``)
         self.calibrations = CalibrationTable(self.folder)
 
@@ -398,45 +394,20 @@ class ReferenceStore:
         return (ReferenceStore, (self.folder, self.size))
 
     def __repr__(self) -> str:
-        return f"ReferenceStore(folder={self.folder!r}, held={len(self._memory)})"
+        return f"ReferenceStore(folder={self.folder!r}, held={len(self._memo)})"
 
     def memo(self, key, compute: Callable[[], Any]) -> Any:
-        """``compute()``, or its result for the same ``key`` when still held.  Single flight:
-        while one thread computes a key, another asking for it waits and reads the result (thirty
-        students opening one link compute it once); if the first fails, the next asker computes
-        it itself.  A thread asking again for a key it is computing computes it (no self-wait)."""
-        me = threading.get_ident()
-        while True:
-            with self._lock:
-                if key in self._memory:
-                    self._memory.move_to_end(key)
-                    return self._memory[key]
-                flight = self._flights.get(key)
-                if flight is None or flight[0] == me:
-                    done = threading.Event()
-                    if flight is None:
-                        self._flights[key] = (me, done)
-                    break
-            flight[1].wait()  # another thread computes it: read its result, or try again if it failed
-        try:
-            value = compute()
-            with self._lock:
-                self._memory[key] = value
-                while len(self._memory) > self.size:
-                    self._memory.popitem(last=False)
-            return value
-        finally:
-            with self._lock:
-                if self._flights.get(key, (None,))[0] == me and flight is None:
-                    self._flights.pop(key)[1].set()
+        """``compute()``, or its result for the same ``key`` when still held (single flight
+        across threads: :meth:`dpcore.cache.Memo.get`)."""
+        return self._memo.get(key, compute)
 
     def clear(self) -> None:
         """Forget what is held in memory (the disk copies stay)."""
-        with self._lock:
-            self._memory.clear()
+        self._memo.clear()
 
-    def _path(self, dataset, model: Model) -> Path | None:
-        return None if self.folder is None else self.folder / f"erm-{_disk_key(dataset, model)}.json"
+    def path(self, dataset, model: Model) -> Path | None:
+        """The file that keeps this pair's exact solution (``None`` without a folder)."""
+        return self.disk.path(_disk_key(dataset, model))
 
     @staticmethod
     def shipped_path(dataset, model: Model) -> Path:
@@ -445,9 +416,9 @@ class ReferenceStore:
 
     def holds(self, dataset, model: Model) -> bool:
         """Whether :meth:`exact` would answer at once (from memory, from disk, or shipped)."""
-        if ("erm", dataset, model) in self._memory:
+        if ("erm", dataset, model) in self._memo:
             return True
-        path = self._path(dataset, model)
+        path = self.path(dataset, model)
         return (path is not None and path.exists()) or self.shipped_path(dataset, model).exists()
 
     def exact(self, dataset, model: Model, progress=None) -> ErmSolution:
@@ -456,21 +427,15 @@ class ReferenceStore:
         return self.memo(("erm", dataset, model), lambda: self._load_or_solve(dataset, model, progress))
 
     def _load_or_solve(self, dataset, model: Model, progress=None) -> ErmSolution:
-        path = self._path(dataset, model)
-        sol = None if path is None else _read_solution(path, dataset, model)
-        if sol is None:
-            shipped = self.shipped_path(dataset, model)
-            sol = _read_solution(shipped, dataset, model) if shipped.exists() else None
-        if sol is None:
-            sol = solve_erm(model, dataset.X_train, dataset.y_train, progress=progress)
-            if path is not None and sol.grad_norm <= stored_grad_tol(model):  # what a reader accepts
-                rec = {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
-                       "iterations": int(sol.iterations), "method": sol.method,
-                       "certified_optimum": bool(sol.certified_optimum)}
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    write_atomic(path, rec)
-                    ERM_FOLDER_BOUND.wrote(path.parent)
-                except OSError:
-                    pass  # a read-only cache folder only costs the recomputation
-        return sol
+        return self.disk.get_or_make(
+            _disk_key(dataset, model),
+            lambda: solve_erm(model, dataset.X_train, dataset.y_train, progress=progress),
+            check=lambda rec: _check_solution(rec, dataset, model),
+            encode=_solution_record,
+            keep=lambda sol: sol.grad_norm <= stored_grad_tol(model),  # what a reader accepts
+            shipped=self.shipped_path(dataset, model))
+
+
+def _solution_record(sol: ErmSolution) -> dict[str, Any]:
+    return {"theta": sol.theta.tolist(), "loss": float(sol.loss), "grad_norm": float(sol.grad_norm),
+            "iterations": int(sol.iterations), "method": sol.method, "certified_optimum": bool(sol.certified_optimum)}

@@ -20,7 +20,6 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from dpcore import datasets
-from dpcore.erm import ReferenceStore
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import Baseline, baseline
 from dpcore.figures import REFERENCE_LINE, on_screen, target_note
@@ -507,12 +506,11 @@ def _record(config: RunSpec, dataset=None, progress=None, on_trace=None) -> dict
     return rec
 
 
-@st.cache_resource
-def run_records() -> ReferenceStore:
-    """Records of runs on registered data, shared by sessions (runs are pure and seed-keyed).
-    A thread-safe LRU memo rather than ``st.cache_data``, so that a run being computed can
-    report its progress on the page that asked for it."""
-    return ReferenceStore(size=256)
+def run_records():
+    """Records of runs on registered data, shared by sessions (runs are pure and seed-keyed): the
+    app context's memo (:class:`dpcore.cache.Memo`, single flight across sessions) rather than
+    ``st.cache_data``, so that a run being computed can report its progress on the page that asked."""
+    return app_context().memo
 
 
 #: a run shows a progress bar once it has taken this long (shorter ones only a spinner)
@@ -580,7 +578,7 @@ def run_or_error(config: RunSpec) -> dict | None:
         ds = user_dataset(config.dataset)
         with reference_notice(config), run_progress() as progress, live_curve(config.iterations) as on_trace:
             if ds is None:
-                return copy.deepcopy(run_records().memo(
+                return copy.deepcopy(run_records().get(
                     config, lambda: _record(config, progress=progress, on_trace=on_trace)))
             return _record(config, dataset=ds, progress=progress, on_trace=on_trace)  # never shared
     except DPCoreError as exc:
@@ -599,7 +597,7 @@ def reference_for(config: RunSpec, lams=()) -> Baseline | None:
         if ds is not None:
             return baseline(config, lams, app_context(), dataset=ds)
         key = ("baseline", config.dataset, config.model, config.n, config.d, config.noise, config.lam, lams)
-        return run_records().memo(key, lambda: baseline(config, lams, app_context()))
+        return run_records().get(key, lambda: baseline(config, lams, app_context()))
     except DPCoreError as exc:
         st.error(f"The non-private reference could not be computed: {exc}")
         return None

@@ -116,6 +116,11 @@ def test_compare_opens_the_classroom_preset_at_once_from_its_shipped_rows(monkey
     doc = json.loads(studies.CLASSROOM_FILE.read_text())
     doc["record"]["setting"]["repeats"] = 3  # computed for another definition of the preset
     assert studies.shipped_classroom_compare(_write(doc)) is None
+    doc = json.loads(studies.CLASSROOM_FILE.read_text())
+    doc["record"]["keys"][5] = "0" * 24  # one run computed by other code (a changed mechanism)
+    assert studies.shipped_classroom_compare(_write(doc)) is None
+    del doc["record"]["keys"]  # or by code that did not say which
+    assert studies.shipped_classroom_compare(_write(doc)) is None
     assert studies.shipped_classroom_compare(Path("/nonexistent.json")) is None
 
 

@@ -122,3 +122,105 @@ def test_eight_threads_solve_one_reference_once(monkeypatch):
     store = ReferenceStore()
     thetas = _together(8, lambda i: store.exact(ds, model).theta)
     assert len(solved) == 1 and all((t == thetas[0]).all() for t in thetas)
+
+
+def test_two_stores_on_one_folder_solve_one_mlp_reference_once(tmp_path, monkeypatch):
+    """Eight threads, each with its own store on one folder (as separate processes would have),
+    ask for one new MLP reference: the key's lock file lets one solve it; the others wait and read
+    its entry.  (Within one store the memo already does this; across stores only the lock can.)"""
+    ds = datasets.load("iris")
+    model = make_model("mlp", lam=0.0123)
+    solved = []
+    real = erm.solve_erm
+
+    def counting(*args, **kwargs):
+        solved.append(1)
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(erm, "solve_erm", counting)
+    thetas = _together(8, lambda i: ReferenceStore(tmp_path).exact(ds, model).theta)
+    assert not [t for t in thetas if isinstance(t, BaseException)], thetas
+    assert len(solved) == 1 and all((t == thetas[0]).all() for t in thetas)
+
+
+def test_check_of_the_check_without_the_lock_file_every_store_solves(tmp_path, monkeypatch):
+    from contextlib import nullcontext
+
+    from dpcore.cache import DiskCache
+
+    ds = datasets.load("iris")
+    model = make_model("logreg", lam=0.0456)
+    solved = []
+    real = erm.solve_erm
+
+    def counting(*args, **kwargs):
+        solved.append(1)
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(erm, "solve_erm", counting)
+    monkeypatch.setattr(DiskCache, "flight", lambda self, key: nullcontext())
+    _together(4, lambda i: ReferenceStore(tmp_path).exact(ds, model))
+    assert len(solved) == 4
+
+
+def test_two_processes_asking_for_one_new_entry_make_it_once(tmp_path):
+    """Across processes: two interpreters ask one folder for one new key at once; one makes it."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, time\n"
+        "from dpcore.cache import DiskCache\n"
+        "c = DiskCache(sys.argv[1], prefix='x-')\n"
+        "def make():\n"
+        "    open(sys.argv[1] + '/made-' + sys.argv[2], 'w').close(); time.sleep(1.0); return {'v': 7}\n"
+        "time.sleep(max(0.0, float(sys.argv[3]) - time.time()))\n"
+        "print(c.get_or_make('k', make, check=lambda d: d)['v'])\n"
+    )
+    start = time.time() + 2.0
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), str(i), str(start)],
+                              stdout=subprocess.PIPE, text=True) for i in range(2)]
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert outs == ["7", "7"]
+    assert len(list(tmp_path.glob("made-*"))) == 1
+
+
+def test_eight_threads_writing_one_cache_entry_two_hundred_times_raise_nothing(tmp_path):
+    """The same through the cache layer (the results, solutions and calibrations all write so)."""
+    from dpcore.cache import DiskCache
+
+    cache = DiskCache(tmp_path, prefix="r-", prune_every=50)
+    out = _together(8, lambda i: [cache.write("key", {"thread": i, "k": k, "pad": "x" * 2000}) for k in range(200)])
+    assert all(o == [True] * 200 for o in out), [o for o in out if o != [True] * 200][:1]
+    assert cache.read("key", lambda d: d)["k"] == 199
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["r-key.json"]
+
+
+def test_two_sessions_running_one_grid_at_once_compute_each_task_once(tmp_path, monkeypatch):
+    """Two threads (two students' sessions) run the same grid on the app's context at once: each
+    task is computed by one of them and read by the other, and both get every result."""
+    from dpcore.experiments import sweep
+    from dpcore.experiments.context import Context
+    from dpcore.experiments.grid import run_grid
+    from dpcore.experiments.run import RunSpec
+
+    specs = [RunSpec(dataset="breast-cancer", mechanism=m, epsilon=1.0, iterations=10, repeats=2)
+             for m in ("output-gaussian", "gradient-dpgd", "objective-gaussian")]
+    computed = []
+    real = sweep.dispatch
+
+    def counting(pending, *args, **kwargs):
+        for t in pending:
+            computed.append(t.key)
+        time.sleep(0.3)  # both sessions are in flight together
+        yield from real(pending, *args, **kwargs)
+
+    monkeypatch.setattr(sweep, "dispatch", counting)
+    ctx = Context(workers=1, results_dir=tmp_path, trace_points=0)
+    frames = _together(2, lambda i: run_grid(specs, ctx))
+    assert not [f for f in frames if isinstance(f, BaseException)], frames
+    assert sorted(computed) == sorted({*computed}) and len(computed) == len(specs)
+    cols = ["spec", "run", "accuracy", "gap"]
+    assert frames[0][cols].equals(frames[1][cols])

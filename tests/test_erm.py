@@ -9,6 +9,7 @@ from scipy.optimize import minimize
 
 from dpcore import datasets as D
 from dpcore.erm import GRAD_TOL, ReferenceStore, solve_erm
+from dpcore.jsonutil import MAX_CACHE_BYTES
 from dpcore.exceptions import ModelError
 from dpcore.models import LinReg, LogReg, MLP
 
@@ -194,7 +195,7 @@ def test_a_stored_solution_that_is_not_ours_is_solved_again(kind, tmp_path, capl
     (path,) = tmp_path.glob("erm-*.json")
     rec = json.loads(path.read_text())
     if kind in cachefiles.SPECIAL:
-        cachefiles.spoil(path, kind, erm.MAX_CACHE_BYTES)
+        cachefiles.spoil(path, kind, MAX_CACHE_BYTES)
     elif kind == "not an optimum":  # a consistent record of a point that is not the minimiser,
         theta = np.array(rec["theta"]) * 0.5  # claiming a large gradient norm of its own
         loss = float(model.loss(theta[None], ds.X_train, ds.y_train)[0])
@@ -250,7 +251,8 @@ def test_cache_folders_are_kept_under_their_size_bounds(tmp_path):
     oldest first, by the writes of this process, and never touches the other kind's files."""
     import os
 
-    from dpcore.jsonutil import FolderBound, prune_folder
+    from dpcore.cache import DiskCache
+    from dpcore.jsonutil import prune_folder
 
     for k in range(6):
         for kind in ("erm", "calibration"):
@@ -261,9 +263,13 @@ def test_cache_folders_are_kept_under_their_size_bounds(tmp_path):
     assert prune_folder(tmp_path, 3000, "erm-") == 3
     assert sorted(p.name for p in tmp_path.glob("erm-*")) == ["erm-3.json", "erm-4.json", "erm-5.json"]
     assert len(list(tmp_path.glob("calibration-*"))) == 6 and (tmp_path / "notes.txt").exists()
-    bound = FolderBound(2000, every=3, prefix="calibration-")
-    assert [bound.wrote(tmp_path) for _ in range(3)] == [0, 0, 4]  # the third write prunes
-    assert sorted(p.name for p in tmp_path.glob("calibration-*")) == ["calibration-4.json", "calibration-5.json"]
+    cache = DiskCache(tmp_path, prefix="calibration-", folder_bytes=2100, prune_every=3)
+    for k in (6, 7):  # two writes: nothing pruned yet
+        cache.write(str(k), "x" * 998)
+        os.utime(tmp_path / f"calibration-{k}.json", (2_000_000 + k, 2_000_000 + k))
+    assert len(list(tmp_path.glob("calibration-*"))) == 8
+    cache.write("8", "x" * 998)  # the third prunes, the oldest first
+    assert sorted(p.name for p in tmp_path.glob("calibration-*")) == ["calibration-7.json", "calibration-8.json"]
     assert prune_folder(tmp_path / "missing", 0) == 0
 
 
@@ -271,18 +277,16 @@ def test_the_stores_prune_as_they_write(tmp_path, monkeypatch):
     """With a bound of 0 bytes checked at every write, what each store writes is pruned at once:
     the exact-solution store and the calibration table both go through their bounds."""
     from dpcore import accounting, datasets, erm
-    from dpcore.jsonutil import FolderBound
     from dpcore.models import make_model
 
-    monkeypatch.setattr(erm, "ERM_FOLDER_BOUND", FolderBound(0, every=1, prefix="erm-"))
-    monkeypatch.setattr(accounting, "TABLE_FOLDER_BOUND", FolderBound(0, every=1, prefix="calibration-"))
     store = erm.ReferenceStore(tmp_path)
+    assert store.disk.folder_bytes == erm.ERM_FOLDER_BYTES == 256 * 2**20  # the real bounds are finite
+    assert store.calibrations.disk.folder_bytes == accounting.TABLE_FOLDER_BYTES == 16 * 2**20
+    for disk in (store.disk, store.calibrations.disk):
+        disk.folder_bytes, disk.prune_every = 0, 1
     store.exact(datasets.load("iris"), make_model("logreg", lam=1e-3))
     store.calibrations.sampled_gaussian(1.0, 1e-5, 0.25, 7)
     assert list(tmp_path.glob("*.json")) == []
-    assert erm.ERM_FOLDER_BOUND.limit == 0  # (the patched bound) and the real ones are finite:
-    monkeypatch.undo()
-    assert erm.ERM_FOLDER_BOUND.limit == 256 * 2**20 and accounting.TABLE_FOLDER_BOUND.limit == 16 * 2**20
 
 
 def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path, monkeypatch, caplog):

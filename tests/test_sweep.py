@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dpcore.experiments import context as context_mod
 from dpcore.experiments import sweep as sweep_mod
 from dpcore.cli import main
 from dpcore.experiments.run import RunSpec
@@ -486,7 +487,7 @@ def _damage(kind, path, other):
     import cachefiles  # tests/cachefiles.py
     rec = json.loads(path.read_text())
     if kind in cachefiles.SPECIAL:
-        cachefiles.spoil(path, kind, sweep_mod.MAX_RESULT_BYTES)
+        cachefiles.spoil(path, kind, context_mod.MAX_RESULT_BYTES)
     elif kind == "torn":
         path.write_text(path.read_text()[:50])
     elif kind == "another task's":
@@ -502,10 +503,34 @@ def _damage(kind, path, other):
         path.write_text(json.dumps(rec))
     elif kind == "not an object":
         path.write_text("[1, 2, 3]")
+    else:  # a forged field: well-formed JSON of the right shape that lies (FORGERIES)
+        field, value = FORGERIES[kind]
+        target = rec["result"]["runs"][0] if field in ("accuracy", "gap", "seed") else rec["result"]
+        if value is _DROP:
+            target.pop(field)
+        else:
+            target[field] = value
+        path.write_text(json.dumps(rec))
 
+
+_DROP = object()
+#: lies a stored result might tell, each one field: the check recomputes the certificate, the
+#: refusal and the data's size, and holds every other field to its declared type and range
+FORGERIES = {
+    "a smaller certified ε": ("epsilon_certified", 0.001), "no certified ε (∞ as null)": ("epsilon_certified", None),
+    "a larger certified ε": ("epsilon_certified", 3.0), "an accuracy of 1.5": ("accuracy", 1.5),
+    "a negative σ": ("sigma", -5.0), "another data set's n": ("n_train", 30_162),
+    "an invented refusal": ("error", "refused: the mechanism cannot run this"),
+    "another target": ("epsilon_target", 0.25), "a text accuracy": ("accuracy", "0.9"),
+    "a boolean n": ("n_train", True), "a negative seed": ("seed", -1),
+    "warnings that are not a list": ("warnings", "none"),
+}
+
+ONLY_RECOMPUTATION_SEES = {"a smaller certified ε", "no certified ε (∞ as null)", "a larger certified ε",
+                           "another data set's n", "an invented refusal", "another target"}
 
 DAMAGES = ["fifo", "device", "huge", "torn", "deep", "another task's", "edited config", "edited runs",
-           "wrong shape", "not an object"]
+           "wrong shape", "not an object", *FORGERIES]
 
 
 @pytest.mark.parametrize("kind", DAMAGES)
@@ -513,6 +538,8 @@ def test_a_damaged_stored_result_is_computed_again_not_served(kind, tmp_path, ca
     first = _cached_grid(tmp_path)
     keys = [task_key(s) for s in _SMALL]
     _damage(kind, tmp_path / f"{keys[0]}.json", tmp_path / f"{keys[1]}.json")
+    if kind in ONLY_RECOMPUTATION_SEES:  # check of the check: types and ranges alone accept these
+        sweep_mod._check_record(json.loads((tmp_path / f"{keys[0]}.json").read_text()), keys[0], None)
     with caplog.at_level("WARNING", logger="dpcore.experiments.sweep"):
         again = _cached_grid(tmp_path)  # returns (a FIFO or /dev/zero would hang or fill memory)
     assert again.attrs["computed"] == 1 and again.attrs["cached"] == len(_SMALL) - 1
@@ -524,7 +551,7 @@ def test_a_damaged_stored_result_is_computed_again_not_served(kind, tmp_path, ca
 def test_the_key_covers_the_source_so_changed_code_never_reads_old_results(monkeypatch):
     spec = _SMALL[0]
     before = task_key(spec)
-    monkeypatch.setattr(sweep_mod, "_source_fingerprint", lambda: "a-changed-mechanism")
+    monkeypatch.setattr(sweep_mod, "results_fingerprint", lambda: "a-changed-mechanism")
     assert task_key(spec) != before
 
 
@@ -559,7 +586,7 @@ def test_the_results_folder_is_kept_under_its_size_by_removing_the_oldest(tmp_pa
     for k, f in enumerate(files):  # the written order, oldest first
         os.utime(f, (1_000_000 + k, 1_000_000 + k))
     sizes = [f.stat().st_size for f in files]
-    cache = sweep_mod._Cache(tmp_path)
+    cache = Context(results_dir=tmp_path).results
     assert cache.prune(limit=sum(sizes)) == 0  # under the limit: nothing goes
     assert cache.prune(limit=sum(sizes[2:])) == 2  # the two oldest go, the newest stay
     assert sorted(tmp_path.glob("*.json")) == files[2:]
@@ -567,11 +594,11 @@ def test_the_results_folder_is_kept_under_its_size_by_removing_the_oldest(tmp_pa
     assert again.attrs["computed"] == 2
     cols = ["spec", "run", "accuracy", "gap"]
     pd.testing.assert_frame_equal(first[cols], again[cols])
-    monkeypatch.setattr(sweep_mod, "PRUNE_EVERY", 1)  # and the writer prunes as it goes
-    # room for one result but not two (the files differ by a few bytes, so not exactly max)
-    monkeypatch.setattr(sweep_mod, "MAX_RESULTS_BYTES", max(sizes) + min(sizes) // 2)
     (tmp_path / "x").mkdir()
-    run_grid(_SMALL, Context(workers=1, results_dir=tmp_path / "x", trace_points=0))
+    ctx = Context(workers=1, results_dir=tmp_path / "x", trace_points=0)
+    # the writer prunes as it goes: room for one result but not two (the files differ by a few bytes)
+    ctx.results.prune_every, ctx.results.folder_bytes = 1, max(sizes) + min(sizes) // 2
+    run_grid(_SMALL, ctx)
     assert len(list((tmp_path / "x").glob("*.json"))) == 1
 
 

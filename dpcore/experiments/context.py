@@ -27,9 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from .. import linalg
+from ..cache import DiskCache, Memo
 from ..erm import ReferenceStore
 from ..exceptions import ParameterError
 from ..optim import DEFAULT_TRACE_POINTS, Progress, TraceListener
+
+#: a stored grid result larger than this is not one of ours (a task's record is a few kB)
+MAX_RESULT_BYTES = 4 * 2**20
+#: a results folder is kept under this size (the oldest results go first) …
+MAX_RESULTS_BYTES = 256 * 2**20
+#: … checked once every this many results written by this process
+PRUNE_EVERY = 200
 
 __all__ = ["Context", "Progress", "DEFAULT_TRACE_POINTS", "default_context", "cache_dir", "shared_context"]
 
@@ -74,6 +82,8 @@ class Context:
     on_trace: TraceListener | None = field(default=None, compare=False)
     store: ReferenceStore = field(default=None, compare=False)  # type: ignore[assignment]
     pool: Any = field(default=None, compare=False, repr=False)
+    results: DiskCache = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    memo: Memo = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         for name in ("erm_dir", "results_dir"):
@@ -88,6 +98,12 @@ class Context:
             object.__setattr__(self, "store", ReferenceStore(self.erm_dir))
         if self.pool is None:
             object.__setattr__(self, "pool", shared_pool())
+        if self.results is None or self.results.folder != self.results_dir:
+            object.__setattr__(self, "results", DiskCache(
+                self.results_dir, max_file_bytes=MAX_RESULT_BYTES, folder_bytes=MAX_RESULTS_BYTES,
+                prune_every=PRUNE_EVERY, what="stored result", log="dpcore.experiments.sweep"))
+        if self.memo is None:
+            object.__setattr__(self, "memo", Memo(size=256))
 
     def active(self):
         """A ``with`` block in which this context's computations use its thread pool."""
@@ -98,10 +114,12 @@ class Context:
         return (os.cpu_count() or 1) if self.workers is None else int(self.workers)
 
     def with_(self, **changes: Any) -> "Context":
-        """A copy with some settings changed; it shares this context's store unless
-        ``erm_dir`` changes."""
+        """A copy with some settings changed; it shares this context's stores unless the
+        folder of one changes."""
         if "erm_dir" in changes and changes["erm_dir"] != self.erm_dir:
             changes.setdefault("store", None)
+        if "results_dir" in changes and changes["results_dir"] != self.results_dir:
+            changes.setdefault("results", None)
         return replace(self, **changes)
 
     def tell(self, done: int, total: int, label: str, work: tuple[float, float] | None = None) -> None:

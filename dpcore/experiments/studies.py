@@ -16,6 +16,7 @@ tidy table into the rows its view shows:
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -34,11 +35,13 @@ from .context import Context
 from .grid import run_grid, summaries
 from .tune import tuned_row, with_setting
 from .run import RunSpec, load_problem, problem_data
-from .sweep import environment
+from .sweep import environment, task_key
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
            "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
-           "CLASSROOM_FILE", "ship_classroom_compare", "shipped_classroom_compare", "PREPARE_REFERENCES",
+           "CLASSROOM_FILE", "classroom_keys", "ship_classroom_compare", "shipped_classroom_compare", "PREPARE_REFERENCES",
            "SHIPPED_REFERENCE_PAIRS", "ship_references",
            "prepare_for_class"]
 
@@ -106,6 +109,18 @@ def prepare_for_class(ctx: Context, *, mlp: bool = True,
 CLASSROOM_FILE = Path(__file__).resolve().parents[2] / "data" / "results" / "compare-classroom.json"
 
 
+def classroom_keys() -> list[str]:
+    """The task keys of :data:`CLASSROOM_COMPARE`'s runs (:func:`~dpcore.experiments.sweep.task_key`:
+    each spec and the code that computes it), which the shipped file must carry to be shown: the
+    one rule by which the results cache reads its entries, so a changed mechanism, accountant or
+    tuned setting never shows old shipped rows."""
+    c = CLASSROOM_COMPARE
+    base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
+                        repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
+    _, specs, _ = _sweep_plan(base, list(c["mechanisms"]), list(c["epsilons"]), None, None, c["tuned"])
+    return [task_key(spec) for spec in specs]
+
+
 def _setting_record() -> dict[str, Any]:
     return json.loads(json.dumps(CLASSROOM_COMPARE))  # tuples as lists, as the file holds them
 
@@ -116,7 +131,8 @@ def ship_classroom_compare(ctx: Context | None = None, path: Path = CLASSROOM_FI
     rows = classroom_compare(ctx)
     record = {"setting": _setting_record(), "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(started)),
               "wall_seconds": round(time.time() - started, 1), "workers": 1 if ctx is None else ctx.n_workers,
-              "environment": environment(), "command": "python -m dpcore prepare --ship"}
+              "environment": environment(), "command": "python -m dpcore prepare --ship",
+              "keys": classroom_keys()}
     write_atomic(Path(path), {"record": record, "rows": rows})
     return record
 
@@ -136,7 +152,7 @@ def ship_references(progress=None, folder: Path | None = None) -> list[dict[str,
         started = time.time()
         data, m = problem_data(RunSpec(dataset=dataset, model=model))
         sol = store.exact(data, m, progress=progress)
-        path = store._path(data, m)
+        path = store.path(data, m)
         if not path.exists():
             raise ParameterError(f"the {model} reference on {dataset} ended with a gradient norm of "
                                  f"{sol.grad_norm:.3g}, too large to ship: it would not be read back")
@@ -151,11 +167,15 @@ def ship_references(progress=None, folder: Path | None = None) -> list[dict[str,
 
 def shipped_classroom_compare(path: Path = CLASSROOM_FILE) -> tuple[list[dict], str] | None:
     """The shipped rows of :data:`CLASSROOM_COMPARE` and one sentence of provenance, or ``None``
-    when the file is missing, damaged, or was computed for another definition of the preset."""
+    when the file is missing, damaged, or was computed for another definition of the preset or by
+    other code (its task keys are not :func:`classroom_keys`)."""
     try:
         doc = json.loads(Path(path).read_text())
         record, rows = doc["record"], doc["rows"]
         if record["setting"] != _setting_record() or not isinstance(rows, list) or not rows:
+            return None
+        if record.get("keys") != classroom_keys():  # computed by other code, or for other runs
+            _LOG.info("the shipped %s is for other code (run `python -m dpcore prepare --ship`)", Path(path).name)
             return None
         env = record.get("environment", {})
         note = (f"computed ahead and shipped with the app ({len(rows)} configurations, "
@@ -198,21 +218,10 @@ def _fill(row: dict[str, Any], summary: Mapping[str, Any], keys: Sequence[str]) 
     return row
 
 
-def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[float],
-                  ctx: Context | None = None, *, per_mechanism: Mapping[str, Mapping] | None = None,
-                  dataset=None, tuned: bool = False,
-                  partial: Callable[[list[dict]], None] | None = None) -> list[dict]:
-    """Rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
-
-    A mechanism that cannot run a setting contributes a row with ``error``.
-    ``per_mechanism`` maps a mechanism to RunSpec fields that differ for it (a
-    seed preset's, e.g. λ for output-laplace); each row lists them under
-    ``overrides``.  ``dataset`` is a user's own data (as for :func:`run`).  ``tuned``: each
-    mechanism at its shipped tuned setting for the bundled dataset and model
-    (:func:`dpcore.experiments.tune.tuned_setting`, the tuned ε closest to each ε), where
-    there is one; ``per_mechanism`` still has the last word.  ``partial(rows)``: the rows
-    finished so far (refusals included), each time one more is, while the rest computes.
-    """
+def _sweep_plan(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[float],
+                per_mechanism: Mapping[str, Mapping] | None, dataset, tuned: bool
+                ) -> tuple[list[dict], list[RunSpec], list[dict]]:
+    """:func:`epsilon_sweep`'s rows (refusals filled in), the specs it runs and the row of each."""
     rows: list[dict] = []
     specs: list[RunSpec] = []
     where: list[dict] = []
@@ -237,6 +246,26 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
                 where.append(row)
             except DPCoreError as exc:
                 row["error"] = str(exc)
+    return rows, specs, where
+
+
+def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[float],
+                  ctx: Context | None = None, *, per_mechanism: Mapping[str, Mapping] | None = None,
+                  dataset=None, tuned: bool = False,
+                  partial: Callable[[list[dict]], None] | None = None) -> list[dict]:
+    """Rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
+
+    A mechanism that cannot run a setting contributes a row with ``error``.
+    ``per_mechanism`` maps a mechanism to RunSpec fields that differ for it (a
+    seed preset's, e.g. λ for output-laplace); each row lists them under
+    ``overrides``.  ``dataset`` is a user's own data (as for :func:`run`).  ``tuned``: each
+    mechanism at its shipped tuned setting for the bundled dataset and model
+    (:func:`dpcore.experiments.tune.tuned_setting`, the tuned ε closest to each ε), where
+    there is one; ``per_mechanism`` still has the last word.  ``partial(rows)``: the rows
+    finished so far (refusals included), each time one more is, while the rest computes.
+    """
+    rows, specs, where = _sweep_plan(base, mechanisms, epsilons, per_mechanism, dataset, tuned)
+
     def filled(row, summary):
         _fill(row, summary, _SWEEP_KEYS)
         for metric in ("accuracy", "rmse", "gap"):

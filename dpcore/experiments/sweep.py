@@ -42,13 +42,15 @@ from .. import linalg
 from .._version import __version__
 from .. import datasets as _datasets
 from ..exceptions import BudgetError, DPCoreError, ParameterError
-from ..jsonutil import NO_FILE, dumps, prune_folder, read_cache_file, write_atomic
+from ..cache import code_fingerprint
+from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism
 from ..models import make_model
+from ..privacy import certify
 from .context import Context
-from .run import RunSpec, _load_dataset, load_problem, run_outcomes, slow_reference, stack_groups, work_estimate
+from .run import RunSpec, _load_dataset, load_problem, noise_plan, problem_data, run_outcomes, slow_reference, stack_groups, work_estimate
 
-__all__ = ["Task", "SweepResult", "task_key", "task_cost", "execute", "dispatch", "warm_workers", "run_tasks",
+__all__ = ["results_fingerprint", "Task", "SweepResult", "task_key", "task_cost", "execute", "dispatch", "warm_workers", "run_tasks",
            "tidy_rows", "environment", "CACHE_SCHEMA"]
 
 #: bump when the meaning of a cached result changes (the package version is hashed too)
@@ -90,20 +92,26 @@ def task_key(config: RunSpec) -> str:
     version and every source file of it: a changed mechanism never reads an old result)."""
     payload = json.dumps(
         {"config": _config_record(config), "dpcore": __version__, "schema": CACHE_SCHEMA,
-         "source": _source_fingerprint()},
+         "source": results_fingerprint()},
         sort_keys=True, allow_nan=True, default=str,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
+#: the modules that cannot change a task's record (presentation, studies that only arrange runs,
+#: the audit): a change to one of them keeps the stored results; a change anywhere else
+#: (a mechanism, the accountant, a solver, a new module) computes them again
+NOT_IN_RESULTS = ("cli.py", "__main__.py", "__init__.py", "figures.py", "report.py", "estimators.py",
+                  "theory/catalog.py", "audit/*", "experiments/studies.py", "experiments/presets*.py",
+                  "experiments/tune.py", "experiments/baselines.py", "experiments/progress.py")
+
+
 @functools.cache
-def _source_fingerprint() -> str:
-    root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:24]
+def results_fingerprint() -> str:
+    """The code a stored task result belongs to (:func:`dpcore.cache.code_fingerprint` of the
+    package but :data:`NOT_IN_RESULTS`): one rule for the results cache's keys and the shipped
+    result files."""
+    return code_fingerprint(Path(__file__).resolve().parent.parent, NOT_IN_RESULTS)
 
 
 def _config_from_record(rec: dict[str, Any]) -> RunSpec:
@@ -117,58 +125,52 @@ def _config_from_record(rec: dict[str, Any]) -> RunSpec:
 # cache
 
 
-#: a stored result larger than this is not one of ours (a task's record is a few kB)
-MAX_RESULT_BYTES = 4 * 2**20
-#: a results folder is kept under this size (the oldest results go first) …
-MAX_RESULTS_BYTES = 256 * 2**20
-#: … checked once every this many results written by this process
-PRUNE_EVERY = 200
-
-
-class _Cache:
-    """The results folder: ``<key>.json`` per finished task.  An entry is used only if it is
-    a regular file of at most :data:`MAX_RESULT_BYTES`, a JSON object whose key and
-    configuration are the task's own and whose result has the shape :func:`execute` writes;
-    anything else (torn, edited, a FIFO or device in its place, another task's record) is
+def check_record(key: str, config: RunSpec | None, ctx: Context | None = None) -> Callable[[Any], dict]:
+    """What reads a stored task record: it is used only if it is a JSON object whose key and
+    configuration are the task's own, whose fields have the types and ranges of
+    :data:`RESULT_FIELDS` and :data:`RUN_FIELDS`, and whose certified ε (or refusal) the code
+    recomputes from the configuration (a cheap function of it: the noise plan, not the training);
+    anything else (torn, edited, forged, a FIFO or device in its place, another task's record) is
     logged, ignored and computed again."""
+    def check(rec: Any) -> dict:
+        _check_record(rec, key, config)
+        if config is not None:
+            _check_certificate(rec["result"], config, ctx)
+        return rec
+    return check
 
-    def __init__(self, folder: Path):
-        self.dir = Path(folder)
-        self.dir.mkdir(parents=True, exist_ok=True)
 
-    def path(self, key: str) -> Path:
-        return self.dir / f"{key}.json"
+_NUMBER = (int, float)
+#: the fields of a stored task result: (types, low, high); ``None`` is allowed wherever a value may be absent
+RESULT_FIELDS: dict[str, tuple[tuple[type, ...], float, float]] = {
+    "n_train": ((int,), 1, math.inf), "d": ((int,), 1, math.inf), "p": ((int,), 1, math.inf),
+    "sigma": (_NUMBER, 0.0, math.inf), "epsilon_target": (_NUMBER, 0.0, math.inf),
+    "epsilon_certified": (_NUMBER, 0.0, math.inf), "epsilon_local": (_NUMBER, 0.0, math.inf),
+    "loss_star": (_NUMBER, -math.inf, math.inf), "accuracy_nonprivate": (_NUMBER, 0.0, 1.0),
+    "rmse_nonprivate": (_NUMBER, 0.0, math.inf), "accuracy_guess": (_NUMBER, 0.0, 1.0),
+    "rmse_guess": (_NUMBER, 0.0, math.inf), "seconds": (_NUMBER, 0.0, math.inf),
+    "wall_seconds": (_NUMBER, 0.0, math.inf),
+}
+#: … and of each of its runs
+RUN_FIELDS: dict[str, tuple[tuple[type, ...], float, float]] = {
+    "seed": ((int,), 0, math.inf), "accuracy": (_NUMBER, 0.0, 1.0), "rmse": (_NUMBER, 0.0, math.inf),
+    "gap": (_NUMBER, -math.inf, math.inf),
+}
 
-    def get(self, key: str, config: RunSpec | None = None) -> dict | None:
-        p = self.path(key)
-        try:
-            rec = read_cache_file(p, MAX_RESULT_BYTES)
-            if rec is NO_FILE:
-                return None
-            _check_record(rec, key, config)
-            return rec
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            _LOG.warning("ignoring the stored result %s (%s); computing it again", p.name, exc)
-            return None
 
-    def put(self, key: str, config: RunSpec, result: dict) -> None:
-        # atomic: a killed sweep never leaves half a result
-        write_atomic(self.path(key), {"key": key, "config": _config_record(config), "result": result})
-        _Cache._puts += 1
-        if _Cache._puts % PRUNE_EVERY == 0:
-            self.prune()
-
-    _puts = 0
-
-    def prune(self, limit: int | None = None) -> int:
-        """Keep the folder under ``limit`` bytes (default :data:`MAX_RESULTS_BYTES`) by removing
-        the least recently written results (a removed one is only computed again); returns how
-        many went.  A shared, long-running app would otherwise fill its disk."""
-        return prune_folder(self.dir, MAX_RESULTS_BYTES if limit is None else limit)
+def _check_fields(obj: dict, declared: dict, where: str) -> None:
+    for name, (types, low, high) in declared.items():
+        value = obj.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ValueError(f"{where}{name} is not a number of the right kind")
+        if not (low <= value <= high):
+            raise ValueError(f"{where}{name} = {value!r} is outside [{low:g}, {high:g}]")
 
 
 def _check_record(rec: Any, key: str, config: RunSpec | None) -> None:
-    """Raise ValueError unless ``rec`` is what :meth:`_Cache.put` writes for this task."""
+    """Raise ValueError unless ``rec`` is what :func:`run_tasks` writes for this task."""
     if not isinstance(rec, dict) or rec.get("key") != key:
         raise ValueError("written for another task")
     if config is not None and rec.get("config") != json.loads(dumps(_config_record(config))):
@@ -189,10 +191,39 @@ def _check_record(rec: Any, key: str, config: RunSpec | None) -> None:
         for name, value in r.items():
             if value is not None and not isinstance(value, (bool, int, float, str)):
                 raise ValueError(f"run field {name!r} is not a number")
-    for name in ("epsilon_target", "epsilon_certified", "sigma"):
-        value = result.get(name)
-        if value is not None and not isinstance(value, (int, float)):
-            raise ValueError(f"{name} is not a number")
+        _check_fields(r, RUN_FIELDS, "a run's ")
+    _check_fields(result, RESULT_FIELDS, "")
+    for name in ("warnings", "client_sizes"):
+        if result.get(name) is not None and not isinstance(result[name], list):
+            raise ValueError(f"{name} is not a list")
+
+
+def _check_certificate(result: dict, config: RunSpec, ctx: Context | None) -> None:
+    """Recompute what a stored record claims of privacy and of its data: the refusal, or the
+    certified ε, the target and the training rows (the noise plan's accounting; no training)."""
+    try:
+        plan = noise_plan(config, ctx)
+    except DPCoreError as exc:
+        if result.get("error") != str(exc):
+            raise ValueError("a refusal the code does not give for this configuration") from None
+        return
+    except NotImplementedError:  # a plan the data decide (the clients' split): known only by training
+        plan = None
+    if "error" in result:
+        if plan is not None:
+            raise ValueError("a refusal of a configuration the code runs")
+        return
+    if plan is not None:
+        claimed = result.get("epsilon_certified")
+        certified = certify(plan, config.delta)
+        if (math.inf if claimed is None else claimed) != certified:
+            raise ValueError(f"certified ε {claimed!r}, but the configuration's noise certifies {certified!r}")
+    data, _ = problem_data(config)
+    if result.get("n_train") != data.n:
+        raise ValueError(f"n_train {result.get('n_train')!r}, but the data have {data.n} training rows")
+    target = config.epsilon if get_mechanism(config.mechanism).private else None  # ∞ is stored as null
+    if result.get("epsilon_target") != target:
+        raise ValueError(f"target ε {result.get('epsilon_target')!r}, not the configuration's")
 
 
 _LOG = logging.getLogger(__name__)
@@ -464,6 +495,23 @@ def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int | None, erm
             client.close()
 
 
+def _compute(pending: list[Task], ctx: Context, dataset=None):
+    """``(key, record)`` of each task, in the order they finish, as ``ctx`` says to run them."""
+    if not pending:
+        return
+    parallel = ctx.scheduler is not None or (ctx.n_workers > 1 and dataset is None
+                                             and len(_for_workers(pending, ctx.n_workers)) > 1)
+    threads = ctx.threads if ctx.threads is not None else (1 if parallel else None)
+    points = 0 if ctx.trace_points is None else int(ctx.trace_points)
+    with contextlib.ExitStack() as stack:
+        run_ctx = ctx
+        if parallel and ctx.erm_dir is None:
+            run_ctx = ctx.with_(erm_dir=Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dpcore-erm-"))))
+        yield from (_dispatch_dask(pending, ctx.scheduler, threads, _folder(run_ctx.erm_dir), points)
+                    if ctx.scheduler is not None
+                    else dispatch(pending, run_ctx, threads, points, dataset))
+
+
 def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
               on_result: Callable[[Task, dict], None] | None = None) -> SweepResult:
     """Run every task not already in ``ctx.results_dir``; return all results.
@@ -477,62 +525,70 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
     :meth:`Context.tell`).  Exact solutions are shared
     through ``ctx.erm_dir``; a grid spread over several processes without one
     gets a temporary folder for its duration (for a Dask cluster, a folder its
-    workers cannot see only means each worker solves, as it would anyway).
+    workers cannot see only means each worker solves, as it would anyway).  Single flight:
+    a task that another thread of this process (another session of the app) is computing
+    into the same results folder is waited for and read, not computed twice.
     """
     tasks = list(tasks)
     keys = [t.key for t in tasks]
     if len(set(keys)) != len(keys):
         raise ParameterError("the sweep lists the same configuration twice")
     # a user's own data is not in the key: its results are never stored
-    cache = None if ctx.results_dir is None or dataset is not None else _Cache(ctx.results_dir)
+    cache = None if ctx.results_dir is None or dataset is not None else ctx.results
     t0 = time.perf_counter()
     results: dict[str, dict] = {}
     pending: list[Task] = []
     hits: list[tuple[Task, dict]] = []
     for t in tasks:
-        hit = None if cache is None else cache.get(t.key, t.config)
+        hit = None if cache is None else cache.read(t.key, check_record(t.key, t.config, ctx))
         if hit is not None:
             hits.append((t, hit["result"]))
         else:
             pending.append(t)
+    # single flight: a task another session of this process is computing is waited for, not computed
+    mine, theirs = (cache.share([t.key for t in pending]) if cache is not None
+                    else ([t.key for t in pending], {}))
+    by_key = {t.key: t for t in pending}
     # the work left in the work budget's units, when every task's cost is known (else counts)
     costs = {t.key: task_cost(t.config, dataset) for t in pending}
     work_total = sum(costs.values()) if None not in costs.values() else None
     work_done = 0.0
-
-    def work():
-        return None if work_total is None else (work_done, work_total)
-
     done = 0
-    for t, result in hits:
-        results[t.key] = result
+
+    def arrived(task: Task, rec: dict, label: str) -> None:
+        nonlocal done, work_done
+        key = task.key
+        results[key] = rec
         done += 1
-        ctx.tell(done, len(tasks), f"{t.label()} (cached)", work=work())
+        if work_total is not None and key in costs:
+            work_done += costs[key]
+        ctx.tell(done, len(tasks), label, work=None if work_total is None else (work_done, work_total))
         if on_result is not None:
-            on_result(t, result)
-    by_key = {t.key: t for t in pending}
-    parallel = ctx.scheduler is not None or (ctx.n_workers > 1 and dataset is None
-                                             and len(_for_workers(pending, ctx.n_workers)) > 1)
-    threads = ctx.threads if ctx.threads is not None else (1 if parallel else None)
-    points = 0 if ctx.trace_points is None else int(ctx.trace_points)
-    with contextlib.ExitStack() as stack:
-        run_ctx = ctx
-        if parallel and ctx.erm_dir is None:
-            run_ctx = ctx.with_(erm_dir=Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dpcore-erm-"))))
-        stream = (_dispatch_dask(pending, ctx.scheduler, threads, _folder(run_ctx.erm_dir), points)
-                  if ctx.scheduler is not None and pending
-                  else dispatch(pending, run_ctx, threads, points, dataset))
-        for key, rec in stream:
+            on_result(task, rec)
+
+    for t, result in hits:
+        arrived(t, result, f"{t.label()} (cached)")
+    try:
+        for key, rec in _compute([by_key[k] for k in mine], ctx, dataset):
             if cache is not None and not rec.get("budget"):
-                cache.put(key, by_key[key].config, rec)
-            results[key] = rec
-            done += 1
-            if work_total is not None:
-                work_done += costs[key]
+                cache.write(key, {"key": key, "config": _config_record(by_key[key].config), "result": rec})
+                cache.land(key, rec)
             status = "error: " + rec["error"] if "error" in rec else f"{rec['wall_seconds']:.2f}s"
-            ctx.tell(done, len(tasks), f"{by_key[key].label()} ({status})", work=work())
-            if on_result is not None:
-                on_result(by_key[key], rec)
+            arrived(by_key[key], rec, f"{by_key[key].label()} ({status})")
+    finally:
+        if cache is not None:
+            for key in mine:
+                if key not in results:
+                    cache.land(key, None)  # failed or interrupted: a waiter computes it itself
+    orphans = []
+    for key, flight in theirs.items():
+        rec = flight.wait()
+        if rec is None:
+            orphans.append(by_key[key])
+        else:
+            arrived(by_key[key], rec, f"{by_key[key].label()} (computed by another session)")
+    for key, rec in _compute(orphans, ctx, dataset):
+        arrived(by_key[key], rec, by_key[key].label())
     return SweepResult(tasks=tasks, results=results, computed=len(pending),
                        cached=len(tasks) - len(pending), wall_seconds=time.perf_counter() - t0)
 
