@@ -88,7 +88,8 @@ for page, text in [
 
 st.subheader("Before a class")
 st.caption("Compute ahead what a lecture opens first, so every first click answers at once: the exact "
-           "references of the views' defaults and Compare's first preset, "
+           "references of the views' defaults and Compare's first preset (nothing to do when its shipped "
+           "rows are this code's), "
            "and the network's reference on Adult (the slowest part on a fresh machine; the progress bar "
            "says how far it is and estimates the rest). Kept in the app's "
            "cache folder for every session and for `python -m dpcore run`; the same as "

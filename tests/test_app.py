@@ -1121,6 +1121,7 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     monkeypatch.setattr(studies, "PREPARE_REFERENCES", (("iris", "logreg"), ("adult", "mlp")))
     monkeypatch.setattr(studies, "load_problem", lambda spec, ctx=None: solved.append((spec.dataset, spec.model)))
     monkeypatch.setattr(studies, "classroom_compare", lambda ctx: compared.append(ctx) or [{}] * 72)
+    monkeypatch.setattr(studies, "shipped_classroom_compare", lambda: None)  # as if shipped for other code
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()  # Start is the app's first view
     at.checkbox(key="start_prep_mlp").uncheck().run()
     at.button(key="start_prepare").click().run()
@@ -1132,6 +1133,25 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     assert any("exact reference, iris (logreg)" in s for s in said)
     assert any("Compare's first preset (72 configurations)" in s for s in said)
     assert at.status[0].label.startswith("Ready: 2 parts")
+
+
+def test_prepare_verifies_the_shipped_classroom_rows_instead_of_recomputing_them(monkeypatch):
+    """When the shipped rows of Compare's first preset are this code's (their task keys), preparing
+    does not compute the preset again (it is what the view shows at once); otherwise it does."""
+    from dpcore.experiments import studies
+    from dpcore.experiments.context import Context
+
+    monkeypatch.setattr(studies, "PREPARE_REFERENCES", ())
+    computed = []
+    monkeypatch.setattr(studies, "classroom_compare", lambda ctx: computed.append(1) or [{}] * 72)
+    import json
+    keys = json.loads(studies.CLASSROOM_FILE.read_text())["record"]["keys"]
+    monkeypatch.setattr(studies, "classroom_keys", lambda: keys)  # this code's (test_tune checks the real keys)
+    done = studies.prepare_for_class(Context())
+    assert computed == [] and "shipped with the app for this code" in done[0]["what"]
+    monkeypatch.setattr(studies, "classroom_keys", lambda: ["0" * 24] * 72)  # the code changed
+    done = studies.prepare_for_class(Context())
+    assert computed == [1] and done[0]["what"] == "Compare's first preset (72 configurations)"
 
 
 def test_explore_opens_input_perturbation_tuned_on_its_released_records():
