@@ -17,10 +17,10 @@ PACKAGE = ROOT / "dpcore"
 
 #: Bottom to top.  A module may import modules of its own layer or of a lower one, never a higher one.
 LAYERS = [
-    ("foundations", ["dpcore._version", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.params", "dpcore.accounting",
+    ("foundations", ["dpcore._version", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.cache", "dpcore.params", "dpcore.accounting",
                      "dpcore.privacy", "dpcore.noise", "dpcore.metrics", "dpcore.linalg",
                      "dpcore.streams", "dpcore.theory", "dpcore.theory.formulas"]),
-    ("data and models", ["dpcore.datasets", "dpcore.models", "dpcore.partition"]),
+    ("data and models", ["dpcore.datasets", "dpcore.datasets.*", "dpcore.models", "dpcore.partition"]),
     ("solvers", ["dpcore.erm", "dpcore.optim"]),
     ("mechanisms", ["dpcore.mechanisms", "dpcore.mechanisms.*"]),
     ("bounds catalog", ["dpcore.theory.catalog"]),
@@ -152,3 +152,60 @@ def test_the_public_face_exports_the_entry_points():
     assert set(dpcore.__all__) >= {"RunSpec", "run", "Context", "audit", "tune", "__version__"}
     # the foundations read the version without the face: only the face (an interface) imports them all
     assert _layer("dpcore") == len(LAYERS) - 1 and _layer("dpcore._version") == 0
+
+
+#: the app's files: views may use the package's public names only, and nothing in the package uses them
+APP_FILES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Private (underscore) names a file takes from a module of the project other than itself:
+    ``from m import _x``, ``m._x`` on an imported project module, or a private module."""
+    tree = ast.parse(path.read_text())
+    aliases, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            ours = node.level > 0 or (node.module or "").split(".")[0] in ("dpcore", "pages")
+            if not ours:
+                continue
+            parts = (node.module or "").split(".")
+            if any(p.startswith("_") and p != "_version" for p in parts):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports the private module {node.module}")
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {a.name} from {node.module}")
+                aliases.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in ("dpcore", "pages"):
+                    aliases.add(a.asname or a.name.split(".")[0])
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name) and node.value.id in aliases):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} reads {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_takes_another_modules_private_names():
+    """What a module keeps private stays so: the package, the views and the entry point take only
+    public names from each other (a name another module needs is public, and documented)."""
+    found = [f for path in [*_modules().values(), *APP_FILES] for f in _private_uses(path)]
+    assert not found, "\n".join(found)
+
+
+def test_the_package_never_imports_the_views():
+    users = [f"{name} imports {t}" for name, path in _modules().items()
+             for t, _, _ in _imports(path, name) if t.split(".")[0] in ("pages", "app")]
+    assert not users
+
+
+def test_the_private_name_check_can_fail(tmp_path, monkeypatch):
+    """A check of the check: each way of reaching a private name is caught, a public one is not."""
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    f = tmp_path / "m.py"
+    f.write_text("from dpcore.mechanisms.gradient import _bound\nfrom .run import load_dataset\n"
+                 "import dpcore.erm as erm\nx = erm._disk_key\ny = erm.solve_erm\n"
+                 "from dpcore import _secret\nfrom numpy import _private_is_theirs\n")
+    found = _private_uses(f)
+    assert len(found) == 3, found
+    assert "imports _bound" in found[0] and "reads erm._disk_key" in found[-1]

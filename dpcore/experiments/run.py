@@ -233,7 +233,7 @@ def synthetic_bytes(n: int, d: int, n_test: int = SYNTHETIC_TEST_ROWS) -> float:
     return float((int(n) + int(n_test)) * (int(d) + 1) * 8 * 3)
 
 
-def _load_dataset(config: RunSpec):
+def load_dataset(config: RunSpec):
     kw: dict[str, Any] = {}
     if _datasets.get_spec(config.dataset).synthetic:
         for k in ("n", "d", "noise"):
@@ -258,7 +258,7 @@ def problem_data(config: RunSpec, dataset=None):
     """The dataset (``dataset``: a user's own) and model of a configuration, checked
     against each other, without solving the exact ERM."""
     if dataset is None:
-        dataset = _load_dataset(config)
+        dataset = load_dataset(config)
     model = make_model(config.model, lam=config.lam, radius=config.radius)
     if model.task != dataset.task:
         raise ModelError(

@@ -48,7 +48,7 @@ from ..mechanisms import REGISTRY, get_mechanism
 from ..models import make_model
 from ..privacy import certify
 from .context import Context
-from .run import RunSpec, _load_dataset, load_problem, noise_plan, problem_data, run_outcomes, slow_reference, stack_groups, work_estimate
+from .run import RunSpec, load_dataset, load_problem, noise_plan, problem_data, run_outcomes, slow_reference, stack_groups, work_estimate
 
 __all__ = ["results_fingerprint", "Task", "SweepResult", "task_key", "task_cost", "execute", "dispatch", "warm_workers", "run_tasks",
            "tidy_rows", "environment", "CACHE_SCHEMA"]
@@ -408,7 +408,7 @@ def _split_exact(config: RunSpec) -> bool:
     try:
         mechanism, model = REGISTRY.get(config.mechanism), make_model(config.model)
         return (mechanism is not None and mechanism.family == "gradient" and model.runs_independent
-                and linalg.is_sparse(_load_dataset(config).X_train))
+                and linalg.is_sparse(load_dataset(config).X_train))
     except DPCoreError:
         return False
 
@@ -429,7 +429,7 @@ def _warm(config_record: dict[str, Any], erm_dir: str | None = None) -> str:
     with threadpool_limits(limits=1):
         try:
             if slow_reference(config, ctx) is not None:
-                _load_dataset(config)  # a minutes-long reference is left to the run that needs it
+                load_dataset(config)  # a minutes-long reference is left to the run that needs it
                 return "data loaded"
             load_problem(config, ctx=ctx)
         except DPCoreError as exc:  # the real run will report it where the user sees it

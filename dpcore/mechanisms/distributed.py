@@ -18,7 +18,7 @@ from ..params import Interval, Options, Param
 from ..partition import RECORD_SPLITS, SPLIT_CERTIFIES, SPLITS, client_sizes, partition
 from ..theory.formulas import noisy_gd_variance
 from .base import Mechanism, MechanismOutput, Stack, declare, register
-from .gradient import _bound
+from .gradient import gradient_bound
 
 __all__ = ["DistributedWDDP", "DistributedAvg"]
 
@@ -93,7 +93,7 @@ class _Distributed(Mechanism):
     def client_sigmas(self, problem, config, sizes) -> list[float]:
         """Each client's noise: the paper's one σ (published), or each client (ε, δ)-DP for
         its own records (certified); times ``noise_scale``."""
-        G, _ = _bound(problem, config)
+        G, _ = gradient_bound(problem, config)
         T, delta, split = config.iterations, config.delta, config.option("split")
         if config.calibration == "published":
             sigmas = [self.published_sigma(G, T, problem.n, sizes, config)] * len(sizes)
@@ -113,7 +113,7 @@ class _Distributed(Mechanism):
         stack = Stack(configs, rngs)
         first = configs[0]
         sizes, parts = self.split(problem, first)  # the federation does not depend on ε or the step
-        G, clip = _bound(problem, first)
+        G, clip = gradient_bound(problem, first)
         T = first.iterations
         sigmas = [self.client_sigmas(problem, c, sizes) for c in configs]  # [config][client]
         w = self.weights(sizes)

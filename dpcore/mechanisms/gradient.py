@@ -14,7 +14,7 @@ from ..theory.formulas import noisy_gd_variance
 from .base import Mechanism, MechanismOutput, Stack, declare, register
 
 
-def _bound(problem, config) -> tuple[float, float | None]:
+def gradient_bound(problem, config) -> tuple[float, float | None]:
     """(G, clip): the per-example gradient bound, and the clipping norm if clipping is needed.
 
     Convex GLMs have a Lipschitz bound on ‖x‖ ≤ 1; the MLP has none, so its
@@ -67,16 +67,16 @@ class GradientDPGD(Mechanism):
     calibration_note = "Published is the paper's σ with the constant c (c = 1 under-calibrates)."
 
     def plan(self, problem, config, sigma):
-        G, _ = _bound(problem, config)
+        G, _ = gradient_bound(problem, config)
         return privacy.gaussian("the mean gradient, every step", 2.0 * G / problem.n, sigma,
                                 config.iterations)
 
     def published_noise(self, problem, config):
-        G, _ = _bound(problem, config)
+        G, _ = gradient_bound(problem, config)
         return dpgd_published_sigma(config.c, G, config.iterations, problem.n, config.epsilon, config.delta)
 
     def calibration_start(self, problem, config):
-        G, _ = _bound(problem, config)
+        G, _ = gradient_bound(problem, config)
         return dpgd_certified_sigma(G, config.iterations, problem.n, config.epsilon, config.delta)
 
     stack_fields = ("epsilon", "learning_rate")
@@ -88,7 +88,7 @@ class GradientDPGD(Mechanism):
         stack = Stack(configs, rngs)
         first = configs[0]
         n, T = problem.n, first.iterations
-        G, clip = _bound(problem, first)
+        G, clip = gradient_bound(problem, first)
         sigmas = [self.noise(problem, c) for c in configs]
         opt = gradient_descent(problem.model, problem.X, problem.y, problem.start(stack.rngs), iterations=T,
                                learning_rate=stack.learning_rate([c.learning_rate for c in configs]),
@@ -171,12 +171,12 @@ class GradientBassily(Mechanism):
 
     # the noise parameter is the multiplier z on the sampled sum, in units of G (or the clip)
     def plan(self, problem, config, z):
-        G, clip = _bound(problem, config)
+        G, clip = gradient_bound(problem, config)
         return _sampled_plan(config, 1.0 / problem.n, G if clip is None else clip, z)
 
     def published_noise(self, problem, config):
         n = problem.n
-        G, _ = _bound(problem, config)
+        G, _ = gradient_bound(problem, config)
         sigma_paper = math.sqrt(config.c * 32.0 * G**2 * config.iterations * math.log(n / config.delta)
                                 * math.log(1.0 / config.delta)) / config.epsilon
         return sigma_paper / (n * G)  # noise on n∇ℓ, in units of G on the sampled sum
@@ -187,7 +187,7 @@ class GradientBassily(Mechanism):
         return self.run_stack(problem, [config], [rngs])[0]
 
     def run_stack(self, problem, configs, rngs):
-        G, clip = _bound(problem, configs[0])
+        G, clip = gradient_bound(problem, configs[0])
         return _sampled_run(problem, configs, rngs, sample_rate=1.0 / problem.n,
                             clip=G if clip is None else clip, zs=[self.noise(problem, c) for c in configs],
                             lrs=[_decaying(c.learning_rate) for c in configs])

@@ -168,7 +168,7 @@ def released_choice_extras(infos) -> dict:
                             "release's and the choice cost nothing")}
 
 
-_RECORD_EVENT = ("each record released once: its features with Gaussian noise (replace-one sensitivity 2 "
+RECORD_EVENT = ("each record released once: its features with Gaussian noise (replace-one sensitivity 2 "
                  "on the unit ball) and its label through randomized response (classification) or "
                  "Gaussian noise on the clipped target (regression), composed exactly (the exact privacy profile / Gaussian DP); "
                  "the model is post-processing (local ε = central ε). Raw labels: no guarantee")
@@ -192,7 +192,7 @@ class _InputBase(Mechanism):
     notion = "(ε, δ)"
     calibrations = ("certified", "published")
     models = ("logreg", "linreg", "mlp")
-    privacy_event = _RECORD_EVENT
+    privacy_event = RECORD_EVENT
     calibration_note = ("Published is the paper's feature noise with the constant c, labels raw (ε = ∞) "
                         "unless label_epsilon is set; certified calibrates the record release.")
 

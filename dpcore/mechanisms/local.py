@@ -13,7 +13,7 @@ from ..erm import solve_erm
 from ..exceptions import ParameterError
 from .base import Mechanism, MechanismOutput, declare, register
 from .input import (
-    _RECORD_EVENT,
+    RECORD_EVENT,
     KEEP_DATA,
     LABEL_EPSILON,
     TUNE_ON_RELEASE,
@@ -54,7 +54,7 @@ class LocalGaussian(Mechanism):
                    "response; the server fits the exact ERM on what it received.")
     formula = r"\tilde x = x + \mathcal N(0,\sigma^2 I),\ \Pr[\tilde y = y] = \frac{e^{\varepsilon_y}}{1+e^{\varepsilon_y}}"
 
-    privacy_event = _RECORD_EVENT
+    privacy_event = RECORD_EVENT
     calibration_note = "Certified only: the record release is calibrated exactly."
 
     def label(self, config):
