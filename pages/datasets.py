@@ -67,18 +67,30 @@ st.caption("Upload a CSV with a header row. It stays in this browser session onl
 upload = st.file_uploader("CSV file", type=["csv"], key="upload_file")
 if upload is not None:
     raw = upload.getvalue()
+    header = None
     try:
         header = datasets.csv_preview(raw)  # the loader's own reading rules
+    except datasets.DatasetError as exc:  # the encoding, the header, too many columns: said in the file's terms
+        st.error(f"{exc}")
     except Exception as exc:  # pandas' many parse errors: report, don't crash
         st.error(f"This file cannot be read as CSV ({type(exc).__name__}): check the separator and header row.")
-        header = None
     if header is not None and header.shape[1] >= 2:
+        encoding = datasets.decode_csv(raw)[1]
+        if encoding:
+            st.caption(f"Note: {encoding}.")
         label = st.selectbox("Label column", list(header.columns), index=header.shape[1] - 1, key="upload_label")
         task = st.radio("Task", ["classification", "regression"], horizontal=True, key="upload_task")
         positive = None
         if task == "classification":
-            classes = sorted(header[label].dropna().astype(str).str.strip().unique())
-            positive = st.selectbox("Positive class (+1)", classes, key="upload_positive")
+            try:
+                classes = datasets.csv_classes(raw, label)  # the whole column, not the preview's rows
+            except (datasets.DatasetError, pd.errors.ParserError, ValueError):  # Add reports the file's error
+                classes = []
+            if len(classes) <= datasets.MAX_CATEGORIES:
+                positive = st.selectbox("Positive class (+1)", classes, key="upload_positive")
+            else:  # too many to list: any of them can be typed
+                positive = st.text_input(f"Positive class (+1): the label column has {len(classes):,} classes, "
+                                         "too many to list; type one", key="upload_positive_typed") or None
         name = st.text_input("Name", upload.name.rsplit(".", 1)[0], key="upload_name")
         if st.button("Add dataset", key="upload_add"):
             try:
@@ -93,5 +105,7 @@ if upload is not None:
             else:
                 user_datasets()[name] = ds
                 st.success(f"Added '{name}': n = {ds.n}, d = {ds.d}. Pick it in Explore.")
+                for note in ds.notes:
+                    st.caption(note)
     elif header is not None:
         st.error("The CSV needs at least two columns: features and a label.")

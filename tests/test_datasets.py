@@ -1,6 +1,8 @@
 """Datasets: checksums, shapes, preprocessing contract, user CSVs."""
 
+import codecs
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -72,7 +74,7 @@ def test_synthetic_generators(task):
         assert set(np.unique(ds.y_train)) == {-1.0, 1.0}
     else:
         assert np.abs(ds.y_train).max() <= 1.0
-    again = D._synthetic(task, 500, 7, 0.2, 3, 10_000, True)
+    again = D.generate_synthetic(task, 500, 7, 0.2, 3, 10_000, True)
     np.testing.assert_array_equal(again.X_train, ds.X_train)
 
 
@@ -80,7 +82,7 @@ def test_synthetic_scales_to_two_to_the_21():
     import time
 
     t = time.perf_counter()
-    ds = D._synthetic("regression", 2**21, 14, 0.1, 0, 1000, True)
+    ds = D.generate_synthetic("regression", 2**21, 14, 0.1, 0, 1000, True)
     assert ds.n == 2**21 and ds.d == 15
     assert time.perf_counter() - t < 30  # generous: a guard against accidental Python loops
 
@@ -202,3 +204,140 @@ def test_a_label_left_empty_after_the_preview_rows_keeps_its_classes():
     assert classes == ["0", "1"]
     ds = D.from_csv(raw, "y", classes[1])
     assert ds.n + ds.X_test.shape[0] == 299 and "1 rows with a missing value were dropped." in ds.notes
+
+
+# -- the data folder (issue 42) ----------------------------------------------------------------
+
+
+def test_loads_are_cached_per_data_folder(tmp_path, monkeypatch):
+    """The folder is part of every loader's cache key: a load from another folder (given, or
+    DATA_DIR reassigned on the package) is never answered from the bundled folder's cache."""
+    f = D.DATASETS["breast-cancer"].files[0]
+    bundled, sub = D.load("breast-cancer"), D.load("breast-cancer", subsample=100)  # cached now
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copy(D.DATA_DIR / f.filename, copy / f.filename)
+    again = D.load("breast-cancer", data_dir=copy)
+    assert again is not bundled
+    np.testing.assert_array_equal(again.X_train, bundled.X_train)
+    assert D.load("breast-cancer", data_dir=D.DATA_DIR) is bundled  # the same folder: the same entry
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(DatasetError, match="missing"):
+        D.load("breast-cancer", data_dir=empty)
+    monkeypatch.setattr(D, "DATA_DIR", empty)  # the package's attribute, read at each call
+    with pytest.raises(DatasetError, match="missing"):
+        D.load("breast-cancer")
+    with pytest.raises(DatasetError, match="missing"):
+        D.load("breast-cancer", subsample=100)
+    monkeypatch.undo()
+    assert D.load("breast-cancer") is bundled and D.load("breast-cancer", subsample=100) is sub
+
+
+# -- uploads read as the file says (issue 43) ----------------------------------------------------
+
+
+def test_a_header_with_too_many_columns_is_refused_before_the_body_is_parsed(monkeypatch):
+    """100,000 columns (about 10 MB, under the upload limit) are refused from the header row: the
+    body is never parsed (the parser raises if called, and the body itself would not parse)."""
+    header = ",".join(f"c{i}" for i in range(100_000)) + ",y\n"
+    body = "".join(",".join("1" for _ in range(100)) + "\n" for _ in range(50)) + '"' + "x" * 200_000 + "\n"
+    raw = (header + body).encode()
+
+    def parse(*args, **kwargs):
+        raise AssertionError("the body was parsed")
+
+    monkeypatch.setattr(pd, "read_csv", parse)
+    limit = r"the header row has 100,001 columns; an upload may have at most 5,001 \(the label and 5,000 features\)"
+    with pytest.raises(DatasetError, match=limit):
+        D.from_csv(raw, "y", "1")
+    with pytest.raises(DatasetError, match=limit):
+        D.csv_preview(raw)  # what the Datasets view reads first
+    assert D.MAX_UPLOAD_COLUMNS == D.MAX_ENCODED_COLUMNS + 1
+
+
+ACCENTS = "a,nom,y\n" + "".join(f"{i},{'é' if i % 3 else 'ü'},{'p' if i % 2 else 'q'}\n" for i in range(60))
+
+
+@pytest.mark.parametrize("encoding, note", [
+    ("utf-8-sig", None), ("utf-16", None), ("utf-32", None),  # marked: nothing to say
+    ("utf-16-le", "read as UTF-16 little-endian"), ("utf-16-be", "read as UTF-16 big-endian"),
+    ("cp1252", "not UTF-8 (at byte 10): read as Windows-1252"),
+])
+def test_an_upload_is_read_in_its_encoding(encoding, note):
+    """UTF-8 with or without a byte-order mark, UTF-16 with or without one (without, it was read
+    as UTF-8 and refused as "only one class"), Windows-1252: the same dataset, and the notes name
+    an encoding that was inferred."""
+    ref = D.from_csv(ACCENTS.encode(), "y", "p")
+    raw = ACCENTS.encode(encoding)
+    assert list(D.csv_preview(raw).columns) == ["a", "nom", "y"]
+    ds = D.from_csv(raw, "y", "p")
+    assert ds.feature_names == ref.feature_names == ("a", "nom_é", "nom_ü", "bias")
+    for a, b in ((ds.X_train, ref.X_train), (ds.y_train, ref.y_train), (ds.X_test, ref.X_test)):
+        np.testing.assert_array_equal(a, b)
+    if note is None:
+        assert ds.notes == ref.notes
+    else:
+        assert note in ds.notes[0] and ds.notes[1:] == ref.notes
+
+
+def test_an_upload_that_is_not_text_in_a_known_encoding_is_refused_in_one_line():
+    # bytes Windows-1252 leaves undefined: Latin-1, said
+    ds = D.from_csv(b"a,c,y\n" + b"".join(b"%d,\x8d%d,%s\n" % (i, i % 2, b"pq"[i % 2:][:1]) for i in range(40)), "y", "p")
+    assert "read as Latin-1" in ds.notes[0]
+    for raw, message in [
+        (b"PK\x03\x04\x14\x00\x06\x00binary", "holds zero bytes and is not UTF-16: it is not a text CSV"),
+        (codecs.BOM_UTF16_LE + "a,y\n1,p\n".encode("utf-16-le") + b"x", "UTF-16 byte-order mark but is not valid"),
+        ("a,y\n1,p\n".encode("utf-16-le")[:-1], "UTF-16 little-endian text without a byte-order mark but is not"),
+    ]:
+        with pytest.raises(DatasetError, match=message) as info:
+            D.from_csv(raw, "y", "p")
+        assert "\n" not in str(info.value) and "CSV UTF-8" in str(info.value)
+
+
+def test_spreadsheet_trailing_commas_are_dropped_with_a_note():
+    """Every line ending in ',' (an empty unnamed last column) was refused with advice naming
+    missing='impute', which the Datasets view does not offer; commas on the data lines only
+    shifted every column by one.  Now the empty unnamed columns go, and the notes say so."""
+    rows = [f"{i},{i % 3},{'p' if i % 2 else 'q'}" for i in range(60)]
+    ref = D.from_csv(_csv("a,b,y", rows), "y", "p")
+    for raw in (_csv("a,b,y,", [r + "," for r in rows]), _csv("a,b,y", [r + "," for r in rows]),
+                _csv("a,b,y,,", [r + ",," for r in rows]), _csv("a,b,y", rows[:5] + [r + "," for r in rows[5:]])):
+        assert list(D.csv_preview(raw).columns) == ["a", "b", "y"]  # the view's default label: the last, y
+        ds = D.from_csv(raw, "y", "p")
+        assert ds.feature_names == ref.feature_names
+        np.testing.assert_array_equal(ds.X_train, ref.X_train)
+        assert "trailing commas" in ds.notes[0] and ds.notes[1:] == ref.notes
+    # a value after the header's last column is not dropped: refused with its row
+    with pytest.raises(DatasetError, match=r"row 3 has a value \('x'\) after the last of the header's 3 columns"):
+        D.from_csv(_csv("a,b,y", rows[:2] + [rows[2] + ",x"] + rows[3:]), "y", "p")
+
+
+def test_every_class_of_the_label_is_offered_not_only_the_previews():
+    """The positive class was offered from a 200-row preview: a class first seen in row 251 could
+    not be chosen.  csv_classes scans the whole label column, as from_csv reads it."""
+    rows = [f"{i},{'p' if i % 2 else 'q'}" for i in range(300)]
+    rows[250], rows[280] = "250, r ", "280,r"
+    raw = _csv("a,y", rows)
+    assert sorted(D.csv_preview(raw)["y"].dropna().str.strip().unique()) == ["p", "q"]  # the preview's rows
+    assert D.csv_classes(raw, "y") == ["p", "q", "r"]
+    assert D.from_csv(raw, "y", "r").positive_class == "r"
+
+
+def test_the_datasets_view_offers_every_class_and_the_last_named_column():
+    from streamlit.testing.v1 import AppTest
+
+    rows = [f"{i},{i % 3},{'p' if i % 2 else 'q'}," for i in range(300)]
+    rows[250], rows[280] = "250,1,r,", "280,2,r,"
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "pages" / "datasets.py"),
+                           default_timeout=120).run()
+    at.file_uploader(key="upload_file").set_value(("mine.csv", _csv("a,b,y,", rows), "text/csv")).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="upload_label").value == "y"
+    assert at.selectbox(key="upload_positive").options == ["p", "q", "r"]
+    at.selectbox(key="upload_positive").set_value("r").run()
+    at.button(key="upload_add").click().run()
+    assert not at.exception and not at.error
+    ds = at.session_state["user_datasets"]["mine"]
+    assert ds.positive_class == "r" and ds.d == 3
+    assert any("trailing commas" in c.value for c in at.caption)

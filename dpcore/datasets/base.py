@@ -1,0 +1,136 @@
+"""What a dataset is: the preprocessed :class:`Dataset` and the registry's :class:`DatasetSpec`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..metrics import guessing_accuracy, guessing_rmse, majority_label
+
+__all__ = ["DataFile", "Dataset", "DatasetSpec"]
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A preprocessed dataset: arrays plus what a user needs to know about them.
+
+    ``X_*`` are float64 with every row norm ≤ 1; ``y_*`` are ±1 for
+    classification and in [−1, 1] for regression.  ``n`` is the number of
+    training rows (the records the privacy guarantee is about); ``d`` counts
+    every feature, the bias included.
+    """
+
+    id: str
+    name: str
+    task: str  # "classification" | "regression"
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    feature_names: tuple[str, ...]
+    description: str = ""
+    citation: str = ""
+    license: str = ""
+    source: str = ""
+    positive_class: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return int(self.X_train.shape[0])
+
+    @property
+    def n_test(self) -> int:
+        return int(self.X_test.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X_train.shape[1])
+
+    @property
+    def positive_share(self) -> float | None:
+        """Share of +1 labels in the training split (classification only)."""
+        if self.task != "classification":
+            return None
+        return float(np.mean(self.y_train > 0))
+
+    @property
+    def guessing(self) -> float:
+        """What a model that learned nothing scores on the test split: the accuracy of always
+        answering the training majority class, or (regression) the RMSE of always answering
+        the training mean (:mod:`dpcore.metrics`)."""
+        if self.task == "classification":
+            return guessing_accuracy(self.y_train, self.y_test)
+        return guessing_rmse(self.y_train, self.y_test)
+
+    @property
+    def guess_class(self) -> str | None:
+        """The class guessing answers (the training majority, +1 on a tie), named: the positive
+        class's name, or "not <it>" for −1 (classification only)."""
+        if self.task != "classification":
+            return None
+        positive = self.positive_class or "+1"
+        return positive if majority_label(self.y_train) > 0 else f"not {positive}"
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "task": self.task,
+            "n_train": self.n,
+            "n_test": self.n_test,
+            "d": self.d,
+            "positive_class": self.positive_class,
+            "positive_share": self.positive_share,
+            "description": self.description,
+            "citation": self.citation,
+            "license": self.license,
+        }
+
+
+@dataclass(frozen=True)
+class DataFile:
+    filename: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A registry entry: metadata plus the function that builds the dataset.
+
+    ``n_train``, ``n_test`` and ``d`` are the documented shapes with the default
+    options (bias on, test fraction 0.2); the test suite checks them.
+    """
+
+    id: str
+    name: str
+    task: str
+    description: str
+    citation: str
+    license: str
+    source: str
+    builder: Callable[..., Dataset] = field(repr=False)
+    files: tuple[DataFile, ...] = ()
+    n_train: int | None = None
+    n_test: int | None = None
+    d: int | None = None
+    synthetic: bool = False
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "task": self.task,
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "d": self.d,
+            "synthetic": self.synthetic,
+            "description": self.description,
+            "citation": self.citation,
+            "license": self.license,
+            "source": self.source,
+            "files": [f.filename for f in self.files],
+        }
