@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore.experiments.audit import audit  # noqa: E402
-from dpcore.experiments.one_run import one_run_audit  # noqa: E402
+from dpcore.audit import audit  # noqa: E402
+from dpcore.audit import one_run_audit  # noqa: E402
 from dpcore.exceptions import DPCoreError  # noqa: E402
 from dpcore.experiments.run import RunSpec  # noqa: E402
 from dpcore.mechanisms import REGISTRY  # noqa: E402

@@ -6,8 +6,8 @@ certified calibration, the bounds catalog, experiments and the command line
 (each imports only its own and lower ones; ``tests/test_layering.py``):
 foundations (``params``, ``privacy``, ``accounting``, ``theory.formulas``, …),
 data and models, solvers (``erm``, ``optim``), ``mechanisms``, the bounds catalog
-(``theory.catalog``), ``experiments`` (run, grid, studies, presets, audit), and the
-interfaces (``estimators``, ``cli``).
+(``theory.catalog``), ``experiments`` (run, grid, studies, presets), ``audit`` (black-box,
+white-box and one-run privacy audits), and the interfaces (``estimators``, ``cli``).
 
 Glossary (one meaning per name across the package):
 
@@ -50,11 +50,19 @@ calibration
 
 from ._version import __version__
 from .exceptions import BudgetError, DatasetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
-from .experiments.audit import audit
+from . import audit as _audit_package
+from .audit import audit
 from .experiments.baselines import baseline
 from .experiments.context import Context
 from .experiments.run import RunResult, RunSpec, run
 from .experiments.tune import tune
+
+# ``audit`` names the function here, which hides the subpackage dpcore.audit wherever it is
+# looked up as an attribute of dpcore, as ``import dpcore.audit.whitebox as wb`` does: the
+# subpackage's modules hang on the function too, so that statement still finds them
+for _module in _audit_package.MODULES:
+    setattr(audit, _module.__name__.rpartition(".")[2], _module)
+del _module, _audit_package
 
 #: the public face: what a script or a notebook needs (``from dpcore import RunSpec, run``)
 __all__ = ["RunSpec", "RunResult", "run", "Context", "audit", "tune", "baseline",

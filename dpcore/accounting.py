@@ -181,7 +181,7 @@ def sampled_gaussian_pld(noise_multiplier: float, sample_rate: float, discretiza
     """One step's PLD (replace-one) as ``PLDAccountant`` builds it, only faster.
 
     ``pessimistic=False`` rounds the other way: its ε(δ) is a lower estimate, which is
-    what an audit's lower bound needs (``dpcore.experiments.audit_bounds``).  Trusted for
+    what an audit's lower bound needs (``dpcore.audit.bounds``).  Trusted for
     δ ≥ :data:`PLD_MIN_DELTA` only (the truncated and round-off mass must stay far below δ).
     The builder
     is a private dp-accounting function; should a release drop it, the library's own

@@ -18,10 +18,10 @@ from typing import Any, Sequence
 
 from .datasets import get_spec, list_datasets
 from .exceptions import DPCoreError
-from .experiments.audit import audit
+from .audit import audit
 from .experiments.baselines import baseline
-from .experiments.audit import summary as audit_summary
-from .experiments.one_run import one_run_audit
+from .audit import summary as audit_summary
+from .audit import one_run_audit
 from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
 from .experiments.run import RunSpec, run

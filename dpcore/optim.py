@@ -39,7 +39,7 @@ class BatchRNG:
     """One ``numpy.random.Generator`` per run; draws are stacked along axis 0."""
 
     #: Called with the noise each noisy gradient step released (the released gradient minus the
-    #: clean one), when set: how a white-box audit (dpcore.experiments.whitebox) observes an optimiser.
+    #: clean one), when set: how a white-box audit (dpcore.audit.whitebox) observes an optimiser.
     observer = None
     #: Called with each noisy release itself (the clean gradient plus its noise), when set: how the
     #: end-to-end white-box check measures what a replaced record really moves.

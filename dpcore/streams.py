@@ -24,9 +24,9 @@ CLIENT_SPLIT = 405
 WHITE_BOX = 0xB0C5
 #: the audit's subsample of the training rows, and its random canary
 AUDIT_SUBSAMPLE, AUDIT_CANARY = 0xA0D1, 0xA0D2
-#: one-run audits (``experiments.one_run``): which canaries go in, and the run's own noise
+#: one-run audits (``audit.one_run``): which canaries go in, and the run's own noise
 ONE_RUN_MEMBERS, ONE_RUN_NOISE = 0xA0D3, 0xA0D4
-#: the simulated audits of the sampled-Gaussian family fit (``audit_bounds.sampled_gaussian_bound``)
+#: the simulated audits of the sampled-Gaussian family fit (``audit.bounds.sampled_gaussian_bound``)
 AUDIT_SIMULATION = 0xA0D5
 #: tuning: the validation split of the training rows, and the private choice among candidates
 TUNE_SPLIT, TUNE_SELECT = 0x7E57, 0x7E58

@@ -2,32 +2,18 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.experiments.audit import audit
-from dpcore.experiments.audit import summary as audit_summary
-from dpcore.experiments.one_run import one_run_audit
+from dpcore.audit import audit
+from dpcore.audit import summary as audit_summary
+from dpcore.audit import one_run_audit
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
-    choice,
-    enter_view,
-    show_chart,
-    param_help,
-    app_context,
-    dataset_picker,
-    download_figure,
-    fmt_eps,
-    mechanisms_for,
-    model_picker,
-    param_widget,
-    publish_settings,
-    restore_from_url,
-    shared_settings,
-    user_dataset,
-    write_to_url,
+    choice, enter_view, show_chart, param_help, app_context, dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget, user_dataset,
 )
+from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
 enter_view("audit")
 st.title("Audit: catch a mechanism leaking")

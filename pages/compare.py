@@ -15,29 +15,9 @@ from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
 from dpcore.figures import band_figure
 from pages.common import (
-    choice,
-    enter_view,
-    show_chart,
-    param_help,
-    readable,
-    app_context,
-    with_progress,
-    dataset_picker,
-    download_figure,
-    download_table,
-    live_drawer,
-    mechanisms_for,
-    missed_target_note,
-    model_picker,
-    param_widget,
-    publish_settings,
-    reference_for,
-    reference_notice,
-    restore_from_url,
-    shared_settings,
-    user_dataset,
-    write_to_url,
+    choice, enter_view, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, user_dataset,
 )
+from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
 enter_view("compare")
 st.title("Compare mechanisms over ε")

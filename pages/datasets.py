@@ -3,7 +3,8 @@ import pandas as pd
 import streamlit as st
 
 from dpcore import datasets
-from pages.common import choice, dataset_details, enter_view, restore_from_url, user_datasets, write_to_url
+from pages.common import choice, dataset_details, enter_view, user_datasets
+from pages.links import restore_from_url, write_to_url
 
 enter_view("datasets")
 st.title("Datasets")

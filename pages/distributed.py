@@ -9,27 +9,9 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.figures import band_figure
 from pages.common import (
-    choice,
-    enter_view,
-    show_chart,
-    param_help,
-    client_bars,
-    with_progress,
-    dataset_picker,
-    download_figure,
-    download_table,
-    fmt_eps,
-    missed_target_note,
-    model_picker,
-    param_widget,
-    publish_settings,
-    reference_for,
-    restore_from_url,
-    run_or_error,
-    shared_settings,
-    user_dataset,
-    write_to_url,
+    choice, enter_view, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, user_dataset,
 )
+from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
 #: the certified ε's name: the worst client where clients compose in parallel, else all of them
 EPS_LABEL = {"random": "max client ε (certified)", "stratified": "ε certified (all clients composed)"}

@@ -1,40 +1,15 @@
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.experiments.audit import audit
+from dpcore.audit import audit
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
-    choice,
-    enter_view,
-    show_chart,
-    glossary_link,
-    app_context,
-    apply_setting,
-    setting_in_use,
-    TUNED_WIDGETS,
-    user_dataset,
-    client_bars,
-    dataset_picker,
-    download_figure,
-    fmt_eps,
-    fmt_num,
-    loss_figure,
-    mechanisms_for,
-    model_picker,
-    option_default,
-    reset_tuned_widgets,
-    option_widgets,
-    param_widget,
-    publish_settings,
-    reference_for,
-    restore_from_url,
-    run_or_error,
-    shared_settings,
-    write_to_url,
+    choice, enter_view, show_chart, glossary_link, app_context, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error,
 )
+from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
 enter_view("explore")
 st.title("Explore one configuration")

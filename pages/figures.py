@@ -6,17 +6,9 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.presets import PRESETS, RESULTS_DIR, rerun, shipped_ids, shipped_results
 from dpcore.figures import figure_note, without_notes
 from pages.common import (
-    choice,
-    CACHE_DIR,
-    WORKERS,
-    download_figure,
-    download_table,
-    enter_view,
-    progress_reporter,
-    restore_from_url,
-    show_chart,
-    write_to_url,
+    choice, CACHE_DIR, WORKERS, download_figure, download_table, enter_view, progress_reporter, show_chart,
 )
+from pages.links import restore_from_url, write_to_url
 
 enter_view("figures")
 

@@ -4,14 +4,14 @@ from urllib.parse import urlsplit
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.experiments.audit import audit
+from dpcore.audit import audit
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import epsilon_sweep, skew_curve, tradeoff
 from dpcore.figures import NOTE, band_figure, privacy_region_figure, tradeoff_figure
 from dpcore.report import LessonStep, lesson_html
 from dpcore.experiments.baselines import row_lambdas
-from pages.common import (app_context, enter_view, fmt_eps, reference_for, restore_from_url, share_link, show_chart,
-                          url_text, write_to_url)
+from pages.common import app_context, enter_view, fmt_eps, reference_for, show_chart
+from pages.links import restore_from_url, share_link, url_text, write_to_url
 
 enter_view("lesson")
 #: on a projector (presenter mode) each step's header, words, whole chart and settings line fit one

@@ -8,23 +8,9 @@ from dpcore.experiments.run import RunSpec
 from dpcore.figures import misses_target, tradeoff_figure
 from dpcore.experiments.studies import tradeoff
 from pages.common import (
-    enter_view,
-    show_chart,
-    with_progress,
-    dataset_picker,
-    download_figure,
-    download_table,
-    fmt_eps,
-    mechanisms_for,
-    missed_target_note,
-    param_widget,
-    publish_settings,
-    reference_for,
-    restore_from_url,
-    shared_settings,
-    user_dataset,
-    write_to_url,
+    enter_view, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, mechanisms_for, missed_target_note, param_widget, reference_for, user_dataset,
 )
+from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
 enter_view("local_central")
 st.title("Local vs central privacy")

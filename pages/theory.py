@@ -8,22 +8,9 @@ from dpcore.experiments.studies import compare_measured
 from dpcore.figures import readable_axes
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
-    choice,
-    enter_view,
-    show_chart,
-    readable,
-    app_context,
-    dataset_picker,
-    download_figure,
-    download_table,
-    model_picker,
-    param_widget,
-    publish_settings,
-    restore_from_url,
-    shared_settings,
-    user_datasets,
-    write_to_url,
+    choice, enter_view, show_chart, readable, app_context, dataset_picker, download_figure, download_table, model_picker, param_widget, user_datasets,
 )
+from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
 #: how a curve that coincides with an earlier one is drawn over it (k-th repeat: k-th style), so
 #: both stay visible: a dashed line over a solid one shows both colours, and the markers differ

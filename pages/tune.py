@@ -13,23 +13,9 @@ from dpcore.figures import released_tuning_figure, tuning_figure
 from dpcore.mechanisms import REGISTRY, short_name
 from dpcore.params import parse_grid
 from pages.common import (
-    choice,
-    enter_view,
-    show_chart,
-    apply_setting,
-    dataset_picker,
-    dataset_task,
-    download_figure,
-    download_table,
-    fmt_eps,
-    glossary_link,
-    mechanisms_for,
-    readable,
-    reference_for,
-    restore_from_url,
-    with_progress,
-    write_to_url,
+    choice, enter_view, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
 )
+from pages.links import restore_from_url, write_to_url
 
 enter_view("tune")
 st.title("Tune each mechanism, and pay for it")

@@ -1095,7 +1095,7 @@ def test_every_view_offers_a_link_with_its_settings():
     opening it restores them (the URL round trip every view already makes)."""
     from urllib.parse import parse_qs
 
-    from pages.common import share_link
+    from pages.links import share_link
 
     assert share_link("http://host:8501/explore?old=1#x", {"a": "1 2"}) == "http://host:8501/explore?a=1+2"
     assert share_link(None, {"a": "b"}) == "?a=b" and share_link("", {}) == "?"

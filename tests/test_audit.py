@@ -1,37 +1,53 @@
 """Privacy audit (SPEC §5): the statistics, the neighbours, and the three must-haves."""
 
 import doctest
+import importlib
 import json
 import math
+import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
-import dpcore.experiments.audit as audit_mod
 from dpcore import datasets as D
 from dpcore import privacy
 from dpcore.accounting import gdp_delta
-from dpcore.experiments.audit import (
+from dpcore.audit import (
+    ALPHA_SHARES,
     CANARIES,
+    THREATS,
     VERDICTS,
+    WHITE_BOX_UNAVAILABLE,
     audit,
+    canaries,
     choose_threshold,
     clopper_pearson_upper,
+    core,
     epsilon_lower_bound,
     make_canary,
+    membership,
     membership_test,
+    one_run,
+    one_run_audit,
     privacy_region,
     replace_record,
+    resolve_canary,
     roc_points,
+    size_ceiling,
+    summary,
+    threats,
     tradeoff_curve,
     verdict,
+    whitebox,
 )
+from dpcore.audit.bounds import one_run_epsilon, planned_guesses
 from dpcore.exceptions import DPCoreError, ParameterError
 from dpcore.experiments.run import RunSpec
 from dpcore.jsonutil import dumps
 from dpcore.mechanisms import REGISTRY
-from dpcore.experiments.whitebox import WHITE_BOX_UNAVAILABLE
 
 ALPHA = 0.05
 
@@ -45,8 +61,30 @@ def _cfg(mechanism, **kw):
 # -- pure statistics ---------------------------------------------------------------------------
 
 
-def test_docstring_examples():
-    assert doctest.testmod(audit_mod).failed == 0
+@pytest.mark.parametrize("module", [membership, canaries, threats, core, whitebox, one_run],
+                         ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    assert doctest.testmod(module).failed == 0  # dpcore.audit.bounds: tests/test_audit_bounds.py
+
+
+def test_the_audit_is_a_package_and_dpcore_audit_is_the_function():
+    """``from dpcore import audit`` gives the function, which hides the subpackage dpcore.audit as
+    an attribute of dpcore; its names and every one of its modules are still importable, by
+    ``from dpcore.audit import …`` and by ``import dpcore.audit.<module> as m``."""
+    import dpcore
+    from dpcore import audit as face
+    from dpcore.audit import audit as function
+    from dpcore.audit import make_canary as from_package
+
+    assert face is function is core.audit is dpcore.audit and callable(face)
+    assert from_package is canaries.make_canary is make_canary
+    modules = sorted(p.stem for p in Path(canaries.__file__).parent.glob("*.py") if p.stem != "__init__")
+    assert modules == sorted(m.__name__.rpartition(".")[2] for m in sys.modules["dpcore.audit"].MODULES)
+    for name in modules:  # what `import dpcore.audit.<name> as m` looks up: dpcore's attributes
+        assert getattr(dpcore.audit, name) is importlib.import_module(f"dpcore.audit.{name}"), name
+    import dpcore.audit.whitebox as wb
+
+    assert wb is whitebox and wb.white_box_scores is whitebox.white_box_scores
 
 
 @pytest.mark.parametrize("n", [1, 7, 250, 1000])
@@ -271,14 +309,29 @@ def test_audit_has_power_yet_stays_below_a_large_certified_epsilon():
     assert r.verdict == "not refuted" and r.share_of_claim == pytest.approx(r.epsilon_lower_bound / 16.0)
 
 
+#: every (mechanism, threat) an audit refuses, with a fragment of the reason it gives; every other
+#: registered mechanism is audited under both threat models
+REFUSED = {
+    ("input-dbdp-if", "white-box"): "no white-box audit for input-dbdp-if: it has no guarantee to test",
+    ("input-fukuchi", "white-box"): "no white-box audit for input-fukuchi: it simulates the database's",
+}
+
+
+def test_the_refusals_are_the_white_box_unavailable_ones():
+    assert {m for m, _ in REFUSED} <= set(REGISTRY) and {t for _, t in REFUSED} <= set(THREATS)
+    assert {m for m, t in REFUSED if t == "white-box"} == set(WHITE_BOX_UNAVAILABLE)
+
+
+@pytest.mark.parametrize("threat", THREATS)
 @pytest.mark.parametrize("mechanism", sorted(REGISTRY))
-def test_every_registered_mechanism_can_be_audited(mechanism):
+def test_every_registered_mechanism_can_be_audited(mechanism, threat):
     cfg = _cfg(mechanism, iterations=5, calibration=REGISTRY[mechanism].calibrations[0])
-    try:
-        r = audit(cfg, trials=6)
-    except DPCoreError as exc:  # a combination the mechanism refuses, with its reason
-        pytest.skip(str(exc))
-    assert r.verdict in VERDICTS and r.epsilon_lower_bound >= 0
+    if (mechanism, threat) in REFUSED:  # refused, with its reason
+        with pytest.raises(DPCoreError, match=re.escape(REFUSED[mechanism, threat])):
+            audit(cfg, trials=6, threat=threat)
+        return
+    r = audit(cfg, trials=6, threat=threat)  # anything else runs: a refusal fails here
+    assert r.verdict in VERDICTS and r.epsilon_lower_bound >= 0 and r.threat == threat
     assert np.all(np.isfinite(r.scores_without) | np.isneginf(r.scores_without))
     json.loads(dumps(r.to_dict()))
 
@@ -330,10 +383,10 @@ def test_white_box_audit_of_dp_gd_is_tight_and_valid():
     assert [e["alpha"] for e in r.estimates] == pytest.approx([0.1 * ALPHA, 0.1 * ALPHA, 0.8 * ALPHA])
     assert all(e["headline"] for e in r.estimates)
     assert all(sum(split.values()) == pytest.approx(1.0) and "direct" in split
-               for split in audit_mod.ALPHA_SHARES.values())
+               for split in ALPHA_SHARES.values())
     assert r.epsilon_lower_bound == max(e["epsilon"] for e in r.estimates)
     assert r.epsilon_attack_ceiling == pytest.approx(2.0, rel=1e-6)  # the attack sees every release
-    assert not r.at_size_ceiling and "Not refuted (" in audit_mod.summary(r.to_dict(scores=False))
+    assert not r.at_size_ceiling and "Not refuted (" in summary(r.to_dict(scores=False))
     rec = json.loads(dumps(r.to_dict(scores=False)))
     region = rec["region"]
     assert len(region["fpr"]) == len(region["tpr_max_certified"]) == len(region["tpr_max_target"])
@@ -393,22 +446,22 @@ def test_run_seeds_of_audits_never_overlap_whatever_their_sizes():
     seen = {}
     for seed, trials in ((0, 1000), (1, 500), (2, 6000), (3, 2)):
         for side in (0, 1):
-            for s in audit_mod._run_seeds(seed, side, trials).tolist():
+            for s in core._run_seeds(seed, side, trials).tolist():
                 assert seen.setdefault(s, (seed, side)) == (seed, side)
     # a larger audit with the same seed extends the smaller one
-    assert audit_mod._run_seeds(4, 1, 500).tolist() == audit_mod._run_seeds(4, 1, 1000).tolist()[:500]
+    assert core._run_seeds(4, 1, 500).tolist() == core._run_seeds(4, 1, 1000).tolist()[:500]
 
 
 def test_the_size_ceiling_is_a_perfect_tests_direct_bound_and_is_reported():
-    assert audit_mod.size_ceiling(1000, 1e-5, ALPHA) == epsilon_lower_bound(0, 500, 0, 500, 1e-5, ALPHA)
+    assert size_ceiling(1000, 1e-5, ALPHA) == epsilon_lower_bound(0, 500, 0, 500, 1e-5, ALPHA)
     r = audit(_cfg("non-private"), trials=100)
     assert r.at_size_ceiling and r.epsilon_lower_bound == pytest.approx(r.size_ceiling)
     rec = r.to_dict(scores=False)
-    assert "ceiling of an audit of 100 runs a side" in audit_mod.summary(rec)
+    assert "ceiling of an audit of 100 runs a side" in summary(rec)
     # a refuted certificate is named, and called what it is
     rec.update(verdict="claim not met", refuted=["target", "certified"], epsilon_target=1.0,
                epsilon_certified=2.0, at_size_ceiling=False, epsilon_lower_bound=3.0)
-    line = audit_mod.summary(rec)
+    line = summary(rec)
     assert line.startswith("Refuted: the target ε = 1 and the certified ε = 2.") and "a bug" in line
 
 
@@ -422,8 +475,8 @@ def test_the_orthogonal_pair_starts_gradient_training_where_both_canaries_are_mi
     msq = lambda w: np.mean((ds.X_train @ w) ** 2)  # noqa: E731
     assert msq(lowest) <= msq(v) <= msq(ds.X_train[0] / np.linalg.norm(ds.X_train[0]))
     # "auto" picks it for noisy-gradient mechanisms only
-    assert audit_mod.resolve_canary("auto", REGISTRY["gradient-dpgd"]) == "orthogonal-pair"
-    assert audit_mod.resolve_canary("auto", REGISTRY["output-gaussian"]) == "opposite-pair"
+    assert resolve_canary("auto", REGISTRY["gradient-dpgd"]) == "orthogonal-pair"
+    assert resolve_canary("auto", REGISTRY["output-gaussian"]) == "opposite-pair"
     with pytest.raises(ParameterError, match="concrete canary"):
         make_canary(ds, "auto")
     # the start is used by the run: with no noise at all the released θ keeps u and v misclassified
@@ -492,7 +545,7 @@ def test_end_to_end_check_catches_clipping_at_twice_the_declared_norm(monkeypatc
     r = _only_the_end_to_end_check_catches()
     assert r.shift_check["measured"] == pytest.approx(2 * r.shift_check["declared"], rel=1e-9)
     assert any("more than the declared sensitivity" in w for w in r.warnings)
-    assert "the certificate does not apply to the noise that ran" in audit_mod.summary(r.to_dict(scores=False))
+    assert "the certificate does not apply to the noise that ran" in summary(r.to_dict(scores=False))
 
 
 def test_end_to_end_check_catches_a_sampler_at_twice_the_declared_rate(monkeypatch):
@@ -529,9 +582,6 @@ def test_end_to_end_check_catches_a_plan_that_declares_half_the_sensitivity(monk
 
 
 def test_one_run_audit_is_below_the_certificate_and_catches_an_under_noised_run():
-    from dpcore.experiments.audit_bounds import one_run_epsilon, planned_guesses
-    from dpcore.experiments.one_run import one_run_audit
-
     ok = one_run_audit(_cfg("gradient-dpgd", epsilon=2.0, iterations=50), canaries=400)
     assert 0 <= ok.epsilon_lower_bound <= ok.epsilon_certified == pytest.approx(2.0, rel=1e-6)
     assert ok.n_train == D.load("breast-cancer").n + 400 and 150 < ok.included < 250

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpcore import privacy
-from dpcore.experiments.audit import replace_record
+from dpcore.audit import replace_record
 from dpcore.erm import solve_erm
 from dpcore.exceptions import ParameterError, PrivacyWarning
 from dpcore.experiments.run import RunSpec, load_problem, problem_data

@@ -26,7 +26,9 @@ LAYERS = [
     ("bounds catalog", ["dpcore.theory.catalog"]),
     ("figures", ["dpcore.figures", "dpcore.report"]),  # charts name mechanisms by their short names
     ("experiments", ["dpcore.experiments", "dpcore.experiments.*"]),
-    # the package's public face (dpcore/__init__.py) re-exports the experiments' entry points
+    # privacy audits train through the experiments' RunSpec and problems; no experiment imports them
+    ("audit", ["dpcore.audit", "dpcore.audit.*"]),
+    # the package's public face (dpcore/__init__.py) re-exports the experiments' and the audit's entry points
     ("interfaces", ["dpcore", "dpcore.estimators", "dpcore.cli", "dpcore.__main__"]),
 ]
 
@@ -143,12 +145,14 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
 
 
 def test_the_public_face_exports_the_entry_points():
-    """``from dpcore import RunSpec, run, Context, audit, tune``: the objects the experiments define."""
+    """``from dpcore import RunSpec, run, Context, audit, tune``: the objects the experiments and the
+    audit define."""
     import dpcore
-    from dpcore.experiments import audit, context, run, tune
+    from dpcore.audit import core
+    from dpcore.experiments import context, run, tune
 
     assert (dpcore.RunSpec, dpcore.run, dpcore.Context, dpcore.audit, dpcore.tune) == (
-        run.RunSpec, run.run, context.Context, audit.audit, tune.tune)
+        run.RunSpec, run.run, context.Context, core.audit, tune.tune)
     assert set(dpcore.__all__) >= {"RunSpec", "run", "Context", "audit", "tune", "__version__"}
     # the foundations read the version without the face: only the face (an interface) imports them all
     assert _layer("dpcore") == len(LAYERS) - 1 and _layer("dpcore._version") == 0

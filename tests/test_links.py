@@ -180,18 +180,18 @@ def test_compares_first_preset_link_reopens_its_nine_mechanisms_and_chart():
 
 def test_link_values_parse_by_their_declared_type():
     import math as _m
-    from pages.common import _url_value, url_text
+    from pages.links import url_text, url_value
 
     for value in (True, False, 3, 0.1, 1e-5, 1 / 3, "breast-cancer", ["a", "b"]):
-        back = _url_value(url_text(value), value)
+        back = url_value(url_text(value), value)
         assert back == value and type(back) is type(value) or (isinstance(value, list) and back == value)
     for bad, default in (("2.5", 100), ("nan", 1.0), ("maybe", True), ("inf", 5)):
         try:
-            _url_value(bad, default)
+            url_value(bad, default)
         except (ValueError, OverflowError):
             continue
         raise AssertionError(f"{bad!r} parsed as a {type(default).__name__}")
-    assert _m.isinf(_url_value("inf", 1.0))  # a float's own range check says what to do with it
+    assert _m.isinf(url_value("inf", 1.0))  # a float's own range check says what to do with it
 
 
 def test_each_lesson_step_opens_its_view_at_the_charts_own_settings():
@@ -213,7 +213,7 @@ def test_each_lesson_step_opens_its_view_at_the_charts_own_settings():
         view.query_params.update(params)
         view.run()
         assert not view.exception and not [w.value for w in view.warning if "link" in w.value], (step, link)
-        from pages.common import url_text
+        from pages.links import url_text
 
         held = {k: url_text(view.session_state[k]) for k in params}
         assert held == params, (step, link)

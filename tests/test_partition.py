@@ -14,7 +14,7 @@ import pytest
 
 import dpcore.experiments.tune  # noqa: F401  (registers the tuning's validation split)
 from dpcore import datasets
-from dpcore.experiments.audit import make_canary
+from dpcore.audit import make_canary
 from dpcore.experiments.run import RunSpec, run
 from dpcore.mechanisms import REGISTRY
 from dpcore.partition import RECORD_SPLITS, SPLITS, RecordSplit, client_sizes, moved_records, partition

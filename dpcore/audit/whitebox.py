@@ -1,6 +1,6 @@
 """White-box audits: the attacker sees everything a mechanism releases along the way.
 
-The black-box audit (:mod:`dpcore.experiments.audit`) sees only the released model.  Here
+The black-box audit (:mod:`dpcore.audit.threats`) sees only the released model.  Here
 the attacker sees every intermediate release, knows every other record, and
 chooses the two differing records freely — the threat model under which the
 certified ε is proved.  What separates the neighbours is then exactly the noise
@@ -38,7 +38,6 @@ Security); Nasr, Song, Thakurta, Papernot & Carlini 2021 (IEEE S&P).
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,10 +47,17 @@ from ..exceptions import ParameterError
 from ..mechanisms import Problem
 from ..mechanisms.local import duchi_privatize
 from ..optim import BatchRNG
-from .audit_bounds import clopper_pearson_lower, clopper_pearson_upper, sampled_step_llr
+from .bounds import clopper_pearson_lower, clopper_pearson_upper, sampled_step_llr
 
-__all__ = ["TapRNG", "ReleaseTap", "ShiftCheck", "measure_shift", "WhiteBoxScores", "white_box_scores",
-           "WHITE_BOX_UNAVAILABLE"]
+__all__ = [
+    "WHITE_BOX_UNAVAILABLE",
+    "ReleaseTap",
+    "ShiftCheck",
+    "TapRNG",
+    "WhiteBoxScores",
+    "measure_shift",
+    "white_box_scores",
+]
 
 WHITE_BOX_UNAVAILABLE = {
     "input-dbdp-if": "it has no guarantee to test (its selection reads the raw data)",
@@ -175,7 +181,7 @@ class WhiteBoxScores:
     # more than the attack sees, as in objective perturbation).
     ceiling_mu: float | None = None
     # (sampling rate, steps, noise multiplier the scores assume) where the scores are sums of
-    # Poisson-sampled Gaussian step scores: the family fit of dpcore.experiments.audit_bounds applies.
+    # Poisson-sampled Gaussian step scores: the family fit of dpcore.audit.bounds applies.
     sampled: tuple[float, int, float] | None = None
 
 

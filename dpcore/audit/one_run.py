@@ -1,6 +1,6 @@
 """Auditing with one training run (Steinke, Nasr & Jagielski 2023).
 
-The many-runs audit (:mod:`dpcore.experiments.audit`) trains thousands of models.  Here one
+The many-runs audit (:mod:`dpcore.audit.core`) trains thousands of models.  Here one
 training run carries ``m`` canaries at once:
 
 * the training data get ``m`` extra feature columns that no training record uses (their
@@ -12,9 +12,9 @@ training run carries ``m`` canaries at once:
 * each canary is scored by the released model's weight on its column, θ_j (the canary
   pushes it up, the filler down); the auditor guesses "in" for the k highest scores and
   "out" for the k lowest and abstains on the rest;
-* the number of right guesses bounds ε from below (:func:`audit_bounds.one_run_epsilon`) for
+* the number of right guesses bounds ε from below (:func:`bounds.one_run_epsilon`) for
   one guess count r = 2k, fixed before the run from the claim alone
-  (:func:`audit_bounds.planned_guesses`: the r whose bound is largest were the claim exact), so
+  (:func:`bounds.planned_guesses`: the r whose bound is largest were the claim exact), so
   the bound keeps its full confidence 1 − α.
 
 For noisy-gradient training the records' gradients are clipped at a small norm
@@ -31,23 +31,24 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .. import streams
 from ..erm import LazySolution
 from ..exceptions import ParameterError
+from ..experiments.context import in_context_pool
+from ..experiments.run import RunSpec, check_budget, problem_data
 from ..mechanisms import Problem, get_mechanism
 from ..optim import BatchRNG
 from ..params import PARAMS, validate
-from .audit import subsample
-from .audit_bounds import one_run_epsilon, planned_guesses
-from .context import in_context_pool
-from .run import RunSpec, check_budget, problem_data
+from .bounds import one_run_epsilon, planned_guesses
+from .canaries import subsample
 
-__all__ = ["OneRunResult", "one_run_audit", "DEFAULT_CLIP", "MAX_CANARIES"]
+__all__ = ["DEFAULT_CLIP", "MAX_CANARIES", "OneRunResult", "one_run_audit"]
 
 #: clipping norm when the configuration names none (small: the pair stays clipped throughout)
 DEFAULT_CLIP = 0.1

@@ -1,6 +1,6 @@
 """Sharper audit estimators: lower confidence bounds on ε that use what is known of the noise.
 
-The direct bound of :mod:`dpcore.experiments.audit` assumes nothing about the mechanism,
+The direct bound of :mod:`dpcore.audit.membership` assumes nothing about the mechanism,
 and pays for it: it bounds two error rates separately, on half the runs each.  When
 the family of the noise is known, the same runs support a much larger bound.  Each
 estimator here is a valid lower confidence bound **under its stated assumption**, which
@@ -64,8 +64,23 @@ from .. import accounting as acc
 from .. import streams
 from ..exceptions import ParameterError
 
-__all__ = ["Estimate", "ASSUMPTIONS", "ALPHA_SHARES", "clopper_pearson_upper", "clopper_pearson_lower", "one_run_p_value", "one_run_epsilon", "planned_guesses", "pooled_error_upper", "pooled_error_bound", "effect_size_bound",
-           "sampled_gaussian_bound", "sampled_gaussian_p_value", "sampled_step_llr", "gdp_epsilon_lower"]
+__all__ = [
+    "ALPHA_SHARES",
+    "ASSUMPTIONS",
+    "Estimate",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "effect_size_bound",
+    "gdp_epsilon_lower",
+    "one_run_epsilon",
+    "one_run_p_value",
+    "planned_guesses",
+    "pooled_error_bound",
+    "pooled_error_upper",
+    "sampled_gaussian_bound",
+    "sampled_gaussian_p_value",
+    "sampled_step_llr",
+]
 
 #: What each estimator assumes, in the words the JSON and the views use.
 _TAIL = ("; if a bug broke that, the certificate is void anyway, so a refutation still points at a real "
@@ -285,7 +300,7 @@ def _epsilon_optimistic(z: float, q: float, steps: int, delta: float, grid: floa
 def sampled_step_llr(o, z: float, q: float):
     """The white-box score of one Poisson-sampled step, in units of the clipping norm C: the
     log-likelihood ratio of ``(1 − q)N(0, z²) + qN(+1, z²)`` against ``(1 − q)N(0, z²) + qN(−1, z²)``
-    at the observation ``o`` (what :mod:`dpcore.experiments.whitebox` sums over the steps)."""
+    at the observation ``o`` (what :mod:`dpcore.audit.whitebox` sums over the steps)."""
     o = np.asarray(o, dtype=float)
     lq, l1q = math.log(q), math.log1p(-q) if q < 1.0 else -math.inf
     return (np.logaddexp(l1q, lq + (o - 0.5) / z**2) - np.logaddexp(l1q, lq + (-o - 0.5) / z**2))

@@ -1,0 +1,89 @@
+"""Privacy audits: empirical lower bounds on ε (SPEC §5).
+
+A certified ε is a proof; an audited ε is evidence.  The modules, by role:
+
+* :mod:`~dpcore.audit.core` – :func:`audit` (many runs a side, a lower bound on ε and a
+  verdict) and its :class:`AuditResult`;
+* :mod:`~dpcore.audit.threats` – the threat models as strategies ``audit`` picks from one
+  table: black-box, white-box, white-box with the end-to-end check;
+* :mod:`~dpcore.audit.canaries` – the neighbouring training sets: canaries, replaced records,
+  the seeded subsample, the canary's score;
+* :mod:`~dpcore.audit.membership` – the membership test, the direct bound, the verdict, the
+  trade-off curve and the privacy region, the one-line summary;
+* :mod:`~dpcore.audit.bounds` – the sharper estimators (Gaussian DP, the Poisson-sampled
+  Gaussian fit, the one-run bound), each naming its assumption, and the α split among them;
+* :mod:`~dpcore.audit.whitebox` – what a white-box attacker reads off each run;
+* :mod:`~dpcore.audit.one_run` – auditing with one training run (Steinke, Nasr & Jagielski 2023).
+
+The audit sits above the experiments (it trains through their ``RunSpec`` and problems;
+nothing in ``dpcore.experiments`` imports it) and below the interfaces.  ``dpcore.audit`` as
+an attribute of the package ``dpcore`` is the function :func:`audit` (``from dpcore import
+audit``); this package's modules are reachable through it too (see ``dpcore/__init__.py``).
+"""
+
+from . import bounds, canaries, core, membership, one_run, threats, whitebox
+from .bounds import ALPHA_SHARES, ASSUMPTIONS, Estimate, clopper_pearson_upper
+from .canaries import (
+    CANARIES,
+    NEIGHBOURING,
+    SCORES,
+    Canary,
+    make_canary,
+    replace_record,
+    resolve_canary,
+    subsample,
+)
+from .core import AuditResult, audit
+from .membership import (
+    VERDICTS,
+    MembershipTest,
+    choose_threshold,
+    epsilon_lower_bound,
+    membership_test,
+    privacy_region,
+    roc_points,
+    size_ceiling,
+    summary,
+    tradeoff_curve,
+    verdict,
+)
+from .one_run import OneRunResult, one_run_audit
+from .threats import STRATEGIES, THREATS
+from .whitebox import WHITE_BOX_UNAVAILABLE
+
+#: the package's modules (``dpcore/__init__.py`` hangs them on the function ``audit``)
+MODULES = (bounds, canaries, core, membership, one_run, threats, whitebox)
+
+__all__ = [
+    "ALPHA_SHARES",
+    "ASSUMPTIONS",
+    "CANARIES",
+    "MODULES",
+    "NEIGHBOURING",
+    "SCORES",
+    "STRATEGIES",
+    "THREATS",
+    "VERDICTS",
+    "WHITE_BOX_UNAVAILABLE",
+    "AuditResult",
+    "Canary",
+    "Estimate",
+    "MembershipTest",
+    "OneRunResult",
+    "audit",
+    "choose_threshold",
+    "clopper_pearson_upper",
+    "epsilon_lower_bound",
+    "make_canary",
+    "membership_test",
+    "one_run_audit",
+    "privacy_region",
+    "replace_record",
+    "resolve_canary",
+    "roc_points",
+    "size_ceiling",
+    "subsample",
+    "summary",
+    "tradeoff_curve",
+    "verdict",
+]

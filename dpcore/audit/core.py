@@ -1,0 +1,448 @@
+"""The audit: many runs a side, a lower bound on ε and a verdict (SPEC §5).
+
+:func:`audit` is the one procedure: it checks its arguments, builds the audited problem (a
+seeded subsample of large data), lets the threat model's strategy
+(:mod:`dpcore.audit.threats`) build the problems it trains on, trains ``trials`` runs a side
+in batched chunks that the strategy scores, and turns the two score samples into the
+audited ε (:mod:`dpcore.audit.membership`, :mod:`dpcore.audit.bounds`) and a verdict on the
+target and the certified ε.  :class:`AuditResult` holds everything it found.
+
+Estimators.  The direct bound (:func:`dpcore.audit.membership.membership_test`) assumes
+nothing.  Where the family of the noise is known (white-box scores of Gaussian and
+Poisson-sampled Gaussian mechanisms) sharper estimators from :mod:`dpcore.audit.bounds` are
+added, each naming its assumption; the audited ε is the largest, each estimator run at its
+declared share of α (``bounds.ALPHA_SHARES``, a weighted Bonferroni correction), so the
+maximum holds with confidence 1 − α.  Black-box audits also report a Gaussian-assumption
+figure beside the direct bound, labelled as such and not part of the audited ε (black-box
+scores are not exactly Gaussian).
+
+References: Jagielski, Ullman & Oprea 2020, "Auditing Differentially Private Machine
+Learning: How Private is Private SGD?" (NeurIPS), Alg. 2; Nasr et al. 2023 ("Tight auditing").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..erm import LazySolution
+from ..exceptions import ParameterError, PrivacyWarning
+from ..experiments.context import Context, in_context_pool
+from ..experiments.run import (
+    RunSpec,
+    check_budget,
+    delta_warning,
+    load_problem,
+    problem_data,
+)
+from ..mechanisms import Problem, get_mechanism
+from ..optim import BatchRNG
+from ..params import validate
+from .bounds import (
+    ALPHA_SHARES,
+    ASSUMPTIONS,
+    Estimate,
+    effect_size_bound,
+    gdp_epsilon_lower,
+    pooled_error_bound,
+    sampled_gaussian_bound,
+)
+from .canaries import NEIGHBOURING, resolve_canary, subsample
+from .membership import (
+    NOT_MET,
+    MembershipTest,
+    membership_test,
+    privacy_region,
+    roc_points,
+    size_ceiling,
+    verdict,
+)
+from .threats import threat_strategy
+
+__all__ = ["DEFAULT_CHUNK", "RUN_SEED_STRIDE", "AuditResult", "audit"]
+
+DEFAULT_CHUNK = 250
+#: run r on side s of audit seed S uses seed (2S + s)·RUN_SEED_STRIDE + r (trials ≤ the stride)
+RUN_SEED_STRIDE = 2**20
+
+
+def _check(name: str, value: Any) -> Any:
+    """Validate an audit parameter against its declaration in :data:`dpcore.params.PARAMS`."""
+    return validate(name, value, "audit")
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Everything an audit found; the UI formats these, it does not compute.
+
+    ``scores_without`` / ``scores_with``: the score of every run on ``D`` /
+    ``D'`` (first halves chose the threshold, second halves were counted).
+    ``false_positives`` of ``n_without`` and ``false_negatives`` of ``n_with``
+    are the evaluation counts; ``fpr_upper``/``fnr_upper`` their
+    Clopper–Pearson bounds at confidence ``1 − α/2``.
+    """
+
+    config: RunSpec
+    mechanism_name: str
+    dataset_name: str
+    n_train: int
+    d: int
+    epsilon_target: float
+    epsilon_certified: float
+    epsilon_lower_bound: float
+    verdict: str
+    refuted: tuple[str, ...]
+    delta: float  # δ used in the bound (0 for an (ε, 0) mechanism)
+    alpha: float
+    trials: int
+    score: str
+    canary: str
+    canary_description: str
+    canary_index: int
+    canary_label: float
+    threshold: float
+    direction: str  # "above": canary judged present when score > threshold; "below": <
+    false_positives: int
+    n_without: int
+    false_negatives: int
+    n_with: int
+    fpr_upper: float
+    fnr_upper: float
+    scores_without: np.ndarray  # (trials,)
+    scores_with: np.ndarray  # (trials,)
+    sigma: float | None
+    seconds: float
+    note: str | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    threat: str = "black-box"
+    epsilon_lower_bound_direct: float = 0.0
+    epsilon_lower_bound_gdp: float | None = None  # only where the scores are Gaussian shifts
+    mu_lower_bound: float | None = None
+    confidence: float = 0.95
+    region: dict[str, Any] = field(default_factory=dict)  # the certified privacy region, drawn
+    # every estimator's bound with its assumption (bounds.Estimate.to_dict); "headline":
+    # whether it enters epsilon_lower_bound (the maximum, Bonferroni-corrected)
+    estimates: tuple[dict[str, Any], ...] = ()
+    share_of_claim: float | None = None  # ε_LB / min(target, certified)
+    epsilon_attack_ceiling: float | None = None  # white-box: the most the attack's view can show
+    size_ceiling: float = math.inf  # the largest direct bound this many runs can give
+    at_size_ceiling: bool = False
+    epsilon_gaussian_assumption: float | None = None  # black-box: labelled, not in the headline
+    shift_check: dict[str, Any] | None = None  # end-to-end: what the real neighbours moved
+
+    def roc(self, points: int = 201) -> dict[str, list[float]]:
+        """The attack's empirical ROC on all runs (at most ``points`` points)."""
+        fpr, tpr = roc_points(self.scores_without, self.scores_with)
+        keep = np.unique(np.linspace(0, fpr.size - 1, min(points, fpr.size)).round().astype(int))
+        return {"fpr": fpr[keep].tolist(), "tpr": tpr[keep].tolist()}
+
+    def to_dict(self, scores: bool = True) -> dict[str, Any]:
+        """The command line's JSON record (SPEC §7); infinite ε become ``null`` in ``jsonutil.dumps``."""
+        out: dict[str, Any] = {
+            "dataset": self.config.dataset,
+            "dataset_name": self.dataset_name,
+            "model": self.config.model,
+            "mechanism": self.config.mechanism,
+            "mechanism_name": self.mechanism_name,
+            "calibration": self.config.calibration,
+            "epsilon_target": self.epsilon_target,
+            "epsilon_certified": self.epsilon_certified,
+            "epsilon_lower_bound": self.epsilon_lower_bound,
+            "verdict": self.verdict,
+            "refuted": list(self.refuted),
+            "delta": self.delta,
+            "alpha": self.alpha,
+            "trials": self.trials,
+            "score": self.score,
+            "canary": self.canary,
+            "canary_description": self.canary_description,
+            "canary_index": self.canary_index,
+            "canary_label": self.canary_label,
+            "neighbouring": NEIGHBOURING,
+            "threshold": self.threshold,
+            "direction": self.direction,
+            "false_positives": self.false_positives,
+            "n_without": self.n_without,
+            "false_negatives": self.false_negatives,
+            "n_with": self.n_with,
+            "fpr_upper": self.fpr_upper,
+            "fnr_upper": self.fnr_upper,
+            "n_train": self.n_train,
+            "d": self.d,
+            "sigma": self.sigma,
+            "seconds": self.seconds,
+            "note": self.note,
+            "warnings": list(self.warnings),
+            "threat": self.threat,
+            "epsilon_lower_bound_direct": self.epsilon_lower_bound_direct,
+            "epsilon_lower_bound_gdp": self.epsilon_lower_bound_gdp,
+            "mu_lower_bound": self.mu_lower_bound,
+            "confidence": self.confidence,
+            "region": self.region,
+            "estimates": [dict(e) for e in self.estimates],
+            "share_of_claim": self.share_of_claim,
+            "epsilon_attack_ceiling": self.epsilon_attack_ceiling,
+            "size_ceiling": self.size_ceiling,
+            "at_size_ceiling": self.at_size_ceiling,
+            "epsilon_gaussian_assumption": self.epsilon_gaussian_assumption,
+            "shift_check": self.shift_check,
+            "roc": self.roc(),
+            "config": self.config.to_dict(),
+        }
+        if scores:
+            out["scores"] = {"without_canary": [float(v) for v in self.scores_without],
+                             "with_canary": [float(v) for v in self.scores_with]}
+        return out
+
+
+def _run_seeds(seed: int, side: int, trials: int) -> np.ndarray:
+    """Run r on side s (0: D, 1: D') of audit seed S uses seed (2S + s)·2²⁰ + r.
+
+    Disjoint between the two sides and between audits with different seeds, whatever
+    their sizes (a larger audit with the same seed extends a smaller one).
+    """
+    if not 0 < int(trials) <= RUN_SEED_STRIDE:  # pragma: no cover - PARAMS caps trials below
+        raise ParameterError(f"at most {RUN_SEED_STRIDE} runs a side")
+    return (2 * int(seed) + side) * RUN_SEED_STRIDE + np.arange(int(trials))
+
+
+@in_context_pool
+def audit(
+    config: RunSpec,
+    trials: int,
+    alpha: float = 0.05,
+    canary: str = "auto",
+    score: str = "margin",
+    max_rows: int | None = 5000,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    threat: str = "black-box",
+    canary_label: float = 1.0,
+    chunk_size: int = DEFAULT_CHUNK,
+    dataset=None,
+    ctx: Context | None = None,
+    end_to_end: bool = False,
+) -> AuditResult:
+    """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
+
+    ``config`` names the dataset, model, mechanism and every setting as for
+    :func:`dpcore.experiments.run.run` (its ``repeats`` is ignored; ``seed`` seeds the canary,
+    the subsample and the runs).  Runs go through the mechanism in batched chunks of
+    ``chunk_size``; ``progress(done, total)``, ``total = 2·trials``, is called before the first
+    and after every chunk (black-box: after each side of it).  More than ``max_rows`` training
+    rows are audited on a seeded subsample of that many (``note`` says so).  ``dataset``: a
+    user's own data in place of ``config.dataset``; ``ctx``: where the full data's exact
+    solution comes from (by default :func:`~dpcore.experiments.context.default_context`).
+
+    The threat model is a strategy of :data:`dpcore.audit.threats.STRATEGIES`: ``"black-box"``
+    scores the released model on the canary (``canary``, ``canary_label``, ``score``);
+    ``"white-box"`` every release along the way (:mod:`dpcore.audit.whitebox`);
+    ``end_to_end=True`` (white-box, noisy-gradient mechanisms) first measures, on a real
+    neighbouring pair with common random numbers, what the record moves the first release and
+    how often it is sampled, scores with that shift, and refutes the certificate if either
+    exceeds what the plan declares.
+
+    How α is split: the audited ε is the largest estimate, each estimator at its share of α
+    (weighted Bonferroni, :data:`dpcore.audit.bounds.ALPHA_SHARES`), so it holds with
+    confidence 1 − α.  The shares depend on what the threat's scores are, never on their values:
+
+    * white-box scores that are exact Gaussian shifts, δ > 0: the direct bound 0.1·α, the
+      pooled error 0.1·α, the effect size 0.8·α;
+    * white-box scores of Poisson-sampled Gaussian steps, δ > 0: the direct bound 0.1·α, the
+      sampled-Gaussian fit 0.9·α;
+    * anything else (every black-box audit; other white-box noise, the non-private baseline,
+      δ = 0): the direct bound alone, at α.
+
+    The direct bound's share α_d picks the threshold and is halved between the two error rates
+    (Clopper–Pearson at 1 − α_d/2 each); the size ceiling uses α_d too.  Black-box audits of
+    private mechanisms at δ > 0 also report a Gaussian-assumption figure (pooled error and
+    effect size, at α/2 each), labelled, never in the audited ε.  The end-to-end check bounds
+    the sampling rate at 1 − α/2 a side, outside this split.  δ is 0 for (ε, 0) mechanisms.
+
+    References: Jagielski, Ullman & Oprea 2020, Alg. 2; Nasr et al. 2023.
+    """
+    t_start = time.perf_counter()
+    trials, alpha, canary, score, strategy, chunk_size, max_rows = _arguments(
+        config, trials, alpha, canary, score, threat, chunk_size, max_rows, end_to_end, progress)
+    mechanism = get_mechanism(config.mechanism)
+    canary = resolve_canary(canary, mechanism)
+    problem, model, note = _audited_problem(config, dataset, max_rows, ctx)
+    mechanism.check(problem, config)
+    # every run of both sides is trained, a chunk at a time: refuse what would not fit or finish
+    check_budget(dataclasses.replace(config, repeats=min(chunk_size, trials)), problem.dataset, model, mechanism,
+                 runs=2 * trials, what="the iterations or the trials")
+    attack = strategy(mechanism, problem, model, config, canary, canary_label, score)
+    message = delta_warning(config.delta, attack.problem.n)
+    caught = [message] if mechanism.private and message else []
+    if progress is not None:
+        progress(0, 2 * trials)
+    seeds = (_run_seeds(config.seed, 0, trials), _run_seeds(config.seed, 1, trials))
+    first = mechanism.run(attack.problem, config, BatchRNG([int(seeds[0][0])]))
+    eps_certified = first.certified(config.delta)[0]
+    caught += attack.measure(seeds, alpha)
+    scores = _score_runs(attack, seeds, chunk_size, progress, caught)
+    delta = 0.0 if mechanism.notion == "(ε, 0)" else float(config.delta)
+    evidence = _estimate(attack, scores, delta, alpha, config.seed)
+    return _result(config, mechanism, attack, first, eps_certified, evidence, alpha, note, caught, t_start)
+
+
+def _arguments(config, trials, alpha, canary, score, threat, chunk_size, max_rows, end_to_end, progress) -> tuple:
+    """:func:`audit`'s arguments checked, in order (the first bad one is named), the threat as
+    its strategy class."""
+    if not isinstance(config, RunSpec):
+        raise ParameterError(f"audit needs a dpcore.experiments.run.RunSpec; got {type(config).__name__}")
+    trials = _check("trials", trials)
+    alpha = _check("alpha", alpha)
+    canary = _check("canary", canary)
+    score = _check("score", score)
+    threat = _check("threat", threat)
+    chunk_size = _check("chunk_size", chunk_size)
+    if max_rows is not None:
+        max_rows = _check("max_rows", max_rows)
+    strategy = threat_strategy(threat, end_to_end)
+    if progress is not None and not callable(progress):
+        raise ParameterError("progress must be a callable progress(done, total) or None")
+    return trials, alpha, canary, score, strategy, chunk_size, max_rows
+
+
+def _audited_problem(config: RunSpec, dataset, max_rows: int | None, ctx) -> tuple[Problem, Any, str | None]:
+    """The problem the audit trains on, its model, and the note of a subsample (more than
+    ``max_rows`` training rows are audited on a seeded subsample of that many)."""
+    data, model = problem_data(config, dataset)
+    if max_rows is not None and data.n > max_rows:
+        # the full data's exact ERM is never needed (for an MLP on Adult it takes minutes)
+        ds = subsample(data, max_rows, config.seed)
+        return Problem(dataset=ds, model=model, erm=LazySolution(model, ds.X_train, ds.y_train)), model, ds.notes[-1]
+    return load_problem(config, dataset, ctx), model, None
+
+
+def _score_runs(attack, seeds, chunk_size: int, progress, caught: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Every run of both sides, a chunk at a time, scored by the threat's strategy, with
+    ``progress(done, 2·trials)`` after each step.  The privacy warnings the runs raise go to
+    ``caught`` (once each); any other warning passes on."""
+    trials = seeds[0].size
+    scores = (np.empty(trials), np.empty(trials))
+    done = 0
+    with warnings.catch_warnings(record=True) as wlist:
+        warnings.simplefilter("always", PrivacyWarning)
+        for start in range(0, trials, chunk_size):
+            for runs in attack.score_chunk(seeds, start, min(trials, start + chunk_size), scores):
+                done += runs
+                if progress is not None:
+                    progress(done, 2 * trials)
+    for w in wlist:
+        if issubclass(w.category, PrivacyWarning):
+            if str(w.message) not in caught:
+                caught.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return scores
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What the scores showed: the membership test, the estimators whose maximum is the audited ε
+    (``headline``), the ones reported beside it (``labelled``), and the δ and direct share of α used."""
+
+    scores: tuple[np.ndarray, np.ndarray]
+    test: MembershipTest
+    headline: list[Estimate]
+    labelled: tuple | None
+    delta: float
+    alpha_direct: float
+
+
+def _estimate(attack, scores, delta: float, alpha: float, seed: int) -> _Evidence:
+    """Every estimator the threat's scores allow, each at its share of α (see :func:`audit`)."""
+    s0, s1 = scores
+    gdp = attack.gaussian is not None and delta > 0  # the two score distributions are Gaussian shifts
+    sampled = attack.sampled if delta > 0 else None  # Poisson-sampled Gaussian sums
+    share = ALPHA_SHARES["gaussian" if gdp else "sampled-gaussian" if sampled is not None else "other"]
+    a = alpha * share["direct"]
+    test = membership_test(s0, s1, delta, a)
+    estimates = [Estimate("direct", test.epsilon_lower_bound, a, ASSUMPTIONS["direct"], None,
+                          f"{test.false_positives} false positives of {test.n_without}, "
+                          f"{test.false_negatives} false negatives of {test.n_with}")]
+    if gdp:  # threshold 0: the log-likelihood-ratio scores are symmetric about it
+        g0, g1 = attack.gaussian
+        fp, fn = int(np.sum(g0 > 0.0)), int(np.sum(g1 <= 0.0))
+        estimates.append(pooled_error_bound(fp, g0.size, fn, g1.size, delta, alpha * share["pooled-error"]))
+        estimates.append(effect_size_bound(g0, g1, delta, alpha * share["effect-size"]))
+    if sampled is not None:
+        estimates.append(sampled_gaussian_bound(s0, s1, sampled[2], sampled[0], sampled[1], delta,
+                                                alpha * share["sampled-gaussian"], seed=seed))
+    return _Evidence(scores, test, estimates, attack.labelled_estimates(s0, s1, delta, alpha), delta, a)
+
+
+def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev: _Evidence, alpha: float,
+            note: str | None, caught: list[str], t_start: float) -> AuditResult:
+    """The verdict on the two claims, and everything the audit found."""
+    records = [dict(e.to_dict(), headline=True) for e in ev.headline] + [
+        dict(e.to_dict(), headline=False) for e in (ev.labelled or ())]
+    best = max(ev.headline, key=lambda e: e.epsilon)
+    gaussian_best = max((e for e in ev.headline if e.name != "direct"), key=lambda e: e.epsilon, default=None)
+    eps_target = float(config.epsilon) if mechanism.private else math.inf
+    eps_lb = best.epsilon
+    v, refuted = verdict(eps_lb, eps_target, eps_certified, mechanism.private)
+    shift = attack.shift
+    if shift is not None and shift.findings():  # the certificate's premise is measured false
+        v, refuted = NOT_MET, tuple(dict.fromkeys((*refuted, "certified")))
+    claim = min(eps_target, eps_certified)
+    ceiling = size_ceiling(len(ev.scores[0]), ev.delta, ev.alpha_direct)
+    if eps_lb > eps_certified:
+        caught.append("the audited lower bound exceeds the certified ε: either the proof or its "
+                      f"implementation is wrong, or this is an event of probability ≤ α = {alpha:g}")
+    for arr in ev.scores:
+        arr.setflags(write=False)
+    test, problem, ceiling_mu = ev.test, attack.problem, attack.ceiling_mu
+    return AuditResult(
+        config=config,
+        mechanism_name=mechanism.name,
+        dataset_name=problem.dataset.name,
+        n_train=problem.n,
+        d=problem.d,
+        epsilon_target=eps_target,
+        epsilon_certified=eps_certified,
+        epsilon_lower_bound=eps_lb,
+        verdict=v,
+        refuted=refuted,
+        delta=ev.delta,
+        alpha=alpha,
+        trials=len(ev.scores[0]),
+        threshold=test.threshold,
+        direction=test.direction,
+        false_positives=test.false_positives,
+        n_without=test.n_without,
+        false_negatives=test.false_negatives,
+        n_with=test.n_with,
+        fpr_upper=test.fpr_upper,
+        fnr_upper=test.fnr_upper,
+        scores_without=ev.scores[0],
+        scores_with=ev.scores[1],
+        sigma=first.sigma,
+        seconds=time.perf_counter() - t_start,
+        note=note,
+        warnings=tuple(caught),
+        threat=attack.threat,
+        epsilon_lower_bound_direct=test.epsilon_lower_bound,
+        epsilon_lower_bound_gdp=gaussian_best.epsilon if gaussian_best else None,
+        mu_lower_bound=gaussian_best.mu if gaussian_best else None,
+        confidence=1.0 - alpha,
+        region=privacy_region(first.plan, eps_target, float(config.delta), mechanism.private),
+        estimates=tuple(records),
+        share_of_claim=eps_lb / claim if mechanism.private and math.isfinite(claim) and claim > 0 else None,
+        epsilon_attack_ceiling=(gdp_epsilon_lower(ceiling_mu, ev.delta) if ceiling_mu is not None and ev.delta > 0
+                                else None),
+        size_ceiling=ceiling,
+        at_size_ceiling=best.name == "direct" and eps_lb >= ceiling * (1 - 1e-9),
+        epsilon_gaussian_assumption=max((e.epsilon for e in ev.labelled), default=None) if ev.labelled else None,
+        shift_check=None if shift is None else shift.to_dict(),
+        **attack.record(),
+    )

@@ -1,0 +1,341 @@
+"""The membership test and the verdict: an empirical lower bound on ε (SPEC §5).
+
+A certified ε is a proof; an audited ε is evidence.  An audit runs a mechanism many
+times on two neighbouring training sets, ``D`` (without the canary) and ``D'`` (with it;
+:mod:`dpcore.audit.canaries`), scores every release by how much it "remembers" the
+canary (:mod:`dpcore.audit.threats`), and turns the two score samples into a statistical
+test "was the canary in the training set?".  For an (ε, δ)-DP mechanism every such test
+has false-positive and false-negative rates with ``FPR + e^ε·FNR ≥ 1 − δ`` and
+``FNR + e^ε·FPR ≥ 1 − δ`` (Kairouz, Oh & Viswanath 2015), so upper confidence bounds on
+the two rates give a lower confidence bound on ε:
+
+    ε_LB = max( ln((1 − δ − FNR_u)/FPR_u), ln((1 − δ − FPR_u)/FNR_u) ),  floored at 0.
+
+Procedure (Jagielski, Ullman & Oprea 2020), at a confidence level 1 − α:
+
+1. each side's runs are split in half; on the first halves the threshold and
+   its direction ("canary present when the score is above / below t") are
+   chosen to maximise the bound;
+2. on the second halves the false positives (runs on ``D`` judged "canary
+   present") and false negatives (runs on ``D'`` judged "absent") are counted;
+3. one-sided Clopper–Pearson upper bounds at confidence ``1 − α/2`` each give
+   ``FPR_u`` and ``FNR_u``; by the union bound both hold together with
+   probability ≥ 1 − α, so ``P(ε_LB > ε_true) ≤ α``.  The threshold was chosen
+   on independent runs, so the evaluation counts are honest binomials.
+
+This direct bound assumes nothing about the mechanism.  The audit runs it at its share of
+the audit's α (:data:`dpcore.audit.bounds.ALPHA_SHARES`: all of it unless sharper
+estimators apply; :func:`dpcore.audit.core.audit` says which).
+
+Verdict.  An audit tests two claims: the target ε (what the calibration
+promised) and the certified ε (what the noise that ran provably gives).  The
+claim tested is the stronger (smaller) of the two:
+
+* ``"claim not met"`` – ``ε_LB`` exceeds it; ``refuted`` names which claims
+  (``"target"``, ``"certified"``) the evidence contradicts.  A refuted
+  *certified* ε means a bug or an event of probability ≤ α;
+* ``"not refuted"`` – otherwise; ``share_of_claim`` (ε_LB / claim) says how close
+  the attack came.  An audit only ever gives a lower bound: it can refute a claim,
+  never prove one, and a small share is no evidence either way (a thousand runs
+  cannot tell ε = 1 from ε = 0.1 by the direct bound);
+* ``"no guarantee claimed"`` – the non-private baseline.
+
+References: Jagielski, Ullman & Oprea 2020, "Auditing Differentially Private
+Machine Learning: How Private is Private SGD?" (NeurIPS), Alg. 2; Kairouz, Oh &
+Viswanath 2015, Thm 2.1; Clopper & Pearson 1934.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import ParameterError
+from ..params import validate
+from ..privacy import certify
+from .bounds import clopper_pearson_upper, effect_size_bound, pooled_error_bound
+
+__all__ = [
+    "NOT_MET",
+    "NOT_REFUTED",
+    "NO_GUARANTEE",
+    "VERDICTS",
+    "MembershipTest",
+    "choose_threshold",
+    "epsilon_lower_bound",
+    "gaussian_assumption",
+    "membership_test",
+    "privacy_region",
+    "roc_points",
+    "size_ceiling",
+    "summary",
+    "tradeoff_curve",
+    "verdict",
+]
+
+NOT_REFUTED, NOT_MET, NO_GUARANTEE = ("not refuted", "claim not met", "no guarantee claimed")
+VERDICTS = (NOT_REFUTED, NOT_MET, NO_GUARANTEE)
+
+
+def _check(name: str, value: Any) -> Any:
+    """Validate an audit parameter against its declaration in :data:`dpcore.params.PARAMS`."""
+    return validate(name, value, "audit")
+
+
+def epsilon_lower_bound(fp, n0, fn, n1, delta: float, alpha: float):
+    """ε lower bound at confidence 1 − α from a membership test's error counts.
+
+    ``fp`` of ``n0`` runs without the canary were judged "canary present",
+    ``fn`` of ``n1`` runs with it were judged "absent".  Each rate gets a
+    Clopper–Pearson upper bound at confidence ``1 − α/2`` (union bound: both
+    hold together with probability ≥ 1 − α); then
+
+        ε_LB = max(ln((1 − δ − FNR_u)/FPR_u), ln((1 − δ − FPR_u)/FNR_u)),
+
+    floored at 0.  It never grows with fp or fn.  Works elementwise on arrays.
+
+    >>> round(epsilon_lower_bound(0, 500, 0, 500, 1e-5, 0.05), 4)   # a perfect test
+    4.9056
+    >>> epsilon_lower_bound(250, 500, 250, 500, 1e-5, 0.05)         # a coin flip
+    0.0
+
+    References: Kairouz, Oh & Viswanath 2015, Thm 2.1; Jagielski et al. 2020, Alg. 2.
+    """
+    alpha = _check("alpha", alpha)
+    if not 0.0 <= delta < 1.0:  # a statistic: δ = 0 (pure DP) is allowed here
+        raise ParameterError(f"delta must be in [0, 1); got {delta!r}")
+    conf = 1.0 - alpha / 2.0
+    eps = _epsilon_from_uppers(np.asarray(clopper_pearson_upper(fp, n0, conf)),
+                               np.asarray(clopper_pearson_upper(fn, n1, conf)), delta)
+    return float(eps) if eps.ndim == 0 else eps
+
+
+def _epsilon_from_uppers(fpr_u: np.ndarray, fnr_u: np.ndarray, delta: float) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.log(np.maximum(1.0 - delta - fnr_u, 0.0) / fpr_u)
+        b = np.log(np.maximum(1.0 - delta - fpr_u, 0.0) / fnr_u)
+    return np.maximum(np.maximum(a, b), 0.0)
+
+
+def choose_threshold(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float) -> tuple[float, str]:
+    """Threshold and direction maximising :func:`epsilon_lower_bound` on (s0, s1).
+
+    ``s0``: scores of runs without the canary, ``s1``: with it.  Candidates are
+    every observed score ``t`` in both directions: "above" judges the canary
+    present when ``score > t``, "below" when ``score < t``.  Ties in the bound
+    go to the smaller balanced error ``FPR + FNR``.
+    """
+    s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
+    alpha = _check("alpha", alpha)
+    # Counts are integers: bound every possible count once, then look them up.
+    conf = 1.0 - alpha / 2.0
+    up0 = np.asarray(clopper_pearson_upper(np.arange(s0.size + 1), s0.size, conf))
+    up1 = np.asarray(clopper_pearson_upper(np.arange(s1.size + 1), s1.size, conf))
+    best: tuple | None = None
+    for direction, sign in (("above", 1.0), ("below", -1.0)):
+        a0, a1 = np.sort(sign * s0), np.sort(sign * s1)
+        cand = np.unique(np.concatenate([a0, a1]))
+        fp = a0.size - np.searchsorted(a0, cand, side="right")  # runs on D with score > t
+        fn = np.searchsorted(a1, cand, side="right")  # runs on D' with score ≤ t
+        bound = _epsilon_from_uppers(up0[fp], up1[fn], delta)
+        err = fp / a0.size + fn / a1.size
+        i = np.lexsort((err, -bound))[0]
+        key = (float(bound[i]), -float(err[i]))
+        if best is None or key > best[0]:
+            best = (key, float(sign * cand[i]), direction)
+    return best[1], best[2]
+
+
+def _judge(scores: np.ndarray, threshold: float, direction: str) -> np.ndarray:
+    """True where the test says "canary present"."""
+    return scores > threshold if direction == "above" else scores < threshold
+
+
+@dataclass(frozen=True)
+class MembershipTest:
+    """Outcome of the split-half test on two score samples (see :func:`membership_test`)."""
+
+    threshold: float
+    direction: str  # "above": canary judged present when score > threshold; "below": <
+    false_positives: int
+    n_without: int
+    false_negatives: int
+    n_with: int
+    fpr_upper: float
+    fnr_upper: float
+    epsilon_lower_bound: float
+
+
+def membership_test(s0, s1, delta: float, alpha: float) -> MembershipTest:
+    """Split-half membership test on scores without (``s0``) and with (``s1``) the canary.
+
+    The first ``⌊N/2⌋`` scores of each sample choose the threshold
+    (:func:`choose_threshold`); the rest are counted and bounded with
+    :func:`epsilon_lower_bound`.  Runs are i.i.d., so a fixed split is a random one.
+
+    >>> t = membership_test(np.zeros(1000), np.ones(1000), 0.0, 0.05)
+    >>> (t.false_positives, t.false_negatives, round(t.epsilon_lower_bound, 4))
+    (0, 0, 4.9056)
+    """
+    s0, s1 = np.asarray(s0, float), np.asarray(s1, float)
+    h0, h1 = s0.size // 2, s1.size // 2
+    if min(h0, h1) < 1:
+        raise ParameterError("the membership test needs at least 2 scores on each side")
+    threshold, direction = choose_threshold(s0[:h0], s1[:h1], delta, alpha)
+    e0, e1 = s0[h0:], s1[h1:]
+    fp = int(np.sum(_judge(e0, threshold, direction)))
+    fn = int(np.sum(~_judge(e1, threshold, direction)))
+    conf = 1.0 - alpha / 2.0
+    return MembershipTest(
+        threshold=threshold, direction=direction,
+        false_positives=fp, n_without=e0.size, false_negatives=fn, n_with=e1.size,
+        fpr_upper=clopper_pearson_upper(fp, e0.size, conf),
+        fnr_upper=clopper_pearson_upper(fn, e1.size, conf),
+        epsilon_lower_bound=epsilon_lower_bound(fp, e0.size, fn, e1.size, delta, alpha),
+    )
+
+
+def tradeoff_curve(profile, fpr: np.ndarray) -> np.ndarray:
+    """The smallest false-negative rate any test can have at each false-positive rate, for a
+    mechanism that is (ε_i, δ_i)-DP for every pair of ``profile`` (its privacy profile):
+    ``β(α) = max(0, max_i 1 − δ_i − e^{ε_i}α, max_i e^{−ε_i}(1 − δ_i − α))``.
+
+    >>> float(tradeoff_curve([(0.0, 0.0)], np.array([0.3]))[0])   # ε = 0: no test beats chance
+    0.7
+
+    References: Kairouz, Oh & Viswanath 2015, Thm 2.1; Dong, Roth & Su 2019, Prop. 2.12.
+    """
+    fpr = np.asarray(fpr, dtype=float)
+    beta = np.zeros_like(fpr)
+    for eps, dlt in profile:
+        if not math.isfinite(eps):
+            continue
+        beta = np.maximum(beta, 1.0 - dlt - math.exp(min(eps, 700)) * fpr)
+        beta = np.maximum(beta, math.exp(-eps) * (1.0 - dlt - fpr))
+    return np.clip(beta, 0.0, 1.0)
+
+
+def roc_points(s0, s1) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical (FPR, TPR) of "canary present when score > t" over every threshold t."""
+    s0, s1 = np.sort(np.asarray(s0, float)), np.sort(np.asarray(s1, float))
+    t = np.unique(np.concatenate([[-np.inf], s0, s1]))
+    fpr = 1.0 - np.searchsorted(s0, t, side="right") / s0.size
+    tpr = 1.0 - np.searchsorted(s1, t, side="right") / s1.size
+    return fpr, tpr
+
+
+def verdict(epsilon_lb: float, epsilon_target: float, epsilon_certified: float,
+            private: bool = True) -> tuple[str, tuple[str, ...]]:
+    """(verdict, refuted claims) for an audit; see the module docstring.
+
+    >>> verdict(3.0, 1.0, 2.4)
+    ('claim not met', ('target', 'certified'))
+    >>> verdict(1.5, 1.0, 2.4)
+    ('claim not met', ('target',))
+    >>> verdict(0.6, 1.0, 1.0)
+    ('not refuted', ())
+    >>> verdict(4.0, math.inf, math.inf, private=False)
+    ('no guarantee claimed', ())
+    """
+    if not private:
+        return NO_GUARANTEE, ()
+    refuted = tuple(name for name, eps in (("target", epsilon_target), ("certified", epsilon_certified))
+                    if epsilon_lb > eps)
+    if refuted:
+        return NOT_MET, refuted
+    return NOT_REFUTED, ()
+
+
+def size_ceiling(trials: int, delta: float, alpha: float) -> float:
+    """The largest direct bound an audit of ``trials`` runs a side can give (a perfect test
+    on the counted halves): beyond it, only more runs can show more.
+
+    >>> round(size_ceiling(1000, 1e-5, 0.05), 4)
+    4.9056
+    """
+    half = int(trials) - int(trials) // 2
+    return epsilon_lower_bound(0, half, 0, half, delta, alpha)
+
+
+def summary(rec: dict[str, Any]) -> str:
+    """The one line a student reads: which claim the audit refuted, or how close it came.
+
+    ``rec`` is :meth:`AuditResult.to_dict`.  Infinite ε may be ``inf`` or ``None`` (JSON)."""
+    def e(v):
+        return "∞" if v is None or v == math.inf else f"{v:.3g}"
+
+    lb = rec["epsilon_lower_bound"]
+    shown = f"ε ≥ {e(lb)}"
+    if rec.get("at_size_ceiling"):
+        shown = (f"ε ≥ {e(lb)}, the ceiling of an audit of {rec['trials']} runs a side "
+                 "(more runs could show more)")
+    if rec["verdict"] == NO_GUARANTEE:
+        return f"No guarantee claimed; the audit shows {shown}."
+    target, certified = rec["epsilon_target"], rec["epsilon_certified"]
+    if rec["verdict"] == NOT_MET:
+        names = {"target": f"the target ε = {e(target)}", "certified": f"the certified ε = {e(certified)}"}
+        which = " and ".join(names[r] for r in rec["refuted"])
+        line = f"Refuted: {which}. The audit shows {shown}."
+        findings = (rec.get("shift_check") or {}).get("findings")
+        if findings:
+            line += (" The end-to-end check measured the implementation doing more than its plan declares, "
+                     "so the certificate does not apply to the noise that ran.")
+        elif "certified" in rec["refuted"]:
+            line += " A refuted certificate means a bug, or bad luck of probability ≤ α."
+        return line
+    claim = min(v for v in (target, certified) if v is not None)
+    share = rec.get("share_of_claim")
+    pct = "" if share is None else f" ({100 * share:.0f} % of the claim ε = {e(claim)})"
+    return f"Not refuted{pct}: the audit shows {shown}. An audit can refute a claim, never prove one."
+
+def privacy_region(plan, epsilon_target: float, delta: float, private: bool = True,
+                   points: int = 101) -> dict[str, Any]:
+    """The region no attack can enter: at each false-positive rate α, the largest true-positive
+    rate ``1 − β(α)`` that the certified guarantee (the plan's privacy profile over δ) and the
+    target (ε, δ) allow.  An infinite guarantee leaves every point allowed (the region is empty)."""
+    fpr = np.concatenate([[0.0], np.geomspace(1e-4, 1.0, points - 1)])
+    out: dict[str, Any] = {"fpr": fpr.tolist()}
+    if not private:
+        out.update(tpr_max_certified=[1.0] * fpr.size, tpr_max_target=None,
+                   note="no guarantee: every (FPR, TPR) is possible, the region is empty")
+        return out
+    deltas = sorted({*np.geomspace(1e-10, 0.5, 16).tolist(), float(delta)})
+    profile = [(certify(plan, d), d) for d in deltas]
+    if all(math.isinf(e) for e, _ in profile):
+        out["tpr_max_certified"] = [1.0] * fpr.size
+        out["note"] = "certified ε = ∞: no guarantee, so nothing is excluded (the region is empty)"
+    else:
+        out["tpr_max_certified"] = (1.0 - tradeoff_curve(profile, fpr)).tolist()
+        out["note"] = ("above the certified curve no attack can go (with the certified guarantee); above "
+                       "the target curve, none if the target were met. The attack's curve is measured on "
+                       "finitely many runs, so it may cross a curve by chance; the audited ε allows for that")
+    out["tpr_max_target"] = (1.0 - tradeoff_curve([(epsilon_target, delta)], fpr)).tolist()
+    return out
+
+
+def gaussian_assumption(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float) -> tuple:
+    """Black-box: what the runs would show *if* the attack's trade-off were Gaussian — the
+    pooled error at a threshold chosen on the first halves (counted on the second) and the
+    effect size of the scores, each at α/2.  Reported beside the direct bound, labelled; never
+    part of the audited ε (black-box scores are not exactly Gaussian)."""
+    a = alpha / 2
+    h0, h1 = s0.size // 2, s1.size // 2
+    e0, e1 = s0[h0:], s1[h1:]
+    best = None
+    for direction, sign in (("above", 1.0), ("below", -1.0)):
+        a0, a1 = np.sort(sign * s0[:h0]), np.sort(sign * s1[:h1])
+        cand = np.unique(np.concatenate([a0, a1]))
+        err = (a0.size - np.searchsorted(a0, cand, side="right")) + np.searchsorted(a1, cand, side="right")
+        i = int(np.argmin(err))
+        if best is None or err[i] < best[0]:
+            best = (int(err[i]), float(sign * cand[i]), direction)
+    _, threshold, direction = best
+    n = min(e0.size, e1.size)
+    e0, e1 = e0[:n], e1[:n]
+    fp = int(np.sum(_judge(e0, threshold, direction)))
+    fn = int(np.sum(~_judge(e1, threshold, direction)))
+    sign = 1.0 if direction == "above" else -1.0
+    return (pooled_error_bound(fp, n, fn, n, delta, a), effect_size_bound(sign * s0, sign * s1, delta, a))

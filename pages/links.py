@@ -1,0 +1,134 @@
+"""A view's state, declared once: the link that reproduces it, and the settings views share.
+
+A view declares its widgets' keys with a default of each one's type (:func:`restore_from_url`);
+the same declaration writes the link (:func:`write_to_url`), so a link a lecturer hands out
+opens the same numbers.  Settings such as the dataset, ε and δ travel from view to view
+(:func:`shared_settings`, :func:`publish_settings`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+
+def url_value(raw: str, default: Any) -> Any:
+    """A link's text as a value of ``default``'s type (a list: comma-separated items); raises
+    ValueError when it does not parse."""
+    if isinstance(default, bool):
+        low = raw.strip().lower()
+        if low not in ("1", "true", "yes", "0", "false", "no"):
+            raise ValueError(raw)
+        return low in ("1", "true", "yes")
+    if isinstance(default, int):
+        value = float(raw)
+        if not math.isfinite(value) or value != int(value):
+            raise ValueError(raw)
+        return int(value)
+    if isinstance(default, float):
+        value = float(raw)
+        if math.isnan(value):
+            raise ValueError(raw)
+        return value
+    if isinstance(default, (list, tuple)):
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw
+
+
+def url_text(value: Any) -> str:
+    """A widget's value as a link writes it (the inverse of :func:`url_value`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _declared(defaults: dict[str, Any], prefixes: dict[str, Any], key: str) -> Any:
+    """The default (hence the type) a view declares for ``key``, or ``None`` when it declares none."""
+    if key in defaults:
+        return defaults[key]
+    for prefix, default_of in prefixes.items():
+        if key.startswith(prefix):
+            return default_of(key)
+    return None
+
+
+def restore_from_url(defaults: dict[str, Any], prefixes: dict[str, Any] | None = None) -> None:
+    """Seed widget state from ``st.query_params`` once per session (so a shared link reproduces a view).
+
+    ``defaults`` maps widget keys to a value of the right type (a list for a multiselect);
+    ``prefixes`` maps a key prefix (a family of widgets made on the fly, such as a mechanism's
+    option boxes) to a function giving a key's default, ``None`` for a key it does not know.
+    URL strings are converted to that type; a value that does not parse is said and ignored.
+    The same declaration writes the link (:func:`write_to_url`): a view's state is declared once.
+    """
+    prefixes = prefixes or {}
+    flag = "_url_restored_" + "_".join(sorted(defaults))
+    if st.session_state.get(flag):
+        return
+    st.session_state[flag] = True
+    for key in list(st.query_params):
+        default = _declared(defaults, prefixes, key)
+        if default is None or key in st.session_state:
+            continue
+        raw = st.query_params[key]
+        st.session_state.setdefault("_from_url", {})[key] = raw
+        try:
+            value = url_value(raw, default)
+        except (ValueError, OverflowError):
+            kind = "true or false" if isinstance(default, bool) else "a whole number" if isinstance(default, int) \
+                else "a number"
+            used = f"{default:g}" if isinstance(default, float) else url_text(default)
+            st.warning(f"The link's {key} = {raw[:40]} is not {kind}; using {used}, the default.")
+            continue
+        st.session_state[key] = value
+
+
+def share_link(base: str | None, params: dict[str, str]) -> str:
+    """The address that opens this view with these settings: the page's URL without its old
+    query, then the settings (relative, ``?…``, when the page's URL is unknown)."""
+    page = (base or "").split("?", 1)[0].split("#", 1)[0]
+    return f"{page}?{urlencode(params)}" if params else page or "?"
+
+
+def write_to_url(keys, prefixes=()) -> None:
+    """Mirror the current widget values into the URL, and offer that URL in the sidebar as a
+    link to hand out (a class opens the same view with the same settings).  ``keys``: the
+    view's declared widget keys; ``prefixes``: its families of widgets made on the fly (every
+    key in the session that starts with one)."""
+    chosen = [k for k in keys if k in st.session_state]
+    chosen += sorted(k for k in st.session_state if isinstance(k, str) and k not in chosen
+                     and any(k.startswith(p) for p in prefixes))
+    for key in chosen:
+        st.query_params[key] = url_text(st.session_state[key])
+    link = share_link(getattr(st.context, "url", None), {k: st.query_params[k] for k in st.query_params})
+    with st.sidebar.expander("Link for students"):
+        st.code(link, language=None, wrap_lines=True)
+        st.caption("Opens this view with these settings (the copy button is at the right of the box).")
+
+
+# -- settings shared across views -------------------------------------------------------
+
+def shared_settings(mapping: dict[str, str]) -> None:
+    """Carry common settings (dataset, ε, δ, T, seed) from view to view.
+
+    ``mapping`` maps a shared name to this view's widget key.  A widget that has no
+    state yet (first visit, or Streamlit dropped it while another view was shown)
+    starts from the value last set in any view; call :func:`publish_settings` after
+    the widgets to record this view's values.
+    """
+    for name, key in mapping.items():
+        shared = st.session_state.get(f"shared_{name}")
+        if key not in st.session_state and shared is not None:
+            st.session_state[key] = shared
+
+
+def publish_settings(mapping: dict[str, str]) -> None:
+    for name, key in mapping.items():
+        if key in st.session_state:
+            st.session_state[f"shared_{name}"] = st.session_state[key]
