@@ -1,7 +1,10 @@
 """Command line (SPEC §7): ``python -m dpcore <command> … [--json]``.
 
 With ``--json`` one strict JSON document goes to stdout (an infinite ε is
-``null``).  Bad input exits with code 2 and one line on stderr.
+``null``).  Bad input exits with code 2 and one line on stderr: a value outside its declared
+range (:mod:`dpcore.params`), two flags that set one thing two ways, an output that cannot be
+written (checked before any work), every setting refused.  An error while writing, to a file or
+to stdout, is one line too (exit 2); a reader that went away (``| head``) the quiet exit 141.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import os
 import re
 import shlex
 import sys
+import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,13 +30,14 @@ from .audit import one_run_audit
 from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
 from .experiments.run import RunSpec, run
+from .erm import SHIPPED_REFERENCES
 from .experiments.studies import (CLASSROOM_FILE, prepare_for_class, ship_classroom_compare, ship_references,
                                   tradeoff)
 from .experiments.sweep import environment
 from .experiments.tune import DEFAULT_MECHANISMS, setting_text, tune, tuned_setting, with_setting
 from .jsonutil import dumps
 from .mechanisms import REGISTRY
-from .params import PARAMS, parse_grid, validate
+from .params import CONFLICTS, PARAMS, check_conflicts, parse_grid, validate
 from .theory.catalog import bounds_report
 
 __all__ = ["main", "build_parser"]
@@ -214,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sweep", help="run a seed paper's figure (a preset) to CSV, HTML and JSON")
     s.add_argument("--preset", required=False, help="preset id (see `dpcore sweep --list`)")
     s.add_argument("--out", default=None, help="output folder (also holds the result cache)")
-    s.add_argument("--workers", type=int, default=None,
+    s.add_argument("--workers", type=_ptype("workers"), default=None,
                    help="local worker processes (default: one per CPU; 1 = this process)")
     s.add_argument("--scheduler", default=None,
                    help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (replaces local workers)")
@@ -320,6 +326,22 @@ def _given(args, *flags: str) -> bool:
     return any(tok == f or tok.startswith(f + "=") for tok in getattr(args, "argv", []) for f in flags)
 
 
+def _refuse_conflicts(parser: argparse.ArgumentParser, args) -> None:
+    """Two flags that set one thing two ways (:data:`~dpcore.params.CONFLICTS`, by setting name:
+    a typed flag's declared parameter, else its destination) are refused together, never one of
+    them dropped.  Every subcommand, from the one declaration."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    given: dict[str, str] = {}
+    for action in sub._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        name = getattr(action.type, "__name__", None)
+        value = getattr(args, action.dest, None)
+        if _given(args, *action.option_strings) or (value is not None and value != action.default):
+            given[name if name in PARAMS else action.dest] = action.option_strings[0]
+    check_conflicts(given, "", names=given.get)
+
+
 #: RunSpec fields a tuning sets, and the flags that name them on the command line
 _TUNED_FLAGS = {"iterations": ("--iterations", "-T"), "learning_rate": ("--lr",), "lam": ("--lam",),
                 "clip_norm": ("--clip",), "sample_rate": ("--sample-rate",)}
@@ -333,7 +355,10 @@ def _cmd_run(args) -> Any:
         if found is None:
             raise DPCoreError(f"no tuning is shipped for {args.mechanism} on {args.dataset} ({args.model}): "
                               "drop --tuned, or make one with `python -m dpcore tune`")
-        tuned = {k: v for k, v in found[0].items() if not _given(args, *_TUNED_FLAGS.get(k, ()))}
+        explicit = {field for flag, field in _RUN_FLAGS if getattr(args, flag, None) is not None}
+        clash = {b for a, b, _ in CONFLICTS if a in explicit} | {a for a, b, _ in CONFLICTS if b in explicit}
+        tuned = {k: v for k, v in found[0].items()  # a flag given explicitly wins, with what it conflicts with
+                 if not _given(args, *_TUNED_FLAGS.get(k, ())) and k not in clash}
         print(f"tuned at ε = {found[1]:g}: " + setting_text(dict(sorted(tuned.items()))), file=sys.stderr)
     config = RunSpec(
         dataset=args.dataset, model=args.model, mechanism=args.mechanism,
@@ -395,14 +420,38 @@ def _progress(done: int, total: int, label: str) -> None:
     print(f"[{done}/{total}] {label}", file=sys.stderr, flush=True)
 
 
+def _mechanism_list(text: str | None) -> list[str] | None:
+    """``--mechanisms``: comma-separated ids; ``None`` (the flag left out) for the default.  A list
+    that names none (``''``, ``',,'``) is refused, never read as "the default"."""
+    if text is None:
+        return None
+    mechs = [m.strip() for m in text.split(",") if m.strip()]
+    if not mechs:
+        raise DPCoreError(f"--mechanisms names no mechanism (got {text!r}): give comma-separated ids "
+                          "(see `dpcore mechanisms`), or leave the flag out for the default ones")
+    return mechs
+
+
+def _all_refused(count: int, noun: str, reasons: Sequence[str]) -> DPCoreError:
+    """The one line when every one of ``count`` settings (``noun``: setting, candidate, mechanism)
+    was refused: how many, and why (the commonest reason, and how many others there were)."""
+    ranked = Counter(reasons).most_common()
+    if not ranked:
+        return DPCoreError(f"no {noun} to run")
+    why = ranked[0][0]
+    others = f" (and {len(ranked) - 1} other reason{'s' if len(ranked) > 2 else ''})" if len(ranked) > 1 else ""
+    if count == 1:
+        return DPCoreError(f"the one {noun} was refused: {why}")
+    return DPCoreError(f"all {count} {noun}s were refused{others}: {why}")
+
+
 def _cmd_tradeoff(args) -> Any:
-    mechs = [m.strip() for m in args.mechanisms.split(",")] if args.mechanisms else None
+    mechs = _mechanism_list(args.mechanisms)
     out = tradeoff(args.dataset, args.epsilon, args.delta, model=args.model,
                    iterations=args.iterations, repeats=args.repeats, seed=args.seed,
                    learning_rate=args.lr, mechanisms=mechs, ctx=shared_context(progress=_progress))
     if all("error" in r for r in out["rows"]):
-        raise DPCoreError(f"no mechanism could run: {out['rows'][0]['error']}" if out["rows"]
-                          else "no mechanism to run")
+        raise _all_refused(len(out["rows"]), "mechanism", [r["error"] for r in out["rows"]])
     if args.json:
         return out
 
@@ -515,29 +564,91 @@ def _cmd_sweep(args) -> Any:
                          for r in rows)
     if not args.preset or not args.out:
         raise DPCoreError("sweep needs --preset ID and --out DIR (or --list to see the presets)")
-    if args.workers is not None and args.workers < 1:
-        raise DPCoreError(f"--workers must be at least 1, got {args.workers}")
     if args.scheduler is not None and not re.fullmatch(r"(tcp|tls|ws|wss|ucx)://[^\s/:]+:\d{1,5}", args.scheduler):
         raise DPCoreError(f"--scheduler needs a Dask scheduler address like tcp://10.0.0.5:8786, "
                           f"got {args.scheduler!r}")
     preset = with_overrides(get_preset(args.preset), args.set)
-    try:
-        os.makedirs(args.out, exist_ok=True)
-    except OSError as exc:
-        raise DPCoreError(f"cannot create the output folder {args.out!r}: {exc.strerror}") from None
-    rec = run_preset(preset, args.out, quick=args.quick, repeats=args.repeats, max_n=args.max_n,
-                     calibration=args.calibration, workers=args.workers, scheduler=args.scheduler, progress=_progress,
-                     command=_command(args.argv))
-    if rec["tasks"] and len(rec.get("failed_tasks", [])) == rec["tasks"]:
-        raise DPCoreError(f"every one of the {rec['tasks']} tasks failed: {rec['errors'][0]}")
+    for path, folder in _sweep_outputs(preset, args):
+        _check_output(path, "--out", folder=folder)
+    with _writing("--out", args.out):
+        rec = run_preset(preset, args.out, quick=args.quick, repeats=args.repeats, max_n=args.max_n,
+                         calibration=args.calibration, workers=args.workers, scheduler=args.scheduler,
+                         progress=_progress, command=_command(args.argv))
+    failed = len(rec.get("failed_tasks", []))
+    if rec["tasks"] and failed == rec["tasks"]:
+        raise _all_refused(rec["tasks"], "setting", rec["errors"])
     if args.json:
         return rec
     lines = [f"{preset.id}: {rec['tasks']} tasks ({rec['computed']} computed, {rec['cached']} from the "
              f"cache) in {rec['wall_seconds']:.1f} s"]
-    if rec["errors"]:
-        lines.append(f"{len(rec['errors'])} setting(s) refused by the core; see the CSV's error column")
+    if failed:
+        reasons = len(rec["errors"])
+        lines.append(f"{failed} of {rec['tasks']} settings refused by the core ({reasons} reason"
+                     f"{'s' if reasons != 1 else ''}); see the CSV's error column")
     lines += [f"  {k}: {v}" for k, v in rec["outputs"].items()]
     return "\n".join(lines)
+
+
+def _sweep_outputs(preset, args) -> list[tuple[str, bool]]:
+    """What a sweep writes in ``--out`` (:func:`~dpcore.experiments.presets.run_preset`'s names:
+    the folder, its result cache, ``<id>[-quick][-<calibration>].csv/.html/.json``), as (path,
+    is a folder); tests/test_cli_outputs.py checks these against the record's ``outputs``."""
+    root = Path(args.out) if args.out.strip() and "\x00" not in args.out else None
+    if root is None:
+        return [(args.out, True)]
+    stem = preset.id + ("-quick" if args.quick else "") + (f"-{args.calibration}" if args.calibration else "")
+    return [(args.out, True), (str(root / "cache"), True),
+            *((str(root / f"{stem}.{ext}"), False) for ext in ("csv", "html", "json"))]
+
+
+def _check_output(path: str, what: str, *, folder: bool = False) -> Path:
+    """Before any work: that ``path`` can take the output ``what`` names, a file or (``folder``) a
+    folder.  A missing folder is made with its parents, as the write would; a file must not be a
+    folder, must not lie under a file, and is opened for appending (and removed again if this
+    made it); a folder must take a file.  Refused in one line (exit 2), not after the work."""
+    kind = "folder" if folder else "file"
+    if not path.strip() or "\x00" in path:
+        raise DPCoreError(f"{what} needs a {kind} path, got {path!r}")
+    target = Path(path)
+    try:
+        if folder and target.exists() and not target.is_dir():
+            raise DPCoreError(f"{what} {path!r} is a file, not a folder")
+        if not folder and target.is_dir():
+            raise DPCoreError(f"{what} {path!r} is a folder: name a file to write")
+        home = target if folder else target.parent
+        above = next((q for q in (home, *home.parents) if q.exists()), None)
+        if above is not None and not above.is_dir():
+            raise DPCoreError(f"{what} {path!r} lies under {str(above)!r}, a file, not a folder")
+        home.mkdir(parents=True, exist_ok=True)
+        if folder:
+            with tempfile.NamedTemporaryFile(dir=target, prefix=".dpcore-check-"):
+                pass
+        else:
+            existed = target.exists()
+            with open(target, "a"):
+                pass
+            if not existed:
+                target.unlink()
+    except OSError as exc:
+        raise DPCoreError(f"{what} {path!r} cannot be written: {exc.strerror or exc}") from None
+    return target
+
+
+class _writing:
+    """Turns an I/O error while writing ``what`` (``path``) into one line (exit 2): a full disk, a
+    device that takes nothing (``/dev/full``), a folder that went away."""
+
+    def __init__(self, what: str, path: Any):
+        self.what, self.path = what, path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is not None and isinstance(exc, OSError) and not isinstance(exc, (BrokenPipeError, TimeoutError)):
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            raise DPCoreError(f"could not write {self.what} {str(self.path)!r}: {exc.strerror or exc}{where}") from None
+        return False
 
 
 def _command(argv: Sequence[str]) -> str:
@@ -548,9 +659,11 @@ def _command(argv: Sequence[str]) -> str:
 
 
 def _cmd_tune(args) -> Any:
-    mechs = ([m.strip() for m in args.mechanisms.split(",") if m.strip()] if args.mechanisms
-             else [m for m in DEFAULT_MECHANISMS if args.model in REGISTRY[m].models])
+    mechs = _mechanism_list(args.mechanisms)
+    if mechs is None:
+        mechs = [m for m in DEFAULT_MECHANISMS if args.model in REGISTRY[m].models]
     epsilons = parse_grid("epsilon", args.epsilons, "--epsilons", 12)
+    out = None if args.out is None else _check_output(args.out, "--out")
     started = time.time()
     result = tune(args.dataset, mechs, epsilons, args.delta, model=args.model, repeats=args.repeats,
                   final_repeats=args.final_repeats, seed=args.seed, validation_fraction=args.validation_fraction,
@@ -558,10 +671,13 @@ def _cmd_tune(args) -> Any:
     record = {**result.to_dict(), "command": _command(args.argv),
               "seconds": round(time.time() - started, 1), "date": time.strftime("%Y-%m-%d"),
               "environment": environment()}
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(record, indent=1) + "\n")
+    refused = [e["error"] for e in result.errors] + [r["error"] for r in result.rows + result.released_rows
+                                                      if "error" in r]
+    if not any("error" not in r for r in result.rows + result.released_rows):
+        raise _all_refused(len(refused), "candidate", refused)
+    if out is not None:
+        with _writing("--out", out):
+            out.write_text(dumps(record, indent=1) + "\n")
     if args.json:
         return record
 
@@ -613,6 +729,13 @@ def _cmd_prepare(args) -> Any:
     (:func:`~dpcore.experiments.studies.prepare_for_class`); a second call finds everything and
     returns at once.  ``--ship`` also recomputes Compare's shipped classroom rows and (unless
     ``--no-mlp``) the shipped exact references (:func:`~dpcore.experiments.studies.ship_references`)."""
+    what = "the cache folder" + (" (DPCORE_CACHE_DIR)" if os.environ.get("DPCORE_CACHE_DIR") else "")
+    for sub in ("", "erm", "results"):
+        _check_output(str(cache_dir() / sub), what, folder=True)
+    if args.ship:  # the shipped files of the repository
+        _check_output(str(CLASSROOM_FILE), "--ship")
+        if not args.no_mlp:
+            _check_output(str(SHIPPED_REFERENCES), "--ship", folder=True)
     started = time.time()
     ctx = shared_context(progress=_progress, workers=None, results_dir=cache_dir() / "results")
 
@@ -656,9 +779,14 @@ def _one_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stdout is None:  # started with stdout closed (`>&-`): every answer would be lost
+        print("dpcore: error: standard output is closed: nothing could be printed", file=sys.stderr)
+        return 2
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
         args.argv = list(sys.argv[1:] if argv is None else argv)  # the command, for provenance
+        _refuse_conflicts(parser, args)
         out = COMMANDS[args.command](args)
     except _Exit as exc:
         print(_one_line(str(exc)), file=sys.stderr)
@@ -674,11 +802,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug, not bad input: still one line unless debugging
         if os.environ.get("DPCORE_DEBUG"):
             raise
-        print(f"dpcore: internal error ({type(exc).__name__}): {exc}; "
-              "set DPCORE_DEBUG=1 for the traceback", file=sys.stderr)
+        print(_one_line(f"dpcore: internal error ({type(exc).__name__}): {exc}; "
+                        "set DPCORE_DEBUG=1 for the traceback"), file=sys.stderr)
         return 1
     try:
         print(out if isinstance(out, str) else dumps(out, indent=None))
-    except BrokenPipeError:  # e.g. piped into `head`
-        sys.stderr.close()
+        sys.stdout.flush()  # a full disk shows here, not at exit after the code is returned
+    except BrokenPipeError:  # e.g. piped into `head`, which has what it wanted: quiet
+        _drop_stdout()
+        return BROKEN_PIPE
+    except OSError as exc:  # /dev/full, a full disk
+        _drop_stdout()
+        print(_one_line(f"dpcore: error: could not write to standard output: {exc.strerror or exc}"),
+              file=sys.stderr)
+        return 2
     return 0
+
+
+#: exit code after a broken pipe: what a shell reports for a program killed by SIGPIPE (128 + 13)
+BROKEN_PIPE = 141
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's flush at exit does not meet
+    the same error again (and print it) after the one line was said."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's StringIO)
+        pass

@@ -22,7 +22,8 @@ from .mechanisms import short_name
 
 __all__ = ["NOTE", "on_screen", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
            "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
-           "band_figure", "REFERENCE_LINE", "readable_axes", "PAID_LINE", "legend_entries", "legend_room"]
+           "band_figure", "REFERENCE_LINE", "readable_axes", "PAID_LINE", "legend_entries", "legend_room",
+           "empty_figure"]
 
 # Calibrations round up by about 1e-9; anything above this relative slack misses.
 MISS_RTOL = 1e-6
@@ -220,7 +221,7 @@ def figure_note(rows: Iterable[dict], *, panels: Iterable[str] | None = None, x:
 def privacy_region_figure(rec: dict, log_axes: bool = False):
     """The audit as the hypothesis test it is: the attack's ROC and the region no attack can
     enter under the certified guarantee (and under the target), from an audit record
-    (:meth:`dpcore.experiments.audit.AuditResult.to_dict`)."""
+    (:meth:`dpcore.audit.AuditResult.to_dict`)."""
     region, roc = rec["region"], rec["roc"]
     fig = go.Figure()
     fpr = region["fpr"]
@@ -310,6 +311,17 @@ PAID_LINE = dict(dash="dashdot", width=1.5)
 PAID_OPACITY = 0.7
 #: the largest number of distinct x values labelled one by one on a log axis
 MAX_LABELLED = 12
+
+
+def empty_figure(title: str, message: str) -> go.Figure:
+    """A figure with nothing to draw (every setting of a sweep refused, say): its title and one
+    sentence saying why, where the panels would be (Plotly refuses a grid of no panels)."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
+                       font={"color": "#d62728", "size": 14})
+    fig.update_layout(title=title, template="plotly_white", height=300,
+                      xaxis={"visible": False}, yaxis={"visible": False})
+    return fig
 
 
 def readable_axes(fig: go.Figure, xs, *, log_x: bool, log_y: bool, ys=None, reach=()) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +19,22 @@ import numpy as np
 
 from .exceptions import ParameterError
 
-__all__ = ["Interval", "Options", "Param", "PARAMS", "BOOL", "check", "validate", "validate_all", "log_ticks",
-           "parse_grid"]
+__all__ = ["TINY", "subnormal", "Interval", "Options", "Param", "PARAMS", "CONFLICTS", "BOOL", "check", "check_conflicts", "validate",
+           "validate_all", "log_ticks", "parse_grid"]
+
+
+#: the smallest normal float: a number nearer 0 than this (but not 0) is subnormal, and no declared
+#: float range holds one.  Such a value keeps a few bits at most, and the arithmetic of a setting
+#: that small (σ = C·z, λ·n, 1/η) underflows to 0 or overflows to ∞ where a formula assumes neither.
+TINY = sys.float_info.min
+
+
+def subnormal(value: Any) -> bool:
+    """Whether ``value`` is a float nearer 0 than :data:`TINY` without being 0."""
+    try:
+        return 0.0 < abs(float(value)) < TINY
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -32,6 +47,8 @@ class Interval:
     closed: str = "both"
 
     def contains(self, value: float) -> bool:
+        if self.kind is float and subnormal(value):
+            return False
         lo_ok = (
             self.low is None
             or value > self.low
@@ -112,15 +129,20 @@ _P = [
           "independent runs R (batched)", 1, 200),
     Param("seed", Interval(int, 0, 2**32 - 1, "both"), 0,
           "base seed; repeat r uses seed + r", 0, 2**31 - 1),
-    Param("lam", Interval(float, 0.0, None, "left"), 1e-3,
+    # The scales below end at 1e6 (λ, η, C, the ball's radius, the noise factor): far beyond any
+    # setting that teaches or works, and short of where the mechanisms' arithmetic overflows (λ, η
+    # and the radius at 1e50, a clipping norm at 1e308: a crash, not an answer).  η starts at 1e-9,
+    # a step that moves nothing in a million steps (the output perturbations' sensitivity, 1/η,
+    # overflowed near 1e-100).
+    Param("lam", Interval(float, 0.0, 1e6, "both"), 1e-3,
           "L2 regularisation λ (strong convexity)", 1e-6, 1.0, log_scale=True),
-    Param("learning_rate", Interval(float, 0.0, None, "neither"), 1.0,
+    Param("learning_rate", Interval(float, 1e-9, 1e6, "both"), 1.0,
           "step size η of the optimiser", 1e-3, 10.0, log_scale=True),
     Param("batch_size", Interval(int, 1, None, "both"), 256,
           "mini-batch size", 1, 10_000),
     Param("sample_rate", Interval(float, 0.0, 1.0, "right"), 0.01,
           "Poisson sampling rate q", 1e-4, 1.0, log_scale=True),
-    Param("clip_norm", Interval(float, 0.0, None, "neither"), 1.0,
+    Param("clip_norm", Interval(float, 0.0, 1e6, "right"), 1.0,
           "per-example gradient clipping norm C", 0.01, 10.0, log_scale=True),
     Param("c", Interval(float, 1e-6, 1e6, "both"), 1.0,
           "constant c of a published noise formula", 1e-4, 100.0, log_scale=True),
@@ -129,7 +151,7 @@ _P = [
     Param("skew", Interval(float, 1.0, None, "both"), 1.0,
           "client-size skew u = n_max / n_min", 1.0, 100.0, log_scale=True,
           ticks=(1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0, 100.0)),  # seed 004's 2^k
-    Param("radius", Interval(float, 0.0, None, "neither"), 1.0,
+    Param("radius", Interval(float, 0.0, 1e6, "right"), 1.0,
           "radius η of the parameter ball (linreg)", 0.1, 100.0, log_scale=True),
     Param("test_fraction", Interval(float, 0.0, 1.0, "neither"), 0.2,
           "share of rows held out for testing", 0.05, 0.5),
@@ -139,7 +161,7 @@ _P = [
           "number of features (synthetic data)", 1, 200),
     Param("noise", Interval(float, 0.0, None, "left"), 0.1,
           "label / target noise level (synthetic data)", 0.0, 2.0),
-    Param("noise_scale", Interval(float, 0.0, None, "neither"), 1.0,
+    Param("noise_scale", Interval(float, 0.0, 1e6, "right"), 1.0,
           "multiplies every noise the mechanism draws; below 1 it deliberately under-noises "
           "(the certified ε reads the noise that ran, the target stays what was asked)",
           0.05, 1.0, log_scale=True),
@@ -161,9 +183,21 @@ _P = [
     Param("max_rows", Interval(int, 2, None, "both"), 5000,
           "larger training sets are audited on a seeded subsample of this many rows", 100, 100_000),
     Param("chunk_size", Interval(int, 1, 1_000_000, "both"), 250, "runs per batched call", 1, 10_000),
+    # a grid never starts more workers than it has tasks, so the top only keeps the number a number
+    Param("workers", Interval(int, 1, 10_000, "both"), None,
+          "local worker processes of a grid (default: one per CPU; 1 runs in this process)", 1, 64),
 ]
 
 PARAMS: dict[str, Param] = {p.name: p for p in _P}
+
+#: Settings that say one thing two ways: given together, one of them would be dropped without a
+#: word, so they are refused together (:func:`check_conflicts`).  (first, second, why)
+CONFLICTS: tuple[tuple[str, str, str], ...] = (
+    # DP-SGD's batch only sets its Poisson rate, q = batch / n: a rate given as well wins
+    ("batch_size", "sample_rate", "the batch size only sets the sampling rate (q = batch / n): give one of them"),
+    # a grid's tasks run on a Dask scheduler's workers or on local ones, never both
+    ("workers", "scheduler", "a Dask scheduler runs the tasks in place of local workers: give one of them"),
+)
 
 #: The constraint of an on/off option.
 BOOL = Options((True, False))
@@ -217,11 +251,22 @@ def check(param: Param, value: Any, owner: str = "dpcore") -> Any:
     if ok_type and not math.isfinite(float(value)):
         ok_type = False
     if not ok_type or not cons.contains(value):
+        tiny = ", not a subnormal number (0 < |x| < 2.2e-308)" if ok_type and subnormal(value) else ""
         raise ParameterError(
-            f"The {name!r} parameter of {owner} must be {cons.describe()}. "
+            f"The {name!r} parameter of {owner} must be {cons.describe()}{tiny}. "
             f"Got {value!r} instead."
         )
     return int(value) if cons.kind is int else float(value)
+
+
+def check_conflicts(given: Any, owner: str = "dpcore", names: Any = None) -> None:
+    """Refuse two :data:`CONFLICTS` settings given together.  ``given``: the names of the settings
+    given (not merely defaulted); ``names(setting)``: how the message names one (a flag)."""
+    given = set(given)
+    for first, second, why in CONFLICTS:
+        if first in given and second in given:
+            a, b = (names(first), names(second)) if names is not None else (repr(first), repr(second))
+            raise ParameterError(f"{owner + ': ' if owner else ''}{a} and {b} cannot be given together: {why}")
 
 
 def validate_all(owner: str = "dpcore", **values: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from dpcore import cli
 from dpcore.cli import main
 from dpcore.experiments.run import RunSpec, run
 
@@ -309,12 +310,17 @@ def test_tuned_input_perturbation_chooses_on_its_released_records_and_says_what_
 
 
 def test_values_inside_the_declared_ranges_do_not_crash(capsys):
-    """Issue 43's two examples: a subnormal noise scale (σ underflows to 0: no noise, certified
-    ε = ∞, said) and tradeoff at ε = 1000, the declared maximum (e^ε overflowed in DBDP-IF)."""
-    assert main(["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--noise-scale", "5e-324",
+    """Issue 43's two examples: a noise scale next to nothing (σ of 1e-301: certified ε = ∞, said;
+    a subnormal one is outside every declared range, refused in one line) and tradeoff at ε = 1000,
+    the declared maximum (e^ε overflowed in DBDP-IF)."""
+    assert main(["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--noise-scale", "1e-300",
                  "--repeats", "1", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert record["sigma"] == 0.0 and record["epsilon_certified"] is None  # ∞: nothing certified
+    assert record["sigma"] < 1e-299 and record["epsilon_certified"] is None  # ∞: nothing certified
+    for tiny in ("5e-324", "1e-310"):
+        assert main(["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--noise-scale", tiny]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "'noise_scale'" in err and "subnormal" in err, err
     assert main(["tradeoff", "--dataset", "breast-cancer", "--epsilon", "1000", "--repeats", "1",
                  "--iterations", "5", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
@@ -327,3 +333,143 @@ def test_the_run_text_names_the_one_non_private_reference(capsys):
 
     ref = baseline(RunSpec(dataset="breast-cancer"))
     assert f"{ref.label} {ref.value:.4f}" in capsys.readouterr().out
+
+
+# -- issue 43, all refused: a sweep, a tuning and a tradeoff whose every setting is refused exit 2
+#    with one line saying how many and why (a sweep drew an empty figure and crashed; tune exited 0)
+
+
+SWEEP = ["sweep", "--preset", "002-appendix", "--quick", "--set", "datasets=iris", "--set", "epsilons=1",
+         "--set", "learning_rates=1", "--workers", "1"]
+
+
+def _refusal(capsys) -> str:
+    cap = capsys.readouterr()
+    lines = [ln for ln in cap.err.strip().splitlines() if not ln.startswith("[")]  # progress
+    assert cap.out == "" and len(lines) == 1 and "Traceback" not in cap.err, cap.err[-600:]
+    return lines[0]
+
+
+@pytest.mark.parametrize("how", ["budget", "model"])
+def test_a_sweep_whose_every_setting_is_refused_says_so_in_one_line(how, tmp_path, capsys, monkeypatch):
+    import dpcore.experiments.run as run_mod
+    extra = []
+    if how == "budget":
+        monkeypatch.setattr(run_mod, "WORK_BUDGET", 1.0)  # as DPCORE_WORK_BUDGET=1 (the grid runs here)
+    else:
+        extra = ["--set", "models=linreg"]  # a regression model on classification data: no task fits
+    assert main([*SWEEP, *extra, "--out", str(tmp_path)]) == 2
+    line = _refusal(capsys)
+    assert line.startswith("dpcore: error: all ") and " settings were refused" in line, line
+    assert ("DPCORE_WORK_BUDGET" if how == "budget" else "pick a classification model") in line
+    assert list(tmp_path.glob("*.html"))  # the figure was drawn: empty, with the reason
+
+
+def test_a_sweep_counts_the_settings_refused_not_their_reasons(tmp_path, capsys):
+    """linreg on iris is refused for every ε and mechanism, with one reason: the summary counts settings."""
+    assert main([*SWEEP, "--set", "models=logreg,linreg", "--out", str(tmp_path), "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    refused = len(rec["failed_tasks"])
+    assert 1 < refused < rec["tasks"] and len(rec["errors"]) == 1
+    assert main([*SWEEP, "--set", "models=logreg,linreg", "--out", str(tmp_path)]) == 0
+    assert f"{refused} of {rec['tasks']} settings refused by the core (1 reason)" in capsys.readouterr().out
+
+
+def test_the_empty_figure_of_a_sweep_with_nothing_to_draw():
+    import pandas as pd
+
+    from dpcore.experiments.presets import get_preset
+    df = pd.DataFrame({"task": [0, 1], "error": ["refused", "refused"], "mechanism": ["input-kang"] * 2,
+                       "dataset": ["iris"] * 2, "model": ["logreg"] * 2, "epsilon": [1.0, 1.0]})
+    for pid in ("002-appendix", "001-fig2", "003-fig1", "004-fig2"):
+        fig, note = get_preset(pid).figure_and_points(df)
+        assert "every setting was refused" in fig.layout.annotations[0].text and note["rows"] == []
+
+
+def test_tune_whose_every_candidate_is_refused_exits_2_like_sweep(capsys, monkeypatch):
+    import dpcore.experiments.run as run_mod
+    monkeypatch.setattr(run_mod, "WORK_BUDGET", 1.0)
+    assert main(["tune", "--dataset", "breast-cancer", "--mechanisms", "output-gaussian,objective-chaudhuri",
+                 "--epsilons", "1", "--final-repeats", "1"]) == 2
+    line = _refusal(capsys)
+    assert line.startswith("dpcore: error: all 10 candidates were refused") and "DPCORE_WORK_BUDGET" in line, line
+    assert main(["tradeoff", "--dataset", "breast-cancer", "--mechanisms", "gradient-dpgd,output-gaussian",
+                 "-R", "1", "-T", "3"]) == 2
+    assert _refusal(capsys).startswith("dpcore: error: all 2 mechanisms were refused: ")
+
+
+# -- issue 43, inputs dropped without a word
+
+
+def _conflict_cases():
+    """Every declared conflict (dpcore.params.CONFLICTS), on each subcommand with both flags."""
+    from test_fuzz_cli import _applies  # tests/test_fuzz_cli.py: where a flag applies
+
+    from dpcore.cli import build_parser
+    from dpcore.params import CONFLICTS, PARAMS
+    samples = {"scheduler": "tcp://127.0.0.1:8786"}
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices
+    cases = []
+    for first, second, _ in CONFLICTS:
+        for command, parser in sub.items():
+            flags = {}
+            for action in parser._actions:
+                name = getattr(action.type, "__name__", None)
+                name = name if name in PARAMS else action.dest
+                if name in (first, second) and name not in flags:
+                    value = samples.get(name) or repr(PARAMS[name].default if PARAMS[name].default is not None
+                                                      else PARAMS[name].ui_min)
+                    flags[name] = [action.option_strings[0], value]
+            if len(flags) == 2:
+                base = _applies(command, first)
+                for flag, _ in flags.values():  # the base's own value of either flag goes
+                    if flag in base:
+                        del base[base.index(flag):base.index(flag) + 2]
+                cases.append(pytest.param(base, flags[first], flags[second],
+                                          id=f"{command} {first} {second}"))
+    return cases
+
+
+CONFLICT_CASES = _conflict_cases()
+
+
+def test_every_declared_conflict_can_be_given_on_the_command_line():
+    from dpcore.params import CONFLICTS
+    assert {c.id.split(" ", 1)[1] for c in CONFLICT_CASES} == {f"{a} {b}" for a, b, _ in CONFLICTS}
+
+
+@pytest.mark.parametrize("base, one, other", CONFLICT_CASES)
+def test_two_flags_that_set_one_thing_two_ways_are_refused_together(base, one, other, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "COMMANDS", {k: (lambda args: "ran") for k in cli.COMMANDS})
+    assert main(base + one + other) == 2
+    line = _refusal(capsys)
+    assert one[0] in line and other[0] in line and "cannot be given together" in line, line
+    for alone in (one, other):  # each alone gets past the check
+        assert main(base + alone) == 0 and capsys.readouterr().out.strip() == "ran"
+
+
+def test_a_tuned_setting_never_adds_the_other_half_of_a_conflict(capsys, monkeypatch):
+    """A tuning of DP-SGD holds a sampling rate (Adult's shipped one does); --batch given
+    explicitly wins, and so the tuned rate it conflicts with is left out."""
+    monkeypatch.setattr(cli, "tuned_setting", lambda *a: ({"sample_rate": 0.05, "learning_rate": 2.0}, 1.0))
+    assert main(["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpsgd", "--tuned", "--batch", "64",
+                 "-T", "3", "--repeats", "1", "--json"]) == 0
+    config = json.loads(capsys.readouterr().out)["config"]
+    assert config["batch_size"] == 64 and config["sample_rate"] is None and config["learning_rate"] == 2.0
+
+
+@pytest.mark.parametrize("command", ["tune", "tradeoff"])
+@pytest.mark.parametrize("mechanisms", ["", ",,", " , "])
+def test_an_empty_mechanism_list_is_refused_not_read_as_the_default(command, mechanisms, capsys, monkeypatch):
+    monkeypatch.setattr(cli, command, lambda *a, **k: pytest.fail("ran the default mechanisms"))
+    assert main([command, "--dataset", "breast-cancer", f"--mechanisms={mechanisms}"]) == 2
+    assert "--mechanisms names no mechanism" in _refusal(capsys)
+
+
+def test_an_internal_error_is_one_line_too(capsys, monkeypatch):
+    def boom(args):
+        raise ValueError("\nThe 'rows' argument to make_subplots must be an int greater than 0.\n    Received 0")
+    monkeypatch.setattr(cli, "COMMANDS", {**cli.COMMANDS, "datasets": boom})
+    assert main(["datasets"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "internal error (ValueError)" in err
