@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from dpcore.exceptions import DPCoreError  # noqa: E402
-from dpcore.experiments import run as run_mod  # noqa: E402
+from dpcore.experiments.context import Budget  # noqa: E402
 from dpcore.experiments.run import RunSpec, problem_data, run, work_estimate  # noqa: E402
 from dpcore.mechanisms import REGISTRY, get_mechanism  # noqa: E402
 
@@ -49,7 +49,7 @@ def main() -> None:
             if REGISTRY[mech].iterative:
                 worst = max(worst, (rate, f"{mech} ({model}, {data})"))
             print(f"{mech:22s} {model:7s} {data:9s} {ops:9.2e} {took:8.2f} {rate:14.3f}")
-    budget = run_mod.WORK_BUDGET
+    budget = Budget.from_environment().work
     print(f"slowest iterative mechanism per estimated operation: {worst[1]}, {worst[0]:.3f} s per 1e9 on one "
           f"thread; the budget {budget:.0e} is then about {worst[0] * budget / 1e9 / 60:.1f} min")
 

@@ -387,8 +387,7 @@ def test_the_empty_figure_of_a_sweep_with_nothing_to_draw():
 
 
 def test_tune_whose_every_candidate_is_refused_exits_2_like_sweep(capsys, monkeypatch):
-    import dpcore.experiments.run as run_mod
-    monkeypatch.setattr(run_mod, "WORK_BUDGET", 1.0)
+    monkeypatch.setenv("DPCORE_WORK_BUDGET", "1")  # read by each context the command makes
     assert main(["tune", "--dataset", "breast-cancer", "--mechanisms", "output-gaussian,objective-chaudhuri",
                  "--epsilons", "1", "--final-repeats", "1"]) == 2
     line = _refusal(capsys)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from dpcore.experiments.presets import PRESETS, _wrap, shipped_ids, shipped_results
+from dpcore.experiments.presets import PRESETS, shipped_ids, shipped_results
+from dpcore.experiments.presets import wrap_note as _wrap
 from dpcore.figures import (
     NOTE,
     NOTE_LEAD,

@@ -38,7 +38,6 @@ from hostile import HUGE, SUBNORMAL, declared_values, time_limit  # tests/hostil
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-import dpcore.experiments.run as run_mod
 from dpcore import cli
 from dpcore.cli import MAX_LINE_CHARS, build_parser, main
 from dpcore.mechanisms import REGISTRY
@@ -194,8 +193,8 @@ def _run(argv: list[str], out_dir: str, env: dict | None = None) -> tuple[int, s
     env = {"DPCORE_CACHE_DIR": f"{out_dir}/cache", **(env or {})}
     out, err = io.StringIO(), io.StringIO()
     with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(run_mod, "WORK_BUDGET", WORK))
-        stack.enter_context(mock.patch.object(run_mod, "MEMORY_BUDGET", MEMORY))
+        stack.enter_context(mock.patch.dict(os.environ, {"DPCORE_WORK_BUDGET": repr(WORK),
+                                                         "DPCORE_MEMORY_BUDGET": repr(MEMORY)}))
         for name in ("prepare_for_class", "ship_references"):
             stack.enter_context(mock.patch.object(cli, name, lambda *a, **k: []))
         stack.enter_context(mock.patch.object(cli, "ship_classroom_compare", lambda *a, **k: {"wall_seconds": 0}))

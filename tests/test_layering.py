@@ -29,7 +29,7 @@ LAYERS = [
     # privacy audits train through the experiments' RunSpec and problems; no experiment imports them
     ("audit", ["dpcore.audit", "dpcore.audit.*"]),
     # the package's public face (dpcore/__init__.py) re-exports the experiments' and the audit's entry points
-    ("interfaces", ["dpcore", "dpcore.estimators", "dpcore.cli", "dpcore.__main__"]),
+    ("interfaces", ["dpcore", "dpcore.estimators", "dpcore.certify", "dpcore.cli", "dpcore.__main__"]),
 ]
 
 #: Imports allowed inside a function: optional dependencies, loaded only when used.
@@ -213,3 +213,53 @@ def test_the_private_name_check_can_fail(tmp_path, monkeypatch):
     found = _private_uses(f)
     assert len(found) == 3, found
     assert "imports _bound" in found[0] and "reads erm._disk_key" in found[-1]
+
+
+#: module-level reads of the environment that are not execution policy (with the reason)
+ENVIRONMENT_AT_IMPORT = {
+    # where the bundled data files are (an installed copy's folder): not yet a Context field
+    "dpcore.datasets.registry",
+}
+
+
+def _policy_at_import(path: Path) -> list[str]:
+    """Module-level reads of ``os.environ``/``os.getenv`` and ``global`` statements in a module:
+    the two ways a module keeps a switch of its own."""
+    tree = ast.parse(path.read_text())
+    inner = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+             for n in ast.walk(f)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} rebinds module names ({', '.join(node.names)})")
+        elif (isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and id(node) not in inner
+              and isinstance(node.value, ast.Name) and node.value.id == "os"):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} reads the environment at import")
+    return found
+
+
+def test_execution_policy_lives_only_in_the_context():
+    """Budgets, run stacking and threads are fields of a Context (read from the environment when
+    one is made), never module-level switches: no module reads the environment at import or
+    rebinds its globals, and the old switches are gone."""
+    from dataclasses import fields
+
+    from dpcore.experiments import run
+    from dpcore.experiments.context import Context
+
+    found = [f for name, path in _modules().items() if name not in ENVIRONMENT_AT_IMPORT
+             for f in _policy_at_import(path)]
+    assert not found, "\n".join(found)
+    assert {"budget", "stack_runs", "threads", "workers", "erm_dir", "results_dir"} <= {f.name for f in fields(Context)}
+    for old in ("MEMORY_BUDGET", "WORK_BUDGET", "STACK_RUNS", "BUDGET_ERRORS"):
+        assert not hasattr(run, old), old
+
+
+def test_the_policy_check_can_fail(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    f = tmp_path / "m.py"
+    f.write_text("import os\nWORK = float(os.environ.get('X', 1))\n"
+                 "def later():\n    return os.environ.get('Y')\n"
+                 "def switch():\n    global WORK\n    WORK = 2\n")
+    found = sorted(_policy_at_import(f))
+    assert found == ["m.py:2 reads the environment at import", "m.py:6 rebinds module names (WORK)"], found

@@ -244,7 +244,6 @@ def test_a_stack_on_sparse_data_is_bit_for_bit_its_single_runs():
 def test_stack_groups_keep_other_settings_apart_and_refusals_to_their_spec(monkeypatch):
     from dataclasses import replace
 
-    from dpcore.experiments import run as run_mod
     from dpcore.experiments.run import RunSpec, run_outcomes, stack_groups
     from dpcore.mechanisms.gradient import GradientDPGD
 
@@ -253,8 +252,7 @@ def test_stack_groups_keep_other_settings_apart_and_refusals_to_their_spec(monke
              replace(base, mechanism="output-gaussian"), replace(base, mechanism="output-gaussian", epsilon=2.0),
              replace(base, epsilon=3.0)]
     assert stack_groups(specs) == [[0, 1, 5], [2], [3], [4]]  # T differs; output perturbation never stacks
-    monkeypatch.setattr(run_mod, "STACK_RUNS", 4)
-    assert stack_groups(specs) == [[0, 1], [5], [2], [3], [4]]
+    assert stack_groups(specs, 4) == [[0, 1], [5], [2], [3], [4]]  # a context's stack_runs of 4
 
     real = GradientDPGD.noise
 

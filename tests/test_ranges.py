@@ -132,7 +132,7 @@ def test_the_cases_cover_every_declared_numeric_setting():
 @pytest.mark.parametrize("argv, param, inside", CASES)
 def test_a_declared_end_runs_or_is_refused_up_front_and_beyond_it_is_refused(argv, param, inside, capsys,
                                                                             monkeypatch):
-    monkeypatch.setattr(run_mod, "WORK_BUDGET", WORK)
+    monkeypatch.setenv("DPCORE_WORK_BUDGET", repr(WORK))
     with time_limit(LIMIT, "the budget accepted the run, but it gave no answer"):
         code = main(argv + ["--json"])
     out = capsys.readouterr()

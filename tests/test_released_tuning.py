@@ -212,7 +212,7 @@ def test_the_mlp_is_refused_in_words():
 
 def test_the_work_budget_counts_the_choice_on_the_release(monkeypatch):
     from dpcore.exceptions import BudgetError
-    from dpcore.experiments import run as run_module
+    from dpcore.experiments.context import Budget
     from dpcore.experiments.run import check_budget, problem_data, work_estimate
 
     for mech, factor in (("input-kang", 400 * (2 * 2 + 1) / 100),  # 4 (η, λ) trajectories to T = 400, then one
@@ -231,11 +231,11 @@ def test_the_work_budget_counts_the_choice_on_the_release(monkeypatch):
     kang = RunSpec(dataset="adult", mechanism="input-kang", epsilon=1.0)
     untuned_cost = work_estimate(dataclasses.replace(kang, repeats=1), data, model, get_mechanism("input-kang"))
     R = 20
-    monkeypatch.setattr(run_module, "WORK_BUDGET", R * untuned_cost)  # the most the untuned run may use
-    check_budget(dataclasses.replace(kang, repeats=R), data, model, get_mechanism("input-kang"))
+    budget = Budget(work=R * untuned_cost)  # the most the untuned run may use
+    check_budget(dataclasses.replace(kang, repeats=R), data, model, get_mechanism("input-kang"), budget=budget)
     with pytest.raises(BudgetError, match="steps"):
         check_budget(with_setting(dataclasses.replace(kang, repeats=R), {"tune_on_release": True}), data, model,
-                     get_mechanism("input-kang"))
+                     get_mechanism("input-kang"), budget=budget)
 
 
 def replace_iterations(spec):

@@ -152,14 +152,12 @@ def test_rerun_uses_the_cache_and_does_no_training(tmp_path, monkeypatch):
 def test_a_budget_refusal_is_not_cached_so_a_larger_budget_computes_it(tmp_path, monkeypatch):
     """The refusal's message says to raise DPCORE_WORK_BUDGET; a rerun that does must then
     train, not read the refusal back from the result cache."""
-    from dpcore.experiments import run as run_mod
-
     tasks = get_preset("003-fig2").tasks(quick=True)[:3]
-    monkeypatch.setattr(run_mod, "WORK_BUDGET", 1.0)
+    monkeypatch.setenv("DPCORE_WORK_BUDGET", "1")  # read when the grid's context is made
     refused = _grid(tasks, tmp_path)
     assert refused["error"].str.contains("DPCORE_WORK_BUDGET").all()
     assert not list((tmp_path / "cache").glob("*.json"))  # nothing cached
-    monkeypatch.setattr(run_mod, "WORK_BUDGET", run_mod.DEFAULT_WORK_BUDGET)
+    monkeypatch.delenv("DPCORE_WORK_BUDGET")
     computed = _grid(tasks, tmp_path)
     assert computed.attrs["computed"] == len(tasks) and computed["error"].isna().all()
     assert len(list((tmp_path / "cache").glob("*.json"))) == len(tasks)

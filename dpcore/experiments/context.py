@@ -21,7 +21,9 @@ products).
 from __future__ import annotations
 
 import functools
+import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,49 @@ MAX_RESULTS_BYTES = 256 * 2**20
 #: … checked once every this many results written by this process
 PRUNE_EVERY = 200
 
-__all__ = ["Context", "Progress", "DEFAULT_TRACE_POINTS", "default_context", "cache_dir", "shared_context"]
+#: A run is refused up front when its estimate exceeds its context's budget (:class:`Budget`).
+DEFAULT_MEMORY_BUDGET = 4 * 2**30  # bytes
+DEFAULT_WORK_BUDGET = 2e11  # weighted multiply-adds: up to about 6 minutes on 2 cores (bench_budget.py)
+#: at most this many runs (all configurations' repeats) train as one stacked batch
+DEFAULT_STACK_RUNS = 200
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one run may use on this machine: ``memory`` bytes held at once and ``work`` weighted
+    multiply-adds (:func:`~dpcore.experiments.run.check_budget` refuses a run whose estimate
+    exceeds either, saying what to lower).  ``error``: why the environment's budget is not one (a
+    word, NaN, a negative number): every run is then refused with that line, so a typo never
+    switches the budget off."""
+
+    memory: float = DEFAULT_MEMORY_BUDGET
+    work: float = DEFAULT_WORK_BUDGET
+    error: str | None = None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> "Budget":
+        """``DPCORE_MEMORY_BUDGET`` and ``DPCORE_WORK_BUDGET`` when set (read when a context is
+        made, never at import), else the defaults."""
+        environ = os.environ if environ is None else environ
+        values, errors = {}, []
+        for name, attr, default, unit in (("DPCORE_MEMORY_BUDGET", "memory", DEFAULT_MEMORY_BUDGET, "bytes"),
+                                          ("DPCORE_WORK_BUDGET", "work", DEFAULT_WORK_BUDGET, "operations")):
+            text = environ.get(name)
+            if text is None:
+                continue
+            try:
+                value = float(text)
+            except ValueError:
+                value = math.nan
+            if math.isfinite(value) and value > 0:
+                values[attr] = value
+            else:
+                errors.append(f"{name} must be a positive number of {unit} (default {default:.3g}), "
+                              f"got {text[:40]!r}: unset it or give a number")
+        return cls(**values, error=errors[0] if errors else None)
+
+
+__all__ = ["Budget", "Context", "Progress", "DEFAULT_TRACE_POINTS", "default_context", "cache_dir", "shared_context"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +113,11 @@ class Context:
     threads its sparse products share (:func:`dpcore.linalg.using_pool`, entered by
     :meth:`active`); by default the one pool every context of the process shares, so that
     sessions and grids take turns on :data:`~dpcore.linalg.THREADS` threads instead of each
-    bringing its own.
+    bringing its own.  ``results``, ``memo``: the grid results' disk cache (over ``results_dir``) and
+    a memory memo of whatever a caller keys (the app's run records), on the cache layer
+    (:mod:`dpcore.cache`).  ``budget``: what one run may use (:class:`Budget`; by default the
+    environment's, read when the context is made); ``stack_runs``: at most this many runs train as
+    one stacked batch.  These are the package's whole execution policy: no module keeps a switch.
     """
 
     workers: int | None = 1
@@ -84,6 +132,8 @@ class Context:
     pool: Any = field(default=None, compare=False, repr=False)
     results: DiskCache = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
     memo: Memo = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    budget: Budget = field(default_factory=Budget.from_environment)
+    stack_runs: int = DEFAULT_STACK_RUNS
 
     def __post_init__(self) -> None:
         for name in ("erm_dir", "results_dir"):
@@ -94,6 +144,8 @@ class Context:
             raise ParameterError(f"--workers must be at least 1, got {self.workers}")
         if self.trace_points is not None and int(self.trace_points) < 0:
             raise ParameterError(f"trace_points must be ≥ 0, got {self.trace_points}")
+        if int(self.stack_runs) < 1:
+            raise ParameterError(f"stack_runs must be at least 1, got {self.stack_runs}")
         if self.store is None or (self.erm_dir is not None and self.store.folder != self.erm_dir):
             object.__setattr__(self, "store", ReferenceStore(self.erm_dir))
         if self.pool is None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -31,7 +30,7 @@ from ..models import make_model
 from ..optim import BatchRNG, run_seeds
 from ..params import validate
 from ..privacy import NoisePlan
-from .context import DEFAULT_TRACE_POINTS, Context, default_context
+from .context import DEFAULT_STACK_RUNS, DEFAULT_TRACE_POINTS, Budget, Context, default_context
 
 __all__ = ["RunSpec", "RunResult", "run", "run_many", "run_outcomes", "stack_groups", "load_problem", "noise_plan",
            "problem_data", "delta_warning", "row_norm_warning", "slow_reference"]
@@ -233,7 +232,10 @@ def synthetic_bytes(n: int, d: int, n_test: int = SYNTHETIC_TEST_ROWS) -> float:
     return float((int(n) + int(n_test)) * (int(d) + 1) * 8 * 3)
 
 
-def load_dataset(config: RunSpec):
+def load_dataset(config: RunSpec, budget: Budget | None = None):
+    """The configuration's data (a synthetic set drawn only if it fits half the memory ``budget``,
+    by default the environment's, read now)."""
+    budget = Budget.from_environment() if budget is None else budget
     kw: dict[str, Any] = {}
     if _datasets.get_spec(config.dataset).synthetic:
         for k in ("n", "d", "noise"):
@@ -242,23 +244,23 @@ def load_dataset(config: RunSpec):
         # the data come before the run's own estimate (which needs them): check them first
         defaults = _datasets.load.__kwdefaults__
         need = synthetic_bytes(kw.get("n", defaults["n"]), kw.get("d", defaults["d"]))
-        if BUDGET_ERRORS:
-            raise ParameterError(BUDGET_ERRORS[0])
-        if need > MEMORY_BUDGET / 2:
+        if budget.error:
+            raise ParameterError(budget.error)
+        if need > budget.memory / 2:
             raise BudgetError(
                 f"the synthetic data alone ({kw.get('n', defaults['n']):,} training and {SYNTHETIC_TEST_ROWS:,} test "
                 f"rows × {kw.get('d', defaults['d']):,} features) need about {need / 2**30:.1f} GiB, more than half "
-                f"the memory budget ({MEMORY_BUDGET / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): lower d or n")
+                f"the memory budget ({budget.memory / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): lower d or n")
     elif config.n is not None:
         kw["subsample"] = config.n  # a seeded subsample of the training split
     return _datasets.load(config.dataset, **kw)
 
 
-def problem_data(config: RunSpec, dataset=None):
+def problem_data(config: RunSpec, dataset=None, budget: Budget | None = None):
     """The dataset (``dataset``: a user's own) and model of a configuration, checked
     against each other, without solving the exact ERM."""
     if dataset is None:
-        dataset = load_dataset(config)
+        dataset = load_dataset(config, budget)
     model = make_model(config.model, lam=config.lam, radius=config.radius)
     if model.task != dataset.task:
         raise ModelError(
@@ -318,35 +320,6 @@ def row_norm_warning(X: np.ndarray) -> str | None:
             "‖x‖ ≤ 1, so the stated guarantee does not hold.")
 
 
-#: A run is refused up front when its estimate exceeds these (environment variables override).
-DEFAULT_MEMORY_BUDGET = 4 * 2**30  # bytes
-DEFAULT_WORK_BUDGET = 2e11  # weighted multiply-adds: up to about 6 minutes on 2 cores (bench_budget.py)
-#: the budget variables' values that are not budgets (checked by :func:`check_budget`)
-BUDGET_ERRORS: list[str] = []
-
-
-def _env_budget(name: str, default: float, unit: str) -> float:
-    """A budget from the environment: a finite positive number, else the default, and every
-    run is refused with a message saying which variable to fix (``nan`` must not switch the
-    budget off; a word must not be a traceback at import)."""
-    text = os.environ.get(name)
-    if text is None:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        BUDGET_ERRORS.append(f"{name} must be a positive number of {unit} (default {default:.3g}), "
-                             f"got {text[:40]!r}: unset it or give a number")
-        return default
-    return value
-
-
-MEMORY_BUDGET = _env_budget("DPCORE_MEMORY_BUDGET", DEFAULT_MEMORY_BUDGET, "bytes")
-WORK_BUDGET = _env_budget("DPCORE_WORK_BUDGET", DEFAULT_WORK_BUDGET, "operations")
-
-
 def work_estimate(config: RunSpec, dataset, model, mechanism) -> float:
     """The work budget's measure of a run: runs × steps × (rows × parameters × the model's
     :attr:`~dpcore.models.Model.work_weight` + 3000).  ``benchmarks/bench_budget.py``
@@ -369,31 +342,33 @@ def memory_estimate(config: RunSpec, dataset, model, mechanism) -> float:
 
 
 def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = None,
-                 what: str = "the iterations or the repeats") -> None:
+                 what: str = "the iterations or the repeats", budget: Budget | None = None) -> None:
     """Refuse a run whose memory or work estimate exceeds the budget, saying how to lower it.
 
     Memory: :func:`memory_estimate` of ``config.repeats`` runs held at once.  Work:
     :func:`work_estimate` of ``runs`` runs in all (default ``config.repeats``; an audit holds
     one chunk at a time but trains every run).  ``what``: the settings the message asks to lower.
+    ``budget``: the context's (by default the environment's, read now: :meth:`Budget.from_environment`).
     """
-    if BUDGET_ERRORS:
-        raise ParameterError(BUDGET_ERRORS[0])
+    budget = Budget.from_environment() if budget is None else budget
+    if budget.error:
+        raise ParameterError(budget.error)
     n = dataset.n
     R = config.repeats
     memory = memory_estimate(config, dataset, model, mechanism)
-    if memory > MEMORY_BUDGET:
+    if memory > budget.memory:
         per_run = max(1.0, (memory - model.memory_overhead) / R)
-        fit = max(1, int((MEMORY_BUDGET - model.memory_overhead) // per_run))
+        fit = max(1, int((budget.memory - model.memory_overhead) // per_run))
         raise BudgetError(
             f"{R:,} runs on {n:,} rows need about {memory / 2**30:.1f} GiB of memory (budget "
-            f"{MEMORY_BUDGET / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): use at most {fit:,} repeats")
+            f"{budget.memory / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): use at most {fit:,} repeats")
     total = config if runs is None else replace(config, repeats=int(runs))
     work = work_estimate(total, dataset, model, mechanism)
-    if work > WORK_BUDGET:
+    if work > budget.work:
         steps = mechanism.work_steps(config, n)
         raise BudgetError(
             f"{total.repeats:,} runs × {steps:,.0f} steps on {n:,} rows are about {work:.1e} operations (budget "
-            f"{WORK_BUDGET:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): lower "
+            f"{budget.work:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): lower "
             f"{what}")
 
 
@@ -423,10 +398,11 @@ def run_many(specs: Sequence[RunSpec], ctx: Context | None = None, *, dataset=No
     return outcomes
 
 
-def stack_groups(specs: Sequence[RunSpec]) -> list[list[int]]:
+def stack_groups(specs: Sequence[RunSpec], limit: int = DEFAULT_STACK_RUNS) -> list[list[int]]:
     """Indices of ``specs`` in groups that can train as one batch (:meth:`Mechanism.run_stack`),
-    in first-appearance order, at most :data:`STACK_RUNS` runs each (a stack whose arrays
-    would pass a quarter of :data:`MEMORY_BUDGET` is halved when it runs)."""
+    in first-appearance order, at most ``limit`` runs each (the context's
+    :attr:`~Context.stack_runs`; a stack whose arrays would pass a quarter of the memory budget
+    is halved when it runs)."""
     groups: dict[Any, list[int]] = {}
     for i, spec in enumerate(specs):
         cls = REGISTRY.get(spec.mechanism)
@@ -440,16 +416,12 @@ def stack_groups(specs: Sequence[RunSpec]) -> list[list[int]]:
     for members in groups.values():
         chunk: list[int] = []
         for i in members:
-            if chunk and sum(specs[j].repeats for j in chunk) + specs[i].repeats > STACK_RUNS:
+            if chunk and sum(specs[j].repeats for j in chunk) + specs[i].repeats > limit:
                 out.append(chunk)
                 chunk = []
             chunk.append(i)
         out.append(chunk)
     return out
-
-
-#: at most this many runs (all configurations' repeats) train as one stacked batch
-STACK_RUNS = 200
 
 
 def run_outcomes(specs: Sequence[RunSpec], ctx: Context | None = None, *,
@@ -468,7 +440,7 @@ def run_outcomes(specs: Sequence[RunSpec], ctx: Context | None = None, *,
 def _outcomes(specs: Sequence[RunSpec], ctx: Context, dataset, keep_reference: bool) -> list:
     """:func:`run_outcomes` inside its context's thread pool."""
     outcomes: list[RunResult | DPCoreError | None] = [None] * len(specs)
-    for group in stack_groups(specs):
+    for group in stack_groups(specs, ctx.stack_runs):
         try:
             results = _run_stack([specs[i] for i in group], ctx, dataset, keep_reference)
         except DPCoreError as exc:
@@ -486,11 +458,11 @@ def _outcomes(specs: Sequence[RunSpec], ctx: Context, dataset, keep_reference: b
 def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool = False) -> list[RunResult]:
     first = specs[0]
     mechanism = get_mechanism(first.mechanism)
-    data, model = problem_data(first, dataset)
+    data, model = problem_data(first, dataset, ctx.budget)
     for spec in specs:
-        check_budget(spec, data, model, mechanism)  # before the exact ERM's solve
+        check_budget(spec, data, model, mechanism, budget=ctx.budget)  # before the exact ERM's solve
     rows = max(data.n, data.X_test.shape[0])
-    if len(specs) > 1 and sum(s.repeats for s in specs) * rows * 8 * 4 > MEMORY_BUDGET / 4:
+    if len(specs) > 1 and sum(s.repeats for s in specs) * rows * 8 * 4 > ctx.budget.memory / 4:
         half = len(specs) // 2  # a stack as large as the budget allows, no larger
         return (_run_stack(specs[:half], ctx, dataset, keep_reference)
                 + _run_stack(specs[half:], ctx, dataset, keep_reference))

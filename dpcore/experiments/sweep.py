@@ -47,7 +47,7 @@ from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism
 from ..models import make_model
 from ..privacy import certify
-from .context import Context
+from .context import DEFAULT_STACK_RUNS, Context
 from .run import RunSpec, load_dataset, load_problem, noise_plan, problem_data, run_outcomes, slow_reference, stack_groups, work_estimate
 
 __all__ = ["results_fingerprint", "Task", "SweepResult", "task_key", "task_cost", "execute", "dispatch", "warm_workers", "run_tasks",
@@ -257,12 +257,14 @@ def execute(config_record: dict[str, Any], threads: int | None = 1,
 
 def execute_many(config_records: Sequence[dict[str, Any]], threads: int | None = 1,
                  erm_dir: str | None = None, dataset=None, trace_points: int = 0,
-                 ctx: Context | None = None) -> list[dict[str, Any]]:
+                 ctx: Context | None = None, policy: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """:func:`execute` for several tasks; those that can train as one batch do
-    (:func:`~dpcore.experiments.run.run_many`); a task's ``wall_seconds`` is its share."""
+    (:func:`~dpcore.experiments.run.run_many`); a task's ``wall_seconds`` is its share.
+    ``policy``: the grid's execution policy (:func:`policy_of` its context) for the context a
+    worker process builds."""
     t0 = time.perf_counter()
     if ctx is None:
-        ctx = Context(erm_dir=erm_dir, trace_points=trace_points)
+        ctx = Context(erm_dir=erm_dir, trace_points=trace_points, **(policy or {}))
     else:  # the grid reports whole tasks: the task's own steps are not the grid's progress
         ctx = ctx.with_(trace_points=trace_points, progress=None)
     specs = [_config_from_record(r) for r in config_records]
@@ -289,14 +291,19 @@ def execute_many(config_records: Sequence[dict[str, Any]], threads: int | None =
 
 def _execute_keyed(keys: Sequence[str], config_records: Sequence[dict[str, Any]], threads: int | None,
                    erm_dir: str | None = None, dataset=None, trace_points: int = 0,
-                   ctx: Context | None = None) -> list[tuple[str, dict]]:
-    return list(zip(keys, execute_many(config_records, threads, erm_dir, dataset, trace_points, ctx)))
+                   ctx: Context | None = None, policy: dict[str, Any] | None = None) -> list[tuple[str, dict]]:
+    return list(zip(keys, execute_many(config_records, threads, erm_dir, dataset, trace_points, ctx, policy)))
 
 
-def bundles(tasks: Sequence[Task]) -> list[list[Task]]:
-    """The tasks in groups that train as one batch (:func:`~dpcore.experiments.run.stack_groups`):
-    a preset's ε × learning-rate grid of one mechanism is one bundle."""
-    return [[tasks[i] for i in group] for group in stack_groups([t.config for t in tasks])]
+def policy_of(ctx: Context) -> dict[str, Any]:
+    """The part of a context a worker process needs besides its folders: the budget and the stacking."""
+    return {"budget": ctx.budget, "stack_runs": ctx.stack_runs}
+
+
+def bundles(tasks: Sequence[Task], limit: int = DEFAULT_STACK_RUNS) -> list[list[Task]]:
+    """The tasks in groups that train as one batch (:func:`~dpcore.experiments.run.stack_groups`,
+    at most ``limit`` runs each): a preset's ε × learning-rate grid of one mechanism is one bundle."""
+    return [[tasks[i] for i in group] for group in stack_groups([t.config for t in tasks], limit)]
 
 
 @dataclass
@@ -325,7 +332,8 @@ def dispatch(tasks: Sequence[Task], ctx: Context, threads: int | None, trace_poi
     """
     erm_dir = _folder(ctx.erm_dir)
     workers = ctx.n_workers
-    groups = _schedule(bundles(tasks) if workers == 1 or dataset is not None else _for_workers(tasks, workers))
+    groups = _schedule(bundles(tasks, ctx.stack_runs) if workers == 1 or dataset is not None
+                       else _for_workers(tasks, workers, ctx.stack_runs))
 
     def args(group):
         return [t.key for t in group], [_config_record(t.config) for t in group]
@@ -335,7 +343,8 @@ def dispatch(tasks: Sequence[Task], ctx: Context, threads: int | None, trace_poi
             yield from _execute_keyed(*args(group), threads, erm_dir, dataset, trace_points, ctx)
         return
     par = Parallel(n_jobs=min(workers, len(groups) - 1), backend="loky", return_as="generator_unordered")
-    rest = par(delayed(_execute_keyed)(*args(group), threads, erm_dir, None, trace_points) for group in groups[1:])
+    rest = par(delayed(_execute_keyed)(*args(group), threads, erm_dir, None, trace_points, None, policy_of(ctx))
+               for group in groups[1:])
     # the first (cheapest) bundle here, while the workers start and take the rest: the first
     # curve does not wait for a worker process to start (about 2 s on a new server); the same
     # code and thread settings as in a worker, so the same numbers
@@ -379,13 +388,13 @@ def task_cost(config: RunSpec, dataset=None) -> float | None:
     return cost if math.isfinite(cost) and cost > 0 else None
 
 
-def _for_workers(tasks: Sequence[Task], workers: int) -> list[list[Task]]:
+def _for_workers(tasks: Sequence[Task], workers: int, limit: int = DEFAULT_STACK_RUNS) -> list[list[Task]]:
     """:func:`bundles`, with every bundle larger than an even share of the work halved (by its
     configurations) until none is, where that changes no number: a bundle that would keep one
     worker busy long after the others finished (Compare at the tuned settings on Adult: DP-GD's
     30 runs × 800 steps, a third of the whole) is shared instead.  Only the stacks whose runs are
     computed apart from each other are split (:func:`_split_exact`); the others stay whole."""
-    groups = bundles(tasks)
+    groups = bundles(tasks, limit)
     share = sum(_steps(g) for g in groups) / (workers + 1)  # the workers and this process
 
     def halve(group: list[Task]) -> list[list[Task]]:
@@ -470,7 +479,7 @@ def warm_workers(config: RunSpec, ctx: Context) -> threading.Thread | None:
 
 
 def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int | None, erm_dir: str | None,
-                   trace_points: int):
+                   trace_points: int, policy: dict[str, Any] | None = None):
     try:  # optional: only a grid sent to a Dask cluster needs it
         from distributed import Client, as_completed
     except ImportError:  # pragma: no cover - dask is a listed dependency
@@ -485,8 +494,9 @@ def _dispatch_dask(pending: list[Task], scheduler: Any, threads: int | None, erm
     try:
         futures = [
             client.submit(_execute_keyed, [t.key for t in group], [_config_record(t.config) for t in group],
-                          threads, erm_dir, None, trace_points, key=f"dpcore-task-{group[0].key}", pure=False)
-            for group in bundles(pending)
+                          threads, erm_dir, None, trace_points, None, policy,
+                          key=f"dpcore-task-{group[0].key}", pure=False)
+            for group in bundles(pending, (policy or {}).get("stack_runs", DEFAULT_STACK_RUNS))
         ]
         for fut in as_completed(futures):
             yield from fut.result()
@@ -500,14 +510,14 @@ def _compute(pending: list[Task], ctx: Context, dataset=None):
     if not pending:
         return
     parallel = ctx.scheduler is not None or (ctx.n_workers > 1 and dataset is None
-                                             and len(_for_workers(pending, ctx.n_workers)) > 1)
+                                             and len(_for_workers(pending, ctx.n_workers, ctx.stack_runs)) > 1)
     threads = ctx.threads if ctx.threads is not None else (1 if parallel else None)
     points = 0 if ctx.trace_points is None else int(ctx.trace_points)
     with contextlib.ExitStack() as stack:
         run_ctx = ctx
         if parallel and ctx.erm_dir is None:
             run_ctx = ctx.with_(erm_dir=Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dpcore-erm-"))))
-        yield from (_dispatch_dask(pending, ctx.scheduler, threads, _folder(run_ctx.erm_dir), points)
+        yield from (_dispatch_dask(pending, ctx.scheduler, threads, _folder(run_ctx.erm_dir), points, policy_of(ctx))
                     if ctx.scheduler is not None
                     else dispatch(pending, run_ctx, threads, points, dataset))
 
