@@ -352,10 +352,9 @@ def _refusal(capsys) -> str:
 
 @pytest.mark.parametrize("how", ["budget", "model"])
 def test_a_sweep_whose_every_setting_is_refused_says_so_in_one_line(how, tmp_path, capsys, monkeypatch):
-    import dpcore.experiments.run as run_mod
     extra = []
     if how == "budget":
-        monkeypatch.setattr(run_mod, "WORK_BUDGET", 1.0)  # as DPCORE_WORK_BUDGET=1 (the grid runs here)
+        monkeypatch.setenv("DPCORE_WORK_BUDGET", "1")  # read when the sweep's context is made
     else:
         extra = ["--set", "models=linreg"]  # a regression model on classification data: no task fits
     assert main([*SWEEP, *extra, "--out", str(tmp_path)]) == 2
