@@ -101,7 +101,7 @@ def task_key(config: RunSpec) -> str:
 #: the modules that cannot change a task's record (presentation, studies that only arrange runs,
 #: the audit): a change to one of them keeps the stored results; a change anywhere else
 #: (a mechanism, the accountant, a solver, a new module) computes them again
-NOT_IN_RESULTS = ("cli.py", "__main__.py", "__init__.py", "figures.py", "report.py", "estimators.py",
+NOT_IN_RESULTS = ("cli.py", "__main__.py", "__init__.py", "figures.py", "report.py", "estimators.py", "certify.py",
                   "theory/catalog.py", "audit/*", "experiments/studies.py", "experiments/presets*.py",
                   "experiments/tune.py", "experiments/baselines.py", "experiments/progress.py")
 
