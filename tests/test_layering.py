@@ -17,18 +17,37 @@ PACKAGE = ROOT / "dpcore"
 
 #: Bottom to top.  A module may import modules of its own layer or of a lower one, never a higher one.
 LAYERS = [
-    ("foundations", ["dpcore._version", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.cache", "dpcore.params", "dpcore.accounting",
-                     "dpcore.privacy", "dpcore.noise", "dpcore.metrics", "dpcore.linalg",
+    ("foundations", ["dpcore._version", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.cache", "dpcore.params",
+                     "dpcore.accounting", "dpcore.privacy", "dpcore.noise", "dpcore.metrics", "dpcore.linalg",
                      "dpcore.streams", "dpcore.theory", "dpcore.theory.formulas"]),
-    ("data and models", ["dpcore.datasets", "dpcore.datasets.*", "dpcore.models", "dpcore.partition"]),
+    # the data package, by role: the types, the one preprocessing, the sources, the registry
+    ("data: types", ["dpcore.datasets.base", "dpcore.partition"]),  # partition: record splits, imports nothing of ours
+    ("data: preprocessing", ["dpcore.datasets.preprocess"]),
+    ("data: sources", ["dpcore.datasets.synthetic", "dpcore.datasets.upload"]),
+    ("data: registry", ["dpcore.datasets.registry", "dpcore.datasets"]),
+    ("models", ["dpcore.models"]),
     ("solvers", ["dpcore.erm", "dpcore.optim"]),
-    ("mechanisms", ["dpcore.mechanisms", "dpcore.mechanisms.*"]),
+    # the mechanisms: what every one shares, the families, those built on a family, the registry
+    ("mechanisms: base", ["dpcore.mechanisms.base", "dpcore.mechanisms.released"]),
+    ("mechanisms: families", ["dpcore.mechanisms.baseline", "dpcore.mechanisms.output", "dpcore.mechanisms.gradient",
+                              "dpcore.mechanisms.input"]),
+    ("mechanisms: built on a family", ["dpcore.mechanisms.objective", "dpcore.mechanisms.local",
+                                       "dpcore.mechanisms.distributed"]),
+    ("mechanisms: registry", ["dpcore.mechanisms"]),
     ("bounds catalog", ["dpcore.theory.catalog"]),
     ("figures", ["dpcore.figures", "dpcore.report"]),  # charts name mechanisms by their short names
-    ("experiments", ["dpcore.experiments", "dpcore.experiments.*"]),
-    # privacy audits train through the experiments' RunSpec and problems; no experiment imports them
-    ("audit", ["dpcore.audit", "dpcore.audit.*"]),
-    # the package's public face (dpcore/__init__.py) re-exports the experiments' and the audit's entry points
+    # the experiments: how runs execute, one run, grids of runs, studies that arrange grids
+    ("execution", ["dpcore.experiments.context", "dpcore.experiments.progress"]),
+    ("runs", ["dpcore.experiments.run"]),
+    ("grids", ["dpcore.experiments.sweep", "dpcore.experiments.grid", "dpcore.experiments.baselines",
+               "dpcore.experiments.tune"]),
+    ("studies", ["dpcore.experiments.studies", "dpcore.experiments.presets*", "dpcore.experiments"]),
+    # the audit, above the runs it attacks: its estimators, its tests, the threat strategies, audit()
+    ("audit: estimators", ["dpcore.audit.bounds", "dpcore.audit.canaries"]),
+    ("audit: tests", ["dpcore.audit.membership", "dpcore.audit.whitebox", "dpcore.audit.one_run"]),
+    ("audit: strategies", ["dpcore.audit.threats"]),
+    ("audit", ["dpcore.audit.core", "dpcore.audit"]),
+    # the package's public face (dpcore/__init__.py) re-exports the entry points
     ("interfaces", ["dpcore", "dpcore.estimators", "dpcore.certify", "dpcore.cli", "dpcore.__main__"]),
 ]
 
@@ -136,7 +155,12 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
     """A module of a low layer importing the experiments is caught (a check of the check)."""
     fake = {**_graph(), "dpcore.models": {"dpcore.experiments.run"}}
     monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: fake)
-    with pytest.raises(AssertionError, match="dpcore.models .data and models. imports dpcore.experiments.run"):
+    with pytest.raises(AssertionError, match="dpcore.models .models. imports dpcore.experiments.run"):
+        test_imports_point_down_only()
+    # and inside a package: the mechanisms' shared base importing a family
+    inner = {**_graph(), "dpcore.mechanisms.base": {"dpcore.mechanisms.gradient"}}
+    monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: inner)
+    with pytest.raises(AssertionError, match=r"dpcore.mechanisms.base \(mechanisms: base\) imports dpcore.mechanisms.gradient"):
         test_imports_point_down_only()
     circle = {**_graph(), "dpcore.erm": _graph()["dpcore.erm"] | {"dpcore.experiments.run"}}
     monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: circle)
