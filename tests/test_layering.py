@@ -241,7 +241,9 @@ def test_the_private_name_check_can_fail(tmp_path, monkeypatch):
 
 #: module-level reads of the environment that are not execution policy (with the reason)
 ENVIRONMENT_AT_IMPORT = {
-    # where the bundled data files are (an installed copy's folder): not yet a Context field
+    # where the bundled data files are (an installed copy's folder, DPCORE_DATA_DIR): a resource's
+    # location, not a policy: every file read there is checked against its SHA-256, so no folder
+    # can change a number (a loader may still be given another folder, and caches key on it)
     "dpcore.datasets.registry",
 }
 
