@@ -636,8 +636,11 @@ class InputFukuchi(Mechanism):
 
         for g in rngs:
             A = g.standard_normal((d, d)) * s_u
-            W = wishart.rvs(df=n - d, scale=s_u**2 * np.eye(d), random_state=g) if n - d >= d else (
-                (lambda U: U.T @ U)(g.standard_normal((n - d, d)) * s_u))
+            if not s_u**2 > 0:  # s_u² is 0 in floating point: the Wishart of no noise is exactly 0
+                W = np.zeros((d, d))
+            else:
+                W = wishart.rvs(df=n - d, scale=s_u**2 * np.eye(d), random_state=g) if n - d >= d else (
+                    (lambda U: U.T @ U)(g.standard_normal((n - d, d)) * s_u))
             W = np.atleast_2d(W)
             S = QtQ + Rm.T @ A + A.T @ Rm + A.T @ A + W
             S = 0.5 * (S + S.T)

@@ -79,6 +79,8 @@ def kifer_epsilon(sigma: float, delta: float, zeta: float) -> float:
     """Inverse of :func:`kifer_sigma` in ε (σ decreases in ε): the ε a given σ certifies."""
     # σ²ε² = ζ²(8 log(2/δ) + 4ε)  ⇒  (σ²)ε² − 4ζ²ε − 8ζ² log(2/δ) = 0
     a, bq, cq = sigma**2, -4.0 * zeta**2, -8.0 * zeta**2 * math.log(2.0 / delta)
+    if not a > 0:  # σ so small that σ² is 0 in floating point: next to no noise, no guarantee
+        return math.inf
     return (-bq + math.sqrt(bq * bq - 4 * a * cq)) / (2 * a)
 
 
