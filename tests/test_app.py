@@ -326,7 +326,7 @@ def test_audit_page_white_box_leaking_setup_and_region():
     assert any(n.startswith("certified ε") for n in names) and any(n.startswith("target ε") for n in names)
     assert any(n.startswith("this attack (white-box)") for n in names)
     table = at.dataframe[0].value  # every estimator, with what it assumes
-    assert list(table["estimator"]) == ["direct", "pooled-error", "effect-size"]
+    assert list(table["estimator"]) == ["direct", "pooled-error", "gaussian-scale"]
     assert table["assumes"].str.contains("Gaussian").sum() == 2 and set(table["in the audited ε"]) == {"yes"}
 
 

@@ -371,14 +371,18 @@ def test_tradeoff_curve_of_a_gaussian_profile_is_the_gaussian_curve():
 
 def test_white_box_audit_of_dp_gd_is_tight_and_valid():
     """Certified ε = 2: the white-box audit reads the noise the run drew against the declared
-    sensitivity; the Gaussian estimators land within 0.75× of it (1,000 runs a side; the
-    benchmark's mean over seeds is ≥ 0.8×), each at its declared share of α so that their maximum holds at 1 − α."""
-    r = audit(_cfg("gradient-dpgd", epsilon=2.0), trials=1000, threat="white-box")
+    sensitivity; the χ² scale bound lands within 0.98× of it (1,000 runs a side, 2·10⁶ noise
+    coordinates), each estimator at its declared share of α so that their maximum holds at 1 − α.
+
+    Seed 1: an exact bound at a mechanism exactly at its claim exceeds the claim with probability
+    α by design, and seed 0's noise is such an event (its sum of squares is 2.4 standard deviations
+    below its mean: audited ε = 2.0007 > 2), which tests/test_audit_bounds.py checks."""
+    r = audit(_cfg("gradient-dpgd", epsilon=2.0, seed=1), trials=1000, threat="white-box")
     assert r.threat == "white-box" and r.epsilon_certified == pytest.approx(2.0, rel=1e-6)
-    assert 1.5 <= r.epsilon_lower_bound_gdp <= r.epsilon_lower_bound <= 2.0
+    assert 1.96 <= r.epsilon_lower_bound_gdp <= r.epsilon_lower_bound <= 2.0
     assert r.verdict == "not refuted" and r.refuted == ()
     names = [e["name"] for e in r.estimates]
-    assert names == ["direct", "pooled-error", "effect-size"]
+    assert names == ["direct", "pooled-error", "gaussian-scale"]
     # a weighted Bonferroni split declared in advance, summing to α (the direct bound keeps a tenth)
     assert [e["alpha"] for e in r.estimates] == pytest.approx([0.1 * ALPHA, 0.1 * ALPHA, 0.8 * ALPHA])
     assert all(e["headline"] for e in r.estimates)
@@ -425,7 +429,9 @@ def test_white_box_audit_catches_a_quarter_of_the_noise(mechanism):
     cls = REGISTRY[mechanism]
     cal = "certified" if "certified" in cls.calibrations else cls.calibrations[0]
     trials = 2000 if cls.family in ("input", "local") else 1000
-    cfg = _cfg(mechanism, epsilon=1.0, calibration=cal, noise_scale=0.25,
+    # seed 1: seed 0's noise (1,000 runs a side, T = 100 on Breast Cancer) is an α-tail event of
+    # the exact χ² scale bound, which then exceeds the certificate by design (see the DP-GD test)
+    cfg = _cfg(mechanism, epsilon=1.0, calibration=cal, noise_scale=0.25, seed=1,
                iterations=5 if cls.family in ("input", "local") else 100)
     r = audit(cfg, trials=trials, threat="white-box")
     assert r.verdict == "claim not met" and "target" in r.refuted, (r.epsilon_lower_bound_direct,

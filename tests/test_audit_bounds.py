@@ -219,7 +219,7 @@ def test_real_white_box_audits_of_a_certified_mechanism_refute_at_most_at_the_no
         cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="output-gaussian", epsilon=2.0,
                       delta=1e-5, seed=seed)
         r = audit(cfg, trials=300, threat="white-box")
-        assert [e["name"] for e in r.estimates] == ["direct", "pooled-error", "effect-size"]
+        assert [e["name"] for e in r.estimates] == ["direct", "pooled-error", "gaussian-scale"]
         claim = min(r.epsilon_certified, r.epsilon_attack_ceiling or math.inf)
         over += r.epsilon_lower_bound > claim
         found.append(r.epsilon_lower_bound / claim)
@@ -289,3 +289,163 @@ def test_the_sampled_gaussian_p_value_falls_as_the_noise_ratio_grows():
         counts = [int(np.sum(e >= t)) for e in effects]
         assert all(a >= b for a, b in zip(counts, counts[1:])), (t, counts)
     assert np.mean(effects[0]) > 2 * np.mean(effects[-1]) > 0  # it does fall, roughly as 1/r
+
+
+# ---------------------------------------------------------------------------
+# Gaussian noise, declared shift: the χ² bound on the noise scale
+
+
+def test_gaussian_scale_bound_matches_its_closed_form_at_two_degrees_of_freedom():
+    """df = 2: χ²(2) is exponential with mean 2, so its lower α-quantile is −2·ln(1 − α) and
+    μ_L = μ_c·√(−2 ln(1 − α)/SS), written here without scipy."""
+    for ss in (0.01, 0.5, 3.0, 40.0):
+        e = ab.gaussian_scale_bound(ss, 2, 0.8, 1e-5, ALPHA)
+        assert e.mu == pytest.approx(0.8 * math.sqrt(-2 * math.log1p(-ALPHA) / ss), rel=1e-9)
+        assert ab.scale_upper(ss, 2, ALPHA) == pytest.approx(math.sqrt(ss / (-2 * math.log1p(-ALPHA))), rel=1e-9)
+        # ε at δ from μ by an independent route: δ(ε) of μ-GDP at the reported ε is δ (rounded down)
+        assert gdp_delta(e.mu, e.epsilon) == pytest.approx(1e-5, rel=1e-4) and gdp_delta(e.mu, e.epsilon) >= 1e-5
+        assert "Gaussian noise, declared shift" in e.assumption and e.name == "gaussian-scale"
+    assert ab.gaussian_scale_bound(math.inf, 2, 0.8, 1e-5, ALPHA).epsilon == 0.0  # diverged: no estimate
+
+
+def test_chi_square_quantile_against_a_monte_carlo_of_the_sum_of_squares():
+    """The α-quantile scipy gives, against 200,000 simulated sums of squares of df standard normals
+    (the bound's r_U is below 1 exactly when SS falls below it)."""
+    rng = np.random.default_rng(41)
+    for df in (3, 40, 400):
+        ss = np.zeros(200_000)
+        for _ in range(df):
+            ss += rng.standard_normal(200_000) ** 2
+        assert np.mean(ss < df * ab.scale_upper(df, df, ALPHA) ** -2) == pytest.approx(ALPHA, abs=0.0025), df
+        assert np.quantile(ss, ALPHA) == pytest.approx(float(ab.chi2.ppf(ALPHA, df)), rel=0.01), df
+
+
+def test_score_sum_of_squares_is_the_noise_along_e():
+    """Two routes to the same SS: the log-likelihood-ratio scores about their known means ∓μ²/2 in
+    units of μ², and the noise along e in units of σ² (a score is Δ·(y ∓ Δ/2)/σ², μ = Δ/σ)."""
+    rng = np.random.default_rng(42)
+    sigma, delta = 1.7, 0.6
+    y0, y1 = rng.normal(0, sigma, 300), rng.normal(0, sigma, 300)
+    w = delta / sigma**2
+    s0, s1 = (y0 - delta / 2) * w, (y1 + delta / 2) * w
+    ss, df = ab.score_sum_of_squares(s0, s1, delta / sigma)
+    assert df == 600 and ss == pytest.approx(np.sum(y0**2 + y1**2) / sigma**2, rel=1e-12)
+
+
+def _scale_audits(rng, reps, n, p, mu, noise=1.0):
+    """``reps`` synthetic white-box audits of ``n`` runs a side reading a p-dimensional Gaussian noise
+    vector (``noise`` times the claimed scale 1) with the declared shift added along e: their scores
+    (μ the claim's) and the sum of squares of every noise coordinate."""
+    y = noise * rng.standard_normal((reps, 2 * n, p))
+    along = y.sum(axis=2) / math.sqrt(p)  # the noise along e = (1, …, 1)/√p
+    s0 = (along[:, :n] - mu / 2) * mu
+    s1 = (along[:, n:] + mu / 2) * mu
+    return s0, s1, (y**2).sum(axis=(1, 2)), 2 * n * p
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_gaussian_scale_bound_is_sound_at_the_claim(eps):
+    """2,000 seeded synthetic audits at the certified scale (200 runs a side, 5 noise coordinates
+    each): the χ² bound from every coordinate, and the one from the scores alone, exceed the claim
+    at most α + 2 SE of the time (an exact bound: about α)."""
+    delta = 1e-5
+    mu = _gdp_mu_at(eps, delta)
+    rng = np.random.default_rng([43, int(eps * 10)])
+    s0, s1, ss, df = _scale_audits(rng, REPS, 200, 5, mu)
+    over = {"every coordinate": 0, "scores": 0}
+    for r in range(REPS):
+        over["every coordinate"] += ab.gaussian_scale_bound(ss[r], df, mu, delta, ALPHA).epsilon > eps
+        over["scores"] += ab.gaussian_scale_bound(*ab.score_sum_of_squares(s0[r], s1[r], mu), mu, delta,
+                                                  ALPHA).epsilon > eps
+    for name, k in over.items():
+        assert k / REPS <= _allowed(REPS, ALPHA), (name, k)
+        assert k > 0.5 * ALPHA * REPS, (name, k)  # exact, not conservative: it is about α
+
+
+def test_gaussian_scale_bound_refutes_half_the_noise_so_the_soundness_test_can_fail():
+    """The check of the check: the same synthetic audits with half the claimed noise — the bound
+    exceeds the claim in every one of them, from every coordinate and from the scores alone."""
+    delta, eps = 1e-5, 2.0
+    mu = _gdp_mu_at(eps, delta)
+    s0, s1, ss, df = _scale_audits(np.random.default_rng(44), 200, 200, 5, mu, noise=0.5)
+    assert all(ab.gaussian_scale_bound(ss[r], df, mu, delta, ALPHA).epsilon > eps for r in range(200))
+    assert all(ab.gaussian_scale_bound(*ab.score_sum_of_squares(s0[r], s1[r], mu), mu, delta, ALPHA).epsilon > eps
+               for r in range(200))
+
+
+def test_sampled_gaussian_scale_bound_reads_the_same_ratio_through_the_accountant():
+    """DP-SGD's χ² bound: r_U is the same as the Gaussian one's; at r_U = 1 its optimistic ε is at most
+    the certificate (pessimistic) and within 1 % of it; it grows as the noise bound falls (so the
+    soundness of r_U carries over); with half the noise it refutes the claim."""
+    z, q, steps, delta = 1.2, 0.05, 50, 1e-5
+    cert = ab.acc.sampled_gaussian_pld(z, q, 1e-3, pessimistic=True).self_compose(steps).get_epsilon_for_delta(delta)
+    df = 10_000
+    quantile = float(ab.chi2.ppf(ALPHA, df))
+    assert ab.scale_upper(quantile, df, ALPHA) == pytest.approx(1.0, rel=1e-12)
+    at = ab.sampled_gaussian_scale_bound(quantile, df, z, q, steps, delta, ALPHA)  # r_U = 1
+    assert cert * 0.99 <= at.epsilon <= cert and "Poisson sampling" in at.assumption
+    more = ab.sampled_gaussian_scale_bound(quantile * 1.21, df, z, q, steps, delta, ALPHA)  # r_U = 1.1
+    less = ab.sampled_gaussian_scale_bound(quantile * 0.25, df, z, q, steps, delta, ALPHA)  # r_U = 0.5
+    assert more.epsilon < at.epsilon < cert < less.epsilon
+
+
+def test_white_box_audits_use_the_chi_square_bound_on_every_coordinate_and_catch_half_the_noise():
+    """Real white-box audits: DP-GD, output and objective perturbation read every coordinate of the
+    Gaussian noise (runs × releases × p degrees of freedom), DP-SGD reads it through the sampled
+    accountant; with half the noise the χ² bound alone refutes DP-GD's target."""
+    expected = {"gradient-dpgd": ("gaussian-scale", 2 * 200 * 10), "output-gaussian": ("gaussian-scale", 2 * 200),
+                "objective-gaussian": ("gaussian-scale", 2 * 200), "gradient-dpsgd": ("sampled-gaussian-scale", 2 * 200 * 10)}
+    for mech, (name, runs_releases) in expected.items():
+        r = audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism=mech, epsilon=2.0, delta=1e-5,
+                          iterations=10, seed=5), trials=200, threat="white-box")
+        [e] = [e for e in r.estimates if "scale" in e["name"]]
+        assert e["name"] == name and f"{runs_releases * r.d}" in e["detail"].replace(",", ""), e["detail"]
+        assert e["alpha"] == pytest.approx(ab.ALPHA_SHARES[("gaussian" if name == "gaussian-scale"
+                                                            else "sampled-gaussian") + "-declared-shift"][name] * ALPHA)
+        claim = min(r.epsilon_certified, r.epsilon_attack_ceiling or math.inf)
+        assert 0.9 * claim <= e["epsilon"] <= r.epsilon_lower_bound, (mech, e["detail"])
+    half = audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=2.0,
+                         delta=1e-5, iterations=10, noise_scale=0.5, seed=5), trials=200, threat="white-box")
+    [e] = [e for e in half.estimates if e["name"] == "gaussian-scale"]
+    assert e["epsilon"] > 2.0 and "target" in half.refuted
+
+
+def test_monte_carlo_seeds_default_to_a_fresh_draw_per_audit(monkeypatch):
+    """No simulation set is shared by default: the family fit's simulation is seeded from the
+    audit's scores (deterministic for one audit, different for another), and white-box DP-SGD's
+    canary coins from the chunk's run seeds (fixed by the audit's seed)."""
+    seen = []
+    real = ab._SimulatedAudits.__init__
+
+    def spy(self, *args):
+        seen.append(args[-1])
+        real(self, *args)
+
+    monkeypatch.setattr(ab._SimulatedAudits, "__init__", spy)
+    rng = np.random.default_rng(45)
+    a0, a1 = rng.normal(-0.3, 1, 50), rng.normal(0.3, 1, 50)
+    b0, b1 = rng.normal(-0.3, 1, 50), rng.normal(0.3, 1, 50)
+    pa = ab.sampled_gaussian_p_value(a0, a1, 0.8, 0.3, 4, replicates=19)
+    assert ab.sampled_gaussian_p_value(a0, a1, 0.8, 0.3, 4, replicates=19) == pa  # deterministic
+    ab.sampled_gaussian_p_value(b0, b1, 0.8, 0.3, 4, replicates=19)
+    ab.sampled_gaussian_bound(b0, b1, 0.8, 0.3, 4, 1e-5, ALPHA, replicates=19)
+    assert seen[0] == seen[1] != seen[2] == seen[3] and 0 not in seen
+    assert seen[0] == ab.simulation_seed(a0, a1)
+    ab.sampled_gaussian_p_value(a0, a1, 0.8, 0.3, 4, replicates=19, seed=7)  # an explicit seed is kept
+    assert seen[-1] == 7
+
+    from dpcore.audit import whitebox
+    from dpcore.experiments.run import load_problem
+    from dpcore.mechanisms import get_mechanism
+    cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpsgd", epsilon=2.0, delta=1e-5,
+                  iterations=3)
+    mech, problem = get_mechanism(cfg.mechanism), load_problem(cfg, None, None)
+
+    def scores(s0, s1, **kw):
+        return whitebox.white_box_scores(mech, problem, cfg, s0, s1, **kw).with_
+
+    first = scores([1, 2, 3, 4], [5, 6, 7, 8])
+    assert np.array_equal(first, scores([1, 2, 3, 4], [5, 6, 7, 8]))  # deterministic given the runs
+    assert np.array_equal(first, scores([1, 2, 3, 4], [5, 6, 7, 8],
+                                        seed=ab.simulation_seed(np.array([1, 2, 3, 4]), np.array([5, 6, 7, 8]))))
+    assert not np.array_equal(first, scores([1, 2, 3, 4], [5, 6, 7, 8], seed=0))  # not the old shared default

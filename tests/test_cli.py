@@ -257,7 +257,7 @@ def test_audit_text_names_the_refuted_claim_the_ceiling_and_each_estimators_assu
     out = capsys.readouterr().out
     assert "Refuted: the target ε = 1." in out
     assert [ln.split()[0] for ln in out.splitlines() if "at α = " in ln] == [
-        "direct", "pooled-error", "effect-size"]
+        "direct", "pooled-error", "gaussian-scale"]
     assert out.count("assumes ") == 3 and "assumes nothing" in out
 
 

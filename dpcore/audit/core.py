@@ -10,7 +10,8 @@ target and the certified ε.  :class:`AuditResult` holds everything it found.
 Estimators.  The direct bound (:func:`dpcore.audit.membership.membership_test`) assumes
 nothing.  Where the family of the noise is known (white-box scores of Gaussian and
 Poisson-sampled Gaussian mechanisms) sharper estimators from :mod:`dpcore.audit.bounds` are
-added, each naming its assumption; the audited ε is the largest, each estimator run at its
+added, each naming its assumption (where the attack reads the Gaussian noise itself and adds the
+declared shift, the χ² bound on the noise scale: "Gaussian noise, declared shift"); the audited ε is the largest, each estimator run at its
 declared share of α (``bounds.ALPHA_SHARES``, a weighted Bonferroni correction), so the
 maximum holds with confidence 1 − α.  Black-box audits also report a Gaussian-assumption
 figure beside the direct bound, labelled as such and not part of the audited ε (black-box
@@ -50,9 +51,12 @@ from .bounds import (
     ASSUMPTIONS,
     Estimate,
     effect_size_bound,
+    gaussian_scale_bound,
     gdp_epsilon_lower,
     pooled_error_bound,
     sampled_gaussian_bound,
+    sampled_gaussian_scale_bound,
+    simulation_seed,
 )
 from .canaries import NEIGHBOURING, resolve_canary, subsample
 from .membership import (
@@ -253,10 +257,15 @@ def audit(
     (weighted Bonferroni, :data:`dpcore.audit.bounds.ALPHA_SHARES`), so it holds with
     confidence 1 − α.  The shares depend on what the threat's scores are, never on their values:
 
-    * white-box scores that are exact Gaussian shifts, δ > 0: the direct bound 0.1·α, the
-      pooled error 0.1·α, the effect size 0.8·α;
-    * white-box scores of Poisson-sampled Gaussian steps, δ > 0: the direct bound 0.1·α, the
-      sampled-Gaussian fit 0.9·α;
+    * white-box scores that are exact Gaussian shifts of Gaussian noise the attack reads itself
+      (DP-GD, output and objective perturbation, bolt-on, the federations), δ > 0: the direct
+      bound 0.1·α, the pooled error 0.1·α, the χ² bound on the noise scale 0.8·α (every
+      coordinate of every noisy release; "Gaussian noise, declared shift");
+    * other white-box scores that are exact Gaussian shifts (input perturbation's records), δ > 0:
+      the direct bound 0.1·α, the pooled error 0.1·α, the effect size 0.8·α;
+    * white-box scores of Poisson-sampled Gaussian steps (DP-SGD and its kin), δ > 0: the direct
+      bound 0.1·α, the χ² scale bound read through the sampled-Gaussian accountant 0.9·α (the
+      Monte-Carlo sampled-Gaussian fit takes that share where the noise itself is not read);
     * anything else (every black-box audit; other white-box noise, the non-private baseline,
       δ = 0): the direct bound alone, at α.
 
@@ -364,7 +373,12 @@ def _estimate(attack, scores, delta: float, alpha: float, seed: int) -> _Evidenc
     s0, s1 = scores
     gdp = attack.gaussian is not None and delta > 0  # the two score distributions are Gaussian shifts
     sampled = attack.sampled if delta > 0 else None  # Poisson-sampled Gaussian sums
-    share = ALPHA_SHARES["gaussian" if gdp else "sampled-gaussian" if sampled is not None else "other"]
+    # the attack read the Gaussian noise itself and added the declared shift: the χ² scale bound
+    noise_ss = attack.noise_ss if (gdp and attack.ceiling_mu is not None) or sampled is not None else None
+    row = "gaussian" if gdp else "sampled-gaussian" if sampled is not None else "other"
+    if row != "other" and noise_ss is not None:
+        row += "-declared-shift"
+    share = ALPHA_SHARES[row]
     a = alpha * share["direct"]
     test = membership_test(s0, s1, delta, a)
     estimates = [Estimate("direct", test.epsilon_lower_bound, a, ASSUMPTIONS["direct"], None,
@@ -374,10 +388,19 @@ def _estimate(attack, scores, delta: float, alpha: float, seed: int) -> _Evidenc
         g0, g1 = attack.gaussian
         fp, fn = int(np.sum(g0 > 0.0)), int(np.sum(g1 <= 0.0))
         estimates.append(pooled_error_bound(fp, g0.size, fn, g1.size, delta, alpha * share["pooled-error"]))
-        estimates.append(effect_size_bound(g0, g1, delta, alpha * share["effect-size"]))
+        if noise_ss is not None:
+            estimates.append(gaussian_scale_bound(*noise_ss, attack.ceiling_mu, delta, alpha * share["gaussian-scale"]))
+        else:
+            estimates.append(effect_size_bound(g0, g1, delta, alpha * share["effect-size"]))
     if sampled is not None:
-        estimates.append(sampled_gaussian_bound(s0, s1, sampled[2], sampled[0], sampled[1], delta,
-                                                alpha * share["sampled-gaussian"], seed=seed))
+        q, steps, z = sampled
+        if noise_ss is not None:
+            estimates.append(sampled_gaussian_scale_bound(*noise_ss, z, q, steps, delta,
+                                                          alpha * share["sampled-gaussian-scale"]))
+        else:
+            # the simulation's seed: fresh for this audit, fixed by its seed and its scores
+            estimates.append(sampled_gaussian_bound(s0, s1, z, q, steps, delta, alpha * share["sampled-gaussian"],
+                                                    seed=simulation_seed([seed], s0, s1)))
     return _Evidence(scores, test, estimates, attack.labelled_estimates(s0, s1, delta, alpha), delta, a)
 
 

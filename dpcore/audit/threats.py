@@ -24,8 +24,8 @@ one table (:data:`STRATEGIES`, by ``(threat, end_to_end)``):
 A strategy is made once per audit (after the budget check) and then asked, in this order:
 ``problem`` (the ``D`` side: the first run, the δ warning, the record), :meth:`measure`
 (before the runs), :meth:`score_chunk` (each chunk), and what its scores allow
-(``gaussian``, ``sampled``, ``ceiling_mu``, :meth:`labelled_estimates`, ``shift``,
-:meth:`record`).
+(``gaussian``, ``sampled``, ``ceiling_mu``, ``noise_ss``, :meth:`labelled_estimates`,
+``shift``, :meth:`record`).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ class BlackBox:
     gaussian: tuple[np.ndarray, np.ndarray] | None = None
     sampled: tuple[float, int, float] | None = None
     ceiling_mu: float | None = None
+    noise_ss: tuple[float, int] | None = None
     shift: ShiftCheck | None = None
 
     def __init__(self, mechanism, problem, model, config, canary: str, canary_label: float, score: str):
@@ -107,6 +108,7 @@ class WhiteBox:
         self.mechanism, self.problem, self.config = mechanism, problem, config
         self.found: WhiteBoxScores | None = None  # the last chunk's scores, and what they are
         self._gauss: tuple[np.ndarray, np.ndarray] | None = None
+        self._ss: list[tuple[float, int]] = []  # each chunk's (SS, df) of the noise it read
 
     def measure(self, seeds, alpha: float) -> list[str]:
         """What is measured before the runs (nothing here); the warnings it gives."""
@@ -114,15 +116,18 @@ class WhiteBox:
 
     def score_chunk(self, seeds, start: int, stop: int, scores) -> Iterator[int]:
         """Score runs ``start:stop`` of both sides into ``scores``; yields the runs done (both sides)."""
+        # the attacker's own draws are seeded from this chunk's run seeds (disjoint between chunks
+        # and between audits, fixed by the audit's seed): white_box_scores' default
         wb = white_box_scores(self.mechanism, self.problem, self.config, seeds[0][start:stop].tolist(),
-                              seeds[1][start:stop].tolist(), seed=self.config.seed * 100_003 + start,
-                              shift=self.shift)
+                              seeds[1][start:stop].tolist(), shift=self.shift)
         scores[0][start:stop], scores[1][start:stop] = wb.without, wb.with_
         if wb.gaussian is not None:
             if self._gauss is None:
                 self._gauss = (np.empty(seeds[0].size), np.empty(seeds[1].size))
             for side in (0, 1):
                 self._gauss[side][start:stop] = wb.gaussian[side]
+        if wb.noise_ss is not None:
+            self._ss.append(wb.noise_ss)
         self.found = wb
         yield 2 * (stop - start)
 
@@ -142,6 +147,14 @@ class WhiteBox:
     def ceiling_mu(self) -> float | None:
         """The largest Gaussian-DP μ the attack's view can show, were the claim exact."""
         return self.found.ceiling_mu
+
+    @property
+    def noise_ss(self) -> tuple[float, int] | None:
+        """(SS, df) of every coordinate of the Gaussian noise the attack read, over all runs, in
+        units of the claimed variance, where it reads the noise itself (the χ² scale bound applies)."""
+        if self.found.noise_ss is None or not self._ss:
+            return None
+        return float(sum(ss for ss, _ in self._ss)), int(sum(df for _, df in self._ss))
 
     def labelled_estimates(self, s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float) -> tuple | None:
         """None: every white-box estimate that applies is part of the audited ε."""

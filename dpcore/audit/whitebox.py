@@ -47,7 +47,12 @@ from ..exceptions import ParameterError
 from ..mechanisms import Problem
 from ..mechanisms.local import duchi_privatize
 from ..optim import BatchRNG
-from .bounds import clopper_pearson_lower, clopper_pearson_upper, sampled_step_llr
+from .bounds import (
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    sampled_step_llr,
+    simulation_seed,
+)
 
 __all__ = [
     "WHITE_BOX_UNAVAILABLE",
@@ -183,6 +188,10 @@ class WhiteBoxScores:
     # (sampling rate, steps, noise multiplier the scores assume) where the scores are sums of
     # Poisson-sampled Gaussian step scores: the family fit of dpcore.audit.bounds applies.
     sampled: tuple[float, int, float] | None = None
+    # (SS, df) where the attack reads the Gaussian noise itself, every coordinate of every noisy
+    # release of both sides' runs: SS is their sum of squares in units of the claimed variance,
+    # df their count (χ²(df) at the claimed scale; the χ² scale bound of dpcore.audit.bounds).
+    noise_ss: tuple[float, int] | None = None
 
 
 def _unit(p: int) -> np.ndarray:
@@ -207,21 +216,38 @@ def _sampled_scores(y0, y1, clip, sigma, q, rng):
             sampled_step_llr((y1 + clip * b1) / clip, z, q).sum(axis=1))
 
 
+def _noise_ss(sides, sigmas) -> tuple[float, int]:
+    """(Σ (noise/σ)², count) over every coordinate of the noise vectors ``sides`` (per side a list,
+    one (runs, p) array per release, release j of claimed scale ``sigmas[j]``)."""
+    ss, df = 0.0, 0
+    for draws in sides:
+        for d, sigma in zip(draws, sigmas):
+            d = np.asarray(d, dtype=float)
+            ss += float(np.einsum("ij,ij->", d, d)) / float(sigma) ** 2
+            df += d.size
+    return ss, df
+
+
 def _run(mechanism, problem, config, seeds, rng_cls=TapRNG):
     rngs = rng_cls(seeds)
     return mechanism.run(problem, config, rngs), rngs
 
 
-def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: int = 0,
+def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: int | None = None,
                      shift: ShiftCheck | None = None) -> WhiteBoxScores:
     """Scores of ``len(seeds0)`` runs without and ``len(seeds1)`` with the neighbour's shift.
 
     ``shift``: the end-to-end measurement (:func:`measure_shift`); the noisy steps are then
-    scored with the shift the real neighbours produced instead of the declared sensitivity."""
+    scored with the shift the real neighbours produced instead of the declared sensitivity.
+    ``seed`` seeds the attacker's own draws (the Poisson coins of DP-SGD's canary); by default it
+    is :func:`~dpcore.audit.bounds.simulation_seed` of the run seeds, so it is fresh for every
+    chunk of every audit and deterministic given the audit's seed (which fixes its run seeds)."""
     mid = mechanism.id
     if mid in WHITE_BOX_UNAVAILABLE:
         raise ParameterError(f"no white-box audit for {mid}: {WHITE_BOX_UNAVAILABLE[mid]}; "
                              "use the black-box threat model")
+    if seed is None:
+        seed = simulation_seed(np.asarray(seeds0, dtype=np.int64), np.asarray(seeds1, dtype=np.int64))
     rng = np.random.default_rng([int(seed), streams.WHITE_BOX])
     p = problem.p
     e = _unit(p)
@@ -272,6 +298,7 @@ def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: 
     y0 = np.stack([d @ e for d in draws0], axis=1)
     y1 = np.stack([d @ e for d in draws1], axis=1)
     kind = releases[0].kind
+    noise = np.concatenate([np.full(r.count, r.noise) for r in releases])
     if shift is not None:
         what += f" (shifted by {shift.measured:.4g}, what the real neighbours moved the first release)"
     if kind == "sampled-gaussian":
@@ -280,20 +307,22 @@ def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: 
         unit = 1.0 / (q * problem.n)  # the optimiser adds the noise to the sum divided by qn
         s0, s1 = _sampled_scores(y0 / unit, y1 / unit, clip, sigma, q, rng)
         return WhiteBoxScores(s0, s1, f"{what}: a Dirac canary of norm C in each Poisson-sampled sum",
-                              sampled=(float(q), int(steps), float(sigma / clip)))
+                              sampled=(float(q), int(steps), float(sigma / clip)),
+                              noise_ss=_noise_ss((draws0, draws1), noise * unit))
     deltas = np.concatenate([np.full(r.count, r.sensitivity if shift is None else shift.measured)
                              for r in releases])
     sigmas = np.concatenate([np.full(r.count, r.noise) for r in releases])
     s0, s1 = _shift_scores(y0, y1, deltas, sigmas)
     how = "by the declared sensitivity" if shift is None else "by the measured shift"
     return WhiteBoxScores(s0, s1, f"{what}, shifted {how} along e", (s0, s1),
-                          ceiling_mu=float(np.sqrt(np.sum((deltas / sigmas) ** 2))))
+                          ceiling_mu=float(np.sqrt(np.sum((deltas / sigmas) ** 2))),
+                          noise_ss=_noise_ss((draws0, draws1), noise))
 
 
 def _released_vector_scores(mechanism, problem, config, seeds0, seeds1, e) -> WhiteBoxScores:
     """Output and Kifer's objective perturbation: one Gaussian vector, recovered from the release."""
     quiet = dataclasses.replace(config, noise_scale=1e-300)
-    ys, plan = [], None
+    ys, plan, vectors = [], None, []
     for seeds in (seeds0, seeds1):
         out, _ = _run(mechanism, problem, config, seeds, BatchRNG)
         plan = out.plan
@@ -304,13 +333,14 @@ def _released_vector_scores(mechanism, problem, config, seeds0, seeds1, e) -> Wh
             noise = -problem.n * (problem.model.grad(out.theta, problem.X, problem.y)
                                   + out.extras["extra_l2"] * out.theta)
         ys.append((noise @ e)[:, None])
+        vectors.append([noise])
     release = plan.releases[0]
     sigma = release.noise if release.kind == "gaussian" else out.sigma  # Kifer's: the σ it claims
     s0, s1 = _shift_scores(ys[0], ys[1], np.array([release.sensitivity]), np.array([sigma]))
     what = ("the released θ minus the same run without noise" if mechanism.family == "output" else
             "the linear term b recovered from the optimality condition of the released θ")
     return WhiteBoxScores(s0, s1, f"{what}, shifted by the declared sensitivity along e", (s0, s1),
-                          ceiling_mu=float(release.sensitivity / sigma))
+                          ceiling_mu=float(release.sensitivity / sigma), noise_ss=_noise_ss(vectors, [sigma]))
 
 
 def _gamma_scores(mechanism, problem, config, seeds0, seeds1, e, noise_of, what) -> WhiteBoxScores:
