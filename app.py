@@ -58,6 +58,7 @@ PAGES = [
     st.Page("pages/distributed.py", title="Distributed", icon=":material/hub:"),
     st.Page("pages/theory.py", title="Theory", icon=":material/functions:"),
     st.Page("pages/audit.py", title="Audit", icon=":material/policy:"),
+    st.Page("pages/certify.py", title="Certify a run", icon=":material/verified:"),
     st.Page("pages/datasets.py", title="Datasets", icon=":material/table:"),
     st.Page("pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ]

@@ -56,6 +56,7 @@ from .experiments.baselines import baseline
 from .experiments.context import Context
 from .experiments.run import RunResult, RunSpec, run
 from .experiments.tune import tune
+from .certify import certify  # the function; the module stays sys.modules['dpcore.certify']
 
 # ``audit`` names the function here, which hides the subpackage dpcore.audit wherever it is
 # looked up as an attribute of dpcore, as ``import dpcore.audit.whitebox as wb`` does: the
@@ -65,5 +66,5 @@ for _module in _audit_package.MODULES:
 del _module, _audit_package
 
 #: the public face: what a script or a notebook needs (``from dpcore import RunSpec, run``)
-__all__ = ["RunSpec", "RunResult", "run", "Context", "audit", "tune", "baseline",
+__all__ = ["RunSpec", "RunResult", "run", "Context", "audit", "tune", "baseline", "certify",
            "BudgetError", "DPCoreError", "DatasetError", "ModelError", "ParameterError", "PrivacyWarning", "__version__"]

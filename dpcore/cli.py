@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -21,6 +22,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from .certify import CERTIFY_PARAMS
+from .certify import certify as certify_run
 from .datasets import get_spec, list_datasets
 from .exceptions import DPCoreError
 from .audit import audit
@@ -29,6 +32,7 @@ from .audit import summary as audit_summary
 from .audit import one_run_audit
 from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
+from .experiments.progress import TimeLeft, duration
 from .experiments.run import RunSpec, run
 from .erm import SHIPPED_REFERENCES
 from .experiments.studies import (CLASSROOM_FILE, prepare_for_class, ship_classroom_compare, ship_references,
@@ -37,7 +41,7 @@ from .experiments.sweep import environment
 from .experiments.tune import DEFAULT_MECHANISMS, setting_text, tune, tuned_setting, with_setting
 from .jsonutil import dumps
 from .mechanisms import REGISTRY
-from .params import CONFLICTS, PARAMS, check_conflicts, parse_grid, validate
+from .params import CONFLICTS, PARAMS, check, check_conflicts, parse_grid, validate
 from .theory.catalog import bounds_report
 
 __all__ = ["main", "build_parser"]
@@ -237,7 +241,43 @@ def build_parser() -> argparse.ArgumentParser:
                         "or iterations=500 (repeatable)")
     s.add_argument("--list", action="store_true", help="list the presets and exit")
     s.add_argument("--json", action="store_true", help="print the JSON record")
+
+    s = sub.add_parser("certify", help="certify a DP-SGD run (or k Gaussian / Laplace releases) described in "
+                                       "another library's terms: ε under add/remove and replace-one, by RDP, ε(δ)")
+    s.add_argument("--mechanism", choices=CERTIFY_PARAMS["mechanism"].constraint.values, default="dp-sgd",
+                   help=CERTIFY_PARAMS["mechanism"].help)
+    s.add_argument("--accountant", choices=CERTIFY_PARAMS["accountant"].constraint.values, default="opacus-rdp",
+                   help=CERTIFY_PARAMS["accountant"].help)
+    s.add_argument("--sampling", choices=CERTIFY_PARAMS["sampling"].constraint.values, default="poisson",
+                   help=CERTIFY_PARAMS["sampling"].help)
+    for flag in ("noise_multiplier", "sample_rate", "batch_size", "dataset_size", "steps", "epochs", "sigma",
+                 "sensitivity", "compositions", "delta", "target_epsilon"):
+        s.add_argument("--" + flag.replace("_", "-"), type=_certify_type(flag), default=None,
+                       help=CERTIFY_PARAMS[flag].help)
+    s.add_argument("--json", action="store_true", help="print one JSON document (the full ε(δ) list)")
     return p
+
+
+def _certify_type(name: str):
+    """argparse type of a ``certify`` flag, through its declaration (:data:`dpcore.certify.CERTIFY_PARAMS`)."""
+    param = CERTIFY_PARAMS[name]
+    kind = param.constraint.kind
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text) if kind is not int else int(float(text))
+            if kind is int and float(text) != value:
+                raise ValueError
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(
+                f"The {name!r} parameter must be {param.constraint.describe()}. Got {text!r} instead.") from None
+        try:
+            return check(param, value, "certify")
+        except DPCoreError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = "certify_" + name  # not a PARAMS name: its fuzz values are tests/test_fuzz_cli.py's
+    return convert
 
 
 def _common_run_args(s) -> None:
@@ -372,7 +412,7 @@ def _cmd_run(args) -> Any:
     )
     if tuned:
         config = with_setting(config, tuned)
-    result = run(config, shared_context())
+    result = run(config, shared_context(progress=SlowProgress()))
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     record = result.to_dict()
@@ -392,7 +432,7 @@ def _cmd_run(args) -> Any:
         lines.append("  every run diverged: no accuracy or gap to report (see the warning above)")
         return "\n".join(lines)
     # the one non-private reference the app draws (the best over the λ grid and this run's λ)
-    ref = baseline(config, (), shared_context())
+    ref = baseline(config, (), shared_context(progress=SlowProgress()))
     if "accuracy_mean" in record:
         lines.append(f"  accuracy {record['accuracy_mean']:.4f} ± {record['accuracy_std']:.4f}"
                      f"   ({ref.label} {ref.value:.4f}, guessing the majority class"
@@ -418,6 +458,33 @@ def _cmd_run(args) -> Any:
 
 def _progress(done: int, total: int, label: str) -> None:
     print(f"[{done}/{total}] {label}", file=sys.stderr, flush=True)
+
+
+#: a single run reports its progress on standard error once it has lasted this long
+QUIET_SECONDS = 2.0
+
+
+class SlowProgress:
+    """A single run's ``progress(done, total, label)`` on standard error, as the app's bar shows it:
+    silent for the first :data:`QUIET_SECONDS` (a quick run prints nothing), then at most one line
+    a second with the step it is at and the time left (:class:`~dpcore.experiments.progress.TimeLeft`),
+    so a minutes-long reference solve or calibration is never a silent wait."""
+
+    def __init__(self, clock=time.perf_counter, stream=None, quiet: float = QUIET_SECONDS):
+        self.clock, self.stream, self.quiet = clock, stream, float(quiet)
+        self.started, self.last = clock(), -math.inf
+        self.left = TimeLeft(clock)
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        left = self.left.update(done, total)
+        now = self.clock()
+        if now - self.started < self.quiet or (now - self.last < 1.0 and done < total):
+            return
+        self.last = now
+        eta = ("done" if done >= total else "estimating the time left" if left is None
+               else f"about {duration(left)} left")
+        print(f"[{done}/{total}] {label} ({duration(now - self.started)} so far, {eta})",
+              file=self.stream or sys.stderr, flush=True)
 
 
 def _mechanism_list(text: str | None) -> list[str] | None:
@@ -758,8 +825,19 @@ def _cmd_prepare(args) -> Any:
                      + [f"  {d['what']}: {d['seconds']} s" for d in done])
 
 
+def _cmd_certify(args) -> Any:
+    """``certify``: :func:`dpcore.certify.certify` on the flags given (unset ones at its defaults)."""
+    given = {k: getattr(args, k) for k in ("noise_multiplier", "sample_rate", "batch_size", "dataset_size", "steps",
+                                          "epochs", "sigma", "sensitivity", "compositions", "target_epsilon")
+             if getattr(args, k) is not None}
+    cert = certify_run(mechanism=args.mechanism, accountant=args.accountant, sampling=args.sampling,
+                       delta=CERTIFY_PARAMS["delta"].default if args.delta is None else args.delta,
+                       full_curve=args.json, **given)
+    return cert.to_dict() if args.json else str(cert)
+
+
 COMMANDS = {"prepare": _cmd_prepare, "tune": _cmd_tune, "sweep": _cmd_sweep, "datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,
-            "tradeoff": _cmd_tradeoff, "bounds": _cmd_bounds, "audit": _cmd_audit}
+            "tradeoff": _cmd_tradeoff, "bounds": _cmd_bounds, "audit": _cmd_audit, "certify": _cmd_certify}
 
 
 #: an error line longer than this has its long echoed values (over 40 characters) cut to their ends

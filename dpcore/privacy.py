@@ -33,6 +33,7 @@ Gaussian); Koskela et al. 2020 and dp-accounting (PLD); Dwork & Roth 2014 §3.5
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, replace
@@ -47,6 +48,7 @@ from dp_accounting.pld import privacy_loss_distribution as _pldist
 from scipy.optimize import brentq
 
 from . import accounting as acc
+from ._version import __version__
 from .exceptions import ParameterError
 
 __all__ = [
@@ -70,6 +72,9 @@ __all__ = [
     "gdp_rr_epsilon",
     "calibrate",
     "classical_gaussian_sigma",
+    "DP_EVENTS_FORMAT",
+    "DP_EVENTS_VERSION",
+    "event_from_json",
 ]
 
 NEIGHBOURING = "replace-one"
@@ -219,6 +224,99 @@ class NoisePlan:
     def sensitivities(self) -> dict[str, float]:
         """What each release declares, for the empirical sensitivity checks."""
         return {r.what: r.sensitivity for r in self.releases if r.sensitivity is not None}
+
+    def to_dp_events(self, delta: float) -> dict:
+        """The plan as a versioned JSON document (:data:`DP_EVENTS_FORMAT`): its dp-accounting
+        event (:meth:`event`, in the library's ``REPLACE_ONE`` units, every field named), the
+        neighbouring relation, the plan itself (what :meth:`from_dp_events` reads back) and the
+        ε :func:`certify` gives at ``delta``.  Events only this module makes (``EpsilonDeltaDpEvent``,
+        ``GammaNormDpEvent``, ``AnyOfDpEvent``) are named as such: dp-accounting cannot compose them.
+        """
+        eps = certify(self, float(delta))
+        return {"format": DP_EVENTS_FORMAT, "version": DP_EVENTS_VERSION, "dpcore": __version__,
+                "neighbouring": self.neighbouring, "dp_accounting_relation": "REPLACE_ONE",
+                "event": _event_to_json(self.event()), "plan": _plan_to_json(self),
+                "certified": {"delta": float(delta), "epsilon": eps if math.isfinite(eps) else None},
+                "dp_accounting_supported": _supported(self.event())}
+
+    @classmethod
+    def from_dp_events(cls, document: dict) -> NoisePlan:
+        """The plan a :meth:`to_dp_events` document holds (ValueError: not one, or a newer version)."""
+        if not isinstance(document, dict) or document.get("format") != DP_EVENTS_FORMAT:
+            raise ValueError(f"not a {DP_EVENTS_FORMAT} document")
+        if document.get("version") != DP_EVENTS_VERSION:
+            raise ValueError(f"{DP_EVENTS_FORMAT} version {document.get('version')!r}: this dpcore reads "
+                             f"version {DP_EVENTS_VERSION}")
+        return _plan_from_json(document["plan"])
+
+
+# ---------------------------------------------------------------------------
+# the exported document (NoisePlan.to_dp_events / from_dp_events)
+
+#: the name and version of :meth:`NoisePlan.to_dp_events`'s JSON document
+DP_EVENTS_FORMAT = "dpcore.dp-events"
+DP_EVENTS_VERSION = 1
+#: this module's own events, which dp-accounting's accountants do not know
+_OWN_EVENTS = {"EpsilonDeltaDpEvent": EpsilonDeltaDpEvent, "GammaNormDpEvent": GammaNormDpEvent,
+               "AnyOfDpEvent": AnyOfDpEvent}
+
+
+def _event_to_json(event) -> dict:
+    """A dp-accounting (attrs) or own (dataclass) event as ``{"type": name, field: value, …}``."""
+    names = ([f.name for f in dataclasses.fields(event)] if dataclasses.is_dataclass(event)  # this module's
+             else [f.name for f in type(event).__attrs_attrs__])  # dp-accounting's (attrs classes)
+    out: dict = {"type": type(event).__name__}
+    for name in names:
+        value = getattr(event, name)
+        if isinstance(value, dpa.DpEvent):
+            value = _event_to_json(value)
+        elif isinstance(value, (list, tuple)):
+            value = [_event_to_json(v) if isinstance(v, dpa.DpEvent) else v for v in value]
+        out[name] = value
+    return out
+
+
+def event_from_json(data: dict) -> dpa.DpEvent:
+    """The event :func:`_event_to_json` wrote (dp-accounting's classes, or this module's own)."""
+    data = dict(data)
+    kind = data.pop("type")
+    cls = _OWN_EVENTS.get(kind) or getattr(dpa, kind, None)
+    if cls is None or not (isinstance(cls, type) and issubclass(cls, dpa.DpEvent)):
+        raise ValueError(f"unknown event type {kind!r}")
+    args = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and "type" in value:
+            value = event_from_json(value)
+        elif isinstance(value, list):
+            value = [event_from_json(v) if isinstance(v, dict) and "type" in v else v for v in value]
+            value = tuple(value) if cls is AnyOfDpEvent else value
+        args[key] = value
+    return cls(**args)
+
+
+def _supported(event) -> bool:
+    """Whether dp-accounting's own accountants can compose ``event`` (none of this module's events)."""
+    if type(event).__name__ in _OWN_EVENTS:
+        return False
+    if isinstance(event, dpa.ComposedDpEvent):
+        return all(_supported(e) for e in event.events)
+    inner = getattr(event, "event", None)
+    return True if inner is None else _supported(inner)
+
+
+def _plan_to_json(plan: NoisePlan) -> dict:
+    return {"releases": [{**{k: getattr(r, k) for k in ("kind", "what", "sensitivity", "noise", "count",
+                                                         "sample_rate", "epsilon", "delta")},
+                          "alternatives": [_plan_to_json(a) for a in r.alternatives]} for r in plan.releases],
+            "parts": [_plan_to_json(p) for p in plan.parts], "void": plan.void, "neighbouring": plan.neighbouring}
+
+
+def _plan_from_json(data: dict) -> NoisePlan:
+    releases = tuple(Release(**{**{k: v for k, v in r.items() if k != "alternatives"},
+                                "alternatives": tuple(_plan_from_json(a) for a in r.get("alternatives", ()))})
+                     for r in data.get("releases", ()))
+    return NoisePlan(releases, tuple(_plan_from_json(p) for p in data.get("parts", ())), data.get("void"),
+                     data.get("neighbouring", NEIGHBOURING))
 
 
 # ---------------------------------------------------------------------------

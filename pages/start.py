@@ -81,6 +81,8 @@ for page, text in [
     ("pages/distributed.py", "**Distributed**: uneven clients, WD-DP against plain averaging."),
     ("pages/theory.py", "**Theory**: every published bound, evaluated for your settings, beside the measured gap."),
     ("pages/audit.py", "**Audit**: attack a mechanism and compare the audited ε with the certified one."),
+    ("pages/certify.py", "**Certify a run**: a DP-SGD run from a paper or a training log (Opacus, TF Privacy "
+                         "terms), its ε under both neighbouring relations."),
     ("pages/datasets.py", "**Datasets**: the bundled data and how they were prepared."),
     ("pages/glossary.py", "**Glossary**: ε, δ, sensitivity, certified, audited, local, replace-one, …"),
 ]:

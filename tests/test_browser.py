@@ -42,6 +42,7 @@ VIEWS = {
     "audit": "Run the audit",
     "datasets": "Use your own data",
     "glossary": "Neighbouring datasets (replace-one)",
+    "certify": "Open Compare at",
     "lesson": "1. What ε means",
     "?present=1": "A one-minute tour",
 }

@@ -239,7 +239,7 @@ def test_the_offline_lessons_links_go_to_the_address_the_lecturer_gives():
 #: controls that are not a view's state, and why (everything else must round-trip through the link)
 NOT_STATE = {"lesson_base": "the lecturer's own address for the offline file, not what a student's view shows"}
 VIEWS = ["explore.py", "compare.py", "tune.py", "local_central.py", "distributed.py", "theory.py", "audit.py",
-         "figures.py", "lesson.py", "datasets.py"]
+         "figures.py", "lesson.py", "datasets.py", "certify.py"]
 KINDS = ("selectbox", "radio", "multiselect", "toggle", "checkbox", "number_input", "select_slider")
 
 

@@ -254,3 +254,26 @@ def test_an_estimate_is_the_same_whatever_the_unit_of_cost(share):
             out.append(eta.update(k, len(seconds), work=(done, sum(seconds) * scale)))
         got.append(out)
     assert got[0] == pytest.approx(got[1])
+
+
+def test_the_command_lines_single_run_speaks_only_after_two_seconds_then_once_a_second():
+    """``dpcore run`` hears its run's steps (and a reference solve's iterations): nothing for a
+    quick run, then a line at most every second with the time left, and the last step always."""
+    import io
+
+    from dpcore.cli import SlowProgress
+
+    now = [0.0]
+    out = io.StringIO()
+    report = SlowProgress(clock=lambda: now[0], stream=out)
+    for step in range(1, 101):  # 0.05 s a step: 5 s in all
+        now[0] = step * 0.05
+        report(step, 100, "step")
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[40/100] step (2 s so far, ")  # silent for the first two seconds
+    assert lines == ["[40/100] step (2 s so far, about 3 s left)", "[60/100] step (3 s so far, about 2 s left)",
+                     "[80/100] step (4 s so far, about 1 s left)", "[100/100] step (5 s so far, done)"]
+    quick = io.StringIO()
+    fast = SlowProgress(clock=lambda: 0.0, stream=quick)
+    fast(1, 1, "step")
+    assert quick.getvalue() == ""  # a run under two seconds prints nothing

@@ -1,0 +1,477 @@
+"""Certify a run described in another library's terms (issue 46).
+
+A DP-SGD run as Opacus, TF Privacy, JAX Privacy or dp-accounting describe it (noise multiplier z,
+sampling rate q or batch size / dataset size, steps or epochs, Poisson or shuffled batches, δ), or a
+plain composition of Gaussian or Laplace releases, certified side by side:
+
+* ε under **add/remove** one record (the relation those libraries use) and under **replace-one**
+  (the project's relation, SPEC §1), both by the tight privacy-loss distribution (PLD) through
+  dp-accounting; the replace-one figure of a DP-SGD run is :func:`dpcore.accounting.sampled_gaussian_epsilon`
+  itself, so it is bit-identical to what every mechanism of the project certifies;
+* the ε a Rényi-DP accountant gives (dp-accounting's ``RdpAccountant``, the analysis Opacus'
+  ``RDPAccountant`` and TF Privacy's ``compute_dp_sgd_privacy`` run), with the orders of the
+  library the run came from, and that library's own figure, named;
+* the ε(δ) curve, and the inverse question: which noise gives ε = x.
+
+Shuffled (fixed-size, without replacement) batches: the libraries report the Poisson figure for
+them too, which is not a proof (Chua et al. 2024).  The certified figure for shuffled batches uses
+no amplification: each record is in at most one batch of an epoch, so E epochs are E Gaussian
+releases of the record, μ = √E/z (add/remove) or 2√E/z (replace-one), exact by GDP.
+
+>>> from dpcore import certify
+>>> c = certify(noise_multiplier=1.1, sample_rate=256 / 60_000, epochs=60, delta=1e-5)
+>>> round(c.add_remove, 2), round(c.replace_one, 2), c.add_remove <= c.rdp
+(2.38, 4.23, True)
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dp_accounting as dpa
+import numpy as np
+from dp_accounting.pld import privacy_loss_distribution as _pl
+from scipy.optimize import brentq
+
+from . import accounting as acc
+from .exceptions import ParameterError
+from .params import Interval, Options, Param, check
+
+__all__ = [
+    "ACCOUNTANTS",
+    "CERTIFY_PARAMS",
+    "CURVE_DELTAS",
+    "FULL_CURVE_DELTAS",
+    "Certificate",
+    "certify",
+    "clt_gdp_epsilon",
+    "dpsgd_profile",
+    "rdp_epsilon",
+]
+
+_NR = dpa.NeighboringRelation
+ADD_REMOVE, REPLACE = "add-remove", "replace-one"
+
+#: Rényi orders of Opacus' RDPAccountant (opacus/accountants/rdp.py, DEFAULT_ALPHAS)
+OPACUS_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)))
+#: Rényi orders of TF Privacy's compute_dp_sgd_privacy (compute_dp_sgd_privacy_lib.py)
+TF_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [128, 256, 512])
+
+#: the accountants a run can come from: (library and method, the analysis, its Rényi orders or None)
+ACCOUNTANTS: dict[str, tuple[str, str, tuple | None]] = {
+    "opacus-rdp": ("Opacus RDPAccountant (Rényi DP, Poisson sampling, add/remove)", "rdp", OPACUS_ORDERS),
+    "opacus-prv": ("Opacus PRVAccountant (privacy random variables: the PLD, add/remove)", "pld", None),
+    "opacus-gdp": (("Opacus GaussianAccountant (Gaussian DP by the central limit theorem: an approximation, "
+                   "not a bound)"), "clt", None),
+    "tf-privacy-rdp": ("TF Privacy compute_dp_sgd_privacy (Rényi DP through dp-accounting, add/remove)", "rdp",
+                       TF_ORDERS),
+    "jax-privacy": ("JAX Privacy (dp-accounting's RdpAccountant by default, add/remove)", "rdp", None),
+    "dp-accounting-pld": ("dp-accounting PLDAccountant (privacy-loss distribution, add/remove)", "pld", None),
+}
+
+#: the parameters of a description, declared once (the command line and the view read these)
+CERTIFY_PARAMS: dict[str, Param] = {p.name: p for p in [
+    Param("mechanism", Options(("dp-sgd", "gaussian", "laplace")), "dp-sgd",
+          "dp-sgd: Poisson- or shuffle-sampled Gaussian steps; gaussian / laplace: k plain releases"),
+    Param("accountant", Options(tuple(ACCOUNTANTS)), "opacus-rdp", "the library and method the run was accounted with"),
+    Param("sampling", Options(("poisson", "shuffled")), "poisson", "how batches were drawn"),
+    # (steps end at 1e5: past it, with q near 1, the inverse question takes minutes.)  z below 1e-3 certifies nothing a class would call private; above 1e4 it is ε ≈ 0 anyway
+    Param("noise_multiplier", Interval(float, 1e-3, 1e4, "both"), 1.0,
+          "noise multiplier z = noise std / clipping norm", 0.3, 20.0, log_scale=True),
+    # below q = 1e-6 (a million records a record) the inverse question grows slow; q > 1 is no rate
+    Param("sample_rate", Interval(float, 1e-6, 1.0, "both"), 0.01, "sampling rate q (batch / dataset size)",
+          1e-5, 1.0, log_scale=True),
+    Param("batch_size", Interval(int, 1, 10**9, "both"), 256, "expected batch size", 1, 100_000),
+    Param("dataset_size", Interval(int, 1, 10**10, "both"), 60_000, "number of records n", 1, 10**8),
+    Param("steps", Interval(int, 1, 10**5, "both"), 1000, "optimisation steps T", 1, 10**5, log_scale=True),
+    Param("epochs", Interval(float, 1e-6, 1e5, "both"), None, "epochs (steps = ⌈epochs / q⌉)", 0.01, 1000.0),
+    Param("sigma", Interval(float, 1e-6, 1e6, "both"), 1.0, "noise std σ (Gaussian) or scale b (Laplace)",
+          0.01, 100.0, log_scale=True),
+    Param("sensitivity", Interval(float, 1e-6, 1e6, "both"), 1.0,
+          "add/remove sensitivity Δ (L2 for Gaussian, L1 for Laplace); replace-one uses 2Δ", 0.01, 100.0,
+          log_scale=True),
+    Param("compositions", Interval(int, 1, 10**5, "both"), 1, "number k of releases", 1, 10**5, log_scale=True),
+    Param("delta", Interval(float, 1e-100, 1.0, "neither"), 1e-5, "δ", 1e-12, 1e-2, log_scale=True),
+    # beyond ε = 100 nothing is private; the inverse there only costs time (the PLD of z ≈ 0.1)
+    Param("target_epsilon", Interval(float, 1e-4, 100.0, "both"), None, "the ε the inverse question asks for",
+          0.01, 100.0, log_scale=True),
+]}
+
+#: the ε(δ) curve's δ's (text), and with --json / ``full=True`` the full list
+CURVE_DELTAS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10)
+FULL_CURVE_DELTAS = tuple(10.0 ** (-k / 2) for k in range(2, 31))  # 1e-1 … 1e-15
+
+
+def _v(name: str, value: Any, owner: str = "certify") -> Any:
+    return None if value is None else check(CERTIFY_PARAMS[name], value, owner)
+
+
+# ---------------------------------------------------------------------------
+# the routes
+
+
+def rdp_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float,
+                orders: tuple | None = None) -> float:
+    """ε (add/remove) of T Poisson-sampled Gaussian steps by dp-accounting's ``RdpAccountant``
+    (``orders``: a library's Rényi orders; None: dp-accounting's own)."""
+    event = dpa.GaussianDpEvent(noise_multiplier)
+    if sample_rate < 1:
+        event = dpa.PoissonSampledDpEvent(sample_rate, event)
+    accountant = dpa.rdp.RdpAccountant(orders=list(orders) if orders else None,
+                                       neighboring_relation=_NR.ADD_OR_REMOVE_ONE)
+    quiet = logging.getLogger("absl")  # it warns of each order it drops (large q, small z): not news here
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        accountant.compose(dpa.SelfComposedDpEvent(event, int(steps)))
+        return float(accountant.get_epsilon(delta))
+    finally:
+        quiet.setLevel(level)
+
+
+def clt_gdp_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
+    """Opacus' GaussianAccountant: μ = q·√(T(e^{1/z²} − 1)) (Bu, Dong, Long & Su 2020, the CLT for
+    Poisson subsampling), ε from μ-GDP.  An approximation: not an upper bound."""
+    try:
+        mu = sample_rate * math.sqrt(steps * math.expm1(noise_multiplier ** -2))
+    except OverflowError:
+        return math.inf
+    return acc.gdp_epsilon(mu, delta)
+
+
+def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
+                  relation: str, min_grid: float = 0.0) -> Callable[[float], float]:
+    """δ ↦ ε of T Poisson-sampled Gaussian steps under ``relation``, the PLD built once.
+
+    The route of :func:`dpcore.accounting.sampled_gaussian_epsilon` (the same grid, the same
+    unsampled GDP bound as a cap, Rényi DP below ``PLD_MIN_DELTA``), for either relation:
+    replace-one reads one step as sensitivity 2 (records ±C), add/remove as sensitivity 1.
+    ``min_grid``: a coarser grid (still an upper bound; a calibration to a large ε needs no finer).
+    """
+    z, q, T = float(noise_multiplier), float(sample_rate), int(steps)
+    sens = 1.0 if relation == ADD_REMOVE else 2.0
+
+    def tiny(delta: float) -> float:
+        rdp = (rdp_epsilon(z, q, T, delta) if relation == ADD_REMOVE
+               else acc.sampled_gaussian_epsilon_rdp(z, q, T, delta))
+        return min(acc.gaussian_epsilon(sens, z, T, delta), rdp)
+
+    grid = None if z < PLD_MIN_MULTIPLIER else pld_grid(z, min(q, 1.0), T)
+    grid = grid if grid is None or grid >= min_grid else (None if min_grid > 0.5 else min_grid)
+    if grid is None:
+        return lambda d: tiny(d) if d < acc.PLD_MIN_DELTA else acc.gaussian_epsilon(sens, z, T, d)
+    if relation == ADD_REMOVE:
+        plds = [_add_remove_pld(z, q, T, grid)]
+        # a small ε needs a finer grid than the span rule's 1e-3 (pessimistic rounding over T steps
+        # can add many grid steps to ε): the coarse PLD's ε at δ = 1e-10 (the curve's far end) sets
+        # the scale, the span rule's 2e6 points the floor; both PLDs are upper bounds, the smaller holds
+        scale = float(plds[0].get_epsilon_for_delta(1e-10))
+        fine = max(1e-6, min_grid, 1e-4 * scale, (pld_span(z, q, T) or 0.0) / 2e6)
+        if fine < grid / 2:
+            plds.append(_add_remove_pld(z, q, T, fine))
+    else:
+        plds = [acc.sampled_gaussian_pld(z / math.sqrt(T), 1.0, grid) if q >= 1
+                else acc.sampled_gaussian_pld(z, q, grid).self_compose(T)]
+
+    def eps(delta: float) -> float:
+        if delta < acc.PLD_MIN_DELTA:
+            return tiny(delta)
+        return min(acc.gaussian_epsilon(sens, z, T, delta), *(float(p.get_epsilon_for_delta(delta)) for p in plds))
+
+    return eps
+
+
+def _add_remove_pld(z: float, q: float, T: int, grid: float):
+    """T Poisson-sampled Gaussian steps (add/remove) on ``grid``: dp-accounting's pessimistic PLD."""
+    if q >= 1:
+        return _pl.from_gaussian_mechanism(z / math.sqrt(T), value_discretization_interval=grid,
+                                           neighboring_relation=_NR.ADD_OR_REMOVE_ONE)
+    return _pl.from_gaussian_mechanism(z, sampling_prob=q, value_discretization_interval=grid,
+                                       neighboring_relation=_NR.ADD_OR_REMOVE_ONE).self_compose(T)
+
+
+#: below this noise multiplier the PLD grid would not fit in memory (accounting's own threshold)
+PLD_MIN_MULTIPLIER = 0.005
+
+
+def pld_span(noise_multiplier: float, sample_rate: float, steps: int) -> float | None:
+    """How far the composed privacy loss of T steps spreads, ``T·|m| + 20·√T·s`` (m, s: one
+    replace-one step's mean and std, read off a coarse one-step PLD); ``None``: no mass to read."""
+    one = acc.sampled_gaussian_pld(noise_multiplier, min(sample_rate, 1.0), 1e-2)
+    pmf = one._pmf_remove
+    probs = np.asarray(getattr(pmf, "_probs", []), dtype=float)
+    if probs.size == 0 or probs.sum() <= 0:
+        return None
+    losses = (pmf._lower_loss + np.arange(probs.size)) * 1e-2
+    probs = probs / probs.sum()
+    mean = float(losses @ probs)
+    std = float(np.sqrt(((losses - mean) ** 2) @ probs))
+    return steps * abs(mean) + 20.0 * math.sqrt(steps) * std
+
+
+def pld_grid(noise_multiplier: float, sample_rate: float, steps: int) -> float | None:
+    """The PLD grid step of :func:`dpcore.accounting.sampled_gaussian_epsilon` (the same rule,
+    restated: keep the composed distribution below ~2e6 points of :func:`pld_span`; ``None`` past
+    0.5).  An add/remove step's loss spans less than a replace-one step's, so the grid serves both."""
+    span = pld_span(noise_multiplier, sample_rate, steps)
+    if span is None:
+        return acc.PLD_DISCRETIZATION
+    grid = max(acc.PLD_DISCRETIZATION, span / 2e6)
+    return None if grid > 0.5 else grid
+
+
+def _laplace_profile(scale: float, sensitivity: float, k: int, relation: str) -> Callable[[float], float]:
+    """δ ↦ ε of k Laplace releases of scale b and add/remove L1 sensitivity Δ (replace-one: 2Δ):
+    the PLD (add/remove, on a grid relative to the pure ε) capped by the pure ε = kΔ/b."""
+    sens = sensitivity * (1.0 if relation == ADD_REMOVE else 2.0)
+    pure = k * sens / scale
+    grid = min(0.05, max(1e-4, pure / 1e5))
+    if pure > 1e5:  # the grid would not fit: the pure ε is a bound
+        return lambda d: pure
+    accountant = dpa.pld.PLDAccountant(_NR.ADD_OR_REMOVE_ONE, value_discretization_interval=grid)
+    accountant.compose(dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(scale / sens), int(k)))
+    return lambda d: min(pure, float(accountant.get_epsilon(d)))
+
+
+def _smallest_noise(eps_of: Callable[[float], float], target: float, start: float = 1.0,
+                    rtol: float = 1e-6) -> float:
+    """Smallest noise s (to ``rtol``, rounded up) with ``eps_of(s) ≤ target`` (ε falls as the noise
+    grows): Brent's method on log ε(log s); the answer is always a noise whose ε was checked."""
+    @functools.cache
+    def excess(log_s: float) -> float:
+        e = eps_of(math.exp(log_s))
+        return 1e6 if not math.isfinite(e) else (-1e6 if e <= 0 else math.log(e) - math.log(target))
+
+    lo = hi = math.log(start)
+    while excess(hi) > 0:
+        lo, hi = hi, hi + math.log(4.0)
+        if hi > math.log(1e12):
+            return math.inf
+    while excess(lo) <= 0:
+        lo, hi = lo - math.log(4.0), lo
+        if lo < math.log(1e-12):
+            return math.exp(hi)
+    root = brentq(excess, lo, hi, xtol=rtol / 4, rtol=1e-12)
+    for k in (1, 2, 4):  # just above the root: checked, else the bracket's top (checked when bracketed)
+        s = math.exp(min(hi, root + k * rtol / 2))
+        if eps_of(s) <= target:
+            return s
+    return math.exp(hi)
+
+
+# ---------------------------------------------------------------------------
+# the certificate
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What :func:`certify` finds.  ε's are floats (``inf``: nothing proven)."""
+
+    mechanism: str
+    description: dict
+    delta: float
+    add_remove: float
+    replace_one: float
+    rdp: float
+    accountant: str | None
+    library: str | None
+    library_epsilon: float | None
+    curve: list = field(default_factory=list)
+    inverse: dict | None = None
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        e = _fmt
+        d = self.description
+        if self.mechanism == "dp-sgd":
+            head = (f"DP-SGD: z = {d['noise_multiplier']:g}, q = {d['sample_rate']:.4g}, T = {d['steps']} steps "
+                    f"({d['epochs']:.4g} epoch{'' if d['epochs'] == 1 else 's'}, {d['sampling']} batches), δ = {self.delta:g}")
+        else:
+            head = (f"{self.mechanism}: {d['compositions']} release{'s' if d['compositions'] != 1 else ''}, "
+                    f"{'σ' if self.mechanism == 'gaussian' else 'b'} = {d['sigma']:g}, Δ = {d['sensitivity']:g}, "
+                    f"δ = {self.delta:g}")
+        lines = [head, f"{'':34} {'add/remove':>12} {'replace-one':>12}"]
+        lines.append(f"{'ε certified (PLD, tight)':34} {e(self.add_remove):>12} {e(self.replace_one):>12}")
+        lines.append(f"{'ε by Rényi DP (dp-accounting)':34} {e(self.rdp):>12} {'':>12}")
+        if self.library:
+            lines.append(f"{'as ' + self.accountant + ' reports':34} {e(self.library_epsilon):>12} {'':>12}")
+            lines.append(f"  ({self.library})")
+        if self.curve:
+            lines.append("ε(δ):  " + "   ".join(f"δ={c['delta']:.0e}: {e(c[ADD_REMOVE])} / {e(c[REPLACE])}"
+                                                for c in self.curve))
+        if self.inverse:
+            inv = self.inverse
+            lines.append(f"for ε = {inv['target_epsilon']:g} at δ = {self.delta:g}: {inv['what']} "
+                         f"{e(inv[ADD_REMOVE])} (add/remove), {e(inv[REPLACE])} (replace-one)")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _fmt(x: float | None) -> str:
+    return "∞" if x is None or not math.isfinite(x) else f"{x:.4g}"
+
+
+def certify(noise_multiplier: float | None = None, sample_rate: float | None = None, *,
+            steps: int | None = None, epochs: float | None = None, batch_size: int | None = None,
+            dataset_size: int | None = None, sampling: str = "poisson", delta: float = 1e-5,
+            accountant: str = "opacus-rdp", mechanism: str = "dp-sgd", sigma: float | None = None,
+            sensitivity: float = 1.0, compositions: int = 1, target_epsilon: float | None = None,
+            full_curve: bool = False) -> Certificate:
+    """Certify a DP-SGD run (or k Gaussian / Laplace releases) as another library describes it.
+
+    DP-SGD: ``noise_multiplier`` z, the rate q as ``sample_rate`` or ``batch_size`` /
+    ``dataset_size``, ``steps`` or ``epochs`` (steps = ⌈epochs / q⌉), ``sampling`` poisson or
+    shuffled, ``accountant`` the library the run came from.  ``mechanism="gaussian"`` or
+    ``"laplace"``: ``compositions`` releases of noise ``sigma`` (σ or the Laplace scale b) and
+    add/remove ``sensitivity`` Δ (replace-one: 2Δ, the triangle inequality).  ``target_epsilon``
+    adds the inverse: the smallest noise giving that ε at ``delta`` under each relation (without
+    ``noise_multiplier`` / ``sigma``, only that).  Refuses an invalid description
+    (:class:`~dpcore.exceptions.ParameterError`, one line).
+
+    >>> c = certify(noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5, accountant="opacus-rdp")
+    >>> c.add_remove < c.replace_one and c.add_remove <= c.rdp <= c.library_epsilon * 1.001
+    True
+    """
+    mechanism = _v("mechanism", mechanism)
+    delta = _v("delta", delta)
+    target = _v("target_epsilon", target_epsilon)
+    deltas = sorted(set(FULL_CURVE_DELTAS if full_curve else CURVE_DELTAS) | {delta}, reverse=True)
+    if mechanism == "dp-sgd":
+        return _certify_dpsgd(noise_multiplier, sample_rate, steps, epochs, batch_size, dataset_size,
+                              _v("sampling", sampling), delta, _v("accountant", accountant), target, deltas,
+                              extra={"sigma": sigma, "compositions": None if compositions == 1 else compositions,
+                                         "sensitivity": None if sensitivity == 1.0 else sensitivity})
+    for name, value in (("noise_multiplier", noise_multiplier), ("sample_rate", sample_rate), ("steps", steps),
+                        ("epochs", epochs), ("batch_size", batch_size), ("dataset_size", dataset_size)):
+        if value is not None:
+            raise ParameterError(f"certify: {name} describes DP-SGD, not a plain {mechanism} composition "
+                                 "(give sigma, sensitivity and compositions)")
+    return _certify_plain(mechanism, _v("sigma", sigma), _v("sensitivity", sensitivity),
+                          _v("compositions", compositions), delta, target, deltas)
+
+
+def _certify_dpsgd(z, q, steps, epochs, batch, n, sampling, delta, accountant, target, deltas, extra):
+    for name, value in extra.items():
+        if value is not None:
+            raise ParameterError(f"certify: {name} describes a plain composition (mechanism gaussian or laplace), "
+                                 "not DP-SGD")
+    z = _v("noise_multiplier", z)
+    if z is None and target is None:
+        raise ParameterError("certify: give the noise multiplier (or a target ε to ask which one meets it)")
+    if q is not None and batch is not None:
+        raise ParameterError("certify: give the sample rate or the batch size (with the dataset size), not both")
+    if (batch is None) != (n is None):
+        raise ParameterError("certify: the batch size and the dataset size go together (q = batch / n)")
+    if batch is not None:
+        batch, n = _v("batch_size", batch), _v("dataset_size", n)
+        if batch > n:
+            raise ParameterError(f"certify: a batch of {batch} from {n} records is a sampling rate q = "
+                                 f"{batch / n:.4g} > 1")
+        q = batch / n
+    if q is None:
+        raise ParameterError("certify: give the sample rate (or the batch size and the dataset size)")
+    q = _v("sample_rate", q)
+    if (steps is None) == (epochs is None):
+        raise ParameterError("certify: give the steps or the epochs (one of them)")
+    if steps is None:
+        steps = math.ceil(_v("epochs", epochs) / q - 1e-9)
+        if not CERTIFY_PARAMS["steps"].constraint.contains(steps):
+            raise ParameterError(f"certify: {epochs:g} epochs at q = {q:.4g} are {steps} steps; at most "
+                                 f"{CERTIFY_PARAMS['steps'].constraint.high:,} are certified here")
+    steps = _v("steps", steps)
+    epochs = steps * q
+    notes = []
+    if sampling == "shuffled":
+        # each record is in one batch per (started) epoch: E Gaussian releases, no amplification
+        rounds = math.ceil(epochs - 1e-9)
+        profiles = {ADD_REMOVE: lambda d, z: acc.gaussian_epsilon(1.0, z, rounds, d),
+                    REPLACE: lambda d, z: acc.gaussian_epsilon(2.0, z, rounds, d)}
+        notes.append(f"shuffled batches: certified without amplification by sampling ({rounds} epoch"
+                     f"{'s' if rounds != 1 else ''}, each record in one batch per epoch, μ-GDP); the libraries report "
+                     "the Poisson figure (the RDP and library rows), which is not a proof for shuffled batches")
+    else:
+        profiles = None
+    label, method, orders = ACCOUNTANTS[accountant]
+    ar = rp = rdp = lib = math.inf
+    curve: list = []
+    if z is not None:
+        if profiles is None:
+            prof = {ADD_REMOVE: dpsgd_profile(z, q, steps, ADD_REMOVE), REPLACE: dpsgd_profile(z, q, steps, REPLACE)}
+            ar, rp = prof[ADD_REMOVE](delta), acc.sampled_gaussian_epsilon(z, q, steps, delta)
+        else:
+            prof = {k: (lambda d, f=f: f(d, z)) for k, f in profiles.items()}
+            ar, rp = prof[ADD_REMOVE](delta), prof[REPLACE](delta)
+        curve = [{"delta": d, ADD_REMOVE: prof[ADD_REMOVE](d), REPLACE: prof[REPLACE](d)} for d in deltas]
+        rdp = rdp_epsilon(z, q, steps, delta, orders)
+        lib = {"rdp": rdp, "clt": clt_gdp_epsilon(z, q, steps, delta),
+               "pld": dpsgd_profile(z, q, steps, ADD_REMOVE)(delta) if profiles else ar}[method]
+        if method == "clt":
+            notes.append("Opacus' GDP accountant uses a central-limit approximation: its figure can fall below "
+                         "the true ε and certifies nothing")
+    inverse = None
+    if target is not None:
+        if profiles is None and q >= 1:  # no sampling: T Gaussians, exact by μ-GDP for either relation
+            solve_ar = _smallest_noise(lambda s: acc.gaussian_epsilon(1.0, s, steps, delta), target, z or 1.0)
+            solve_rp = _smallest_noise(lambda s: acc.gaussian_epsilon(2.0, s, steps, delta), target, z or 1.0)
+        elif profiles is None:
+            solve_ar = _smallest_noise(lambda s: dpsgd_profile(s, q, steps, ADD_REMOVE, 1e-5 * target)(delta),
+                                      target, z or 1.0)
+            solve_rp = acc.calibrate_sampled_gaussian(target, delta, q, steps)
+        else:
+            solve_ar = _smallest_noise(lambda s: profiles[ADD_REMOVE](delta, s), target, z or 1.0)
+            solve_rp = _smallest_noise(lambda s: profiles[REPLACE](delta, s), target, z or 1.0)
+        inverse = {"target_epsilon": target, "what": "noise multiplier z =", ADD_REMOVE: solve_ar, REPLACE: solve_rp}
+    description = {"noise_multiplier": z, "sample_rate": q, "steps": steps, "epochs": epochs, "sampling": sampling,
+                   "batch_size": batch, "dataset_size": n}
+    return Certificate("dp-sgd", description, delta, ar, rp, rdp, accountant, label,
+                       None if z is None else lib, curve, inverse, notes)
+
+
+def _certify_plain(mechanism, sigma, sens, k, delta, target, deltas):
+    if sigma is None and target is None:
+        raise ParameterError(f"certify: a {mechanism} composition needs sigma (or a target ε to ask which one meets it)")
+
+    if mechanism == "gaussian":
+        def profile(relation, s):
+            factor = 1.0 if relation == ADD_REMOVE else 2.0
+            return lambda d: acc.gaussian_epsilon(factor * sens, s, k, d)
+
+        def rdp_of(s):
+            a = dpa.rdp.RdpAccountant(neighboring_relation=_NR.ADD_OR_REMOVE_ONE)
+            a.compose(dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(s / sens), k))
+            return float(a.get_epsilon(delta))
+    else:
+        def profile(relation, s):
+            return _laplace_profile(s, sens, k, relation)
+
+        def rdp_of(s):
+            a = dpa.rdp.RdpAccountant(neighboring_relation=_NR.ADD_OR_REMOVE_ONE)
+            a.compose(dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(s / sens), k))
+            return float(a.get_epsilon(delta))
+
+    ar = rp = rdp = math.inf
+    curve: list = []
+    notes = ["replace-one sensitivity taken as 2Δ (replacing is removing one record and adding another)"]
+    if mechanism == "gaussian":
+        notes.append(f"μ-GDP exact: μ = √k·Δ/σ = {math.sqrt(k) * sens / sigma:.6g} (add/remove)"
+                     if sigma is not None else "μ-GDP exact: μ = √k·Δ/σ")
+    if sigma is not None:
+        prof = {r: profile(r, sigma) for r in (ADD_REMOVE, REPLACE)}
+        ar, rp = prof[ADD_REMOVE](delta), prof[REPLACE](delta)
+        curve = [{"delta": d, ADD_REMOVE: prof[ADD_REMOVE](d), REPLACE: prof[REPLACE](d)} for d in deltas]
+        rdp = rdp_of(sigma)
+    inverse = None
+    if target is not None:
+        inverse = {"target_epsilon": target, "what": "σ =" if mechanism == "gaussian" else "scale b =",
+                   ADD_REMOVE: _smallest_noise(lambda s: profile(ADD_REMOVE, s)(delta), target, sigma or 1.0),
+                   REPLACE: _smallest_noise(lambda s: profile(REPLACE, s)(delta), target, sigma or 1.0)}
+    description = {"sigma": sigma, "sensitivity": sens, "compositions": k}
+    return Certificate(mechanism, description, delta, ar, rp, rdp, None, None, None, curve, inverse, notes)

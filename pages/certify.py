@@ -1,0 +1,118 @@
+"""Certify a run: a DP-SGD run (or k Gaussian / Laplace releases) as another library describes it,
+certified under add/remove and replace-one side by side (:func:`dpcore.certify`)."""
+
+import math
+import sys
+from urllib.parse import urlencode
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from dpcore import certify
+from dpcore.exceptions import DPCoreError
+from pages.common import enter_view, fmt_eps, show_chart
+from pages.links import restore_from_url, write_to_url
+
+CP = sys.modules["dpcore.certify"].CERTIFY_PARAMS  # the declarations (dpcore.certify is the function)
+
+enter_view("certify")
+st.title("Certify a run")
+URL_KEYS = {"cert_mechanism": "dp-sgd", "cert_accountant": "opacus-rdp", "cert_sampling": "poisson",
+            "cert_z": 1.1, "cert_rate": "sample rate", "cert_q": 0.004, "cert_batch": 256, "cert_n": 60_000,
+            "cert_length": "epochs", "cert_steps": 1000, "cert_epochs": 60.0, "cert_sigma": 2.0, "cert_sens": 1.0,
+            "cert_k": 10, "cert_delta": 1e-5, "cert_ask": False, "cert_target": 1.0}
+restore_from_url(URL_KEYS)
+for key, value in URL_KEYS.items():
+    st.session_state.setdefault(key, value)
+st.markdown(
+    "A run described in another library's terms (Opacus, TF Privacy, JAX Privacy, dp-accounting), "
+    "certified two ways: under **add/remove** one record, the relation those libraries use, and under "
+    "**replace-one**, this app's relation (every other view's ε). Replacing a record is removing one and "
+    "adding another, so its ε is larger. Both come from the tight privacy-loss distribution; the Rényi-DP "
+    "figure is what Opacus' and TF Privacy's RDP accountants report."
+)
+
+
+def _bounded(name: str, key: str, label: str, container, fmt: str | None = None):
+    p = CP[name]
+    kind = p.constraint.kind
+    return container.number_input(label, min_value=kind(p.constraint.low), max_value=kind(p.constraint.high),
+                                  key=key, help=p.help, format=fmt)
+
+
+c1, c2, c3 = st.columns(3)
+mechanism = c1.selectbox("mechanism", CP["mechanism"].constraint.values, key="cert_mechanism",
+                         help=CP["mechanism"].help)
+delta = _bounded("delta", "cert_delta", "δ", c2, "%.1e")
+if mechanism == "dp-sgd":
+    accountant = c3.selectbox("accounted with", CP["accountant"].constraint.values, key="cert_accountant",
+                              help=CP["accountant"].help)
+    d1, d2, d3, d4 = st.columns(4)
+    z = _bounded("noise_multiplier", "cert_z", "noise multiplier z", d1)
+    sampling = d1.radio("batches", CP["sampling"].constraint.values, key="cert_sampling", horizontal=True,
+                        help=CP["sampling"].help)
+    rate = d2.radio("rate from", ("sample rate", "batch and dataset size"), key="cert_rate")
+    if rate == "sample rate":
+        rate_args = {"sample_rate": _bounded("sample_rate", "cert_q", "sample rate q", d3, "%.3g")}
+    else:
+        rate_args = {"batch_size": _bounded("batch_size", "cert_batch", "batch size", d3),
+                     "dataset_size": _bounded("dataset_size", "cert_n", "dataset size n", d3)}
+    length = d4.radio("length in", ("epochs", "steps"), key="cert_length", horizontal=True)
+    if length == "steps":
+        length_args = {"steps": _bounded("steps", "cert_steps", "steps T", d4)}
+    else:
+        length_args = {"epochs": _bounded("epochs", "cert_epochs", "epochs", d4, "%g")}
+    args = {"noise_multiplier": z, "sampling": sampling, "accountant": accountant, **rate_args, **length_args}
+else:
+    d1, d2, d3 = st.columns(3)
+    args = {"sigma": _bounded("sigma", "cert_sigma", "σ" if mechanism == "gaussian" else "scale b", d1, "%g"),
+            "sensitivity": _bounded("sensitivity", "cert_sens", "sensitivity Δ (add/remove)", d2, "%g"),
+            "compositions": _bounded("compositions", "cert_k", "releases k", d3)}
+e1, e2 = st.columns([1, 3])
+ask = e1.checkbox("which noise gives ε =", key="cert_ask")
+target = _bounded("target_epsilon", "cert_target", "target ε", e2, "%g") if ask else None
+
+write_to_url(list(URL_KEYS))
+
+try:
+    with st.spinner("certifying…"):
+        cert = certify(mechanism=mechanism, delta=delta, target_epsilon=target, full_curve=True, **args)
+except DPCoreError as exc:
+    st.error(str(exc))
+    st.stop()
+
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("ε add/remove", fmt_eps(cert.add_remove))
+m2.metric("ε replace-one", fmt_eps(cert.replace_one))
+m3.metric("ε by Rényi DP (add/remove)", fmt_eps(cert.rdp))
+if cert.library:
+    m4.metric(f"as {cert.accountant} reports", fmt_eps(cert.library_epsilon))
+    st.caption(f"{cert.accountant}: {cert.library}.")
+if mechanism == "dp-sgd":
+    d = cert.description
+    st.caption(f"q = {d['sample_rate']:.4g}, T = {d['steps']} steps ({d['epochs']:.4g} epochs), δ = {delta:g}.")
+for note in cert.notes:
+    st.info(note)
+
+if cert.inverse:
+    inv = cert.inverse
+    st.markdown(f"**For ε = {inv['target_epsilon']:g} at δ = {delta:g}:** {inv['what']} "
+                f"{fmt_eps(inv['add-remove'])} under add/remove, {fmt_eps(inv['replace-one'])} under replace-one.")
+
+fig = go.Figure()
+for relation, dash in (("add-remove", "solid"), ("replace-one", "dash")):
+    pts = [(c["delta"], c[relation]) for c in cert.curve if c[relation] is not None and math.isfinite(c[relation])]
+    fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
+                             name=relation.replace("-", "/", 1) if relation == "add-remove" else relation,
+                             line={"dash": dash}))
+fig.update_layout(title="ε(δ): the privacy profile, both relations", xaxis_title="δ", yaxis_title="ε",
+                  xaxis_type="log", height=420)
+show_chart(fig, key="cert_curve")
+
+eps_here = cert.replace_one
+if math.isfinite(eps_here) and CP["target_epsilon"].constraint.low <= eps_here <= 1000:
+    shown = float(f"{eps_here:.3g}")
+    query = {"cmp_eps": f"{shown:g}", "cmp_delta": repr(float(delta))}
+    st.markdown(f"[Open Compare at ε = {shown:g} (replace-one, this app's relation), δ = {delta:g}]"
+                f"(/compare?{urlencode(query)})")
+    st.caption("Compare trains the app's mechanisms at that ε: what this run's guarantee buys on real data.")

@@ -1,0 +1,322 @@
+"""``dpcore.certify`` (issue 46): a DP-SGD run described in another library's terms, certified
+under add/remove and replace-one, against second routes: dp-accounting's own accountants, the
+μ-GDP closed form written out here, and a check that the hand check catches a wrong answer."""
+
+from __future__ import annotations
+
+import doctest
+import io
+import json
+import math
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+
+import dp_accounting as dpa
+import pytest
+
+import dpcore
+from dpcore import accounting as acc
+from dpcore import privacy as P
+from dpcore.cli import main
+from dpcore.exceptions import ParameterError
+
+cert_mod = sys.modules["dpcore.certify"]  # dpcore.certify is the function; the module is here
+NR = dpa.NeighboringRelation
+
+#: (z, q, T, δ): settings quick enough for dp-accounting's own accountant on a fine grid
+SETTINGS = [(1.1, 256 / 60_000, 2_000, 1e-5), (0.8, 0.01, 500, 1e-6), (2.0, 0.05, 200, 1e-5), (5.0, 1e-3, 50, 1e-8)]
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["certify", *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_docstrings_run():
+    assert doctest.testmod(cert_mod).failed == 0
+    assert cert_mod.__doc__.count(">>>") >= 3  # the three-line example of the issue
+
+
+@pytest.mark.parametrize("z, q, T, delta", SETTINGS)
+def test_add_remove_is_dp_accountings_pld_and_at_most_the_rdp_figure(z, q, T, delta):
+    c = dpcore.certify(noise_multiplier=z, sample_rate=q, steps=T, delta=delta)
+    # second route: dp-accounting's PLDAccountant, add/remove, on a finer grid than ours (1e-4)
+    pld = dpa.pld.PLDAccountant(NR.ADD_OR_REMOVE_ONE, value_discretization_interval=1e-4)
+    pld.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), T))
+    reference = pld.get_epsilon(delta)
+    # both are pessimistic (upper bounds) on different grids (ours: the span rule, finer for a small ε):
+    # equal within the discretisation error, 1e-2 relative (the grid's rounding, ~1e-3 of ε a step)
+    assert c.add_remove == pytest.approx(reference, rel=1e-2, abs=2e-4), (c.add_remove, reference)
+    rdp = dpa.rdp.RdpAccountant(neighboring_relation=NR.ADD_OR_REMOVE_ONE)
+    rdp.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), T))
+    assert c.add_remove <= rdp.get_epsilon(delta) + 1e-9
+    assert c.add_remove <= c.rdp + 1e-9
+
+
+@pytest.mark.parametrize("z, q, T, delta", SETTINGS)
+def test_replace_one_is_the_projects_certificate_and_never_below_add_remove(z, q, T, delta):
+    c = dpcore.certify(noise_multiplier=z, sample_rate=q, steps=T, delta=delta)
+    assert c.replace_one == acc.sampled_gaussian_epsilon(z, q, T, delta)  # bit-identical
+    assert c.replace_one == P.certify(P.sampled_gaussian("g", 1.0, z, q, T), delta)
+    assert c.replace_one >= c.add_remove
+    for point in c.curve:
+        assert point["replace-one"] >= point["add-remove"] - 1e-12
+    # the curve's replace-one figures come from one PLD built the way the accountant builds it
+    here = next(p for p in c.curve if p["delta"] == delta)
+    assert here["replace-one"] == pytest.approx(c.replace_one, rel=1e-7)  # the accountant's no-op identity
+
+
+def _gdp_delta(mu: float, eps: float) -> float:
+    """δ(ε) of μ-GDP written out (Dong, Roth & Su 2019, Cor. 2.13): Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)."""
+    phi = lambda x: 0.5 * math.erfc(-x / math.sqrt(2))
+    return phi(-eps / mu + mu / 2) - math.exp(eps) * phi(-eps / mu - mu / 2)
+
+
+def _hand_check(eps: float, mu: float, delta: float) -> bool:
+    """ε is the GDP ε of μ at δ: δ(ε) at most δ, and δ(ε − 1e-6) above it (the smallest such ε)."""
+    return _gdp_delta(mu, eps) <= delta * (1 + 1e-9) and _gdp_delta(mu, eps * (1 - 1e-6)) > delta
+
+
+@pytest.mark.parametrize("sigma, sens, k, delta", [(2.0, 1.0, 10, 1e-5), (5.0, 0.5, 100, 1e-6), (1.0, 1.0, 1, 1e-3)])
+def test_plain_gaussian_composition_by_hand(sigma, sens, k, delta):
+    c = dpcore.certify(mechanism="gaussian", sigma=sigma, sensitivity=sens, compositions=k, delta=delta)
+    mu = math.sqrt(k) * sens / sigma
+    assert _hand_check(c.add_remove, mu, delta)
+    assert _hand_check(c.replace_one, 2 * mu, delta)  # replace-one: 2Δ
+    # and dp-accounting's PLD of the same composition, within its discretisation
+    pld = dpa.pld.PLDAccountant(NR.ADD_OR_REMOVE_ONE, value_discretization_interval=1e-4)
+    pld.compose(dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(sigma / sens), k))
+    assert c.add_remove == pytest.approx(pld.get_epsilon(delta), rel=1e-3)
+    assert c.add_remove <= c.rdp
+
+
+def test_the_hand_check_catches_a_wrong_answer():
+    mu, delta = math.sqrt(10) / 2.0, 1e-5
+    right = dpcore.certify(mechanism="gaussian", sigma=2.0, compositions=10, delta=delta).add_remove
+    assert _hand_check(right, mu, delta)
+    assert not _hand_check(right * 0.99, mu, delta)  # too small: δ(ε) > δ
+    assert not _hand_check(right * 1.01, mu, delta)  # not the smallest
+    assert not _hand_check(right, 10 / 2.0, delta)  # a wrong μ (k·Δ/σ, not √k·Δ/σ)
+    assert abs(_gdp_delta(1.0, 0.0) - (2 * 0.5 * math.erfc(-0.5 / math.sqrt(2)) - 1)) < 1e-15  # δ(0) = 2Φ(μ/2) − 1
+
+
+def test_laplace_composition_never_exceeds_the_pure_epsilon():
+    c = dpcore.certify(mechanism="laplace", sigma=2.0, sensitivity=1.0, compositions=10, delta=1e-5)
+    assert c.add_remove <= 5.0 + 1e-12 and c.replace_one <= 10.0 + 1e-12
+    assert c.add_remove < c.replace_one
+    one = dpcore.certify(mechanism="laplace", sigma=1.0, compositions=1, delta=1e-5)
+    assert one.add_remove == pytest.approx(1.0, abs=2e-3)  # one Laplace release: ε = Δ/b, tight
+
+
+def test_the_inverse_question_meets_the_target_and_no_less_noise_does():
+    c = dpcore.certify(noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5, target_epsilon=1.5)
+    z_ar, z_rp = c.inverse["add-remove"], c.inverse["replace-one"]
+    assert z_ar < z_rp
+    assert cert_mod.dpsgd_profile(z_ar, 0.01, 1000, "add-remove")(1e-5) <= 1.5
+    assert cert_mod.dpsgd_profile(z_ar * 0.999, 0.01, 1000, "add-remove")(1e-5) > 1.5
+    assert acc.sampled_gaussian_epsilon(z_rp, 0.01, 1000, 1e-5) <= 1.5
+    assert acc.sampled_gaussian_epsilon(z_rp * 0.999, 0.01, 1000, 1e-5) > 1.5
+    g = dpcore.certify(mechanism="gaussian", compositions=4, target_epsilon=1.0, delta=1e-5)
+    sigma = g.inverse["add-remove"]
+    assert acc.gaussian_epsilon(1.0, sigma, 4, 1e-5) <= 1.0 < acc.gaussian_epsilon(1.0, sigma * 0.999, 4, 1e-5)
+    assert g.inverse["replace-one"] == pytest.approx(2 * sigma, rel=1e-5)
+
+
+def test_batch_and_epochs_say_the_rate_and_the_steps():
+    a = dpcore.certify(noise_multiplier=1.1, batch_size=256, dataset_size=60_000, epochs=2, delta=1e-5)
+    b = dpcore.certify(noise_multiplier=1.1, sample_rate=256 / 60_000, steps=math.ceil(2 * 60_000 / 256), delta=1e-5)
+    assert a.add_remove == b.add_remove and a.description["steps"] == 469
+
+
+def test_shuffled_batches_are_certified_without_amplification():
+    c = dpcore.certify(noise_multiplier=2.0, sample_rate=0.01, steps=1000, sampling="shuffled", delta=1e-5)
+    assert c.add_remove == acc.gaussian_epsilon(1.0, 2.0, 10, 1e-5)  # 10 epochs, one release each
+    assert c.replace_one == acc.gaussian_epsilon(2.0, 2.0, 10, 1e-5)
+    assert c.library_epsilon == c.rdp < c.add_remove  # the libraries' Poisson figure is no proof here
+    assert any("shuffled" in n for n in c.notes)
+
+
+def test_each_accountant_names_its_method():
+    seen = {}
+    for name, (label, method, _) in cert_mod.ACCOUNTANTS.items():
+        c = dpcore.certify(noise_multiplier=1.0, sample_rate=0.01, steps=300, delta=1e-5, accountant=name)
+        assert c.library == label
+        seen[method] = c.library_epsilon
+    assert seen["pld"] < seen["rdp"]
+    clt = cert_mod.clt_gdp_epsilon(1.0, 0.01, 300, 1e-5)
+    assert seen["clt"] == clt and clt < seen["pld"]  # the CLT undershoots the tight figure here
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"noise_multiplier": 1.0, "sample_rate": 1.5, "steps": 10}, "sample_rate"),
+    ({"noise_multiplier": -1.0, "sample_rate": 0.1, "steps": 10}, "noise_multiplier"),
+    ({"noise_multiplier": 1.0, "sample_rate": 0.1, "steps": 0}, "steps"),
+    ({"noise_multiplier": 1.0, "sample_rate": 0.1, "steps": 10, "accountant": "opacus-xyz"}, "accountant"),
+    ({"noise_multiplier": 1.0, "sample_rate": 0.1, "batch_size": 10, "dataset_size": 100, "steps": 10}, "not both"),
+    ({"noise_multiplier": 1.0, "batch_size": 200, "dataset_size": 100, "steps": 10}, "> 1"),
+    ({"noise_multiplier": 1.0, "sample_rate": 0.1, "steps": 10, "epochs": 1}, "one of them"),
+    ({"sample_rate": 0.1, "steps": 10}, "noise multiplier"),
+    ({"mechanism": "gaussian", "sigma": 1.0, "steps": 10}, "DP-SGD"),
+])
+def test_invalid_descriptions_are_refused(kwargs, words):
+    with pytest.raises(ParameterError, match=words):
+        dpcore.certify(**kwargs)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--noise-multiplier", "1", "--sample-rate", "1.5", "--steps", "10"],
+    ["--noise-multiplier=-1", "--sample-rate", "0.1", "--steps", "10"],
+    ["--noise-multiplier", "1", "--sample-rate", "0.1", "--steps", "0"],
+    ["--noise-multiplier", "1", "--sample-rate", "0.1", "--steps", "10", "--accountant", "nope"],
+    ["--noise-multiplier", "1", "--sample-rate", "0.1", "--batch-size", "10", "--dataset-size", "100", "--steps", "10"],
+    ["--mechanism", "gaussian"],
+])
+def test_the_command_refuses_in_one_line(argv):
+    code, out, err = _cli(*argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_command_prints_both_relations_and_the_full_curve_with_json():
+    code, out, err = _cli("--noise-multiplier", "1.1", "--sample-rate", "0.01", "--steps", "500",
+                          "--accountant", "tf-privacy-rdp", "--target-epsilon", "2")
+    assert code == 0, err
+    assert "add/remove" in out and "replace-one" in out and "TF Privacy" in out and "for ε = 2" in out
+    code, out, err = _cli("--noise-multiplier", "1.1", "--sample-rate", "0.01", "--steps", "500", "--json")
+    doc = json.loads(out)
+    assert code == 0 and len(doc["curve"]) >= len(cert_mod.FULL_CURVE_DELTAS)
+    assert doc["replace_one"] == acc.sampled_gaussian_epsilon(1.1, 0.01, 500, 1e-5)
+    code, out, _ = _cli("--mechanism", "gaussian", "--sigma", "2", "--sensitivity", "1", "--compositions", "10")
+    assert code == 0 and "μ = √k·Δ/σ = 1.58114" in out
+
+
+# ---------------------------------------------------------------------------
+# NoisePlan.to_dp_events / from_dp_events
+
+
+def _plans():
+    """(mechanism, plan) for every registered mechanism that declares one (the others: listed)."""
+    from dpcore.experiments.run import RunSpec, noise_plan
+    from dpcore.mechanisms import REGISTRY
+
+    out, none = [], []
+    for mid, cls in REGISTRY.items():
+        model = "logreg" if "logreg" in cls.models else cls.models[0]
+        data = ({"dataset": "breast-cancer"} if model != "linreg"
+                else {"dataset": "synthetic-regression", "n": 600, "d": 5})
+        calibration = "certified" if "certified" in cls.calibrations else cls.calibrations[0]
+        spec = RunSpec(mechanism=mid, model=model, calibration=calibration, epsilon=1.0, delta=1e-6,
+                       iterations=20, repeats=1, lam=3e-3, **data)
+        try:
+            out.append((mid, noise_plan(spec)))
+        except NotImplementedError:
+            none.append(mid)
+    return out, none
+
+
+PLANS, NO_PLAN = _plans()
+#: mechanisms with no plan to export (noise_plan is not implemented for them)
+EXPECTED_NO_PLAN = {"non-private", "input-dbdp-if", "distributed-wddp", "distributed-avg"}
+#: events dp-accounting's accountants cannot compose (this package's own: pure Gamma-norm noise,
+#: a published theorem's (ε, δ), a data-dependent choice): the document says so
+UNSUPPORTED = {"output-laplace", "objective-chaudhuri", "objective-gaussian", "local-duchi"}
+
+
+def test_every_plan_is_covered():
+    assert set(NO_PLAN) <= EXPECTED_NO_PLAN and len(PLANS) >= 10
+
+
+@pytest.mark.parametrize("mid, plan", PLANS, ids=[m for m, _ in PLANS])
+def test_export_import_keeps_the_certified_epsilon(mid, plan):
+    delta = 1e-6
+    doc = json.loads(json.dumps(plan.to_dp_events(delta)))  # through JSON text
+    assert doc["format"] == P.DP_EVENTS_FORMAT and doc["version"] == P.DP_EVENTS_VERSION
+    assert doc["neighbouring"] == "replace-one" and doc["dp_accounting_relation"] == "REPLACE_ONE"
+    back = P.NoisePlan.from_dp_events(doc)
+    assert back == plan
+    assert P.certify(back, delta) == P.certify(plan, delta) == doc["certified"]["epsilon"]
+    assert P.event_from_json(doc["event"]) == plan.event()
+    assert doc["dp_accounting_supported"] == (mid not in UNSUPPORTED), mid
+    if not doc["dp_accounting_supported"]:
+        return
+    accountant = dpa.pld.PLDAccountant(NR.REPLACE_ONE, value_discretization_interval=1e-4)
+    accountant.compose(P.event_from_json(doc["event"]))
+    assert accountant.get_epsilon(delta) == pytest.approx(doc["certified"]["epsilon"], rel=1e-3), mid
+
+
+def test_a_document_of_another_kind_or_version_is_refused():
+    doc = P.gaussian("x", 1.0, 2.0).to_dp_events(1e-5)
+    with pytest.raises(ValueError, match="version"):
+        P.NoisePlan.from_dp_events({**doc, "version": 99})
+    with pytest.raises(ValueError, match="not a"):
+        P.NoisePlan.from_dp_events({"format": "something else"})
+
+
+# ---------------------------------------------------------------------------
+# the view (pages/certify.py)
+
+
+def _view():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(str(Path(__file__).resolve().parent.parent / "pages" / "certify.py"), default_timeout=180)
+
+
+def _metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_the_view_shows_both_relations_as_the_package_certifies_them():
+    from pages.common import fmt_eps
+
+    at = _view().run()
+    assert not at.exception
+    c = dpcore.certify(noise_multiplier=1.1, sample_rate=0.004, epochs=60.0, delta=1e-5, full_curve=True)
+    shown = _metrics(at)
+    assert shown["ε add/remove"] == fmt_eps(c.add_remove) and shown["ε replace-one"] == fmt_eps(c.replace_one)
+    assert shown["as opacus-rdp reports"] == fmt_eps(c.library_epsilon)
+    (chart,) = at.get("plotly_chart")
+    spec = json.loads(chart.proto.spec)
+    assert [t["name"] for t in spec["data"]] == ["add/remove", "replace-one"]
+    assert len(spec["data"][0]["x"]) == len(c.curve) and spec["layout"]["xaxis"]["type"] == "log"
+    (link,) = [md.value for md in at.markdown if "Open Compare" in md.value]
+    assert f"cmp_eps={float(f'{c.replace_one:.3g}'):g}" in link and "cmp_delta=1e-05" in link
+
+
+def test_the_views_link_reproduces_it_and_the_inverse_question():
+    at = _view().run()
+    at.selectbox(key="cert_mechanism").set_value("gaussian").run()
+    at.checkbox(key="cert_ask").check().run()
+    assert not at.exception
+    link = {k: at.query_params[k] for k in at.query_params}
+    assert link["cert_mechanism"] == "gaussian" and link["cert_ask"] == "true"
+    again = _view()
+    again.query_params.update(link)
+    again.run()
+    assert not again.exception and _metrics(again) == _metrics(at)
+    (answer,) = [md.value for md in again.markdown if md.value.startswith("**For ε = 1")]
+    g = dpcore.certify(mechanism="gaussian", sigma=2.0, compositions=10, target_epsilon=1.0, delta=1e-5)
+    assert f"{g.inverse['add-remove']:.3g}" in answer
+
+
+def test_the_compare_link_opens_compare_at_that_epsilon():
+    import re
+    from urllib.parse import parse_qsl, urlsplit
+
+    from streamlit.testing.v1 import AppTest
+
+    at = _view().run()
+    (md,) = [m.value for m in at.markdown if "Open Compare" in m.value]
+    parts = urlsplit(re.search(r"\]\(([^)]+)\)", md).group(1))
+    assert parts.path == "/compare"
+    compare = AppTest.from_file(str(cert_mod.__file__).replace("dpcore/certify.py", "pages/compare.py"),
+                                default_timeout=180)
+    compare.query_params.update(dict(parse_qsl(parts.query)))
+    compare.run()
+    assert not compare.exception
+    params = dict(parse_qsl(parts.query))
+    assert compare.session_state["cmp_eps"] == params["cmp_eps"]
+    assert compare.session_state["cmp_delta"] == float(params["cmp_delta"])
