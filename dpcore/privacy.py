@@ -33,7 +33,6 @@ Gaussian); Koskela et al. 2020 and dp-accounting (PLD); Dwork & Roth 2014 §3.5
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from dataclasses import dataclass, replace
@@ -48,6 +47,19 @@ from dp_accounting.pld import privacy_loss_distribution as _pldist
 from scipy.optimize import brentq
 
 from . import accounting as acc
+from .plan_events import (  # noqa: F401 — the events and the document are part of this module's face
+    DP_EVENTS_FORMAT,
+    DP_EVENTS_VERSION,
+    NEIGHBOURING,
+    AnyOfDpEvent,
+    EpsilonDeltaDpEvent,
+    GammaNormDpEvent,
+    dp_accounting_composes,
+    event_from_json,
+    event_to_json,
+    plan_from_json,
+    plan_to_json,
+)
 from ._version import __version__
 from .exceptions import ParameterError
 
@@ -77,37 +89,9 @@ __all__ = [
     "event_from_json",
 ]
 
-NEIGHBOURING = "replace-one"
 _NR = dpa.NeighboringRelation
 # Relative tolerance of :func:`calibrate`'s root search (the result is then confirmed).
 CALIBRATION_RTOL = 1e-9
-
-
-@dataclass(frozen=True)
-class EpsilonDeltaDpEvent(dpa.DpEvent):
-    """A release that a published theorem proves (ε, δ)-DP (dp-accounting has no such event)."""
-
-    epsilon: float
-    delta: float
-
-
-@dataclass(frozen=True)
-class GammaNormDpEvent(dpa.DpEvent):
-    """Noise with density ∝ exp(−‖b‖/s) on a vector of ℓ2 sensitivity Δ: pure (Δ/s)-DP.
-
-    ``noise_multiplier = s/Δ``.  Not dp-accounting's ``LaplaceDpEvent``, whose
-    privacy-loss distribution is that of a one-dimensional Laplace.
-    """
-
-    noise_multiplier: float
-
-
-@dataclass(frozen=True)
-class AnyOfDpEvent(dpa.DpEvent):
-    """One of several events runs, and which one may depend on the data (a tuned setting's
-    final run).  Certified through a pair that dominates every alternative (:func:`any_of`)."""
-
-    events: tuple
 
 
 _KINDS = ("gaussian", "sampled-gaussian", "gamma-norm", "randomized-response", "theorem", "any-of")
@@ -235,9 +219,9 @@ class NoisePlan:
         eps = certify(self, float(delta))
         return {"format": DP_EVENTS_FORMAT, "version": DP_EVENTS_VERSION, "dpcore": __version__,
                 "neighbouring": self.neighbouring, "dp_accounting_relation": "REPLACE_ONE",
-                "event": _event_to_json(self.event()), "plan": _plan_to_json(self),
+                "event": event_to_json(self.event()), "plan": plan_to_json(self),
                 "certified": {"delta": float(delta), "epsilon": eps if math.isfinite(eps) else None},
-                "dp_accounting_supported": _supported(self.event())}
+                "dp_accounting_supported": dp_accounting_composes(self.event())}
 
     @classmethod
     def from_dp_events(cls, document: dict) -> NoisePlan:
@@ -247,76 +231,7 @@ class NoisePlan:
         if document.get("version") != DP_EVENTS_VERSION:
             raise ValueError(f"{DP_EVENTS_FORMAT} version {document.get('version')!r}: this dpcore reads "
                              f"version {DP_EVENTS_VERSION}")
-        return _plan_from_json(document["plan"])
-
-
-# ---------------------------------------------------------------------------
-# the exported document (NoisePlan.to_dp_events / from_dp_events)
-
-#: the name and version of :meth:`NoisePlan.to_dp_events`'s JSON document
-DP_EVENTS_FORMAT = "dpcore.dp-events"
-DP_EVENTS_VERSION = 1
-#: this module's own events, which dp-accounting's accountants do not know
-_OWN_EVENTS = {"EpsilonDeltaDpEvent": EpsilonDeltaDpEvent, "GammaNormDpEvent": GammaNormDpEvent,
-               "AnyOfDpEvent": AnyOfDpEvent}
-
-
-def _event_to_json(event) -> dict:
-    """A dp-accounting (attrs) or own (dataclass) event as ``{"type": name, field: value, …}``."""
-    names = ([f.name for f in dataclasses.fields(event)] if dataclasses.is_dataclass(event)  # this module's
-             else [f.name for f in type(event).__attrs_attrs__])  # dp-accounting's (attrs classes)
-    out: dict = {"type": type(event).__name__}
-    for name in names:
-        value = getattr(event, name)
-        if isinstance(value, dpa.DpEvent):
-            value = _event_to_json(value)
-        elif isinstance(value, (list, tuple)):
-            value = [_event_to_json(v) if isinstance(v, dpa.DpEvent) else v for v in value]
-        out[name] = value
-    return out
-
-
-def event_from_json(data: dict) -> dpa.DpEvent:
-    """The event :func:`_event_to_json` wrote (dp-accounting's classes, or this module's own)."""
-    data = dict(data)
-    kind = data.pop("type")
-    cls = _OWN_EVENTS.get(kind) or getattr(dpa, kind, None)
-    if cls is None or not (isinstance(cls, type) and issubclass(cls, dpa.DpEvent)):
-        raise ValueError(f"unknown event type {kind!r}")
-    args = {}
-    for key, value in data.items():
-        if isinstance(value, dict) and "type" in value:
-            value = event_from_json(value)
-        elif isinstance(value, list):
-            value = [event_from_json(v) if isinstance(v, dict) and "type" in v else v for v in value]
-            value = tuple(value) if cls is AnyOfDpEvent else value
-        args[key] = value
-    return cls(**args)
-
-
-def _supported(event) -> bool:
-    """Whether dp-accounting's own accountants can compose ``event`` (none of this module's events)."""
-    if type(event).__name__ in _OWN_EVENTS:
-        return False
-    if isinstance(event, dpa.ComposedDpEvent):
-        return all(_supported(e) for e in event.events)
-    inner = getattr(event, "event", None)
-    return True if inner is None else _supported(inner)
-
-
-def _plan_to_json(plan: NoisePlan) -> dict:
-    return {"releases": [{**{k: getattr(r, k) for k in ("kind", "what", "sensitivity", "noise", "count",
-                                                         "sample_rate", "epsilon", "delta")},
-                          "alternatives": [_plan_to_json(a) for a in r.alternatives]} for r in plan.releases],
-            "parts": [_plan_to_json(p) for p in plan.parts], "void": plan.void, "neighbouring": plan.neighbouring}
-
-
-def _plan_from_json(data: dict) -> NoisePlan:
-    releases = tuple(Release(**{**{k: v for k, v in r.items() if k != "alternatives"},
-                                "alternatives": tuple(_plan_from_json(a) for a in r.get("alternatives", ()))})
-                     for r in data.get("releases", ()))
-    return NoisePlan(releases, tuple(_plan_from_json(p) for p in data.get("parts", ())), data.get("void"),
-                     data.get("neighbouring", NEIGHBOURING))
+        return plan_from_json(document["plan"], cls, Release)
 
 
 # ---------------------------------------------------------------------------
