@@ -1120,6 +1120,8 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     solved, compared = [], []
     monkeypatch.setattr(studies, "PREPARE_REFERENCES", (("iris", "logreg"), ("adult", "mlp")))
     monkeypatch.setattr(studies, "load_problem", lambda spec, ctx=None: solved.append((spec.dataset, spec.model)))
+    grids = []
+    monkeypatch.setattr(studies, "baseline", lambda spec, lams, ctx: grids.append((spec.dataset, spec.model)))
     monkeypatch.setattr(studies, "classroom_compare", lambda ctx: compared.append(ctx) or [{}] * 72)
     monkeypatch.setattr(studies, "shipped_classroom_compare", lambda: None)  # as if shipped for other code
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()  # Start is the app's first view
@@ -1130,7 +1132,8 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     (ctx,) = compared
     assert ctx.results_dir is not None and ctx.results_dir.name == "results" and ctx.erm_dir.name == "erm"
     said = [m.value for m in at.markdown]
-    assert any("exact reference, iris (logreg)" in s for s in said)
+    assert any("exact references over the λ grid, iris (logreg)" in s for s in said)
+    assert grids == [("iris", "logreg")]  # the λ grid every view's non-private line searches, solved ahead
     assert any("Compare's first preset (72 configurations)" in s for s in said)
     assert at.status[0].label.startswith("Ready: 2 parts")
 
