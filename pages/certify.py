@@ -36,6 +36,11 @@ st.markdown(
 def _bounded(name: str, key: str, label: str, container, fmt: str | None = None):
     p = CP[name]
     kind = p.constraint.kind
+    held = st.session_state.get(key)  # a link's value (a typed one is kept in range by the widget)
+    if held is not None and not p.constraint.contains(held):
+        st.warning(f"The link's {key} = {held} is outside the range of {label} ({p.constraint.describe()}); "
+                   f"using {URL_KEYS[key]:g}, the default.")
+        st.session_state[key] = URL_KEYS[key]
     return container.number_input(label, min_value=kind(p.constraint.low), max_value=kind(p.constraint.high),
                                   key=key, help=p.help, format=fmt)
 

@@ -320,3 +320,16 @@ def test_the_compare_link_opens_compare_at_that_epsilon():
     params = dict(parse_qsl(parts.query))
     assert compare.session_state["cmp_eps"] == params["cmp_eps"]
     assert compare.session_state["cmp_delta"] == float(params["cmp_delta"])
+
+
+@pytest.mark.parametrize("key, raw", [("cert_q", "2"), ("cert_z", "-1"), ("cert_delta", "1.5"), ("cert_epochs", "0")])
+def test_a_links_value_outside_its_declared_range_is_said_and_the_default_used(key, raw):
+    """A link may carry any text: a value the declaration refuses is named in a warning and the
+    default used (it once became the widget's minimum without a word: q = 2 certified q = 1e-6)."""
+    at = _view()
+    at.query_params[key] = raw
+    at.run()
+    assert not at.exception and not at.error
+    assert any(f"The link's {key} = " in w.value and "the default" in w.value for w in at.warning)
+    default = _view().run()
+    assert _metrics(at) == _metrics(default)

@@ -111,11 +111,12 @@ def test_sgd_requires_one_sampling_mode():
 
 
 def test_a_diverged_run_is_said_out_loud_and_left_out_of_the_means():
-    """An absurd learning rate makes some runs non-finite: the result says how many diverged, marks
-    them, and averages the finite runs only (not the majority-class accuracy a NaN θ predicts)."""
+    """An absurd learning rate (the declared maximum, 1e6, over 200 steps) makes the runs non-finite:
+    the result says how many diverged, marks them, and averages the finite runs only (not the
+    majority-class accuracy a NaN θ predicts)."""
     import warnings as _w
     from dpcore.experiments.run import RunSpec, run
-    spec = RunSpec(dataset="breast-cancer", mechanism="gradient-dpgd", learning_rate=1e10, iterations=50, repeats=3)
+    spec = RunSpec(dataset="breast-cancer", mechanism="gradient-dpgd", learning_rate=1e6, iterations=200, repeats=3)
     with _w.catch_warnings():
         _w.simplefilter("error", RuntimeWarning)  # overflow on the way is not printed as noise
         rec = run(spec).to_dict()
