@@ -21,7 +21,6 @@ from __future__ import annotations
 import pytest
 from hostile import time_limit  # tests/hostile.py
 
-import dpcore.experiments.run as run_mod
 from dpcore.cli import build_parser, main
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS, Interval
