@@ -42,6 +42,21 @@ def _together(n: int, fn) -> list:
     return out
 
 
+def _count_solves(monkeypatch, seconds: float) -> list:
+    """Make every exact solve slow (``seconds``, so that concurrent askers meet) and counted: the
+    returned list gains one item per solve."""
+    solved: list = []
+    real = erm.solve_erm
+
+    def counting(*args, **kwargs):
+        solved.append(1)
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(erm, "solve_erm", counting)
+    return solved
+
+
 def test_eight_threads_writing_one_entry_two_hundred_times_raise_nothing(tmp_path):
     path = tmp_path / "entry.json"
 
@@ -110,15 +125,7 @@ def test_a_thread_asking_again_for_its_own_key_does_not_wait_on_itself():
 def test_eight_threads_solve_one_reference_once(monkeypatch):
     ds = datasets.load("breast-cancer")
     model = make_model("logreg", lam=0.0123)
-    solved = []
-    real = erm.solve_erm
-
-    def counting(*args, **kwargs):
-        solved.append(1)
-        time.sleep(0.2)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(erm, "solve_erm", counting)
+    solved = _count_solves(monkeypatch, 0.2)
     store = ReferenceStore()
     thetas = _together(8, lambda i: store.exact(ds, model).theta)
     assert len(solved) == 1 and all((t == thetas[0]).all() for t in thetas)
@@ -130,15 +137,7 @@ def test_two_stores_on_one_folder_solve_one_mlp_reference_once(tmp_path, monkeyp
     its entry.  (Within one store the memo already does this; across stores only the lock can.)"""
     ds = datasets.load("iris")
     model = make_model("mlp", lam=0.0123)
-    solved = []
-    real = erm.solve_erm
-
-    def counting(*args, **kwargs):
-        solved.append(1)
-        time.sleep(0.3)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(erm, "solve_erm", counting)
+    solved = _count_solves(monkeypatch, 0.3)
     thetas = _together(8, lambda i: ReferenceStore(tmp_path).exact(ds, model).theta)
     assert not [t for t in thetas if isinstance(t, BaseException)], thetas
     assert len(solved) == 1 and all((t == thetas[0]).all() for t in thetas)
@@ -151,15 +150,7 @@ def test_check_of_the_check_without_the_lock_file_every_store_solves(tmp_path, m
 
     ds = datasets.load("iris")
     model = make_model("logreg", lam=0.0456)
-    solved = []
-    real = erm.solve_erm
-
-    def counting(*args, **kwargs):
-        solved.append(1)
-        time.sleep(0.3)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(erm, "solve_erm", counting)
+    solved = _count_solves(monkeypatch, 0.3)
     monkeypatch.setattr(DiskCache, "flight", lambda self, key: nullcontext())
     _together(4, lambda i: ReferenceStore(tmp_path).exact(ds, model))
     assert len(solved) == 4
