@@ -1,5 +1,11 @@
-"""``python benchmarks/bench_certify.py``: DP-SGD settings certified by ``dpcore.certify`` beside
-dp-accounting's own accountants (issue 46).
+"""``python benchmarks/bench_certify.py``: DP-SGD settings certified by ``dpcore.certify`` beside the
+peers' own code (issue 46): Opacus' ``RDPAccountant`` and ``PRVAccountant``, TF Privacy's
+``compute_dp_sgd_privacy`` and dp-accounting's ``PLDAccountant``.
+
+Opacus and TF Privacy are never dependencies of dpcore: they run in the benchmarks' own virtualenv
+(:mod:`peers`, ``benchmarks/.venv-peers``; TF Privacy's accounting module is imported without
+TensorFlow, through the package's own ``skip_tf_privacy_import`` switch).  Where they cannot be
+installed, their columns say so and the checks that need them are reported as not run.
 
 For 24 settings spanning q 1e-4 … 0.1, z 0.5 … 10, T 10 … 1e5 and δ 1e-5 … 1e-10, one row each:
 
@@ -7,29 +13,39 @@ For 24 settings spanning q 1e-4 … 0.1, z 0.5 … 10, T 10 … 1e5 and δ 1e-5 
   grid, capped by the unsampled GDP bound);
 * ``PLD``: dp-accounting's ``PLDAccountant`` (add/remove) on a 1e-4 grid (or the project's grid
   where that is coarser than 1e-3: a fine grid of the weakest settings would not fit in memory);
-* ``RDP``: dp-accounting's ``RdpAccountant`` (add/remove) with Opacus' orders: the analysis
-  Opacus' ``RDPAccountant`` and TF Privacy's ``compute_dp_sgd_privacy`` run.  Opacus and TF Privacy
-  are not installed here, so their own code is not called; dp-accounting's RDP is the same analysis
-  (TF Privacy computes through dp-accounting);
+* ``PRV lo…up``: Opacus' ``PRVAccountant`` (eps_error 0.01, delta_error δ/1000, its defaults): the
+  bounds it computes (``get_epsilon`` reports the upper one);
+* ``O-RDP`` and ``TF-RDP``: Opacus' ``RDPAccountant`` and TF Privacy's ``compute_dp_sgd_privacy``
+  (n = 10⁶, batch = q·n, epochs = T·q);
 * ``ε r/1``: the replace-one ε (:func:`dpcore.accounting.sampled_gaussian_epsilon`, what every
   mechanism of the project certifies);
+* ``ok``: the four checks of the issue, each ``y`` or the first that failed: add/remove within
+  Opacus' PRV bounds (±0.01, its stated ε error) and within 1e-3 relative of dp-accounting's PLD
+  (above it, never below by more), at most each RDP figure, replace-one at least add/remove; and
+  ``dpcore``'s own recomputation of each library's RDP figure (the ``library_epsilon`` it prints)
+  equal to the library's to 1e-9 relative;
 * ``s``: seconds of the project's certificate (both relations, the RDP figure and the ε(δ) curve).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import dp_accounting as dpa
 from absl import logging as absl_logging
 
 from dpcore import certify
-from dpcore.certify import OPACUS_ORDERS, pld_grid, rdp_epsilon
+from dpcore.certify import pld_grid
+
+from peers import run_peer
 
 Z = (0.5, 1.0, 2.0, 10.0)
 Q = (1e-4, 1e-3, 1e-2, 0.1)
@@ -38,6 +54,53 @@ D = (1e-5, 1e-8, 1e-10)
 #: 24 settings: every q with every T, the noise and δ rotating so that each value appears
 SETTINGS = [(Z[(i + j + shift) % 4], Q[i], T[j], D[(i + j + shift // 2) % 3])
             for shift in (0, 2) for i in range(4) for j in range(3)]
+#: TF Privacy's description of a run: n records, batches of q·n, T·q epochs
+TF_N = 10**6
+#: Opacus' PRVAccountant's stated ε error (its default)
+PRV_EPS_ERROR = 0.01
+
+#: runs in the peers' Python: Opacus' and TF Privacy's own code on every setting (one JSON line)
+PEER_CODE = r"""
+import json, math, resource, sys, time
+import numpy as np
+# Opacus' PRV of the weakest settings (z = 0.5, T = 1e5) asks for tens of GB: a 4 GB cap turns that
+# into a MemoryError, reported in its cell, instead of taking the machine down
+resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+sys.skip_tf_privacy_import = True  # TF Privacy's switch: its accounting module without TensorFlow
+from absl import logging
+logging.set_verbosity(logging.ERROR)
+from opacus.accountants import PRVAccountant, RDPAccountant
+from tensorflow_privacy.privacy.analysis import compute_dp_sgd_privacy_lib as tfp
+import opacus, tensorflow_privacy
+out = {"versions": {"opacus": opacus.__version__, "tensorflow_privacy": getattr(tensorflow_privacy, "__version__", "?")},
+       "rows": []}
+for z, q, T, delta, n in json.loads(sys.argv[1]):
+    row = {}
+    t0 = time.perf_counter()
+    try:
+        a = RDPAccountant(); a.history = [(z, q, T)]
+        row["opacus_rdp"] = float(a.get_epsilon(delta))
+    except Exception as e:
+        row["opacus_rdp"] = f"{type(e).__name__}: {e}"
+    try:
+        a = PRVAccountant(); a.history = [(z, q, T)]
+        dprv = a._get_dprv(eps_error=0.01, delta_error=delta / 1000)
+        row["opacus_prv"] = [float(v) for v in dprv.compute_epsilon(delta, delta / 1000, 0.01)]
+    except Exception as e:
+        row["opacus_prv"] = f"{type(e).__name__}: {e}"
+    batch = round(q * n)
+    epochs = T * batch / n
+    while math.ceil(epochs * n / batch) > T:  # the epochs TF Privacy turns back into exactly T steps
+        epochs = float(np.nextafter(epochs, 0))
+    try:
+        row["tf_rdp"] = float(tfp.compute_dp_sgd_privacy(n, batch, z, epochs, delta)[0])
+        row["tf_steps"] = math.ceil(epochs * n / batch)
+    except Exception as e:
+        row["tf_rdp"] = f"{type(e).__name__}: {e}"
+    row["seconds"] = time.perf_counter() - t0
+    out["rows"].append(row)
+print(json.dumps(out))
+"""
 
 
 def dp_accounting_pld(z: float, q: float, steps: int, delta: float) -> float:
@@ -50,19 +113,68 @@ def dp_accounting_pld(z: float, q: float, steps: int, delta: float) -> float:
     return float(accountant.get_epsilon(delta))
 
 
+def _num(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else "fail"
+
+
+def checks(ours, ours_tf, replace_one, pld, peer: dict) -> str:
+    """The row's checks (module docstring): ``y``, or the first one that failed, or ``no peers``."""
+    failed = []
+    prv = peer.get("opacus_prv")
+    if isinstance(prv, list):
+        low, _, up = prv
+        if not (low - PRV_EPS_ERROR <= ours.add_remove <= up + PRV_EPS_ERROR):
+            failed.append("PRV")
+    if math.isfinite(pld) and not (pld * (1 - 1e-3) <= ours.add_remove <= pld * (1 + 1e-3) + 1e-9) and \
+            ours.add_remove > pld:
+        failed.append("PLD")
+    for key, mine in (("opacus_rdp", ours), ("tf_rdp", ours_tf)):
+        value = peer.get(key)
+        if isinstance(value, float):
+            if ours.add_remove > value * (1 + 1e-9):
+                failed.append(key + "≥")
+            if abs(mine.library_epsilon - value) > 1e-9 * max(1.0, value):
+                failed.append(key + "≡")
+    if replace_one < ours.add_remove:
+        failed.append("r/1")
+    if not peer:
+        return "no peers" if not failed else ",".join(failed)
+    return "y" if not failed else ",".join(failed)
+
+
 def main() -> None:
     absl_logging.set_verbosity(absl_logging.ERROR)  # the RDP orders dp-accounting drops at q = 0.1, z ≤ 1
-    print(f"{'z':>5} {'q':>7} {'T':>7} {'δ':>7} {'ε a/r':>10} {'PLD':>10} {'RDP':>10} {'ε r/1':>10} "
-          f"{'a/r÷PLD':>8} {'s':>5}")
-    for z, q, steps, delta in SETTINGS:
-        started = time.perf_counter()
-        c = certify(noise_multiplier=z, sample_rate=q, steps=steps, delta=delta)
-        seconds = time.perf_counter() - started
+    print(f"machine: {os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    started = time.perf_counter()
+    peers = run_peer(PEER_CODE, json.dumps([[z, q, t, d, TF_N] for z, q, t, d in SETTINGS]))
+    peer_seconds = time.perf_counter() - started
+    if isinstance(peers, str):
+        print(f"peers not run: {peers}")
+        peer_rows = [{} for _ in SETTINGS]
+    else:
+        print("peers: " + ", ".join(f"{k} {v}" for k, v in peers["versions"].items())
+              + f" ({peer_seconds:.1f} s for all rows)")
+        peer_rows = peers["rows"]
+    print(f"{'z':>4} {'q':>6} {'T':>6} {'δ':>6} {'ε a/r':>8} {'PLD':>8} {'PRV lo…up':>17} {'O-RDP':>8} "
+          f"{'TF-RDP':>8} {'ε r/1':>8} {'s':>5}  ok")
+    bad = 0
+    for (z, q, steps, delta), peer in zip(SETTINGS, peer_rows):
+        t0 = time.perf_counter()
+        c = certify(noise_multiplier=z, sample_rate=q, steps=steps, delta=delta, accountant="opacus-rdp")
+        seconds = time.perf_counter() - t0
+        c_tf = certify(noise_multiplier=z, sample_rate=q, steps=steps, delta=delta, accountant="tf-privacy-rdp")
         pld = dp_accounting_pld(z, q, steps, delta)
-        rdp = rdp_epsilon(z, q, steps, delta, OPACUS_ORDERS)
-        ratio = c.add_remove / pld if pld > 0 and math.isfinite(pld) else float("nan")
-        print(f"{z:5g} {q:7.0e} {steps:7d} {delta:7.0e} {c.add_remove:10.4g} {pld:10.4g} {rdp:10.4g} "
-              f"{c.replace_one:10.4g} {ratio:8.4f} {seconds:5.2f}")
+        prv = peer.get("opacus_prv")
+        prv_text = f"{prv[0]:.4g}…{prv[2]:.4g}" if isinstance(prv, list) else "fail" if prv else "-"
+        verdict = checks(c, c_tf, c.replace_one, pld, peer)
+        bad += verdict not in ("y", "no peers")
+        print(f"{z:4g} {q:6.0e} {steps:6d} {delta:6.0e} {c.add_remove:8.4g} {pld:8.4g} {prv_text:>17} "
+              f"{_num(peer.get('opacus_rdp')) if peer else '-':>8} {_num(peer.get('tf_rdp')) if peer else '-':>8} "
+              f"{c.replace_one:8.4g} {seconds:5.2f}  {verdict}")
+        for key in ("opacus_prv", "opacus_rdp", "tf_rdp"):
+            if isinstance(peer.get(key), str):
+                print(f"     {key} failed: {peer[key]}")
+    print(f"{len(SETTINGS) - bad} of {len(SETTINGS)} rows pass every check they could run")
 
 
 if __name__ == "__main__":

@@ -48,7 +48,10 @@ __all__ = [
     "CURVE_DELTAS",
     "FULL_CURVE_DELTAS",
     "Certificate",
+    "PlanCertificate",
     "certify",
+    "certify_plan",
+    "certify_plans",
     "clt_gdp_epsilon",
     "dpsgd_profile",
     "rdp_epsilon",
@@ -60,7 +63,8 @@ ADD_REMOVE, REPLACE = "add-remove", "replace-one"
 #: Rényi orders of Opacus' RDPAccountant (opacus/accountants/rdp.py, DEFAULT_ALPHAS)
 OPACUS_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)))
 #: Rényi orders of TF Privacy's compute_dp_sgd_privacy (compute_dp_sgd_privacy_lib.py)
-TF_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [128, 256, 512])
+# TF Privacy 0.9.0's compute_dp_sgd_privacy (benchmarks/bench_certify.py calls it and compares)
+TF_ORDERS = tuple([1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5] + list(range(5, 64)) + [128, 256, 512])
 
 #: the accountants a run can come from: (library and method, the analysis, its Rényi orders or None)
 ACCOUNTANTS: dict[str, tuple[str, str, tuple | None]] = {
@@ -475,3 +479,141 @@ def _certify_plain(mechanism, sigma, sens, k, delta, target, deltas):
                    REPLACE: _smallest_noise(lambda s: profile(REPLACE, s)(delta), target, sigma or 1.0)}
     description = {"sigma": sigma, "sensitivity": sens, "compositions": k}
     return Certificate(mechanism, description, delta, ar, rp, rdp, None, None, None, curve, inverse, notes)
+
+
+# ---------------------------------------------------------------------------
+# a noise plan exported as dp-accounting events (``run --plan-out``, ``tune --plan-out``, a sweep's
+# ``-plans.json``): certified again from the plan it holds, never from the figure it states
+
+
+@dataclass(frozen=True)
+class PlanCertificate:
+    """A :data:`~dpcore.privacy.DP_EVENTS_FORMAT` document certified afresh.  ε's are floats (``inf``:
+    nothing proven); ``dp_accounting`` is ``None`` where dp-accounting cannot compose the events
+    (``unsupported`` says which)."""
+
+    label: str | None
+    plan: str
+    neighbouring: str
+    delta: float
+    epsilon: float
+    stated: float | None
+    stated_delta: float | None
+    dp_accounting: float | None
+    unsupported: str | None
+    curve: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        e = _fmt
+        lines = [(f"{self.label}: " if self.label else "") + self.plan,
+                 f"  ε certified ({self.neighbouring}, this package's accountant) {e(self.epsilon)} at δ = {self.delta:g}"]
+        if self.dp_accounting is not None:
+            lines.append(f"  ε by dp-accounting's PLDAccountant (REPLACE_ONE) {e(self.dp_accounting)}")
+        else:
+            lines.append(f"  dp-accounting cannot compose this plan: {self.unsupported}")
+        if self.curve:
+            lines.append("  ε(δ):  " + "   ".join(f"δ={c['delta']:.2g}: {e(c['epsilon'])}" for c in self.curve))
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _own_events(event) -> list[str]:
+    """The names of this package's own events inside ``event`` (dp-accounting does not know them)."""
+    from .plan_events import OWN_EVENTS
+
+    name = type(event).__name__
+    if name in OWN_EVENTS:
+        return [name]
+    inner = list(getattr(event, "events", ())) + ([event.event] if hasattr(event, "event") else [])
+    return sorted({n for e in inner for n in _own_events(e)})
+
+
+def certify_plan(document: dict, delta: float | None = None, *, full_curve: bool = False) -> PlanCertificate:
+    """Certify a :meth:`~dpcore.privacy.NoisePlan.to_dp_events` document again: the plan it holds,
+    at ``delta`` (default: the δ it states), by this package's accountant and, where it composes
+    them, by dp-accounting's ``PLDAccountant`` under ``REPLACE_ONE``.  The ε the document states
+    is compared, never used; a document whose event is not its plan's is said.  Refuses what is
+    not such a document (:class:`~dpcore.exceptions.ParameterError`, one line).
+
+    >>> from dpcore import privacy
+    >>> doc = privacy.gaussian("a sum", 2.0, 4.0, count=10).to_dp_events(1e-5)
+    >>> c = certify_plan(doc)
+    >>> c.epsilon == doc["certified"]["epsilon"] and abs(c.dp_accounting / c.epsilon - 1) < 1e-3
+    True
+    """
+    from . import privacy as P
+    from .plan_events import event_to_json
+
+    try:
+        plan = P.NoisePlan.from_dp_events(document)
+    except ValueError as exc:
+        raise ParameterError(f"certify --plan: {exc}") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ParameterError(f"certify --plan: not a valid {P.DP_EVENTS_FORMAT} document "
+                             f"({type(exc).__name__}: {exc})") from None
+    stated = document.get("certified") if isinstance(document.get("certified"), dict) else {}
+    stated_delta = stated.get("delta") if isinstance(stated.get("delta"), (int, float)) else None
+    stated_eps = stated.get("epsilon") if isinstance(stated.get("epsilon"), (int, float)) else None
+    if delta is None:
+        delta = stated_delta if stated_delta is not None else CERTIFY_PARAMS["delta"].default
+    delta = _v("delta", delta)
+    need = P.fixed_delta(plan)
+    eps = P.certify(plan, delta) if delta >= need else math.inf
+    notes = [] if delta >= need else [f"the plan's published theorems spend δ = {need:.3g} by themselves: "
+                                     "nothing is proven at this δ (ask at a larger one)"]
+    if stated_delta is not None and need <= stated_delta < 1:
+        again = P.certify(plan, stated_delta)
+        said = math.inf if stated_eps is None else float(stated_eps)
+        if said != again:
+            notes.append(f"the document states ε = {_fmt(said)} at δ = {stated_delta:g}, but its plan "
+                         f"certifies {_fmt(again)}: the plan's figure is the one shown")
+    event = plan.event()
+    if document.get("event") != event_to_json(event):
+        notes.append("the document's event is not its plan's: the plan's event is the one composed")
+    own = _own_events(event)
+    ours, unsupported = None, None
+    if delta < need:
+        unsupported = "nothing to compose at this δ"
+    elif plan.void is not None:
+        unsupported = f"no guarantee ({plan.void})"
+    elif own:
+        unsupported = "it holds " + ", ".join(own) + " (this package's own events)"
+    else:
+        try:
+            accountant = dpa.pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=1e-4)
+            accountant.compose(event)
+            ours = float(accountant.get_epsilon(delta))
+        except Exception as exc:  # an event dp-accounting's PLD has no rule for: said, not hidden
+            unsupported = f"dp-accounting's PLDAccountant refused it ({type(exc).__name__}: {exc})"
+    deltas = [d for d in sorted(set(FULL_CURVE_DELTAS if full_curve else CURVE_DELTAS) | {delta}, reverse=True)
+              if d >= need]
+    curve = [{"delta": d, "epsilon": P.certify(plan, d)} for d in deltas]
+    return PlanCertificate(document.get("label"), plan.describe(), plan.neighbouring, delta, eps,
+                           stated_eps, stated_delta, ours, unsupported, curve, notes)
+
+
+def certify_plans(document: dict, delta: float | None = None, *, full_curve: bool = False) -> list[PlanCertificate]:
+    """:func:`certify_plan` on one document or on each of a :data:`~dpcore.privacy.DP_EVENTS_LIST_FORMAT`
+    list (a task the list names as omitted, with no plan, is one with ε = ∞ and the list's reason)."""
+    from .plan_events import DP_EVENTS_LIST_FORMAT, DP_EVENTS_VERSION
+
+    if isinstance(document, dict) and document.get("format") == DP_EVENTS_LIST_FORMAT:
+        if document.get("version") != DP_EVENTS_VERSION:
+            raise ParameterError(f"certify --plan: {DP_EVENTS_LIST_FORMAT} version {document.get('version')!r}: "
+                                 f"this dpcore reads version {DP_EVENTS_VERSION}")
+        docs = document.get("documents")
+        if not isinstance(docs, list) or not (docs or document.get("omitted")):
+            raise ParameterError("certify --plan: the list holds no documents")
+        out = [certify_plan(d if isinstance(d, dict) else {}, delta, full_curve=full_curve) for d in docs]
+        for o in document.get("omitted") or ():
+            if isinstance(o, dict):
+                out.append(PlanCertificate(str(o.get("label")), "no plan", "replace-one", math.nan, math.inf, None,
+                                           None, None, str(o.get("reason")), notes=["no plan was written"]))
+        return out
+    if not isinstance(document, dict):
+        raise ParameterError("certify --plan: the file holds no JSON object")
+    return [certify_plan(document, delta, full_curve=full_curve)]

@@ -22,9 +22,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from .certify import CERTIFY_PARAMS
+from .certify import CERTIFY_PARAMS, certify_plans
 from .certify import certify as certify_run
-from .datasets import get_spec, list_datasets
+from .datasets import from_csv, get_spec, list_datasets
+from .datasets.upload import MAX_UPLOAD_BYTES
 from .exceptions import DPCoreError
 from .audit import audit
 from .experiments.baselines import baseline
@@ -43,7 +44,8 @@ from .jsonutil import dumps
 from .mechanisms import REGISTRY
 from .params import CONFLICTS, PARAMS, check_conflicts, parse_grid
 from .theory.catalog import bounds_report
-from .cli_parser import ParserExit, build_parser
+from .cli_parser import CSV_FLAGS, ParserExit, build_parser
+from .privacy import dp_events_list
 
 __all__ = ["main", "build_parser"]
 
@@ -89,10 +91,44 @@ _RUN_FLAGS = (("clients", "clients"), ("skew", "skew"), ("batch", "batch_size"),
               ("sample_rate", "sample_rate"), ("clip", "clip_norm"))
 
 
-def _refuse_inapplicable(args) -> None:
+def _user_data(args):
+    """The CSV ``--csv`` names, read as the app's upload reads it (:func:`~dpcore.datasets.from_csv`:
+    the same validation and limits, never cached), with ``args.dataset`` set to its id; ``None``
+    for a registered ``--dataset`` (where a CSV's flags are refused, never dropped)."""
+    path = getattr(args, "csv", None)
+    if path is None:
+        for flag in CSV_FLAGS:
+            if _given(args, flag):
+                raise DPCoreError(f"{flag} describes a CSV file: add --csv PATH, or drop {flag}")
+        return None
+    if args.label is None:
+        raise DPCoreError("--csv needs --label COLUMN: the column to predict")
+    if not path.strip() or "\x00" in path:
+        raise DPCoreError(f"--csv needs a file path, got {path!r}")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_UPLOAD_BYTES + 1)
+    except OSError as exc:
+        raise DPCoreError(f"--csv {path!r} cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_UPLOAD_BYTES:
+        raise DPCoreError(f"--csv {path!r} is larger than {MAX_UPLOAD_BYTES // 2**20} MB, the limit the app's "
+                          "upload has too: take a sample of its rows")
+    name = args.name if args.name is not None else Path(path).stem
+    if not name.strip():
+        raise DPCoreError("--name needs some text")
+    ds = from_csv(raw, args.label, args.positive_class, task=args.task or "classification",
+                  name=name, id="csv:" + name)
+    args.dataset = ds.id
+    return ds
+
+
+def _refuse_inapplicable(args, own=None) -> None:
     """A flag that does not apply to the chosen mechanism or dataset is refused, never dropped."""
-    spec = get_spec(args.dataset)
-    if not spec.synthetic:
+    if own is not None:
+        for flag in ("n", "d", "noise"):
+            if getattr(args, flag) is not None:
+                raise DPCoreError(f"--{flag} applies to the registered datasets only, not to a --csv file")
+    elif not get_spec(args.dataset).synthetic:
         for flag in ("d", "noise"):
             if getattr(args, flag) is not None:
                 raise DPCoreError(f"--{flag} applies to the synthetic datasets only; {args.dataset} is "
@@ -145,8 +181,13 @@ _TUNED_FLAGS = {"iterations": ("--iterations", "-T"), "learning_rate": ("--lr",)
 
 
 def _cmd_run(args) -> Any:
-    _refuse_inapplicable(args)
+    own = _user_data(args)
+    _refuse_inapplicable(args, own)
+    plan_out = None if args.plan_out is None else _check_output(args.plan_out, "--plan-out")
     tuned: dict[str, Any] = {}
+    if args.tuned and own is not None:
+        raise DPCoreError("--tuned reads a tuning shipped for a registered dataset: none exists for a --csv file "
+                          "(tune it with `python -m dpcore tune --csv …`)")
     if args.tuned:
         found = tuned_setting(args.dataset, args.model, args.mechanism, args.epsilon)
         if found is None:
@@ -169,9 +210,11 @@ def _cmd_run(args) -> Any:
     )
     if tuned:
         config = with_setting(config, tuned)
-    result = run(config, shared_context(progress=SlowProgress()))
+    result = run(config, shared_context(progress=SlowProgress()), dataset=own)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    if plan_out is not None:
+        _write_plans(plan_out, [(config.label(), result.plan, config.delta)])
     record = result.to_dict()
     if args.json:
         return record
@@ -189,7 +232,7 @@ def _cmd_run(args) -> Any:
         lines.append("  every run diverged: no accuracy or gap to report (see the warning above)")
         return "\n".join(lines)
     # the one non-private reference the app draws (the best over the λ grid and this run's λ)
-    ref = baseline(config, (), shared_context(progress=SlowProgress()))
+    ref = baseline(config, (), shared_context(progress=SlowProgress()), dataset=own)
     if "accuracy_mean" in record:
         lines.append(f"  accuracy {record['accuracy_mean']:.4f} ± {record['accuracy_std']:.4f}"
                      f"   ({ref.label} {ref.value:.4f}, guessing the majority class"
@@ -307,6 +350,17 @@ def _cmd_bounds(args) -> Any:
     return "\n".join(lines)
 
 
+def _write_plans(path: Path, items) -> None:
+    """Write (label, plan, δ) items as dp-accounting events (:func:`~dpcore.privacy.dp_events_list`);
+    a plan the run has not (``None``) is refused in one line, never written empty."""
+    missing = [label for label, plan, _ in items if plan is None]
+    if missing:
+        raise DPCoreError(f"--plan-out: no noise plan to export for {missing[0]} (its mechanism declares none)")
+    doc = dp_events_list(items)
+    with _writing("--plan-out", path):
+        path.write_text(dumps(doc, indent=1) + "\n")
+
+
 def _eps(v) -> str:
     """An ε for a text line: ∞ for none (``None`` in JSON), else 3 significant digits."""
     return "∞" if v is None or v == float("inf") else f"{v:.3g}"
@@ -321,15 +375,16 @@ def _audit_config(args) -> RunSpec:
 
 
 def _cmd_audit(args) -> Any:
+    own = _user_data(args)
     cls = REGISTRY.get(args.mechanism)
     if cls is not None and args.clip is not None and "clip_norm" not in cls.settings:
         raise DPCoreError(f"--clip does not apply to {cls.id}: it clips nothing")
     if args.one_run:
-        return _one_run(args)
+        return _one_run(args, own)
     if args.canaries is not None:
         raise DPCoreError("--canaries counts the canaries of a one-run audit: add --one-run")
     res = audit(_audit_config(args), args.trials, alpha=args.alpha, canary=args.canary, threat=args.threat,
-                end_to_end=args.end_to_end,
+                end_to_end=args.end_to_end, dataset=own,
                 progress=lambda done, total: print(f"[{done}/{total}] runs", file=sys.stderr, flush=True))
     rec = res.to_dict(scores=False)
     if args.json:
@@ -359,11 +414,12 @@ def _cmd_audit(args) -> Any:
     return "\n".join(lines)
 
 
-def _one_run(args) -> Any:
+def _one_run(args, own=None) -> Any:
     for flags in (("--trials",), ("--threat",), ("--canary",), ("--end-to-end",)):
         if _given(args, *flags):
             raise DPCoreError(f"{flags[0]} does not apply to --one-run (one training run carries every canary)")
-    res = one_run_audit(_audit_config(args), 1000 if args.canaries is None else args.canaries, alpha=args.alpha)
+    res = one_run_audit(_audit_config(args), 1000 if args.canaries is None else args.canaries, alpha=args.alpha,
+                        dataset=own)
     rec = res.to_dict()
     if args.json:
         return rec
@@ -422,7 +478,7 @@ def _sweep_outputs(preset, args) -> list[tuple[str, bool]]:
         return [(args.out, True)]
     stem = preset.id + ("-quick" if args.quick else "") + (f"-{args.calibration}" if args.calibration else "")
     return [(args.out, True), (str(root / "cache"), True),
-            *((str(root / f"{stem}.{ext}"), False) for ext in ("csv", "html", "json"))]
+            *((str(root / f"{stem}{ext}"), False) for ext in (".csv", ".html", ".json", "-plans.json"))]
 
 
 def _check_output(path: str, what: str, *, folder: bool = False) -> Path:
@@ -483,13 +539,15 @@ def _command(argv: Sequence[str]) -> str:
 
 
 def _cmd_tune(args) -> Any:
+    own = _user_data(args)
     mechs = _mechanism_list(args.mechanisms)
     if mechs is None:
         mechs = [m for m in DEFAULT_MECHANISMS if args.model in REGISTRY[m].models]
     epsilons = parse_grid("epsilon", args.epsilons, "--epsilons", 12)
     out = None if args.out is None else _check_output(args.out, "--out")
+    plan_out = None if args.plan_out is None else _check_output(args.plan_out, "--plan-out")
     started = time.time()
-    result = tune(args.dataset, mechs, epsilons, args.delta, model=args.model, repeats=args.repeats,
+    result = tune(args.dataset if own is None else own, mechs, epsilons, args.delta, model=args.model, repeats=args.repeats,
                   final_repeats=args.final_repeats, seed=args.seed, validation_fraction=args.validation_fraction,
                   selection_epsilon=args.selection_epsilon, ctx=shared_context(progress=_progress))
     record = {**result.to_dict(), "command": _command(args.argv),
@@ -502,6 +560,12 @@ def _cmd_tune(args) -> Any:
     if out is not None:
         with _writing("--out", out):
             out.write_text(dumps(record, indent=1) + "\n")
+    if plan_out is not None and not result.plans:
+        raise DPCoreError("--plan-out: no search ran (input and local perturbation choose on their own releases, "
+                          "for free: their plan is the run's, `run --plan-out` writes it)")
+    if plan_out is not None:
+        _write_plans(plan_out, [(f"tuning {mech} on {result.dataset} ({result.model}) at ε = {eps:g}: the whole "
+                                 "search", plan, delta) for (mech, eps), (plan, delta) in result.plans.items()])
     if args.json:
         return record
 
@@ -583,14 +647,42 @@ def _cmd_prepare(args) -> Any:
 
 
 def _cmd_certify(args) -> Any:
-    """``certify``: :func:`dpcore.certify.certify` on the flags given (unset ones at its defaults)."""
+    """``certify``: :func:`dpcore.certify.certify` on the flags given (unset ones at its defaults), or
+    with ``--plan`` :func:`dpcore.certify.certify_plans` on an exported noise plan."""
     given = {k: getattr(args, k) for k in ("noise_multiplier", "sample_rate", "batch_size", "dataset_size", "steps",
                                           "epochs", "sigma", "sensitivity", "compositions", "target_epsilon")
              if getattr(args, k) is not None}
+    if args.plan is not None:
+        return _certify_plan_file(args, given)
     cert = certify_run(mechanism=args.mechanism, accountant=args.accountant, sampling=args.sampling,
                        delta=CERTIFY_PARAMS["delta"].default if args.delta is None else args.delta,
                        full_curve=args.json, **given)
     return cert.to_dict() if args.json else str(cert)
+
+
+#: the largest plan file ``certify --plan`` reads (a sweep of thousands of rows is a few MB)
+MAX_PLAN_BYTES = 64 * 2**20
+
+
+def _certify_plan_file(args, given: dict) -> Any:
+    described = sorted(given) + [k for k in ("mechanism", "accountant", "sampling") if _given(args, "--" + k)]
+    if described:
+        raise DPCoreError(f"--plan certifies the plan the file holds: drop --{described[0].replace('_', '-')}")
+    try:
+        with open(args.plan, "rb") as f:
+            raw = f.read(MAX_PLAN_BYTES + 1)
+    except OSError as exc:
+        raise DPCoreError(f"--plan {args.plan!r} cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_PLAN_BYTES:
+        raise DPCoreError(f"--plan {args.plan!r} is larger than {MAX_PLAN_BYTES // 2**20} MB: not a plan file")
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise DPCoreError(f"--plan {args.plan!r} is not JSON: {str(exc).splitlines()[0] if str(exc) else exc}") from None
+    certs = certify_plans(document, args.delta, full_curve=args.json)
+    if args.json:
+        return [c.to_dict() for c in certs] if len(certs) > 1 else certs[0].to_dict()
+    return "\n".join(str(c) for c in certs)
 
 
 COMMANDS = {"prepare": _cmd_prepare, "tune": _cmd_tune, "sweep": _cmd_sweep, "datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,

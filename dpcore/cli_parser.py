@@ -13,7 +13,8 @@ from .certify import CERTIFY_PARAMS
 from .exceptions import DPCoreError
 from .params import PARAMS, check, validate
 
-__all__ = ["Parser", "ParserExit", "build_parser", "certify_type", "common_run_args", "param_type"]
+__all__ = ["CSV_FLAGS", "Parser", "ParserExit", "build_parser", "certify_type", "common_run_args", "data_args",
+           "param_type"]
 
 
 class ParserExit(Exception):
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("run", help="run one configuration R times (batched)")
-    s.add_argument("--dataset", required=True, help="dataset id (see `dpcore datasets`)")
+    data_args(s)
     s.add_argument("--model", default="logreg", help="logreg, linreg or mlp")
     s.add_argument("--mechanism", default="non-private", help="mechanism id (see `dpcore mechanisms`)")
     s.add_argument("--epsilon", type=param_type("epsilon"), default=PARAMS["epsilon"].default)
@@ -108,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tuned", action="store_true",
                    help="the shipped tuned T, η, λ, C or q for this dataset, model and mechanism (at the tuned ε "
                         "closest to --epsilon); flags given explicitly still win")
+    s.add_argument("--plan-out", default=None, metavar="FILE",
+                   help="write the run's noise plan as dp-accounting events (JSON; `certify --plan` reads it)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("bounds", help="the published noise and excess-risk bounds, evaluated")
@@ -123,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("audit", help="empirical lower bound on ε from a canary membership test")
-    s.add_argument("--dataset", required=True)
+    data_args(s)
     s.add_argument("--model", default="logreg")
     s.add_argument("--mechanism", required=True)
     s.add_argument("--epsilon", type=param_type("epsilon"), default=PARAMS["epsilon"].default)
@@ -161,8 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print one JSON document")
     s = sub.add_parser("tune", help="search each mechanism's settings on a validation split, "
                                     "choose privately, and report what the search costs")
-    s.add_argument("--dataset", required=True,
-                   help="a classification dataset id (any task for input and local perturbation)")
+    data_args(s, "a classification dataset id (any task for input and local perturbation)")
     s.add_argument("--model", default="logreg")
     s.add_argument("--mechanisms", default=None,
                    help="comma-separated ids (default: the central output, objective and gradient ones)")
@@ -178,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--validation-fraction", type=param_type("test_fraction"), default=0.2,
                    help="share of the training rows the candidates are scored on")
     s.add_argument("--out", default=None, help="write the JSON record (with its provenance) to this file")
+    s.add_argument("--plan-out", default=None, metavar="FILE",
+                   help="write each search's whole noise plan (every candidate, the choice, the final run) as "
+                        "dp-accounting events (JSON; `certify --plan` reads it)")
     s.add_argument("--json", action="store_true", help="print one JSON document")
 
     s = sub.add_parser("prepare", help="before a class: compute ahead what the app will open (exact references, "
@@ -223,8 +228,29 @@ def build_parser() -> argparse.ArgumentParser:
                  "sensitivity", "compositions", "delta", "target_epsilon"):
         s.add_argument("--" + flag.replace("_", "-"), type=certify_type(flag), default=None,
                        help=CERTIFY_PARAMS[flag].help)
+    s.add_argument("--plan", default=None, metavar="FILE",
+                   help="certify a noise plan written by run/tune --plan-out or a sweep (dp-accounting events, "
+                        "JSON) in place of a description")
     s.add_argument("--json", action="store_true", help="print one JSON document (the full ε(δ) list)")
     return p
+
+
+#: what the app's upload asks besides the file, by flag (the same reader: dpcore.datasets.from_csv)
+CSV_FLAGS = ("--label", "--positive-class", "--task", "--name")
+
+
+def data_args(s, dataset_help: str = "dataset id (see `dpcore datasets`)") -> None:
+    """The data a command trains on: a registered dataset, or a user's own CSV read as the app's
+    upload reads it (:func:`dpcore.datasets.from_csv`: the same validation and limits; never cached)."""
+    which = s.add_mutually_exclusive_group(required=True)
+    which.add_argument("--dataset", help=dataset_help)
+    which.add_argument("--csv", metavar="PATH", help="your own CSV file (header row first), in place of --dataset")
+    s.add_argument("--label", metavar="COLUMN", default=None, help="the CSV's label column (with --csv)")
+    s.add_argument("--positive-class", default=None, metavar="VALUE",
+                   help="the CSV label value that is +1 (with --csv; default: as the app's upload chooses)")
+    s.add_argument("--task", choices=("classification", "regression"), default=None,
+                   help="the CSV's task (with --csv; default classification)")
+    s.add_argument("--name", default=None, help="a name for the CSV's data in the output (with --csv)")
 
 
 def certify_type(name: str):

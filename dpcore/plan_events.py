@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import dp_accounting as dpa
 
-__all__ = ["EpsilonDeltaDpEvent", "GammaNormDpEvent", "AnyOfDpEvent", "OWN_EVENTS", "DP_EVENTS_FORMAT",
+__all__ = ["EpsilonDeltaDpEvent", "GammaNormDpEvent", "AnyOfDpEvent", "OWN_EVENTS", "DP_EVENTS_FORMAT", "DP_EVENTS_LIST_FORMAT",
            "DP_EVENTS_VERSION", "NEIGHBOURING", "event_to_json", "event_from_json", "dp_accounting_composes",
            "plan_to_json", "plan_from_json"]
 
@@ -47,6 +47,8 @@ class AnyOfDpEvent(dpa.DpEvent):
 #: the name and version of :meth:`NoisePlan.to_dp_events`'s JSON document
 DP_EVENTS_FORMAT = "dpcore.dp-events"
 DP_EVENTS_VERSION = 1
+#: several labelled documents in one file (a sweep's rows, a tuning's searches)
+DP_EVENTS_LIST_FORMAT = "dpcore.dp-events-list"
 #: this module's own events, which dp-accounting's accountants do not know
 OWN_EVENTS = {"EpsilonDeltaDpEvent": EpsilonDeltaDpEvent, "GammaNormDpEvent": GammaNormDpEvent,
                "AnyOfDpEvent": AnyOfDpEvent}

@@ -34,6 +34,7 @@ Gaussian); Koskela et al. 2020 and dp-accounting (PLD); Dwork & Roth 2014 §3.5
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -49,6 +50,7 @@ from scipy.optimize import brentq
 from . import accounting as acc
 from .plan_events import (  # noqa: F401 — the events and the document are part of this module's face
     DP_EVENTS_FORMAT,
+    DP_EVENTS_LIST_FORMAT,
     DP_EVENTS_VERSION,
     NEIGHBOURING,
     AnyOfDpEvent,
@@ -85,6 +87,8 @@ __all__ = [
     "calibrate",
     "classical_gaussian_sigma",
     "DP_EVENTS_FORMAT",
+    "DP_EVENTS_LIST_FORMAT",
+    "dp_events_list",
     "DP_EVENTS_VERSION",
     "event_from_json",
 ]
@@ -199,7 +203,9 @@ class NoisePlan:
     def describe(self) -> str:
         if self.void is not None:
             return f"no guarantee: {self.void}"
-        text = "; ".join(r.describe() for r in self.releases)
+        said = [r.describe() for r in self.releases]
+        runs = [(text, sum(1 for _ in group)) for text, group in itertools.groupby(said)]
+        text = "; ".join(t if k == 1 else f"({t}) × {k} runs" for t, k in runs)
         if self.parts:
             inner = " | ".join(p.describe() for p in self.parts)
             text = (text + "; " if text else "") + f"disjoint parts (the worst counts): {inner}"
@@ -232,6 +238,15 @@ class NoisePlan:
             raise ValueError(f"{DP_EVENTS_FORMAT} version {document.get('version')!r}: this dpcore reads "
                              f"version {DP_EVENTS_VERSION}")
         return plan_from_json(document["plan"], cls, Release)
+
+
+def dp_events_list(items, omitted=()) -> dict:
+    """Several plans as one versioned JSON document (:data:`DP_EVENTS_LIST_FORMAT`): ``items`` are
+    (label, plan, δ), each written as :meth:`NoisePlan.to_dp_events` writes it, with its label;
+    ``omitted`` (label, reason) names what has no plan to write, and why."""
+    return {"format": DP_EVENTS_LIST_FORMAT, "version": DP_EVENTS_VERSION, "dpcore": __version__,
+            "documents": [{"label": str(label), **plan.to_dp_events(delta)} for label, plan, delta in items],
+            "omitted": [{"label": str(label), "reason": str(reason)} for label, reason in omitted]}
 
 
 # ---------------------------------------------------------------------------

@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -8,4 +10,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 # The app keeps exact solutions on disk; the tests keep theirs in a folder of their own.
-os.environ.setdefault("DPCORE_CACHE_DIR", tempfile.mkdtemp(prefix="dpcore-test-cache-"))
+# Made here, removed when the run ends (a folder given by the caller is left alone).
+if "DPCORE_CACHE_DIR" not in os.environ:
+    _CACHE = tempfile.mkdtemp(prefix="dpcore-test-cache-")
+    os.environ["DPCORE_CACHE_DIR"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)

@@ -164,3 +164,15 @@ def test_a_real_full_closed_or_broken_standard_output(tmp_path):
         lines = said[kind].strip().splitlines()
         assert len(lines) == 1 and fragment in lines[0], said[kind]
     assert said["broken"] == ""
+
+
+RUN = ["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "-R", "1"]
+
+
+@pytest.mark.parametrize("command, work", [(RUN, "run"), (TUNE, "tune")], ids=["run", "tune"])
+def test_plan_out_is_refused_before_the_work(place, capsys, monkeypatch, command, work):
+    monkeypatch.setattr(cli, work, _never)
+    for path, said in _bad_files(place):
+        assert main([*command, "--plan-out", path]) == 2, path
+        _one_line(capsys, "--plan-out", said)
+    assert sorted(p.name for p in place.iterdir()) == ["file.json"]

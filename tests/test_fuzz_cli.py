@@ -49,6 +49,8 @@ WORK, MEMORY = 3e9, 256 * 2**20
 #: a folder for the cases that write (``{OUT}`` in an argument); sweep's result cache lives there,
 #: so a case that repeats a setting reads it back
 OUT = "{OUT}"
+#: a small CSV the fixture writes there (columns a, b, y: yes / no)
+CSV = f"{OUT}/own.csv"
 BC = ["--dataset", "breast-cancer"]
 #: a quick base for every subcommand (a case's own flag comes later and wins)
 BASES = {
@@ -87,6 +89,13 @@ TEXT_VALUES = {
     "--epsilons": [*_numbers("epsilon"), "", ",", "0.1;1", ",".join(str(2**k) for k in range(13))],
     "--option": ["smoothing=5e-324", "variant=pl", "novalue", "=1", "x=1"],
     "--out": ["", "\x00", "/dev/full", "/dev/null", OUT, f"{OUT}/file.json/under", f"{OUT}/new/deep/x.json"],
+    "--plan-out": ["", "\x00", "/dev/full", "/dev/null", OUT, f"{OUT}/file.json/under", f"{OUT}/new/plan.json"],
+    # a user's CSV (the base then names --label y); its other flags run on CSV (module fixture)
+    "--csv": ["", "\x00", "/nonexistent.csv", OUT, "/dev/null", f"{OUT}/file.json", CSV, f"{OUT}/{'x' * 300}.csv"],
+    "--label": ["y", "a", "", "nope", "\x00"],
+    "--positive-class": ["yes", "no", "", "maybe", "\x00"],
+    "--name": ["mine", "", " ", "\x00", "a" * 500],
+    "--plan": ["", "\x00", "/nonexistent.json", OUT, "/dev/null", f"{OUT}/file.json", f"{OUT}/plan.json"],
     "--preset": ["", "nope", "\x00"],
     "--scheduler": ["", "nope", "tcp://", "tcp://host:99999999"],
     "--set": [*(f"{key}={v}" for key, name in (("epsilons", "epsilon"), ("learning_rates", "learning_rate"),
@@ -125,10 +134,15 @@ def _subparsers():
     return next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction").choices
 
 
-def _applies(command: str, param: str | None) -> list[str]:
+def _applies(command: str, param: str | None, flag: str | None = None) -> list[str]:
     """Where a flag applies, from the declarations (the mechanism whose settings read it, a
-    synthetic dataset for its size, the published calibration for its constant, ...)."""
+    synthetic dataset for its size, the published calibration for its constant, a CSV for a
+    CSV's flags, ...)."""
     base = list(BASES[command])
+    if flag in ("--csv", "--label", "--positive-class", "--name", "--task"):
+        at = base.index("--dataset")
+        base[at:at + 2] = [] if flag == "--csv" else ["--csv", CSV]
+        base += [] if flag == "--label" else ["--label", "y"]
     if command == "run":
         if param in ("batch_size", "sample_rate", "clip_norm", "clients", "skew"):
             mech = next(m for m, c in REGISTRY.items() if c.private and param in c.settings)
@@ -168,7 +182,7 @@ def _edge_cases():
             else:
                 values = [(repr(v)[:20], v) for v in TEXT_VALUES[flag]]
             for label, text in values:
-                argv = _applies(command, param) + ([f"{flag}={text}"] if text.startswith("-") or not text
+                argv = _applies(command, param, flag) + ([f"{flag}={text}"] if text.startswith("-") or not text
                                                     else [flag, text])
                 cases.append(_case(argv, {}, f"{command} {flag} {label}"))
     switches = [[], ["--no-mlp"], ["--ship"], ["--ship", "--no-mlp"]]
@@ -193,6 +207,10 @@ EDGE_CASES = _edge_cases()
 def out_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fuzz-cli")
     (folder / "file.json").write_text("{}")  # a regular file, for a path "under" it
+    rows = [f"{i % 7 - 3},{(i * 5) % 11 - 5},{'yes' if (i % 7 - 3) > (i * 5) % 11 - 5 else 'no'}" for i in range(120)]
+    (folder / "own.csv").write_text("a,b,y\n" + "\n".join(rows) + "\n")
+    from dpcore.privacy import dp_events_list, gaussian  # a plan for certify --plan
+    (folder / "plan.json").write_text(json.dumps(dp_events_list([("a sum", gaussian("a sum", 1.0, 2.0, 3), 1e-5)])))
     return str(folder)
 
 

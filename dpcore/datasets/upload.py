@@ -31,13 +31,16 @@ from ..exceptions import DatasetError
 from .base import Dataset
 from .preprocess import MAX_ENCODED_COLUMNS, from_dataframe, short_value
 
-__all__ = ["CSV_MISSING", "MAX_UPLOAD_COLUMNS", "csv_classes", "csv_preview", "decode_csv", "from_csv"]
+__all__ = ["CSV_MISSING", "MAX_UPLOAD_BYTES", "MAX_UPLOAD_COLUMNS", "csv_classes", "csv_preview", "decode_csv", "from_csv"]
 
 #: the only cell values an uploaded CSV's reader takes as missing
 CSV_MISSING = ["", "?"]
 #: the most columns an upload's header may name: the label and :data:`MAX_ENCODED_COLUMNS`
 #: features (checked on the header row alone, before the body is parsed)
 MAX_UPLOAD_COLUMNS = MAX_ENCODED_COLUMNS + 1
+#: the largest CSV read: the app's upload limit (``.streamlit/config.toml``'s ``maxUploadSize``, in MB)
+#: and the command line's ``--csv`` (tests/test_cli_csv.py checks that the two agree)
+MAX_UPLOAD_BYTES = 50 * 2**20
 
 _READ = {"na_values": CSV_MISSING, "keep_default_na": False, "skipinitialspace": True}
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32", "UTF-32"), (codecs.BOM_UTF32_BE, "utf-32", "UTF-32"),

@@ -28,12 +28,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..datasets import get_spec
-from ..exceptions import ParameterError
+from ..exceptions import DPCoreError, ParameterError
 from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism
 from ..params import check, validate
+from ..privacy import dp_events_list
 from .context import DEFAULT_MEMORY_BUDGET, DEFAULT_WORK_BUDGET, Context
 from .grid import run_grid
+from .run import noise_plan
 from .presets_figures import wrap_note
 from .presets_papers import (
     EPS_001,
@@ -115,7 +117,8 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
                max_n: int | None = None, calibration: str | None = None,
                workers: int | None = None, scheduler=None, progress=None,
                command: str | None = None) -> dict[str, Any]:
-    """Run (or resume) a preset into ``out``: ``<id>.csv``, ``<id>.html``, ``<id>.json``.
+    """Run (or resume) a preset into ``out``: ``<id>.csv``, ``<id>.html``, ``<id>.json`` and every
+    task's noise plan, ``<id>-plans.json`` (:func:`task_plans`).
 
     Returns the JSON record (also written to disk), with the output paths, the code
     version (``environment``) and ``command``, the command line that asked for it.
@@ -130,8 +133,9 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
     df = run_grid([t.config for t in tasks], ctx, tags=[dict(t.tags) for t in tasks]).drop(columns="spec")
     stem = preset.id + ("-quick" if quick else "") + (f"-{calibration}" if calibration else "")
     paths = {"csv": str(root / f"{stem}.csv"), "html": str(root / f"{stem}.html"),
-             "json": str(root / f"{stem}.json")}
+             "json": str(root / f"{stem}.json"), "plans": str(root / f"{stem}-plans.json")}
     df.to_csv(paths["csv"], index=False)
+    Path(paths["plans"]).write_text(dumps(task_plans(tasks, ctx), indent=1))
     fig = preset.figure(df, calibration=calibration)
     fig.write_html(paths["html"], include_plotlyjs=True, full_html=True)
     errors = sorted({e for e in df.get("error", pd.Series(dtype=object)).dropna()})
@@ -161,6 +165,24 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
     }
     Path(paths["json"]).write_text(dumps(record, indent=2))
     return record
+
+
+def task_plans(tasks, ctx: Context | None = None) -> dict[str, Any]:
+    """Every task's noise plan as dp-accounting events (:func:`~dpcore.privacy.dp_events_list`, what
+    ``certify --plan`` reads), labelled by task key; a refused task, or one whose plan only
+    training knows (the clients' split), is named under ``omitted`` with the reason."""
+    items, omitted = [], []
+    for t in tasks:
+        label = f"{t.key}: {t.config.label()}"
+        try:
+            items.append((label, noise_plan(t.config, ctx), t.config.delta))
+        except DPCoreError as exc:
+            omitted.append((label, f"refused: {exc}"))
+        except NotImplementedError:
+            omitted.append((label, "it adds no noise: nothing to certify" if not REGISTRY[t.config.mechanism].private
+                            else "its plan is known only by training (the data's split among clients): "
+                                 "`run --plan-out` writes it"))
+    return dp_events_list(items, omitted)
 
 
 #: Full-size results shipped with the repository, one ``<id>.csv`` (tidy, every repeat) and

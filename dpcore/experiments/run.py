@@ -96,6 +96,11 @@ class RunSpec:
         declared = REGISTRY[self.mechanism].options.get(key) if self.mechanism in REGISTRY else None
         return declared.default if declared is not None and declared.default is not None else default
 
+    def label(self) -> str:
+        """One line naming the run: what it runs, on what, at which (ε, δ) (an exported plan's label)."""
+        return (f"{self.mechanism} on {self.dataset} ({self.model}), ε = {self.epsilon:g}, δ = {self.delta:g}, "
+                f"T = {self.iterations}, seed {self.seed}")
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["options"] = dict(self.options)
@@ -291,12 +296,12 @@ def _with_reference(dataset, model, user_data: bool, ctx: Context, trace_points:
                    store=None if user_data else ctx.store, progress=ctx.progress, on_trace=ctx.on_trace)
 
 
-def noise_plan(config: RunSpec, ctx: Context | None = None) -> NoisePlan:
+def noise_plan(config: RunSpec, ctx: Context | None = None, *, dataset=None) -> NoisePlan:
     """The noise plan a run of ``config`` declares (:meth:`~dpcore.mechanisms.Mechanism.planned`),
     without training it or solving its exact ERM: a tuning composes the plan of every setting it
-    could have chosen, not only the one it chose."""
+    could have chosen, not only the one it chose.  ``dataset``: a user's own, as for :func:`run`."""
     ctx = default_context() if ctx is None else ctx
-    data, model = problem_data(config)
+    data, model = problem_data(config, dataset)
     mechanism = get_mechanism(config.mechanism)
     problem = Problem(dataset=data, model=model, erm=None, store=ctx.store)
     mechanism.check(problem, config)

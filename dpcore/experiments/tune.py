@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets as _datasets
+from ..datasets import Dataset
 from .. import streams
 from ..exceptions import ParameterError
 from ..mechanisms import REGISTRY
@@ -66,7 +67,7 @@ from .context import Context, default_context
 from .run import RunResult, RunSpec, noise_plan, run_outcomes
 
 __all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "TUNED_DIR", "shipped_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
-           "epsilon_for_accuracy", "choose", "search_cost", "YU_2020_ADULT"]
+           "epsilon_for_accuracy", "choose", "search_cost", "search_plan", "YU_2020_ADULT"]
 
 #: What ``dpcore tune`` tunes unless told otherwise: the central mechanisms of the comparison.
 DEFAULT_MECHANISMS = ("output-laplace", "output-gaussian", "output-bolt-on", "objective-chaudhuri",
@@ -190,6 +191,9 @@ class TuneResult:
     candidates: list[dict[str, Any]]  # every candidate's validation accuracy
     errors: list[dict[str, Any]] = field(default_factory=list)
     released_rows: list[dict[str, Any]] = field(default_factory=list)  # tune_released's
+    #: per (mechanism, ε) searched: the whole search's noise plan and the δ it is certified at
+    #: (:func:`search_plan`; not in :meth:`to_dict`: ``NoisePlan.to_dp_events`` exports it)
+    plans: dict[tuple[str, float], tuple[NoisePlan, float]] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         def clean(v):
@@ -208,7 +212,7 @@ def _setting(spec: RunSpec, space: dict[str, tuple]) -> dict[str, Any]:
     return {k: getattr(spec, k) for k in sorted(space)}
 
 
-def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], delta: float | None = None, *,
+def tune(dataset: str | Dataset, mechanisms: Sequence[str], epsilons: Sequence[float], delta: float | None = None, *,
          model: str = "logreg", repeats: int = 1, final_repeats: int = 10, seed: int = 0,
          validation_fraction: float = 0.2, selection_epsilon: float | None = None,
          grids: dict[str, dict[str, tuple]] | None = None, ctx: Context | None = None) -> TuneResult:
@@ -220,13 +224,16 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
     accuracy (one of them is the released model; the others only measure the spread).
     ``delta`` defaults to 1/n² (Yu et al.'s choice).  Classification only: the choice
     scores correct validation predictions.  ``grids`` replaces a mechanism's
-    :func:`search_space` (its values are checked when the candidates are built).
+    :func:`search_space` (its values are checked when the candidates are built).  ``dataset``: a
+    registered id, or a user's own :class:`~dpcore.datasets.Dataset` (solved afresh, never cached).
     """
     ctx = default_context() if ctx is None else ctx
-    full = _datasets.load(dataset)
+    own = dataset if isinstance(dataset, Dataset) else None  # a user's: solved afresh, never kept
+    full = own if own is not None else _datasets.load(dataset)
+    dataset = full.id
     free = [m for m in mechanisms if released_tunable(m)]
     mechanisms = [m for m in mechanisms if m not in free]
-    released_rows = (tune_released(dataset, free, epsilons, delta, model=model, repeats=final_repeats,
+    released_rows = (tune_released(full if own is not None else dataset, free, epsilons, delta, model=model, repeats=final_repeats,
                                    seed=seed, ctx=ctx) if free else [])
     if free and not mechanisms:
         delta = 1.0 / full.n ** 2 if delta is None else delta
@@ -266,7 +273,7 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
     outcomes: list = []
     for mech in spaces:  # one mechanism at a time, so progress moves
         mine = [s for s, (m, _) in zip(specs, owner) if m == mech]
-        outcomes += run_outcomes(mine, inner, dataset=split, keep_reference=True)
+        outcomes += run_outcomes(mine, inner, dataset=split, keep_reference=own is None)
         done += len(mine)
         ctx.tell(done, total, f"searched {mech}")
 
@@ -275,6 +282,7 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
     errors: list[dict[str, Any]] = []
     finals: list[RunSpec] = []
     chosen: list[tuple[str, float, list[RunResult], int, int]] = []
+    plans: dict[tuple[str, float], tuple[NoisePlan, float]] = {}
     for mech, space in spaces.items():
         for eps in epsilons:
             runs = [(s, o) for s, o, w in zip(specs, outcomes, owner) if w == (mech, eps)]
@@ -299,7 +307,7 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
             finals.append(possible[pick])
             chosen.append((mech, eps, [o for _, o in ok], pick, best, possible))
 
-    final_outcomes = run_outcomes(finals, inner)
+    final_outcomes = run_outcomes(finals, inner, dataset=own)
     ctx.tell(total, total, "trained the chosen settings")
     for spec, (mech, eps, cands, pick, best, possible), out in zip(finals, chosen, final_outcomes):
         space = spaces[mech]
@@ -312,9 +320,11 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
             rows.append(row)
             continue
         eps_sel = eps if selection_epsilon is None else selection_epsilon
-        final_plans = [out.plan if k == pick else noise_plan(s, inner) for k, s in enumerate(possible)]
-        spent, delta_spent = search_cost([c.plan for c in cands], [len(c.seeds) for c in cands], final_plans,
+        final_plans = [out.plan if k == pick else noise_plan(s, inner, dataset=own) for k, s in enumerate(possible)]
+        whole, delta_spent = search_plan([c.plan for c in cands], [len(c.seeds) for c in cands], final_plans,
                                          eps_sel, delta)
+        spent = certify(whole, delta_spent)
+        plans[(mech, eps)] = (whole, delta_spent)
         s = summarize(out.accuracy)
         row.update({"test_accuracy": s["mean"], "test_accuracy_std": s["std"],
                     "accuracy_nonprivate": out.accuracy_nonprivate,
@@ -322,7 +332,7 @@ def tune(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], del
                     "epsilon_spent": spent, "delta_spent": delta_spent})
         rows.append(row)
     return TuneResult(dataset=dataset, model=model, delta=delta, n_train=full.n, n_validation=split.n_test,
-                      rows=rows, candidates=table, errors=errors, released_rows=released_rows)
+                      rows=rows, candidates=table, errors=errors, released_rows=released_rows, plans=plans)
 
 
 def released_tunable(mechanism: str) -> bool:
@@ -332,16 +342,19 @@ def released_tunable(mechanism: str) -> bool:
     return cls is not None and cls.family in RELEASE_FAMILIES and "tune_on_release" in cls.options
 
 
-def tune_released(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[float], delta: float | None = None,
+def tune_released(dataset: str | Dataset, mechanisms: Sequence[str], epsilons: Sequence[float], delta: float | None = None,
                   *, model: str | None = None, repeats: int = 10, seed: int = 0,
                   ctx: Context | None = None) -> list[dict[str, Any]]:
     """Input and local perturbation tuned for free: per (mechanism, ε), ``repeats`` releases,
     each trained twice: at the mechanism's defaults (before) and with its settings chosen on
     its own released records (after, option ``tune_on_release``; the module docstring of
     :mod:`dpcore.mechanisms.released`).  The two runs share their releases (the same seeds and
-    stream), so the difference is the choice alone; ε spent is the certified ε."""
+    stream), so the difference is the choice alone; ε spent is the certified ε.  ``dataset``: as
+    for :func:`tune`."""
     ctx = default_context() if ctx is None else ctx
-    full = _datasets.load(dataset)
+    own = dataset if isinstance(dataset, Dataset) else None
+    full = own if own is not None else _datasets.load(dataset)
+    dataset = full.id
     model = model or ("logreg" if full.task == "classification" else "linreg")
     for m in mechanisms:
         if not released_tunable(m):
@@ -359,7 +372,7 @@ def tune_released(dataset: str, mechanisms: Sequence[str], epsilons: Sequence[fl
         for eps in epsilons:
             base = RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=eps, delta=delta, repeats=repeats,
                            seed=seed, stream=_stream(streams.TUNE_FINAL, mech, eps))
-            before, after = run_outcomes([base, with_setting(base, {"tune_on_release": True})], inner)
+            before, after = run_outcomes([base, with_setting(base, {"tune_on_release": True})], inner, dataset=own)
             done += 2
             ctx.tell(done, total, f"tuned {mech} on its released records")
             row: dict[str, Any] = {"mechanism": mech, "epsilon": eps, "setting": {"tune_on_release": True},
@@ -433,7 +446,14 @@ def choose(scores, epsilon: float, rng: np.random.Generator) -> int:
 
 
 def search_cost(plans, times, final_plans, selection_epsilon: float, delta: float) -> tuple[float, float]:
-    """(ε, δ) of "search, choose privately, train the choice": a training record is in every
+    """(ε, δ) of "search, choose privately, train the choice" (:func:`search_plan`, certified)."""
+    whole, delta_spent = search_plan(plans, times, final_plans, selection_epsilon, delta)
+    return certify(whole, delta_spent), delta_spent
+
+
+def search_plan(plans, times, final_plans, selection_epsilon: float, delta: float) -> tuple[NoisePlan, float]:
+    """The noise plan of "search, choose privately, train the choice", and the δ it is certified
+    at: a training record is in every
     candidate run (``times[k]`` runs of ``plans[k]``) and the final run; a validation record
     only in the choice (pure ``selection_epsilon``) and the final run.  Parallel parts: the
     worse counts.  δ: the target plus what the composed theorems spend.
@@ -447,8 +467,7 @@ def search_cost(plans, times, final_plans, selection_epsilon: float, delta: floa
     train_part = compose(list(plans) + [final_plan], list(times) + [1])
     validation_part = compose([theorem("the private choice among candidates", selection_epsilon), final_plan])
     whole = parallel([train_part, validation_part])
-    delta_spent = delta + fixed_delta(whole)
-    return certify(whole, delta_spent), delta_spent
+    return whole, delta + fixed_delta(whole)
 
 
 def epsilon_for_accuracy(rows: Sequence[dict[str, Any]], target: float) -> list[dict[str, Any]]:

@@ -1,0 +1,114 @@
+"""Noise plans written by the command line and read back (issue 46): ``run --plan-out``, ``tune
+--plan-out`` and a sweep's ``<id>-plans.json`` hold dp-accounting events; ``certify --plan``
+certifies the plan a file holds afresh (by this package's accountant and by dp-accounting's
+``PLDAccountant`` under ``REPLACE_ONE``), never trusting the figure the file states."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import dp_accounting as dpa
+import pytest
+
+from dpcore import privacy as P
+from dpcore.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def dpsgd_run(tmp_path_factory):
+    """A DP-SGD run on Breast Cancer, its JSON record and its exported plan."""
+    path = tmp_path_factory.mktemp("plans") / "run.json"
+    code, out, err = _cli("run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpsgd", "--epsilon", "1",
+                          "--delta", "1e-6", "-T", "200", "-R", "1", "--json", "--plan-out", str(path))
+    assert code == 0, err
+    return json.loads(out), path
+
+
+def test_a_run_plan_reads_back_to_the_run_s_certificate_and_dp_accounting_agrees(dpsgd_run):
+    rec, path = dpsgd_run
+    doc = json.loads(path.read_text())
+    assert doc["format"] == P.DP_EVENTS_LIST_FORMAT and len(doc["documents"]) == 1
+    assert doc["documents"][0]["label"].startswith("gradient-dpsgd on breast-cancer (logreg), ε = 1, δ = 1e-06")
+    code, out, err = _cli("certify", "--plan", str(path), "--json")
+    assert code == 0, err
+    cert = json.loads(out)
+    assert cert["epsilon"] == rec["epsilon_certified"] and cert["delta"] == 1e-6
+    assert cert["notes"] == [] and cert["neighbouring"] == "replace-one"
+    # the second route: dp-accounting's own PLD accountant on the event the file holds
+    accountant = dpa.pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, value_discretization_interval=1e-4)
+    accountant.compose(P.event_from_json(doc["documents"][0]["event"]))
+    assert accountant.get_epsilon(1e-6) == pytest.approx(rec["epsilon_certified"], rel=1e-3)
+    assert cert["dp_accounting"] == pytest.approx(rec["epsilon_certified"], rel=1e-3)
+    # at another δ: the plan's ε there, and the curve holds the run's δ
+    code, out, _ = _cli("certify", "--plan", str(path), "--delta", "1e-3", "--json")
+    assert code == 0 and json.loads(out)["epsilon"] < rec["epsilon_certified"]
+
+
+def test_a_forged_plan_file_is_certified_from_its_plan_never_its_stated_figure(dpsgd_run, tmp_path):
+    _, path = dpsgd_run
+    doc = json.loads(path.read_text())
+    one = doc["documents"][0]
+    one["plan"]["releases"][0]["noise"] /= 2  # half the noise the run drew, the stated ε kept
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(one))
+    code, out, err = _cli("certify", "--plan", str(forged), "--json")
+    assert code == 0, err
+    cert = json.loads(out)
+    assert cert["epsilon"] > 2 * one["certified"]["epsilon"]  # half the noise: far more than stated
+    assert any("states ε" in n for n in cert["notes"]) and any("event is not its plan" in n for n in cert["notes"])
+    # dp-accounting composes the plan's event, not the (unchanged) one the file states
+    assert cert["dp_accounting"] == pytest.approx(cert["epsilon"], rel=1e-3)
+
+
+def test_a_tuning_exports_its_whole_search(tmp_path):
+    path = tmp_path / "tune.json"
+    code, out, err = _cli("tune", "--dataset", "breast-cancer", "--mechanisms", "output-gaussian", "--epsilons", "1",
+                          "--final-repeats", "1", "--json", "--plan-out", str(path))
+    assert code == 0, err
+    row = json.loads(out)["rows"][0]
+    code, out, err = _cli("certify", "--plan", str(path), "--json")
+    assert code == 0, err
+    cert = json.loads(out)
+    assert cert["delta"] == row["delta_spent"] and cert["epsilon"] == pytest.approx(row["epsilon_spent"], rel=1e-12)
+    assert cert["epsilon"] > 1.0  # the search costs more than the released run's target
+    # the private choice is a published theorem and the final run any one of the candidates: said, not composed
+    assert cert["dp_accounting"] is None and "EpsilonDeltaDpEvent" in cert["unsupported"]
+
+
+@pytest.mark.parametrize("content, said", [
+    (None, "cannot be read"),
+    ("not json", "is not JSON"),
+    ("[1, 2]", "holds no JSON object"),
+    ('{"format": "something else"}', "not a dpcore.dp-events document"),
+    ('{"format": "dpcore.dp-events", "version": 99}', "version 99"),
+    ('{"format": "dpcore.dp-events-list", "version": 1, "documents": []}', "holds no documents"),
+    ('{"format": "dpcore.dp-events", "version": 1, "plan": {"releases": [{"kind": 3}]}}', "not a valid"),
+], ids=["missing", "text", "list", "other-format", "newer", "empty-list", "malformed"])
+def test_a_file_that_is_not_a_plan_is_one_line(tmp_path, content, said):
+    path = tmp_path / "plan.json"
+    if content is not None:
+        path.write_text(content)
+    code, out, err = _cli("certify", "--plan", str(path))
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1 and "Traceback" not in err, err
+    assert said in lines[0], lines[0]
+
+
+def test_plan_and_a_description_together_are_refused(dpsgd_run):
+    _, path = dpsgd_run
+    code, _, err = _cli("certify", "--plan", str(path), "--noise-multiplier", "1")
+    assert code == 2 and "drop --noise-multiplier" in err
+    code, _, err = _cli("certify", "--plan", str(path), "--accountant", "opacus-prv")
+    assert code == 2 and "drop --accountant" in err
