@@ -39,8 +39,10 @@ from dp_accounting.pld import privacy_loss_distribution as _pl
 from scipy.optimize import brentq
 
 from . import accounting as acc
+from . import privacy as P
 from .exceptions import ParameterError
 from .params import Interval, Options, Param, check
+from .plan_events import DP_EVENTS_LIST_FORMAT, DP_EVENTS_VERSION, OWN_EVENTS, event_to_json
 
 __all__ = [
     "ACCOUNTANTS",
@@ -52,6 +54,7 @@ __all__ = [
     "certify",
     "certify_plan",
     "certify_plans",
+    "installed_library_epsilon",
     "clt_gdp_epsilon",
     "dpsgd_profile",
     "rdp_epsilon",
@@ -362,6 +365,29 @@ def certify(noise_multiplier: float | None = None, sample_rate: float | None = N
                           _v("compositions", compositions), delta, target, deltas)
 
 
+def installed_library_epsilon(accountant: str, z: float, q: float, steps: int,
+                              delta: float) -> tuple[float, str] | None:
+    """The ε Opacus' own accountant reports, when Opacus is installed (never a dependency: the
+    benchmarks' environment has it), with its name and version; ``None`` otherwise, or for the
+    other accountants (TF Privacy's and JAX Privacy's figures are dp-accounting's own code, run
+    here with their orders).  An accountant that fails on the setting is ``None`` too."""
+    if not accountant.startswith("opacus-"):
+        return None
+    try:  # optional: Opacus (and PyTorch) only where the benchmarks' environment has them
+        import opacus
+        from opacus import accountants  # optional, as above
+    except Exception:  # not installed, or installed without a working PyTorch
+        return None
+    cls = {"opacus-rdp": accountants.RDPAccountant, "opacus-prv": accountants.PRVAccountant,
+           "opacus-gdp": accountants.GaussianAccountant}[accountant]
+    try:
+        a = cls()
+        a.history = [(float(z), float(q), int(steps))]
+        return float(a.get_epsilon(delta)), f"Opacus {getattr(opacus, '__version__', '?')}"
+    except Exception:
+        return None
+
+
 def _certify_dpsgd(z, q, steps, epochs, batch, n, sampling, delta, accountant, target, deltas, extra):
     for name, value in extra.items():
         if value is not None:
@@ -417,6 +443,12 @@ def _certify_dpsgd(z, q, steps, epochs, batch, n, sampling, delta, accountant, t
         rdp = rdp_epsilon(z, q, steps, delta, orders)
         lib = {"rdp": rdp, "clt": clt_gdp_epsilon(z, q, steps, delta),
                "pld": dpsgd_profile(z, q, steps, ADD_REMOVE)(delta) if profiles else ar}[method]
+        own = installed_library_epsilon(accountant, z, q, steps, delta)
+        if own is not None:
+            lib, label = own[0], f"{label}; computed by {own[1]}, installed here"
+        elif accountant == "opacus-rdp":
+            label += ("; recomputed here (Opacus is not installed): Opacus' own sums for fractional orders can "
+                      "give less at large q (by up to 35 %, docs/certify.md)")
         if method == "clt":
             notes.append("Opacus' GDP accountant uses a central-limit approximation: its figure can fall below "
                          "the true ε and certifies nothing")
@@ -523,13 +555,30 @@ class PlanCertificate:
 
 def _own_events(event) -> list[str]:
     """The names of this package's own events inside ``event`` (dp-accounting does not know them)."""
-    from .plan_events import OWN_EVENTS
-
     name = type(event).__name__
     if name in OWN_EVENTS:
         return [name]
     inner = list(getattr(event, "events", ())) + ([event.event] if hasattr(event, "event") else [])
     return sorted({n for e in inner for n in _own_events(e)})
+
+
+def _dp_accounting_epsilon(plan, delta: float) -> tuple[float | None, str | None]:
+    """dp-accounting's ``PLDAccountant`` (``REPLACE_ONE``) on ``plan``'s event: (ε, None), or (None,
+    why not).  A plan of disjoint parts alone: each part composed there, the worst one."""
+    if plan.parts and not plan.releases and len(plan.parts) > 1:
+        found = [_dp_accounting_epsilon(p, delta) for p in plan.parts]
+        why = next((w for _, w in found if w is not None), None)
+        return (None, why) if why is not None else (max(e for e, _ in found), None)
+    event = plan.event()
+    own = _own_events(event)
+    if own:
+        return None, "it holds " + ", ".join(own) + " (this package's own events)"
+    try:
+        accountant = dpa.pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=1e-4)
+        accountant.compose(event)
+        return float(accountant.get_epsilon(delta)), None
+    except Exception as exc:  # an event dp-accounting's PLD has no rule for: said, not hidden
+        return None, f"dp-accounting's PLDAccountant refused it ({type(exc).__name__}: {exc})"
 
 
 def certify_plan(document: dict, delta: float | None = None, *, full_curve: bool = False) -> PlanCertificate:
@@ -545,9 +594,6 @@ def certify_plan(document: dict, delta: float | None = None, *, full_curve: bool
     >>> c.epsilon == doc["certified"]["epsilon"] and abs(c.dp_accounting / c.epsilon - 1) < 1e-3
     True
     """
-    from . import privacy as P
-    from .plan_events import event_to_json
-
     try:
         plan = P.NoisePlan.from_dp_events(document)
     except ValueError as exc:
@@ -574,21 +620,16 @@ def certify_plan(document: dict, delta: float | None = None, *, full_curve: bool
     event = plan.event()
     if document.get("event") != event_to_json(event):
         notes.append("the document's event is not its plan's: the plan's event is the one composed")
-    own = _own_events(event)
     ours, unsupported = None, None
     if delta < need:
         unsupported = "nothing to compose at this δ"
     elif plan.void is not None:
         unsupported = f"no guarantee ({plan.void})"
-    elif own:
-        unsupported = "it holds " + ", ".join(own) + " (this package's own events)"
     else:
-        try:
-            accountant = dpa.pld.PLDAccountant(_NR.REPLACE_ONE, value_discretization_interval=1e-4)
-            accountant.compose(event)
-            ours = float(accountant.get_epsilon(delta))
-        except Exception as exc:  # an event dp-accounting's PLD has no rule for: said, not hidden
-            unsupported = f"dp-accounting's PLDAccountant refused it ({type(exc).__name__}: {exc})"
+        ours, unsupported = _dp_accounting_epsilon(plan, delta)
+        if ours is not None and plan.parts and not plan.releases and len(plan.parts) > 1:
+            notes.append(f"dp-accounting composed each of the {len(plan.parts)} disjoint parts; the worst is shown "
+                         "(it has no parallel composition)")
     deltas = [d for d in sorted(set(FULL_CURVE_DELTAS if full_curve else CURVE_DELTAS) | {delta}, reverse=True)
               if d >= need]
     curve = [{"delta": d, "epsilon": P.certify(plan, d)} for d in deltas]
@@ -599,8 +640,6 @@ def certify_plan(document: dict, delta: float | None = None, *, full_curve: bool
 def certify_plans(document: dict, delta: float | None = None, *, full_curve: bool = False) -> list[PlanCertificate]:
     """:func:`certify_plan` on one document or on each of a :data:`~dpcore.privacy.DP_EVENTS_LIST_FORMAT`
     list (a task the list names as omitted, with no plan, is one with ε = ∞ and the list's reason)."""
-    from .plan_events import DP_EVENTS_LIST_FORMAT, DP_EVENTS_VERSION
-
     if isinstance(document, dict) and document.get("format") == DP_EVENTS_LIST_FORMAT:
         if document.get("version") != DP_EVENTS_VERSION:
             raise ParameterError(f"certify --plan: {DP_EVENTS_LIST_FORMAT} version {document.get('version')!r}: "

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import dp_accounting as dpa
 
-__all__ = ["EpsilonDeltaDpEvent", "GammaNormDpEvent", "AnyOfDpEvent", "OWN_EVENTS", "DP_EVENTS_FORMAT", "DP_EVENTS_LIST_FORMAT",
+__all__ = ["EpsilonDeltaDpEvent", "GammaNormDpEvent", "AnyOfDpEvent", "DisjointPartsDpEvent", "OWN_EVENTS", "DP_EVENTS_FORMAT", "DP_EVENTS_LIST_FORMAT",
            "DP_EVENTS_VERSION", "NEIGHBOURING", "event_to_json", "event_from_json", "dp_accounting_composes",
            "plan_to_json", "plan_from_json"]
 
@@ -44,6 +44,15 @@ class AnyOfDpEvent(dpa.DpEvent):
     events: tuple
 
 
+@dataclass(frozen=True)
+class DisjointPartsDpEvent(dpa.DpEvent):
+    """Releases on disjoint parts of the data (each record is in one part: the clients of a
+    distributed run, a tuning's training and validation records): the worst part counts.
+    dp-accounting has no parallel composition; composing the parts would overstate ε."""
+
+    events: tuple
+
+
 #: the name and version of :meth:`NoisePlan.to_dp_events`'s JSON document
 DP_EVENTS_FORMAT = "dpcore.dp-events"
 DP_EVENTS_VERSION = 1
@@ -51,7 +60,7 @@ DP_EVENTS_VERSION = 1
 DP_EVENTS_LIST_FORMAT = "dpcore.dp-events-list"
 #: this module's own events, which dp-accounting's accountants do not know
 OWN_EVENTS = {"EpsilonDeltaDpEvent": EpsilonDeltaDpEvent, "GammaNormDpEvent": GammaNormDpEvent,
-               "AnyOfDpEvent": AnyOfDpEvent}
+               "AnyOfDpEvent": AnyOfDpEvent, "DisjointPartsDpEvent": DisjointPartsDpEvent}
 
 
 def event_to_json(event) -> dict:
@@ -82,7 +91,7 @@ def event_from_json(data: dict) -> dpa.DpEvent:
             value = event_from_json(value)
         elif isinstance(value, list):
             value = [event_from_json(v) if isinstance(v, dict) and "type" in v else v for v in value]
-            value = tuple(value) if cls is AnyOfDpEvent else value
+            value = tuple(value) if cls in (AnyOfDpEvent, DisjointPartsDpEvent) else value
         args[key] = value
     return cls(**args)
 

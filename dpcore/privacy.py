@@ -54,6 +54,7 @@ from .plan_events import (  # noqa: F401 — the events and the document are par
     DP_EVENTS_VERSION,
     NEIGHBOURING,
     AnyOfDpEvent,
+    DisjointPartsDpEvent,
     EpsilonDeltaDpEvent,
     GammaNormDpEvent,
     dp_accounting_composes,
@@ -194,10 +195,13 @@ class NoisePlan:
             raise ValueError("a plan needs releases, parts, or the reason it has no guarantee")
 
     def event(self) -> dpa.DpEvent:
-        """The plan as one dp-accounting event (parts: their composition, an upper bound)."""
+        """The plan as one dp-accounting event; two or more disjoint parts as this package's
+        ``DisjointPartsDpEvent`` (dp-accounting has no parallel composition)."""
         if self.void is not None:
             return dpa.NonPrivateDpEvent()
-        events = [r.event() for r in self.releases] + [p.event() for p in self.parts]
+        parts = [p.event() for p in self.parts]
+        events = [r.event() for r in self.releases] + (parts if len(parts) <= 1 else
+                                                       [DisjointPartsDpEvent(tuple(parts))])
         return events[0] if len(events) == 1 else dpa.ComposedDpEvent(events)
 
     def describe(self) -> str:

@@ -24,7 +24,9 @@ from dpcore.experiments.baselines import Baseline, baseline
 from dpcore.figures import REFERENCE_LINE, on_screen, target_note
 from dpcore.experiments.context import Context, cache_dir
 from dpcore.experiments.progress import TimeLeft, duration
-from dpcore.experiments.run import RunSpec, run, slow_reference
+from dpcore.experiments.run import RunSpec, noise_plan, run, slow_reference
+from dpcore.jsonutil import dumps
+from dpcore.privacy import dp_events_list
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
 from dpcore.params import PARAMS, Interval, Options, check, log_ticks
@@ -660,6 +662,21 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
 def download_table(rows, name: str, key: str) -> None:
     st.download_button("Download table (CSV)", pd.DataFrame(rows).to_csv(index=False).encode(),
                        file_name=f"{name}.csv", mime="text/csv", key=key)
+
+
+def download_plan(config: RunSpec, key: str) -> None:
+    """The run's noise plan as dp-accounting events (the file ``run --plan-out`` writes and
+    ``certify --plan`` reads), written when the button is clicked; nothing where the mechanism
+    declares no plan before training (non-private, the distributed mechanisms)."""
+    try:
+        plan = noise_plan(config, app_context(), dataset=user_dataset(config.dataset))
+    except (DPCoreError, NotImplementedError):
+        return
+    st.download_button("Download noise plan (dp-accounting events, JSON)",
+                       lambda: dumps(dp_events_list([(config.label(), plan, config.delta)]), indent=1).encode(),
+                       file_name=f"noise-plan-{config.mechanism}.json", mime="application/json", key=key,
+                       help="`python -m dpcore certify --plan FILE` certifies it again; dp-accounting composes its "
+                            "events (docs/certify.md)")
 
 
 def client_bars(sizes) -> None:

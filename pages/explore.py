@@ -7,7 +7,7 @@ from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
-    choice, enter_view, show_chart, glossary_link, app_context, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error,
+    choice, enter_view, show_chart, glossary_link, app_context, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error,
 )
 from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -201,6 +201,7 @@ fig = loss_figure(rec)
 if fig is not None:
     show_chart(fig)
     download_figure(fig, "loss_curve", "ex_dl_fig")
+download_plan(config, "ex_dl_plan")
 with st.expander("All numbers (JSON)"):
     # the run's record (its accuracy_nonprivate is the exact model at this run's own λ), and the one
     # reference the metric above is compared with

@@ -56,6 +56,15 @@ def test_explore_shows_the_three_epsilons_and_flags_under_calibration():
     assert any("under-delivers" in e.value for e in at.error)
 
 
+def test_explore_offers_the_run_s_noise_plan_where_the_mechanism_declares_one():
+    at = _page("explore.py").run()
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Download noise plan (dp-accounting events, JSON)" in labels
+    at.selectbox(key="ex_mechanism").set_value("non-private").run()
+    assert not at.exception
+    assert "Download noise plan (dp-accounting events, JSON)" not in [b.proto.label for b in at.get("download_button")]
+
+
 def test_explore_input_mechanism_reports_local_epsilon():
     at = _page("explore.py").run()
     at.selectbox(key="ex_mechanism").set_value("input-kang").run()

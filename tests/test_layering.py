@@ -52,7 +52,7 @@ LAYERS = [
 ]
 
 #: Imports allowed inside a function: optional dependencies, loaded only when used.
-LAZY_OPTIONAL = {"distributed"}
+LAZY_OPTIONAL = {"distributed", "opacus"}  # opacus: the library figure of dpcore.certify, where installed
 
 
 def _module_name(path: Path) -> str:

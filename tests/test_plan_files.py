@@ -112,3 +112,33 @@ def test_plan_and_a_description_together_are_refused(dpsgd_run):
     assert code == 2 and "drop --noise-multiplier" in err
     code, _, err = _cli("certify", "--plan", str(path), "--accountant", "opacus-prv")
     assert code == 2 and "drop --accountant" in err
+
+
+@pytest.mark.parametrize("mechanism", ["distributed-avg", "distributed-wddp"])
+def test_a_distributed_run_s_plan_is_its_clients_in_parallel_never_their_composition(mechanism, tmp_path):
+    """The clients hold disjoint records: the worst client counts.  dp-accounting has no parallel
+    composition, so the event names the parts (DisjointPartsDpEvent) and certify composes each
+    part there and takes the worst; composing all of them would overstate ε (2.16 here, not 1)."""
+    path = tmp_path / "plan.json"
+    code, out, err = _cli("run", "--dataset", "breast-cancer", "--mechanism", mechanism, "--clients", "4",
+                          "--epsilon", "1", "-R", "1", "--json", "--plan-out", str(path))
+    assert code == 0, err
+    rec = json.loads(out)
+    doc = json.loads(path.read_text())["documents"][0]
+    assert doc["event"]["type"] == "DisjointPartsDpEvent" and len(doc["event"]["events"]) == 4
+    assert doc["dp_accounting_supported"] is False
+    plan = P.NoisePlan.from_dp_events(doc)
+    assert P.event_from_json(doc["event"]) == plan.event() and len(plan.parts) == 4
+    code, out, err = _cli("certify", "--plan", str(path), "--json")
+    cert = json.loads(out)
+    assert cert["epsilon"] == rec["epsilon_certified"] <= 1.0
+    worst = 0.0
+    for part in doc["event"]["events"]:  # the second route, written here: each client in dp-accounting
+        accountant = dpa.pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, value_discretization_interval=1e-4)
+        accountant.compose(P.event_from_json(part))
+        worst = max(worst, accountant.get_epsilon(1e-5))
+    assert cert["dp_accounting"] == pytest.approx(worst, rel=1e-9)
+    assert worst == pytest.approx(rec["epsilon_certified"], rel=1e-3)
+    everything = dpa.pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, value_discretization_interval=1e-4)
+    everything.compose(dpa.ComposedDpEvent([P.event_from_json(e) for e in doc["event"]["events"]]))
+    assert everything.get_epsilon(1e-5) > 1.5 * worst  # what the old export let dp-accounting compute
