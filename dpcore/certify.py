@@ -439,7 +439,9 @@ def _certify_dpsgd(z, q, steps, epochs, batch, n, sampling, delta, accountant, t
         else:
             prof = {k: (lambda d, f=f: f(d, z)) for k, f in profiles.items()}
             ar, rp = prof[ADD_REMOVE](delta), prof[REPLACE](delta)
-        curve = [{"delta": d, ADD_REMOVE: prof[ADD_REMOVE](d), REPLACE: prof[REPLACE](d)} for d in deltas]
+        # at the δ asked for, the curve holds the headline figures themselves (one value on screen)
+        curve = [{"delta": d, ADD_REMOVE: ar if d == delta else prof[ADD_REMOVE](d),
+                  REPLACE: rp if d == delta else prof[REPLACE](d)} for d in deltas]
         rdp = rdp_epsilon(z, q, steps, delta, orders)
         lib = {"rdp": rdp, "clt": clt_gdp_epsilon(z, q, steps, delta),
                "pld": dpsgd_profile(z, q, steps, ADD_REMOVE)(delta) if profiles else ar}[method]

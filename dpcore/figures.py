@@ -313,6 +313,35 @@ PAID_OPACITY = 0.7
 MAX_LABELLED = 12
 
 
+def privacy_profile_figure(curve: list[dict], delta: float) -> go.Figure:
+    """ε(δ) under add/remove (solid) and replace-one (dashed) from a certificate's ``curve``, on a
+    log δ axis labelled in powers of ten (1e-5, never "10µ"), with the δ asked for marked: a
+    dotted line and each relation's ε there."""
+    fig = go.Figure()
+    for relation, dash, name in (("add-remove", "solid", "add/remove"), ("replace-one", "dash", "replace-one")):
+        pts = [(c["delta"], c[relation]) for c in curve
+               if c.get(relation) is not None and math.isfinite(c[relation])]
+        fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers", name=name,
+                                 line={"dash": dash}, hovertemplate="δ = %{x:.2g}<br>ε = %{y:.4g}<extra>" + name
+                                 + "</extra>"))
+        here = [e for d, e in pts if d == delta]
+        if here:
+            fig.add_trace(go.Scatter(x=[delta], y=here, mode="markers+text", showlegend=False,
+                                     marker={"size": 12, "symbol": "circle-open", "line": {"width": 2}},
+                                     text=[f"ε = {here[0]:.3g}"], textposition="middle right",
+                                     hoverinfo="skip"))
+    fig.add_vline(x=delta, line_dash="dot", line_color="grey",
+                  annotation_text=f"δ asked: {delta:.2g}", annotation_position="top")
+    deltas = [c["delta"] for c in curve]
+    decades = range(math.floor(math.log10(min(deltas + [delta]))), math.ceil(math.log10(max(deltas + [delta]))) + 1)
+    ticks = [10.0**k for k in decades]
+    fig.update_xaxes(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{t:.0e}".replace("e-0", "e-")
+                                                                            for t in ticks], title="δ")
+    fig.update_layout(title="ε(δ): the privacy profile, both relations", yaxis_title="ε", height=420)
+    legend_above(fig)
+    return fig
+
+
 def empty_figure(title: str, message: str) -> go.Figure:
     """A figure with nothing to draw (every setting of a sweep refused, say): its title and one
     sentence saying why, where the panels would be (Plotly refuses a grid of no panels)."""

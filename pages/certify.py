@@ -5,11 +5,11 @@ import math
 import sys
 from urllib.parse import urlencode
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore import certify
 from dpcore.exceptions import DPCoreError
+from dpcore.figures import privacy_profile_figure
 from pages.common import enter_view, fmt_eps, show_chart
 from pages.links import restore_from_url, write_to_url
 
@@ -104,14 +104,7 @@ if cert.inverse:
     st.markdown(f"**For ε = {inv['target_epsilon']:g} at δ = {delta:g}:** {inv['what']} "
                 f"{fmt_eps(inv['add-remove'])} under add/remove, {fmt_eps(inv['replace-one'])} under replace-one.")
 
-fig = go.Figure()
-for relation, dash in (("add-remove", "solid"), ("replace-one", "dash")):
-    pts = [(c["delta"], c[relation]) for c in cert.curve if c[relation] is not None and math.isfinite(c[relation])]
-    fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
-                             name=relation.replace("-", "/", 1) if relation == "add-remove" else relation,
-                             line={"dash": dash}))
-fig.update_layout(title="ε(δ): the privacy profile, both relations", xaxis_title="δ", yaxis_title="ε",
-                  xaxis_type="log", height=420)
+fig = privacy_profile_figure(cert.curve, delta)
 show_chart(fig, key="cert_curve")
 
 eps_here = cert.replace_one

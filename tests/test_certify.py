@@ -280,7 +280,7 @@ def test_the_view_shows_both_relations_as_the_package_certifies_them():
     assert shown["as opacus-rdp reports"] == fmt_eps(c.library_epsilon)
     (chart,) = at.get("plotly_chart")
     spec = json.loads(chart.proto.spec)
-    assert [t["name"] for t in spec["data"]] == ["add/remove", "replace-one"]
+    assert [t["name"] for t in spec["data"] if t.get("showlegend") is not False] == ["add/remove", "replace-one"]
     assert len(spec["data"][0]["x"]) == len(c.curve) and spec["layout"]["xaxis"]["type"] == "log"
     (link,) = [md.value for md in at.markdown if "Open Compare" in md.value]
     assert f"cmp_eps={float(f'{c.replace_one:.3g}'):g}" in link and "cmp_delta=1e-05" in link
@@ -378,3 +378,15 @@ def test_tf_privacy_s_orders_are_its_compute_dp_sgd_privacy_s():
     """TF Privacy 0.9.0's compute_dp_sgd_privacy, written out from its source: 1.25 … 4.5 by
     quarters and halves, 5 … 63, then 128, 256, 512."""
     assert cert_mod.TF_ORDERS == (1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5, *range(5, 64), 128, 256, 512)
+
+
+def test_the_profile_marks_the_delta_asked_for_and_labels_delta_in_powers_of_ten():
+    from dpcore.figures import privacy_profile_figure
+
+    c = dpcore.certify(noise_multiplier=1.1, sample_rate=0.004, steps=2000, delta=3e-6)
+    fig = privacy_profile_figure(c.curve, 3e-6)
+    marked = [t for t in fig.data if t.showlegend is False]
+    assert sorted(t.y[0] for t in marked) == sorted([c.add_remove, c.replace_one])
+    assert all(t.x[0] == 3e-6 for t in marked) and fig.layout.shapes[0].x0 == 3e-6
+    assert "1e-6" in fig.layout.xaxis.ticktext and not any("µ" in t for t in fig.layout.xaxis.ticktext)
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["add/remove", "replace-one"]

@@ -98,7 +98,7 @@ def _held(at, keys) -> dict:
     return {k: at.session_state[k] for k in keys if k in at.session_state}
 
 
-@FAST
+@settings(FAST, max_examples=4)  # each example sets about ten widgets and reruns the view after each
 @given(explore_states())
 def test_explores_link_reopens_the_same_state_and_numbers(state):
     at = _set_explore(state)
