@@ -53,7 +53,7 @@ def test_datasets_and_mechanisms_json(capsys):
         (["run", "--dataset", "iris", "--iterations", "2.5"], "'iterations' parameter"),
         (["run", "--dataset", "iris", "--mechanism", "magic"], "unknown mechanism 'magic'"),
         (["run", "--dataset", "iris", "--model", "linreg"], "pick a classification model"),
-        (["run"], "required: --dataset"),
+        (["run"], "one of the arguments --dataset --csv is required"),
         (["frobnicate"], "invalid choice"),
     ],
 )

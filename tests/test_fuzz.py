@@ -63,6 +63,11 @@ BAD_CLI = [
      "partition applies to the distributed presets"),
     (["sweep", "--preset", "004-fig1", "--out", "{tmp}", "--quick", "--set", "partition=bogus"],
      "'partition' parameter"),
+    # a setting the preset does not read is refused, never ignored
+    (["sweep", "--preset", "002-appendix", "--out", "{tmp}", "--quick", "--set", "ns=1000"],
+     "--set ns applies to the presets that plot against n"),
+    (["sweep", "--preset", "002-appendix", "--out", "{tmp}", "--quick", "--set", "clients=4"],
+     "--set clients applies to presets with a distributed mechanism"),
     # and the classics
     (["run", "--dataset", "nope"], "unknown dataset"),
     (["run", *BC, "--mechanism", "nope"], "unknown mechanism"),

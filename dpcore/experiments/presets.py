@@ -91,11 +91,18 @@ def with_overrides(preset: Preset, items: Sequence[str]) -> Preset:
                 if v not in ("logreg", "linreg", "mlp"):
                     raise ParameterError(f"unknown model {v!r}; choose logreg, linreg or mlp")
         elif key in ("epsilons", "delta", "iterations", "repeats", "clients"):
+            if key == "clients" and not any(REGISTRY[m].family == "distributed" for m in preset.mechanisms):
+                raise ParameterError(f"--set clients applies to presets with a distributed mechanism; {preset.id} "
+                                     "has none: clients would change nothing")
             name = {"epsilons": "epsilon"}.get(key, key)
             values = [validate(name, v, "sweep") for v in values]
         elif key == "learning_rates":
             values = [validate("learning_rate", v, "sweep") for v in values]
         elif key == "ns":
+            if preset.x != "n":
+                raise ParameterError(f"--set ns applies to the presets that plot against n "
+                                     f"({', '.join(p.id for p in PRESETS.values() if p.x == 'n')}); "
+                                     f"{preset.id} plots against {preset.x}: ns would change nothing")
             values = [validate("n", v, "sweep") for v in values]
         elif key == "partition":
             if not preset.clients:
@@ -170,7 +177,7 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
 def task_plans(tasks, ctx: Context | None = None) -> dict[str, Any]:
     """Every task's noise plan as dp-accounting events (:func:`~dpcore.privacy.dp_events_list`, what
     ``certify --plan`` reads), labelled by task key; a refused task, or one whose plan only
-    training knows (the clients' split), is named under ``omitted`` with the reason."""
+    running knows (the clients' split, a heuristic's choice), is named under ``omitted`` with the reason."""
     items, omitted = [], []
     for t in tasks:
         label = f"{t.key}: {t.config.label()}"
@@ -180,8 +187,8 @@ def task_plans(tasks, ctx: Context | None = None) -> dict[str, Any]:
             omitted.append((label, f"refused: {exc}"))
         except NotImplementedError:
             omitted.append((label, "it adds no noise: nothing to certify" if not REGISTRY[t.config.mechanism].private
-                            else "its plan is known only by training (the data's split among clients): "
-                                 "`run --plan-out` writes it"))
+                            else "its plan is known only by running it (the clients' split, a choice read off "
+                                 "the data): `run --plan-out` writes it"))
     return dp_events_list(items, omitted)
 
 
