@@ -6,6 +6,7 @@ certifies the plan a file holds afresh (by this package's accountant and by dp-a
 from __future__ import annotations
 
 import io
+import math
 import json
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -142,3 +143,80 @@ def test_a_distributed_run_s_plan_is_its_clients_in_parallel_never_their_composi
     everything = dpa.pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, value_discretization_interval=1e-4)
     everything.compose(dpa.ComposedDpEvent([P.event_from_json(e) for e in doc["event"]["events"]]))
     assert everything.get_epsilon(1e-5) > 1.5 * worst  # what the old export let dp-accounting compute
+
+
+def _every_mechanism():
+    from dpcore.mechanisms import REGISTRY
+
+    return sorted(REGISTRY)
+
+
+@pytest.mark.parametrize("mechanism", _every_mechanism())
+def test_every_registered_mechanism_s_run_exports_its_plan_and_reads_back_to_its_certificate(mechanism):
+    """The plan a run carries (known before training or, for the clients' split, by training),
+    through the file format and back: the same plan, the same certified ε as the run's (∞ for a
+    plan with no guarantee: non-private, the heuristics)."""
+    from dpcore.experiments.run import RunSpec, run
+    from dpcore.mechanisms import REGISTRY
+
+    cls = REGISTRY[mechanism]
+    model = "logreg" if "logreg" in cls.models else cls.models[0]
+    data = {"dataset": "breast-cancer"} if model != "linreg" else {"dataset": "synthetic-regression", "n": 400, "d": 4}
+    calibration = "certified" if "certified" in cls.calibrations else cls.calibrations[0]
+    spec = RunSpec(mechanism=mechanism, model=model, calibration=calibration, epsilon=1.0, delta=1e-6,
+                   iterations=5, repeats=1, **data)
+    result = run(spec)
+    doc = json.loads(json.dumps(P.dp_events_list([(spec.label(), result.plan, spec.delta)])))["documents"][0]
+    back = P.NoisePlan.from_dp_events(doc)
+    assert back == result.plan
+    certified = math.inf if result.epsilon_certified is None else result.epsilon_certified
+    assert P.certify(back, spec.delta) == certified
+    assert (doc["certified"]["epsilon"] is None) == (not math.isfinite(certified))
+
+
+def _shipped_row(table, config):
+    """The shipped table's row of a configuration (task keys also hash the code: match by settings;
+    d and noise are also result columns, the data's width and the noise drawn)."""
+    rows = table
+    for name, value in config.to_dict().items():
+        if name in rows.columns and not isinstance(value, (dict, list, tuple)) and name not in ("d", "noise"):
+            rows = rows[rows[name].isna()] if value is None else rows[rows[name] == value]
+    assert len(rows) == 1, config
+    return rows.iloc[0]
+
+
+def _shipped_tables():
+    from dpcore.experiments.presets import PRESETS, RESULTS_DIR
+
+    return [p.stem for p in sorted(RESULTS_DIR.glob("*.csv")) if p.stem.removesuffix("-published") in PRESETS]
+
+
+@pytest.mark.parametrize("stem", _shipped_tables())
+def test_a_shipped_table_s_certificates_are_its_tasks_plans(stem):
+    """For each mechanism of each shipped table, the task at its smallest ε (where a calibration is
+    most sensitive): the plan a sweep exports for it today certifies exactly the ε the table records
+    (∞ as no figure).  tests/test_shipped.py recomputes one whole row per file; this reads one
+    certificate per mechanism, so a changed calibration cannot hide in a row it does not pick."""
+    import pandas as pd
+
+    from dpcore.experiments.presets import RESULTS_DIR, get_preset, task_plans
+
+    calibration = "published" if stem.endswith("-published") else None
+    tasks = get_preset(stem.removesuffix("-published")).tasks(calibration=calibration)
+    table = pd.read_csv(RESULTS_DIR / f"{stem}.csv").drop_duplicates("task")
+    first = {}
+    for t in sorted(tasks, key=lambda t: t.config.epsilon):
+        first.setdefault((t.config.mechanism, t.config.dataset, t.config.model), t)
+    picked = list(first.values())
+    by_key = {t.key: t.config for t in picked}
+    doc = json.loads(json.dumps(task_plans(picked)))
+    assert len(doc["documents"]) + len(doc["omitted"]) == len(picked)
+    for entry in doc["documents"]:
+        config = by_key[entry["label"].split(":")[0]]
+        shipped = _shipped_row(table, config)["epsilon_certified"]
+        mine = entry["certified"]["epsilon"]
+        assert (math.isinf(shipped) or pd.isna(shipped)) if mine is None else shipped == mine, entry["label"]
+    for entry in doc["omitted"]:  # named, with the reason (a run of it writes its plan)
+        config = by_key[entry["label"].split(":")[0]]
+        assert ("adds no noise" in entry["reason"]) == (config.mechanism == "non-private"), entry
+        assert "adds no noise" in entry["reason"] or "`run --plan-out` writes it" in entry["reason"]
