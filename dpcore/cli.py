@@ -652,12 +652,51 @@ def _cmd_certify(args) -> Any:
     given = {k: getattr(args, k) for k in ("noise_multiplier", "sample_rate", "batch_size", "dataset_size", "steps",
                                           "epochs", "sigma", "sensitivity", "compositions", "target_epsilon")
              if getattr(args, k) is not None}
+    own = _user_data(args)
+    if args.dataset is not None and own is None:
+        get_spec(args.dataset)  # an unknown id is refused before the certificate is computed
     if args.plan is not None:
+        if args.dataset is not None:
+            raise DPCoreError("--dataset and --csv train the mechanisms at a described run's ε: drop them with --plan")
         return _certify_plan_file(args, given)
+    delta = CERTIFY_PARAMS["delta"].default if args.delta is None else args.delta
     cert = certify_run(mechanism=args.mechanism, accountant=args.accountant, sampling=args.sampling,
-                       delta=CERTIFY_PARAMS["delta"].default if args.delta is None else args.delta,
-                       full_curve=args.json, **given)
-    return cert.to_dict() if args.json else str(cert)
+                       delta=delta, full_curve=args.json, **given)
+    reach = None if args.dataset is None else _reached(cert.replace_one, delta, args.dataset, own)
+    if args.json:
+        return {**cert.to_dict(), **({} if reach is None else {"mechanisms_at_this_epsilon": reach})}
+    return str(cert) + ("" if reach is None else "\n" + _reached_lines(reach))
+
+
+def _reached(epsilon: float, delta: float, dataset: str, own) -> dict:
+    """This app's central mechanisms (:data:`~dpcore.experiments.tune.DEFAULT_MECHANISMS`) trained on
+    ``dataset`` at the certificate's replace-one ε (the relation they certify): the tradeoff rows."""
+    if not (math.isfinite(epsilon) and PARAMS["epsilon"].constraint.contains(epsilon)):
+        raise DPCoreError(f"the certified replace-one ε is {_eps(epsilon)}: outside the ε a mechanism here can be "
+                          f"asked for ({PARAMS['epsilon'].constraint.describe()}); drop --dataset/--csv")
+    task = own.task if own is not None else get_spec(dataset).task
+    model = "logreg" if task == "classification" else "linreg"
+    mechs = [m for m in DEFAULT_MECHANISMS if model in REGISTRY[m].models]
+    out = tradeoff(dataset, float(epsilon), delta, model=model, mechanisms=mechs, curve_mechanism=None,
+                   data=own, ctx=shared_context(progress=SlowProgress()))
+    if all("error" in r for r in out["rows"]):
+        raise _all_refused(len(out["rows"]), "mechanism", [r["error"] for r in out["rows"]])
+    return out
+
+
+def _reached_lines(out: dict) -> str:
+    metric = "accuracy" if any(r.get("accuracy_mean") is not None for r in out["rows"]) else "rmse"
+    lines = [f"at this guarantee (replace-one ε = {out['epsilon']:.4g}, δ = {out['delta']:g}) on {out['dataset']} "
+             f"({out['model']}, T = {out['iterations']}, {out['repeats']} runs each):",
+             f"  {'mechanism':22} {'ε certified':>12} {metric:>9}"]
+    for r in out["rows"]:
+        if "error" in r:
+            lines.append(f"  {r['mechanism']:22} refused: {r['error']}")
+            continue
+        value = r.get(f"{metric}_mean")
+        lines.append(f"  {r['mechanism']:22} {_eps(r['epsilon_certified']):>12} "
+                     f"{(value if value is not None else float('nan')):9.4f}")
+    return "\n".join(lines)
 
 
 #: the largest plan file ``certify --plan`` reads (a sweep of thousands of rows is a few MB)

@@ -231,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--plan", default=None, metavar="FILE",
                    help="certify a noise plan written by run/tune --plan-out or a sweep (dp-accounting events, "
                         "JSON) in place of a description")
+    data_args(s, "also train this app's central mechanisms on this dataset at the certified (replace-one) ε: "
+                 "what the guarantee buys", required=False)
     s.add_argument("--json", action="store_true", help="print one JSON document (the full ε(δ) list)")
     return p
 
@@ -239,10 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
 CSV_FLAGS = ("--label", "--positive-class", "--task", "--name")
 
 
-def data_args(s, dataset_help: str = "dataset id (see `dpcore datasets`)") -> None:
+def data_args(s, dataset_help: str = "dataset id (see `dpcore datasets`)", required: bool = True) -> None:
     """The data a command trains on: a registered dataset, or a user's own CSV read as the app's
     upload reads it (:func:`dpcore.datasets.from_csv`: the same validation and limits; never cached)."""
-    which = s.add_mutually_exclusive_group(required=True)
+    which = s.add_mutually_exclusive_group(required=required)
     which.add_argument("--dataset", help=dataset_help)
     which.add_argument("--csv", metavar="PATH", help="your own CSV file (header row first), in place of --dataset")
     s.add_argument("--label", metavar="COLUMN", default=None, help="the CSV's label column (with --csv)")

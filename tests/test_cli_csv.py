@@ -109,3 +109,22 @@ def test_the_command_line_and_the_app_upload_share_one_size_limit():
     config = (ROOT / ".streamlit" / "config.toml").read_text()
     megabytes = int(re.search(r"^maxUploadSize\s*=\s*(\d+)", config, re.M).group(1))
     assert MAX_UPLOAD_BYTES == megabytes * 2**20
+
+
+def test_certify_on_a_csv_trains_the_central_mechanisms_at_the_certified_epsilon(own_csv, tmp_path, monkeypatch):
+    """"What would the other mechanisms reach at this guarantee": each central mechanism trained on
+    the user's data at the run's replace-one ε (the relation they certify), never above it."""
+    monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = _cli("certify", "--noise-multiplier", "1.1", "--sample-rate", "0.004", "--epochs", "60",
+                          "--csv", str(own_csv), "--label", "y", "--json")
+    assert code == 0, err
+    rec = json.loads(out)
+    reach = rec["mechanisms_at_this_epsilon"]
+    assert reach["epsilon"] == rec["replace_one"] and reach["dataset"] == "csv:clinic"
+    assert {r["mechanism"] for r in reach["rows"]} >= {"gradient-dpgd", "output-gaussian", "objective-gaussian"}
+    for r in reach["rows"]:
+        assert r["epsilon_certified"] <= rec["replace_one"] * (1 + 1e-9) and r["accuracy_mean"] > 0.6, r
+    assert _files(tmp_path) == []
+    code, _, err = _cli("certify", "--noise-multiplier", "0.001", "--sample-rate", "1", "--steps", "100000",
+                        "--dataset", "iris")
+    assert code == 2 and "outside the ε a mechanism here can be asked for" in err

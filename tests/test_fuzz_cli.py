@@ -140,7 +140,7 @@ def _applies(command: str, param: str | None, flag: str | None = None) -> list[s
     CSV's flags, ...)."""
     base = list(BASES[command])
     if flag in ("--csv", "--label", "--positive-class", "--name", "--task"):
-        at = base.index("--dataset")
+        at = base.index("--dataset") if "--dataset" in base else len(base)  # certify: optional data
         base[at:at + 2] = [] if flag == "--csv" else ["--csv", CSV]
         base += [] if flag == "--label" else ["--label", "y"]
     if command == "run":
