@@ -297,3 +297,21 @@ def test_an_unknown_choice_in_a_link_is_replaced_and_said(page, key):
     assert not at.exception
     said = [w.value for w in at.warning if "no-such-choice" in w.value and "using" in w.value]
     assert said, f"{page}: the link's {key} was replaced without a word"
+
+
+def test_the_core_refuses_two_settings_that_set_one_thing_two_ways():
+    """Issue 43: DP-SGD given a batch size and a sampling rate ran on the rate and recorded the
+    batch; the command line refused the pair, the core took it.  Now the core refuses every pair
+    of dpcore.params.CONFLICTS that a RunSpec holds, and the estimators with it."""
+    import numpy as np
+
+    from dpcore import RunSpec
+    from dpcore.estimators import DPLogisticRegression
+    from dpcore.exceptions import ParameterError
+
+    with pytest.raises(ParameterError, match="'batch_size' and 'sample_rate' cannot be given together"):
+        RunSpec(dataset="iris", mechanism="gradient-dpsgd", batch_size=10, sample_rate=0.5)
+    RunSpec(dataset="iris", mechanism="gradient-dpsgd", batch_size=10)  # one of them is fine
+    with pytest.raises(ParameterError, match="cannot be given together"):
+        DPLogisticRegression(mechanism="gradient-dpsgd", batch_size=10, sample_rate=0.1).fit(
+            np.random.default_rng(0).random((40, 3)), np.arange(40) % 2)

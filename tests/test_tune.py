@@ -251,13 +251,13 @@ def test_no_two_releases_of_a_search_share_a_random_stream(monkeypatch):
     import dpcore.experiments.tune as tune_mod
 
     finals_seen = []
-    real_cost = tune_mod.search_cost
+    real_plan = tune_mod.search_plan
 
-    def cost(plans, times, final_plans, eps_sel, delta):
+    def plan(plans, times, final_plans, eps_sel, delta):
         finals_seen.append(len(final_plans))
-        return real_cost(plans, times, final_plans, eps_sel, delta)
+        return real_plan(plans, times, final_plans, eps_sel, delta)
 
-    monkeypatch.setattr(tune_mod, "search_cost", cost)
+    monkeypatch.setattr(tune_mod, "search_plan", plan)
     grids = {"output-laplace": {"lam": (1e-3, 1e-2, 3e-2)},
              "gradient-dpgd": {"iterations": (20,), "learning_rate": (0.5, 2.0)}}
     res = tune("breast-cancer", list(grids), [1.0], delta=1e-6, repeats=2, final_repeats=3, grids=grids)

@@ -16,7 +16,7 @@ import numbers
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
 from ..metrics import accuracy, optimality_gap, rmse, summarize
 from ..models import make_model
 from ..optim import BatchRNG, run_seeds
-from ..params import validate
+from ..params import check_conflicts, validate
 from ..privacy import NoisePlan
 from .context import DEFAULT_STACK_RUNS, DEFAULT_TRACE_POINTS, Budget, Context, default_context
 
@@ -87,6 +87,8 @@ class RunSpec:
             if v is not None:
                 object.__setattr__(self, name, validate(name, v, owner))
         object.__setattr__(self, "options", validate_options(self.mechanism, self.options))
+        # two settings that set one thing two ways are refused, never one of them dropped (issue 43)
+        check_conflicts([f.name for f in fields(self) if getattr(self, f.name) is not None], owner)
 
     def option(self, key: str, default: Any = None) -> Any:
         """A mechanism option: as given, else its declared default, else ``default``."""
