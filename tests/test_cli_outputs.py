@@ -98,7 +98,7 @@ def test_the_sweep_outputs_checked_are_the_ones_it_writes(place, capsys):
     args = cli.build_parser().parse_args([*SWEEP, "--out", str(out)])
     preset = cli.with_overrides(cli.get_preset(args.preset), args.set)
     checked = {path for path, folder in cli._sweep_outputs(preset, args) if not folder}
-    assert len(checked) == 3 and {os.path.basename(p) for p in checked} == {
+    assert len(checked) == 4 and {os.path.basename(p) for p in checked} == {
         os.path.basename(p) for p in rec["outputs"].values()}
 
 

@@ -72,17 +72,11 @@ LIMIT = 8e9
 
 #: shipped files the code as it is no longer reproduces, and why: known, so the suite passes while
 #: they wait to be computed again; strict, so a file computed again fails until its entry goes
-STALE = {
-    "001-fig2-published": (
-        "objective-gaussian on dense data (KDD Cup, Bank) moved by 1 ulp in some runs' gap with ecb0a6f "
-        "(objective perturbation's Newton solve, dense Hessians block by block); shipped at b93884a before it: "
-        "DPCORE_WORK_BUDGET=1e12 python -m dpcore sweep --preset 001-fig2 --out data/results --workers 2 "
-        "--calibration published"),
-    "001-fig3-published": "the same runs as 001-fig2-published (see there)",
-}
+STALE: dict[str, str] = {}
 # (001-fig2, 001-fig3, 001-fig4, 002-appendix, 002-fig1 and 002-fig2 were computed again at 1c66553: their
 # input-perturbation rows carried a calibration older than the code's, which one row per file did not show;
-# tests/test_plan_files.py now reads one certificate per mechanism of every file)
+# tests/test_plan_files.py now reads one certificate per mechanism of every file.  001-fig2-published and
+# 001-fig3-published, stale by one ulp of objective-gaussian's gap since ecb0a6f, were computed again too.)
 STALE_RELEASED = {
     "adult-logreg": (
         "65afe31 certifies record releases by their exact profile: input-kang at ε = 0.5 on Adult now "
