@@ -10,6 +10,7 @@ to stdout, is one line too (exit 2); a reader that went away (``| head``) the qu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -17,6 +18,7 @@ import re
 import shlex
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -210,7 +212,9 @@ def _cmd_run(args) -> Any:
     )
     if tuned:
         config = with_setting(config, tuned)
-    result = run(config, shared_context(progress=SlowProgress()), dataset=own)
+    progress = SlowProgress()
+    with progress.heartbeat("calibrating the noise and solving the exact reference, then training"):
+        result = run(config, shared_context(progress=progress), dataset=own)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if plan_out is not None:
@@ -272,12 +276,13 @@ class SlowProgress:
 
     def __init__(self, clock=time.perf_counter, stream=None, quiet: float = QUIET_SECONDS):
         self.clock, self.stream, self.quiet = clock, stream, float(quiet)
-        self.started, self.last = clock(), -math.inf
+        self.started, self.last, self.told = clock(), -math.inf, -math.inf
         self.left = TimeLeft(clock)
 
     def __call__(self, done: int, total: int, label: str) -> None:
         left = self.left.update(done, total)
         now = self.clock()
+        self.told = now
         if now - self.started < self.quiet or (now - self.last < 1.0 and done < total):
             return
         self.last = now
@@ -285,6 +290,30 @@ class SlowProgress:
                else f"about {duration(left)} left")
         print(f"[{done}/{total}] {label} ({duration(now - self.started)} so far, {eta})",
               file=self.stream or sys.stderr, flush=True)
+
+    @contextlib.contextmanager
+    def heartbeat(self, what: str, every: float = 5.0):
+        """While the block runs, a line every ``every`` seconds (after :data:`QUIET_SECONDS`) when no
+        step has been told for that long: the work before a run's first step (the noise's
+        calibration by the accountant, the exact reference's solve) has no step count, but it is
+        never a silent wait (issue 43)."""
+        stop = threading.Event()
+
+        def beat():
+            while not stop.wait(min(every, 1.0)):
+                now = self.clock()
+                if now - self.started >= self.quiet and now - max(self.told, self.last) >= every:
+                    self.last = now
+                    print(f"[working] {what} ({duration(now - self.started)} so far)", file=self.stream or sys.stderr,
+                          flush=True)
+
+        thread = threading.Thread(target=beat, name="dpcore-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
 
 
 def _mechanism_list(text: str | None) -> list[str] | None:

@@ -277,3 +277,25 @@ def test_the_command_lines_single_run_speaks_only_after_two_seconds_then_once_a_
     fast = SlowProgress(clock=lambda: 0.0, stream=quick)
     fast(1, 1, "step")
     assert quick.getvalue() == ""  # a run under two seconds prints nothing
+
+
+def test_the_work_before_a_runs_first_step_is_never_a_silent_wait():
+    """Issue 43: a calibration or an exact solve before the first step has no step count; the
+    heartbeat says the work goes on (after the quiet two seconds, every few seconds without a
+    step told), and says nothing once steps are told or when the block ends early."""
+    import io
+    import time
+
+    from dpcore.cli import SlowProgress
+
+    out = io.StringIO()
+    report = SlowProgress(stream=out, quiet=0.05)
+    with report.heartbeat("calibrating", every=0.1):
+        time.sleep(0.6)  # the accountant, with nothing to count
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 2 and all(ln.startswith("[working] calibrating (") for ln in lines), lines
+    busy = io.StringIO()
+    report = SlowProgress(stream=busy, quiet=10.0)
+    with report.heartbeat("calibrating", every=0.05):
+        time.sleep(0.3)  # under the quiet seconds: a quick run prints nothing
+    assert busy.getvalue() == ""
