@@ -11,7 +11,7 @@ from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
-    choice, enter_view, show_chart, param_help, app_context, dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget, user_dataset,
+    choice, enter_view, show_chart, param_help, app_context, dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget, plain_markdown, user_dataset,
 )
 from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -115,6 +115,10 @@ if res:
              "in the audited ε": "yes" if e["headline"] else "no (labelled only)",
              "from": e["detail"], "assumes": e["assumption"]} for e in res["estimates"]]
     st.dataframe(pd.DataFrame(rows), hide_index=True, use_container_width=True)
+    # the table's cells cut long text (on a phone, most of it): each estimator's source and assumption in full
+    st.markdown("\n".join(f"- **{plain_markdown(e['name'])}** (ε ≥ {fmt_eps(e['epsilon'])}): "
+                           f"{plain_markdown(e['detail'])}. *Assumes* {plain_markdown(e['assumption'])}."
+                           for e in res["estimates"]))
     st.caption(
         "**Estimators.** *Direct* assumes nothing: upper confidence bounds on the test's two error rates "
         "give ε by the definition of (ε, δ)-DP. Where the noise's family is known (white-box scores of "

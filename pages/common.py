@@ -701,6 +701,12 @@ def show_chart(fig, width: str = "stretch", key: str | None = None) -> None:
         st.markdown(f":red[{_escape(note)}]")
 
 
+def plain_markdown(text: str) -> str:
+    """Markdown-safe: text from the core (a figure's title, an estimator's detail) written as a page's,
+    its ``*``, ``_``, ``$`` and brackets shown as themselves."""
+    return _escape(text)
+
+
 def _escape(text: str) -> str:
     """Markdown-safe: a figure's text written as a page's."""
     return "".join("\\" + c if c in "\\`*_{}[]$#<>|" else c for c in text)

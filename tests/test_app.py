@@ -337,6 +337,10 @@ def test_audit_page_white_box_leaking_setup_and_region():
     table = at.dataframe[0].value  # every estimator, with what it assumes
     assert list(table["estimator"]) == ["direct", "pooled-error", "gaussian-scale"]
     assert table["assumes"].str.contains("Gaussian").sum() == 2 and set(table["in the audited ε"]) == {"yes"}
+    # the table's cells cut long text: each estimator's source and assumption also in full below it
+    said = "\n".join(m.value for m in at.markdown)
+    for name, assumption in zip(table["estimator"], table["assumes"]):
+        assert f"**{name}**" in said and assumption.split(",")[0] in said.replace("\\", "")
 
 
 def test_audit_page_shows_objective_perturbations_ceiling_and_why():
