@@ -45,7 +45,7 @@ import dp_accounting as dpa
 from absl import logging as absl_logging
 
 from dpcore import certify
-from dpcore.certify import pld_grid
+from dpcore.accounting import pld_grid
 
 from peers import run_peer
 

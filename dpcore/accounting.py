@@ -54,6 +54,9 @@ __all__ = [
     "pld_gaussian_epsilon",
     "sampled_gaussian_event",
     "sampled_gaussian_epsilon",
+    "pld_span",
+    "pld_grid",
+    "PLD_MIN_MULTIPLIER",
     "sampled_gaussian_epsilon_rdp",
     "sampled_gaussian_rdp",
     "calibrate_sampled_gaussian",
@@ -67,7 +70,7 @@ _NR = dpa.NeighboringRelation
 # Relative safety margin so that rounding never lets a calibrated σ undershoot.
 _SAFETY = 1e-9
 PLD_DISCRETIZATION = 1e-3
-_PLD_MIN_MULTIPLIER = 0.005
+PLD_MIN_MULTIPLIER = 0.005
 #: below this δ the PLD's FFT composition cannot resolve the tail (double precision: ε(z) at
 #: δ = 1e-15 is no longer monotone in z, so a value may be too low); the Rényi-DP route
 #: (:func:`sampled_gaussian_epsilon_rdp`), computed in log space, takes over
@@ -240,12 +243,12 @@ def sampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps:
     if delta < PLD_MIN_DELTA:
         return min(gaussian_epsilon(2.0, noise_multiplier, steps, delta),
                    sampled_gaussian_epsilon_rdp(noise_multiplier, sample_rate, steps, delta))
-    if noise_multiplier < _PLD_MIN_MULTIPLIER:
+    if noise_multiplier < PLD_MIN_MULTIPLIER:
         # So little noise that the PLD grid would not fit in memory.  Subsampling never
         # hurts, so the unsampled composition (μ = 2√T/z, replace-one) is a valid bound.
         return gaussian_epsilon(2.0, noise_multiplier, steps, delta)
     bound = gaussian_epsilon(2.0, noise_multiplier, steps, delta)
-    discretization = _pld_grid(noise_multiplier, sample_rate, steps)
+    discretization = pld_grid(noise_multiplier, sample_rate, steps)
     if discretization is None:
         return bound
     return min(bound, _sampled_gaussian_pld_epsilon(noise_multiplier, sample_rate, steps, delta,
@@ -311,23 +314,27 @@ def sampled_gaussian_epsilon_rdp(noise_multiplier: float, sample_rate: float, st
     return max(0.0, best) * (1 + 1e-9)
 
 
-def _pld_grid(noise_multiplier: float, sample_rate: float, steps: int) -> float | None:
-    """A PLD grid step that keeps the composed distribution below ~2e6 points.
-
-    The composed privacy loss spans about ``T·|m| + 20·√T·s`` (m, s: mean and
-    std of one step's loss, read off a coarse one-step PLD).  A coarser grid is
-    still an upper bound; when even 0.5 is too fine, ``None`` (use the bound).
-    """
+def pld_span(noise_multiplier: float, sample_rate: float, steps: int) -> float | None:
+    """How far the composed privacy loss of T steps spreads, ``T·|m| + 20·√T·s`` (m, s: mean and
+    std of one replace-one step's loss, read off a coarse one-step PLD); ``None``: no mass to read."""
     one = sampled_gaussian_pld(noise_multiplier, min(sample_rate, 1.0), 1e-2)
     pmf = one._pmf_remove
     probs = np.asarray(getattr(pmf, "_probs", []), dtype=float)
     if probs.size == 0 or probs.sum() <= 0:
-        return PLD_DISCRETIZATION
+        return None
     losses = (pmf._lower_loss + np.arange(probs.size)) * 1e-2
     probs = probs / probs.sum()
     mean = float(losses @ probs)
     std = float(np.sqrt(((losses - mean) ** 2) @ probs))
-    span = steps * abs(mean) + 20.0 * math.sqrt(steps) * std
+    return steps * abs(mean) + 20.0 * math.sqrt(steps) * std
+
+
+def pld_grid(noise_multiplier: float, sample_rate: float, steps: int) -> float | None:
+    """A PLD grid step that keeps the composed distribution below ~2e6 points of :func:`pld_span`.
+    A coarser grid is still an upper bound; when even 0.5 is too fine, ``None`` (use the bound)."""
+    span = pld_span(noise_multiplier, sample_rate, steps)
+    if span is None:
+        return PLD_DISCRETIZATION
     grid = max(PLD_DISCRETIZATION, span / 2e6)
     return None if grid > 0.5 else grid
 
@@ -350,7 +357,7 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
     else:
         while sampled_gaussian_epsilon(lo, sample_rate, steps, delta) <= epsilon:
             lo, hi = lo / 2.0, lo
-            if lo < _PLD_MIN_MULTIPLIER:
+            if lo < PLD_MIN_MULTIPLIER:
                 return hi
     if delta < PLD_MIN_DELTA:  # the RDP route: solve on the certifier itself
         lo_, hi_ = math.log(lo), math.log(hi)
@@ -359,7 +366,7 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
         while sampled_gaussian_epsilon(z, sample_rate, steps, delta) > epsilon:
             z *= 1.0 + 1e-6
         return z
-    grid = _pld_grid(lo, sample_rate, steps)  # the coarsest grid any bracketed z needs
+    grid = pld_grid(lo, sample_rate, steps)  # the coarsest grid any bracketed z needs
     if grid is None:
         # So little noise suffices that the PLD grid cannot resolve it: calibrate on the
         # unsampled bound instead (conservative: it gives up the amplification by sampling).

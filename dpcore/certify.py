@@ -34,7 +34,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import dp_accounting as dpa
-import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as _pl
 from scipy.optimize import brentq
 
@@ -168,7 +167,7 @@ def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
                else acc.sampled_gaussian_epsilon_rdp(z, q, T, delta))
         return min(acc.gaussian_epsilon(sens, z, T, delta), rdp)
 
-    grid = None if z < PLD_MIN_MULTIPLIER else pld_grid(z, min(q, 1.0), T)
+    grid = None if z < acc.PLD_MIN_MULTIPLIER else acc.pld_grid(z, min(q, 1.0), T)
     grid = grid if grid is None or grid >= min_grid else (None if min_grid > 0.5 else min_grid)
     if grid is None:
         return lambda d: tiny(d) if d < acc.PLD_MIN_DELTA else acc.gaussian_epsilon(sens, z, T, d)
@@ -178,7 +177,7 @@ def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
         # can add many grid steps to ε): the coarse PLD's ε at δ = 1e-10 (the curve's far end) sets
         # the scale, the span rule's 2e6 points the floor; both PLDs are upper bounds, the smaller holds
         scale = float(plds[0].get_epsilon_for_delta(1e-10))
-        fine = max(1e-6, min_grid, 1e-4 * scale, (pld_span(z, q, T) or 0.0) / 2e6)
+        fine = max(1e-6, min_grid, 1e-4 * scale, (acc.pld_span(z, q, T) or 0.0) / 2e6)
         if fine < grid / 2:
             plds.append(_add_remove_pld(z, q, T, fine))
     else:
@@ -200,36 +199,6 @@ def _add_remove_pld(z: float, q: float, T: int, grid: float):
                                            neighboring_relation=_NR.ADD_OR_REMOVE_ONE)
     return _pl.from_gaussian_mechanism(z, sampling_prob=q, value_discretization_interval=grid,
                                        neighboring_relation=_NR.ADD_OR_REMOVE_ONE).self_compose(T)
-
-
-#: below this noise multiplier the PLD grid would not fit in memory (accounting's own threshold)
-PLD_MIN_MULTIPLIER = 0.005
-
-
-def pld_span(noise_multiplier: float, sample_rate: float, steps: int) -> float | None:
-    """How far the composed privacy loss of T steps spreads, ``T·|m| + 20·√T·s`` (m, s: one
-    replace-one step's mean and std, read off a coarse one-step PLD); ``None``: no mass to read."""
-    one = acc.sampled_gaussian_pld(noise_multiplier, min(sample_rate, 1.0), 1e-2)
-    pmf = one._pmf_remove
-    probs = np.asarray(getattr(pmf, "_probs", []), dtype=float)
-    if probs.size == 0 or probs.sum() <= 0:
-        return None
-    losses = (pmf._lower_loss + np.arange(probs.size)) * 1e-2
-    probs = probs / probs.sum()
-    mean = float(losses @ probs)
-    std = float(np.sqrt(((losses - mean) ** 2) @ probs))
-    return steps * abs(mean) + 20.0 * math.sqrt(steps) * std
-
-
-def pld_grid(noise_multiplier: float, sample_rate: float, steps: int) -> float | None:
-    """The PLD grid step of :func:`dpcore.accounting.sampled_gaussian_epsilon` (the same rule,
-    restated: keep the composed distribution below ~2e6 points of :func:`pld_span`; ``None`` past
-    0.5).  An add/remove step's loss spans less than a replace-one step's, so the grid serves both."""
-    span = pld_span(noise_multiplier, sample_rate, steps)
-    if span is None:
-        return acc.PLD_DISCRETIZATION
-    grid = max(acc.PLD_DISCRETIZATION, span / 2e6)
-    return None if grid > 0.5 else grid
 
 
 def _laplace_profile(scale: float, sensitivity: float, k: int, relation: str) -> Callable[[float], float]:

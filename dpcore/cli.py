@@ -93,6 +93,22 @@ _RUN_FLAGS = (("clients", "clients"), ("skew", "skew"), ("batch", "batch_size"),
               ("sample_rate", "sample_rate"), ("clip", "clip_norm"))
 
 
+def _read_input(flag: str, path: str, limit: int, why: str) -> bytes:
+    """The bytes of the file ``flag`` names, at most ``limit`` of them read: a path that is no
+    path, a file that cannot be read, or one larger than ``limit`` (``why`` says what that means)
+    is one line (exit 2), before anything is parsed."""
+    if not path.strip() or "\x00" in path:
+        raise DPCoreError(f"{flag} needs a file path, got {path!r}")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as exc:
+        raise DPCoreError(f"{flag} {path!r} cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise DPCoreError(f"{flag} {path!r} is larger than {limit // 2**20} MB: {why}")
+    return raw
+
+
 def _user_data(args):
     """The CSV ``--csv`` names, read as the app's upload reads it (:func:`~dpcore.datasets.from_csv`:
     the same validation and limits, never cached), with ``args.dataset`` set to its id; ``None``
@@ -105,16 +121,7 @@ def _user_data(args):
         return None
     if args.label is None:
         raise DPCoreError("--csv needs --label COLUMN: the column to predict")
-    if not path.strip() or "\x00" in path:
-        raise DPCoreError(f"--csv needs a file path, got {path!r}")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_UPLOAD_BYTES + 1)
-    except OSError as exc:
-        raise DPCoreError(f"--csv {path!r} cannot be read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_UPLOAD_BYTES:
-        raise DPCoreError(f"--csv {path!r} is larger than {MAX_UPLOAD_BYTES // 2**20} MB, the limit the app's "
-                          "upload has too: take a sample of its rows")
+    raw = _read_input("--csv", path, MAX_UPLOAD_BYTES, "the limit the app's upload has too: take a sample of its rows")
     name = args.name if args.name is not None else Path(path).stem
     if not name.strip():
         raise DPCoreError("--name needs some text")
@@ -736,13 +743,7 @@ def _certify_plan_file(args, given: dict) -> Any:
     described = sorted(given) + [k for k in ("mechanism", "accountant", "sampling") if _given(args, "--" + k)]
     if described:
         raise DPCoreError(f"--plan certifies the plan the file holds: drop --{described[0].replace('_', '-')}")
-    try:
-        with open(args.plan, "rb") as f:
-            raw = f.read(MAX_PLAN_BYTES + 1)
-    except OSError as exc:
-        raise DPCoreError(f"--plan {args.plan!r} cannot be read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_PLAN_BYTES:
-        raise DPCoreError(f"--plan {args.plan!r} is larger than {MAX_PLAN_BYTES // 2**20} MB: not a plan file")
+    raw = _read_input("--plan", args.plan, MAX_PLAN_BYTES, "not a plan file")
     try:
         document = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

@@ -6,10 +6,8 @@ flag that only a registered dataset has) is one line, exit 2."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +15,7 @@ import pandas as pd
 import pytest
 
 from dpcore import cli
-from dpcore.cli import main
+from clirun import run_cli  # tests/clirun.py
 from dpcore.datasets import from_csv
 from dpcore.datasets.upload import MAX_UPLOAD_BYTES
 from dpcore.experiments.run import RunSpec, run
@@ -25,11 +23,7 @@ from dpcore.experiments.run import RunSpec, run
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
+_cli = run_cli  # tests/clirun.py
 
 
 @pytest.fixture(scope="module")

@@ -5,26 +5,20 @@ certifies the plan a file holds afresh (by this package's accountant and by dp-a
 
 from __future__ import annotations
 
-import io
 import math
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import dp_accounting as dpa
 import pytest
 
 from dpcore import privacy as P
-from dpcore.cli import main
+from clirun import run_cli  # tests/clirun.py
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
+_cli = run_cli  # tests/clirun.py
 
 
 @pytest.fixture(scope="module")
