@@ -9,7 +9,6 @@ import contextlib
 import copy
 import math
 import os
-import threading
 import time
 from typing import Any
 
@@ -26,7 +25,6 @@ from dpcore.figures import REFERENCE_LINE, on_screen, target_note
 from dpcore.experiments.context import Context, cache_dir
 from dpcore.experiments.progress import TimeLeft, duration
 from dpcore.experiments.run import RunSpec, noise_plan, run, slow_reference
-from dpcore.experiments.sweep import results_fingerprint
 from dpcore.jsonutil import dumps
 from dpcore.privacy import dp_events_list
 from dpcore.mechanisms import REGISTRY
@@ -67,9 +65,6 @@ def app_context() -> Context:
     processes, exact solutions kept in ``CACHE_DIR/erm`` and in memory, and every grid's
     finished configurations in ``CACHE_DIR/results`` (keyed by the configuration and the
     code's source), so a comparison any session has run opens at once for every other."""
-    # the results cache's keys hash the code (sweep.results_fingerprint, about 0.5 s of parsing):
-    # hashed now, in the background, not on the first click of a grid (issue 44)
-    threading.Thread(target=results_fingerprint, name="dpcore-fingerprint", daemon=True).start()
     return Context(workers=WORKERS, erm_dir=CACHE_DIR / "erm", results_dir=CACHE_DIR / "results")
 
 
