@@ -144,6 +144,19 @@ def _ball_least_squares(model: LinReg, X: np.ndarray, y: np.ndarray) -> ErmSolut
     return ErmSolution(theta, float(model.loss(th, X, y)[0]), pg, 0, method, True)
 
 
+#: L-BFGS's objective-and-gradient evaluations per iteration, an upper estimate (its line search
+#: takes 1.0–1.2 on the bundled data; ``tests/test_erm.py`` counts them)
+LBFGS_EVALS_PER_ITERATION = 1.25
+
+
+def reference_passes(model: Model) -> float:
+    """Passes over the training data the exact reference may take, each priced like one step of
+    training (:func:`dpcore.experiments.run.work_estimate`): the MLP's restarts × iterations ×
+    evaluations; 0 for the linear models, whose solve is a few dense Newton or eigen products
+    (seconds on the largest bundled data) and is not counted."""
+    return MLP_RESTARTS * MLP_MAX_ITER * LBFGS_EVALS_PER_ITERATION if isinstance(model, MLP) else 0.0
+
+
 def _lbfgs_mlp(model: MLP, X: np.ndarray, y: np.ndarray, restarts: int = 3,
                max_iter: int = 300, seed: int = 0, progress=None) -> ErmSolution:
     best = None
@@ -169,6 +182,12 @@ def _lbfgs_mlp(model: MLP, X: np.ndarray, y: np.ndarray, restarts: int = 3,
     g = model.grad(best.x[None], X, y)[0]
     return ErmSolution(best.x, float(best.fun), float(np.linalg.norm(g)), int(best.nit),
                        f"L-BFGS, best of {restarts} seeded restarts (local optimum)", False)
+
+
+#: the MLP's exact reference: the best of this many seeded L-BFGS runs of at most this many
+#: iterations (read from the solver's defaults, whose source is in the stored solutions' key)
+MLP_RESTARTS = inspect.signature(_lbfgs_mlp).parameters["restarts"].default
+MLP_MAX_ITER = inspect.signature(_lbfgs_mlp).parameters["max_iter"].default
 
 
 def solve_perturbed(model: Model, X: np.ndarray, y: np.ndarray, linear: np.ndarray,

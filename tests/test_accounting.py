@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from dpcore import accounting as acc
+from dpcore import accounting as acc, params
 from dpcore.mechanisms.gradient import dpgd_certified_sigma, dpgd_published_sigma
 
 
@@ -371,3 +371,58 @@ def test_a_record_sampled_with_probability_at_most_delta_is_zero_epsilon_whateve
     assert time.perf_counter() - t0 < 5  # not a timing claim: the minute-long search is gone
     # check of the check: a δ just below the probability leaves the accountant to answer (ε > 0)
     assert sampled_gaussian_epsilon(0.2, 1e-4, T, 0.5 * never_sampled(1e-4, T)) > 0
+
+
+# -- calibrations across the declared ranges: never far more noise than the closed form needs ------
+
+
+def _declared(name: str, *inner: float) -> tuple[float, ...]:
+    """A parameter's declared ends (the open end of δ's range left out), its widget's ends and
+    default, and ``inner`` values: the grid a calibration test walks."""
+    p = params.PARAMS[name]
+    iv = p.constraint
+    ends = [iv.low if iv.closed in ("both", "left") else None, iv.high if iv.closed in ("both", "right") else None]
+    values = {v for v in (*ends, p.ui_min, p.ui_max, p.default, *inner) if v is not None and iv.contains(v)}
+    return tuple(sorted(values))
+
+
+_CALIBRATION_GRID = [(e, d, q) for e in _declared("epsilon")
+                     for d in _declared("delta", 1e-13, acc.PLD_MIN_DELTA)
+                     for q in (1e-4, params.PARAMS["sample_rate"].default, 1.0)
+                     if q > 1e-4 or e <= 1.0]  # (ε = 1000 at q = 1e-4: 10–15 s of PLD grid, no new case)
+
+
+@pytest.mark.parametrize("epsilon, delta, q", _CALIBRATION_GRID)
+def test_a_calibration_across_the_declared_ranges_meets_its_target_with_no_more_noise_than_needed(epsilon, delta, q):
+    """Issue 43 (silently wrong): at ε = 1e-4, δ = 1e-12 the one-grid search asked for 5·10⁶ times
+    the noise that the unsampled Gaussian bound needs, and at δ = 1e-12, ε = 0.01, q = 0.5 four times.
+    Across the declared ends of ε and δ (the grid generated from ``dpcore.params``), T = 100: the
+    multiplier certifies the target; it is never above the closed form for the unsampled
+    composition, 2√T·σ_AG(ε, δ) (a second route: Balle & Wang's analytic Gaussian, μ = 2√T/z); and
+    2 % less noise no longer certifies, unless the closed form itself is what was returned (the
+    sampled accountant cannot resolve the target: the unsampled bound is then the tightest known here)."""
+    T = 100
+    z = acc.calibrate_sampled_gaussian(epsilon, delta, q, T)
+    assert acc.sampled_gaussian_epsilon(z, q, T, delta) <= epsilon
+    if acc.never_sampled(q, T) <= delta:
+        return  # (0, δ) whatever the noise
+    closed = 2.0 * math.sqrt(T) * acc.sigma_ag(epsilon, delta)
+    assert z <= closed * (1 + 1e-3)
+    assert z >= closed * (1 - 1e-3) or acc.sampled_gaussian_epsilon(z * 0.98, q, T, delta) > epsilon
+
+
+def test_the_renyi_integrals_are_skipped_where_no_order_can_win(monkeypatch):
+    """Bassily et al. at ε = 1e-4, δ = 1e-100 spent 36 s on Rényi integrals whose conversion alone
+    (at every order the route may use) is above the unsampled bound.  The floor is a true lower
+    bound of the route (checked against the route at a noise so large that T·D_α vanishes), and
+    when the closed form is below it no integral runs."""
+    delta = 1e-100
+    floor = acc.rdp_conversion_floor(delta)
+    assert floor <= acc.sampled_gaussian_epsilon_rdp(1e6, 0.01, 100, delta)
+    assert acc.sampled_gaussian_epsilon_rdp(1e6, 0.01, 100, delta) <= floor * 1.01  # and close to it
+    calls = []
+    monkeypatch.setattr(acc, "sampled_gaussian_epsilon_rdp", lambda *a: calls.append(a) or math.inf)
+    z = acc.calibrate_sampled_gaussian(1e-4, delta, 0.01, 100)
+    assert z == pytest.approx(2.0 * math.sqrt(100) * acc.sigma_ag(1e-4, delta), rel=1e-5) and not calls
+    acc.sampled_gaussian_epsilon(1.0, 0.01, 100, delta)  # a small z: the route may win, so it runs
+    assert calls

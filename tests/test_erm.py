@@ -355,3 +355,56 @@ def test_the_shipped_references_are_this_codes_and_read_without_a_solve(monkeypa
     assert sorted(p.name for p in erm.SHIPPED_REFERENCES.glob("erm-*.json")) == sorted(
         ReferenceStore.shipped_path(*problem_data(RunSpec(dataset=d, model=m))).name
         for d, m in SHIPPED_REFERENCE_PAIRS)
+
+
+def test_the_mlp_reference_takes_no_more_evaluations_than_its_budget_counts(monkeypatch):
+    """The work budget prices the MLP's exact reference as restarts × iterations ×
+    ``LBFGS_EVALS_PER_ITERATION`` passes over the data: L-BFGS's real count of objective-and-gradient
+    evaluations, on a bundled dataset, stays within it (counted, not timed)."""
+    from dpcore import erm
+    from dpcore.experiments.run import RunSpec, problem_data
+
+    data, model = problem_data(RunSpec(dataset="credit-card", model="mlp"))
+    calls = []
+    real = type(model).loss_and_grad
+    monkeypatch.setattr(type(model), "loss_and_grad", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    erm.solve_erm(model, data.X_train, data.y_train)
+    evaluations = len(calls)  # every pass over the data the solve made
+    assert 0 < evaluations <= erm.reference_passes(model)
+    assert erm.reference_passes(LogReg(lam=1e-3)) == 0  # a few Newton products, not counted
+
+
+def test_an_unsolved_mlp_reference_is_counted_in_the_work_budget_before_it_starts(tmp_path, monkeypatch):
+    """Issue 43: an MLP whose exact reference was not shipped (Bank) sat silent for minutes, outside
+    the work budget that counts training steps.  Now the reference's passes are counted before it
+    starts: a budget that admits the training alone refuses the solve (one line that names it, and
+    no solve begins), the same budget admits the run once the reference is held, and the app's
+    notice gives the time the estimate implies (not a fixed 'a few minutes')."""
+    from dpcore import erm
+    from dpcore.exceptions import BudgetError
+    from dpcore.experiments import run as experiment
+    from dpcore.experiments.context import Budget, Context
+    from dpcore.experiments.run import RunSpec, problem_data, reference_estimate, run, work_estimate
+    from dpcore.mechanisms import get_mechanism
+
+    spec = RunSpec(dataset="breast-cancer", model="mlp", mechanism="gradient-dpgd", iterations=3, repeats=1)
+    data, model = problem_data(spec)
+    training = work_estimate(spec, data, model, get_mechanism(spec.mechanism))
+    solve = reference_estimate(data, model)
+    assert solve == pytest.approx(erm.reference_passes(model) * (data.n * model.n_params(data.d) * model.work_weight + 3000))
+    budget = Budget(work=solve + training / 2)  # either fits alone, not both
+    solves = []
+    monkeypatch.setattr(experiment, "solve_erm", lambda *a, **k: solves.append(1))
+    ctx = Context(erm_dir=tmp_path, budget=budget, trace_points=0)
+    with pytest.raises(BudgetError, match="with .* for the exact reference L"):
+        run(spec, ctx)
+    small = Context(erm_dir=tmp_path, budget=Budget(work=solve / 2), trace_points=0)
+    with pytest.raises(BudgetError, match="exact reference L\\* behind the gap .* alone"):
+        run(spec, small)
+    assert not solves and not list(tmp_path.glob("erm-*.json"))
+    monkeypatch.undo()
+    Context(erm_dir=tmp_path, trace_points=0).store.exact(data, model)  # solved once, under the default budget
+    assert run(spec, Context(erm_dir=tmp_path, budget=budget, trace_points=0)).gap is not None
+    monkeypatch.setattr(experiment, "SLOW_REFERENCE_ROWS", 100)
+    seconds = solve * experiment.SECONDS_PER_OPERATION
+    assert f"up to about {seconds:.0f} s" in experiment.slow_reference(spec, Context(erm_dir=tmp_path / "new"))

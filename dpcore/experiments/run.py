@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import datasets as _datasets
-from ..erm import solve_erm
+from ..erm import MLP_MAX_ITER, MLP_RESTARTS, reference_passes, solve_erm
 from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
 from ..metrics import accuracy, optimality_gap, rmse, summarize
@@ -224,9 +224,16 @@ def slow_reference(config: RunSpec, ctx: Context | None = None) -> str | None:
         return None
     if dataset.n < SLOW_REFERENCE_ROWS or (ctx is not None and ctx.store.holds(dataset, model)):
         return None
+    seconds = reference_estimate(dataset, model) * SECONDS_PER_OPERATION
+    took = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} minutes"
     return (f"Computing the MLP's reference optimum L* on {dataset.name} (n = {dataset.n:,}): the best of "
-            "3 L-BFGS runs, a few minutes on 2 cores the first time. It is kept (on disk, for the "
-            "app) for every later run on these data.")
+            f"{MLP_RESTARTS} L-BFGS runs, up to about {took} on 2 cores the first time. It is kept (on disk, "
+            "for the app) for every later run on these data.")
+
+
+#: what the work budget's unit costs at most on 2 cores (``benchmarks/bench_budget.py``): the
+#: default 2e11 in about 6 minutes, as the budget's refusals say
+SECONDS_PER_OPERATION = 6 * 60 / 2e11
 
 
 #: the synthetic generators' test rows (``datasets.load``'s ``n_test``)
@@ -336,6 +343,15 @@ def work_estimate(config: RunSpec, dataset, model, mechanism) -> float:
     return float(config.repeats * steps * per_step)
 
 
+def reference_estimate(dataset, model) -> float:
+    """The work budget's measure of the exact reference's solve (:func:`~dpcore.erm.reference_passes`
+    passes, each priced as one step of :func:`work_estimate`); counted only when it must be solved."""
+    passes = reference_passes(model)
+    if not passes:
+        return 0.0
+    return float(passes * (dataset.n * max(model.n_params(dataset.d), dataset.d) * model.work_weight + 3000))
+
+
 def memory_estimate(config: RunSpec, dataset, model, mechanism) -> float:
     """Bytes a run holds at its peak: a few (runs × rows) float64 arrays (margins, their
     derivatives, the metrics), the mechanism's per-repeat copies of the records
@@ -349,12 +365,14 @@ def memory_estimate(config: RunSpec, dataset, model, mechanism) -> float:
 
 
 def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = None,
-                 what: str = "the iterations or the repeats", budget: Budget | None = None) -> None:
+                 what: str = "the iterations or the repeats", budget: Budget | None = None,
+                 reference: bool = False) -> None:
     """Refuse a run whose memory or work estimate exceeds the budget, saying how to lower it.
 
     Memory: :func:`memory_estimate` of ``config.repeats`` runs held at once.  Work:
     :func:`work_estimate` of ``runs`` runs in all (default ``config.repeats``; an audit holds
-    one chunk at a time but trains every run).  ``what``: the settings the message asks to lower.
+    one chunk at a time but trains every run), plus :func:`reference_estimate` when ``reference``
+    (the exact reference is not yet solved).  ``what``: the settings the message asks to lower.
     ``budget``: the context's (by default the environment's, read now: :meth:`Budget.from_environment`).
     """
     budget = Budget.from_environment() if budget is None else budget
@@ -370,11 +388,19 @@ def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = 
             f"{R:,} runs on {n:,} rows need about {memory / 2**30:.1f} GiB of memory (budget "
             f"{budget.memory / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): use at most {fit:,} repeats")
     total = config if runs is None else replace(config, repeats=int(runs))
-    work = work_estimate(total, dataset, model, mechanism)
+    solve = reference_estimate(dataset, model) if reference else 0.0
+    if solve > budget.work:
+        raise BudgetError(
+            f"the exact reference L* behind the gap ({model.id} on {n:,} rows: the best of "
+            f"{MLP_RESTARTS} L-BFGS runs of up to {MLP_MAX_ITER} iterations) is about {solve:.1e} operations alone (budget "
+            f"{budget.work:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): "
+            "raise the budget, or use a smaller dataset or a linear model")
+    work = work_estimate(total, dataset, model, mechanism) + solve
     if work > budget.work:
         steps = mechanism.work_steps(config, n)
+        also = f", with {solve:.1e} for the exact reference L*" if solve else ""
         raise BudgetError(
-            f"{total.repeats:,} runs × {steps:,.0f} steps on {n:,} rows are about {work:.1e} operations (budget "
+            f"{total.repeats:,} runs × {steps:,.0f} steps on {n:,} rows are about {work:.1e} operations{also} (budget "
             f"{budget.work:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): lower "
             f"{what}")
 
@@ -466,15 +492,17 @@ def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool
     first = specs[0]
     mechanism = get_mechanism(first.mechanism)
     data, model = problem_data(first, dataset, ctx.budget)
-    for spec in specs:
-        check_budget(spec, data, model, mechanism, budget=ctx.budget)  # before the exact ERM's solve
+    user_data = dataset is not None and not keep_reference
+    unsolved = user_data or not ctx.store.holds(data, model)
+    for spec in specs:  # before the exact ERM's solve, which counts when it has yet to run
+        check_budget(spec, data, model, mechanism, budget=ctx.budget, reference=unsolved)
     rows = max(data.n, data.X_test.shape[0])
     if len(specs) > 1 and sum(s.repeats for s in specs) * rows * 8 * 4 > ctx.budget.memory / 4:
         half = len(specs) // 2  # a stack as large as the budget allows, no larger
         return (_run_stack(specs[:half], ctx, dataset, keep_reference)
                 + _run_stack(specs[half:], ctx, dataset, keep_reference))
     points = DEFAULT_TRACE_POINTS if ctx.trace_points is None else ctx.trace_points
-    problem = _with_reference(data, model, dataset is not None and not keep_reference, ctx, points)
+    problem = _with_reference(data, model, user_data, ctx, points)
     for spec in specs:
         mechanism.check(problem, spec)
     caught: list[str] = []
