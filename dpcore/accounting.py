@@ -30,6 +30,7 @@ import hashlib
 import logging
 import math
 import numbers
+from collections.abc import Callable
 from importlib.metadata import version as _version
 from pathlib import Path
 
@@ -58,6 +59,7 @@ __all__ = [
     "pld_grid",
     "PLD_MIN_MULTIPLIER",
     "sampled_gaussian_epsilon_rdp",
+    "convex_bridge",
     "sampled_gaussian_rdp",
     "calibrate_sampled_gaussian",
     "CalibrationTable",
@@ -238,27 +240,66 @@ def sampled_gaussian_epsilon(noise_multiplier: float, sample_rate: float, steps:
 
     PLD accountant; its discretisation is pessimistic, so the value is an upper
     bound.  Very weak noise (huge ε) is evaluated on a coarser grid first, which
-    keeps it fast and still an upper bound.
+    keeps it fast and still an upper bound.  Without sampling (q = 1), the exact
+    GDP closed form, μ = 2√T/z (the PLD of a million steps took seconds to say less).
     """
     if noise_multiplier <= 0:
         return math.inf
     if never_sampled(sample_rate, steps) <= delta:
         return 0.0  # the record is in no batch but with probability ≤ δ: (0, δ) whatever the noise
-    if delta < PLD_MIN_DELTA:
-        bound = gaussian_epsilon(2.0, noise_multiplier, steps, delta)
-        if bound <= rdp_conversion_floor(delta):
-            return bound  # no order's conversion alone gets below it: skip the integrals
-        return min(bound, sampled_gaussian_epsilon_rdp(noise_multiplier, sample_rate, steps, delta))
+    if delta < PLD_MIN_DELTA:  # the bounds exact at any δ, bridged to the PLD's value at PLD_MIN_DELTA
+        anchor = sampled_gaussian_epsilon(noise_multiplier, sample_rate, steps, PLD_MIN_DELTA)
+        return convex_bridge(delta, anchor, PLD_MIN_DELTA,
+                             lambda d: _below_pld(noise_multiplier, sample_rate, steps, d))
     if noise_multiplier < PLD_MIN_MULTIPLIER:
         # So little noise that the PLD grid would not fit in memory.  Subsampling never
         # hurts, so the unsampled composition (μ = 2√T/z, replace-one) is a valid bound.
         return gaussian_epsilon(2.0, noise_multiplier, steps, delta)
     bound = gaussian_epsilon(2.0, noise_multiplier, steps, delta)
+    if sample_rate >= 1:
+        return bound  # no sampling: T Gaussians of sensitivity 2 compose to μ = 2√T/z exactly
     discretization = pld_grid(noise_multiplier, sample_rate, steps)
     if discretization is None:
         return bound
     return min(bound, _sampled_gaussian_pld_epsilon(noise_multiplier, sample_rate, steps, delta,
                                                     discretization))
+
+
+def _below_pld(z: float, q: float, steps: int, delta: float) -> float:
+    """The smaller of the unsampled GDP bound and the Rényi route, both exact at any δ (the
+    Rényi integrals skipped when their conversion alone cannot beat the first)."""
+    bound = gaussian_epsilon(2.0, z, steps, delta)
+    if bound <= rdp_conversion_floor(delta):
+        return bound  # no order's conversion alone gets below it: skip the integrals
+    return min(bound, sampled_gaussian_epsilon_rdp(z, q, steps, delta))
+
+
+#: the anchors δ/k that :func:`convex_bridge` joins to the PLD's last trusted point
+BRIDGE_FACTORS = (2.0, 10.0)
+
+
+def convex_bridge(delta: float, anchor_epsilon: float, anchor_delta: float,
+                  bound: Callable[[float], float]) -> float:
+    """ε at ``delta`` < ``anchor_delta`` from a certificate (``anchor_epsilon``, ``anchor_delta``)
+    and a ``bound`` valid at every δ: the smaller of ``bound(delta)`` and, for each anchor
+    δ_r = δ/k (:data:`BRIDGE_FACTORS`), the chord through (e^ε_anchor, δ_anchor) and
+    (e^bound(δ_r), δ_r).  The chord is sound because the privacy profile δ(γ) = sup_S P(S) − γQ(S)
+    is a supremum of affine functions of γ = e^ε, hence convex, and lies below the chord of any
+    two of its upper bounds; it makes the certificate continuous where the route switches (the
+    Rényi route alone jumped from 3.84 at δ = 1e-12 to 4.34 just below, issue 45)."""
+    best = bound(delta)
+    if not (delta < anchor_delta and math.isfinite(anchor_epsilon)):
+        return best
+    for k in BRIDGE_FACTORS:
+        low = delta / k
+        far = bound(low)
+        if not math.isfinite(far):
+            continue
+        t = (anchor_delta - delta) / (anchor_delta - low)  # in (0, 1): where δ sits between the anchors
+        if t >= 1.0:  # δ far below the anchor: the chord is bound(δ/k) ≥ bound(δ)
+            continue
+        best = min(best, float(np.logaddexp(math.log1p(-t) + anchor_epsilon, math.log(t) + far)))
+    return best
 
 
 def sampled_gaussian_rdp(noise_multiplier: float, sample_rate: float, order: float) -> float:
@@ -388,12 +429,12 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
     bisection to the same tolerance needs about 14.
     """
     if delta < PLD_MIN_DELTA and epsilon <= rdp_conversion_floor(delta):
-        # no Rényi order can certify so small an ε at so small a δ: only the unsampled bound
-        # can, and it calibrates in closed form (μ = 2√T/z, the analytic Gaussian)
-        z = 2.0 * math.sqrt(steps) * sigma_ag(epsilon, delta)
-        while sampled_gaussian_epsilon(z, sample_rate, steps, delta) > epsilon:
-            z *= 1.0 + 1e-6
-        return z
+        # no Rényi order can certify so small an ε at so small a δ: start from the unsampled
+        # bound's closed form (μ = 2√T/z, the analytic Gaussian), less only if the bridge allows
+        z = _nudged(2.0 * math.sqrt(steps) * sigma_ag(epsilon, delta), epsilon, delta, sample_rate, steps)
+        return _on_the_certifier(z, epsilon, delta, sample_rate, steps)
+    if sample_rate >= 1:  # no sampling: the closed form is the certifier itself
+        return _nudged(2.0 * math.sqrt(steps) * sigma_ag(epsilon, delta), epsilon, delta, sample_rate, steps)
     # Our own bracket: tiny z makes PLD slow, so never evaluate far below the root.
     lo = hi = 1.0
     if sampled_gaussian_epsilon(hi, sample_rate, steps, delta) > epsilon:

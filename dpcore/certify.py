@@ -170,7 +170,11 @@ def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
     grid = None if z < acc.PLD_MIN_MULTIPLIER else acc.pld_grid(z, min(q, 1.0), T)
     grid = grid if grid is None or grid >= min_grid else (None if min_grid > 0.5 else min_grid)
     if grid is None:
-        return lambda d: tiny(d) if d < acc.PLD_MIN_DELTA else acc.gaussian_epsilon(sens, z, T, d)
+        def plain(d: float) -> float:
+            if d < acc.PLD_MIN_DELTA:
+                return acc.convex_bridge(d, plain(acc.PLD_MIN_DELTA), acc.PLD_MIN_DELTA, tiny)
+            return acc.gaussian_epsilon(sens, z, T, d)
+        return plain
     if relation == ADD_REMOVE:
         plds = [_add_remove_pld(z, q, T, grid)]
         # a small ε needs a finer grid than the span rule's 1e-3 (pessimistic rounding over T steps
@@ -185,8 +189,8 @@ def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
                 else acc.sampled_gaussian_pld(z, q, grid).self_compose(T)]
 
     def eps(delta: float) -> float:
-        if delta < acc.PLD_MIN_DELTA:
-            return tiny(delta)
+        if delta < acc.PLD_MIN_DELTA:  # bridged to the PLD's last trusted point: continuous there
+            return acc.convex_bridge(delta, eps(acc.PLD_MIN_DELTA), acc.PLD_MIN_DELTA, tiny)
         return min(acc.gaussian_epsilon(sens, z, T, delta), *(float(p.get_epsilon_for_delta(delta)) for p in plds))
 
     return eps

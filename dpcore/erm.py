@@ -438,7 +438,10 @@ class ReferenceStore:
         if ("erm", dataset, model) in self._memo:
             return True
         path = self.path(dataset, model)
-        return (path is not None and path.exists()) or self.shipped_path(dataset, model).exists()
+        try:
+            return (path is not None and path.exists()) or self.shipped_path(dataset, model).exists()
+        except OSError:  # a folder the system cannot name (too long, no access): nothing held there
+            return False
 
     def exact(self, dataset, model: Model, progress=None) -> ErmSolution:
         """:func:`solve_erm` on the dataset's training split, solved once (``progress`` hears

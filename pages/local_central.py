@@ -21,7 +21,9 @@ shared_settings(SHARED)
 st.markdown(
     "A **central** guarantee protects a record from whoever sees the *model*; a **local** one protects "
     "it from the *server* that collects the data. Central mechanisms give no local protection (local "
-    "ε = ∞); input perturbation and local DP give both. Here every mechanism runs at one central target ε."
+    "ε = ∞); input perturbation and local DP give both, and so does distributed learning, where each party "
+    "noises its own updates and the server sees only those (worth the worst party's ε, the parties being a "
+    "random split of the records). Here every mechanism runs at one central target ε."
 )
 
 c1, c2, c3, c4 = st.columns(4)
@@ -32,7 +34,7 @@ delta = param_widget("delta", "lc_delta", label="δ", container=c3)
 repeats = param_widget("repeats", "lc_R", label="repeats", value=2, container=c4)
 st.session_state.setdefault("lc_T", 100)
 T = st.slider("iterations T", 10, 500, key="lc_T")
-mechs = [m for m in mechanisms_for("logreg", ("output", "objective", "gradient", "input", "local"))]
+mechs = [m for m in mechanisms_for("logreg", ("output", "objective", "gradient", "input", "local", "distributed"))]
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)

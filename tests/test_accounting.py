@@ -426,3 +426,54 @@ def test_the_renyi_integrals_are_skipped_where_no_order_can_win(monkeypatch):
     assert z == pytest.approx(2.0 * math.sqrt(100) * acc.sigma_ag(1e-4, delta), rel=1e-5) and not calls
     acc.sampled_gaussian_epsilon(1.0, 0.01, 100, delta)  # a small z: the route may win, so it runs
     assert calls
+
+
+# -- below PLD_MIN_DELTA: continuous where the route switches, and sound against an exact profile --
+
+
+def _exact_one_step_delta(z: float, q: float, eps: float) -> float:
+    """δ(ε) of one Poisson-sampled Gaussian step, replace-one (P = (1−q)N(0, z²) + qN(1, z²) against
+    Q with N(−1, z²)), in 50-digit arithmetic, derived here: p/q grows with x, so the hockey stick
+    is P(X > x₀) − e^ε Q(X > x₀) at the x₀ where p(x₀) = e^ε q(x₀)."""
+    import mpmath as mp
+
+    mp.mp.dps = 50
+    z, q, eps = mp.mpf(z), mp.mpf(q), mp.mpf(eps)
+
+    def dens(x, shift):
+        return (1 - q) * mp.npdf(x, 0, z) + q * mp.npdf(x, shift, z)
+
+    x0 = mp.findroot(lambda x: mp.log(dens(x, 1)) - mp.log(dens(x, -1)) - eps, (mp.mpf(-50), mp.mpf(200)),
+                     solver="anderson")
+
+    def tail(shift):
+        return (1 - q) * mp.ncdf(-x0 / z) + q * mp.ncdf(-(x0 - shift) / z)
+
+    return float(tail(1) - mp.e**eps * tail(-1))
+
+
+@pytest.mark.parametrize("z, q, T", [(0.846, 0.007, 100), (1.0, 0.01, 1000), (0.6, 0.2, 1), (2.0, 1.0, 50)])
+def test_the_certificate_is_continuous_and_monotone_where_the_route_switches(z, q, T):
+    """Issue 45: the Rényi route below δ = 1e-12 jumped from the PLD's 3.84 to 4.34 (13 %).  The
+    bridge (the chord of the convex profile between the PLD's last trusted point and the Rényi
+    bound further down) makes it continuous: a step of 1e-4 in δ across the switch moves ε by less
+    than 0.1 %, and on a fine grid of δ over three decades around it ε never rises with δ."""
+    below = acc.sampled_gaussian_epsilon(z, q, T, acc.PLD_MIN_DELTA * (1 - 1e-4))
+    at = acc.sampled_gaussian_epsilon(z, q, T, acc.PLD_MIN_DELTA)
+    assert at <= below <= at * (1 + 1e-3)
+    deltas = np.geomspace(1e-14, 1e-11, 61)
+    eps = [acc.sampled_gaussian_epsilon(z, q, T, float(d)) for d in deltas]
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(eps, eps[1:]))
+
+
+@pytest.mark.parametrize("z, q", [(0.6, 0.2), (0.4, 0.05), (1.0, 0.5)])
+def test_the_bridged_certificate_below_the_switch_holds_against_an_exact_profile(z, q):
+    """The second route: one sampled step's exact δ(ε) in 50-digit arithmetic (derived in the test).
+    At δ between 1e-30 and just below PLD_MIN_DELTA, the certified ε really is (ε, δ): the exact
+    δ at it is ≤ δ.  Check of the check: the PLD's own ε at δ_switch, carried below it unchanged
+    (what a naive continuous extension would report), fails at the smallest δ."""
+    for delta in (0.99e-12, 5e-13, 1e-13, 1e-16, 1e-30):
+        eps = acc.sampled_gaussian_epsilon(z, q, 1, delta)
+        assert _exact_one_step_delta(z, q, eps) <= delta * (1 + 1e-9), (delta, eps)
+    flat = acc.sampled_gaussian_epsilon(z, q, 1, acc.PLD_MIN_DELTA)
+    assert _exact_one_step_delta(z, q, flat) > 1e-30

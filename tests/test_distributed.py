@@ -127,3 +127,30 @@ def test_partition_is_random_by_default_as_in_the_papers():
     assert np.ptp(counts) > 2
     assert parts[0].tolist() != partition(y, sizes, seed=4, need_both_classes=True)[0].tolist()
     assert partition(np.sort(y), sizes, seed=3, need_both_classes=False)[0].tolist() == parts[0].tolist()
+
+
+@pytest.mark.parametrize("calibration", ["certified", "published"])
+def test_the_server_sees_the_worst_clients_epsilon_under_a_record_independent_split(calibration):
+    """Issue 45: the distributed mechanisms reported ε_local = ∞ although, with the random
+    (record-independent) split, the server only sees each client's T noisy mean gradients, worth that
+    client's ε_j.  ε_local is the worst client's, recomputed here by a second route (the closed form
+    μ_j = √T·(2G/n_j)/σ_j for T Gaussian releases of a client's mean gradient, and ε(δ) of μ-GDP
+    from the normal CDF, solved here); with the label-stratified split, which reads every label,
+    it stays ∞."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    T, delta = 20, 1e-5
+    kw = dict(dataset="breast-cancer", epsilon=1.0, delta=delta, iterations=T, repeats=1, clients=4, skew=4.0,
+              calibration=calibration)
+    res = run(RunSpec(mechanism="distributed-wddp", **kw))
+
+    def gdp_eps(mu):  # δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), decreasing in ε
+        return brentq(lambda e: norm.cdf(-e / mu + mu / 2) - np.exp(e) * norm.cdf(-e / mu - mu / 2) - delta, 0, 200)
+
+    mus = [np.sqrt(T) * 2.0 / nj / s for nj, s in zip(res.client_sizes, res.extras["client_sigmas"])]
+    worst = max(gdp_eps(mu) for mu in mus)
+    assert res.epsilon_local == pytest.approx(worst, rel=1e-6)
+    assert res.epsilon_local == res.epsilon_certified
+    stratified = run(RunSpec(mechanism="distributed-wddp", options=(("split", "stratified"),), **kw))
+    assert stratified.epsilon_local == np.inf and np.isfinite(stratified.epsilon_certified)

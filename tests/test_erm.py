@@ -408,3 +408,14 @@ def test_an_unsolved_mlp_reference_is_counted_in_the_work_budget_before_it_start
     monkeypatch.setattr(experiment, "SLOW_REFERENCE_ROWS", 100)
     seconds = solve * experiment.SECONDS_PER_OPERATION
     assert f"up to about {seconds:.0f} s" in experiment.slow_reference(spec, Context(erm_dir=tmp_path / "new"))
+
+
+def test_a_store_whose_folder_the_system_cannot_name_holds_nothing(tmp_path):
+    """The work budget asks the store whether an MLP's reference is held before every run; a cache
+    folder whose name is too long must answer 'no' (and the run go on), not end the command with an
+    OSError (as `run --model mlp` under a 300-character DPCORE_CACHE_DIR did for a moment)."""
+    from dpcore.experiments.run import RunSpec, problem_data
+
+    data, model = problem_data(RunSpec(dataset="iris", model="mlp"))
+    store = ReferenceStore(tmp_path / ("x" * 300))
+    assert store.holds(data, model) is False

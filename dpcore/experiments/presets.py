@@ -237,6 +237,9 @@ class ShippedResults:
             notes.append(f"work budget raised to {work:.0e} operations")
         if rec.get("cached"):
             notes.append(f"{rec['computed']} tasks computed, {rec['cached']} from the result cache of earlier runs")
+        for amended in rec.get("amended", []):  # a column recomputed later without training again
+            notes.append(f"amended {amended.get('date', '?')}: {', '.join(amended.get('columns', []))}, "
+                         f"{amended.get('why', '')}")
         notes = f" ({'; '.join(notes)})" if notes else ""
         repeats = max((c.get("repeats", 0) for c in rec.get("configs", [])), default=0) or self.preset.repeats
         size = " (a quick rehearsal: ≤ 10 iterations, a few hundred rows)" if rec.get("quick") else ""

@@ -493,7 +493,7 @@ def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool
     mechanism = get_mechanism(first.mechanism)
     data, model = problem_data(first, dataset, ctx.budget)
     user_data = dataset is not None and not keep_reference
-    unsolved = user_data or not ctx.store.holds(data, model)
+    unsolved = bool(reference_passes(model)) and (user_data or not ctx.store.holds(data, model))
     for spec in specs:  # before the exact ERM's solve, which counts when it has yet to run
         check_budget(spec, data, model, mechanism, budget=ctx.budget, reference=unsolved)
     rows = max(data.n, data.X_test.shape[0])

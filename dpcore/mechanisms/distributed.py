@@ -133,9 +133,15 @@ class _Distributed(Mechanism):
         split = config.option("split")
         client_plans = [self.client_plan(G, nj, config.iterations, s, split) for nj, s in zip(sizes, sigmas)]
         delta = config.delta
+        plan = self.federation_plan(G, sizes, config.iterations, sigmas, split)
         return MechanismOutput(
             theta=theta, sigma=max(sigmas),
-            plan=self.federation_plan(G, sizes, config.iterations, sigmas, split),
+            plan=plan,
+            # against the server: it sees each client's noisy releases, never a record; under a
+            # record-independent split a record is in one client's data, so the server's view is
+            # worth that client's ε (the federation's plan); a split that reads the labels lets
+            # one record move others between clients, and the server knows the split: nothing
+            local_plan=plan if RECORD_SPLITS[f"clients ({split})"].record_independent else None,
             client_sizes=[int(s) for s in sizes],
             extras={"noise": "Gaussian σ_j on each party's mean gradient, every local step",
                     "client_sigmas": sigmas,
