@@ -117,10 +117,10 @@ STEPS = [
      f"DP-GD, certified calibration, {_RUNS}, {BASE.repeats} repeats, ε = {', '.join(f'{e:g}' for e in NOISE_EPS)}",
      None),
     ("Four places to add noise", "Perturb the output, the objective, every gradient, or the data themselves. "
-     "They cost different amounts at the same ε. Objective perturbation need not improve steadily: at "
-     "small ε its proof forces extra regularisation (Δ), which pulls the model towards zero and can make "
-     "its gap *smaller* than at a larger ε (on this data ≈ 13 at ε = 0.1, ≈ 160 at ε = 0.3), before the "
-     "noise shrinks and the gap falls.", "compare", places,
+     "They cost different amounts at the same ε. Objective perturbation pays twice at small ε: for its "
+     "noise, and for the extra regularisation its proof demands (Δ ≥ 2λ_H/ε), which pulls the model "
+     "towards zero. On this data its gap is still ≈ 2 at ε = 1, where output perturbation's has fallen to "
+     "≈ 0.1.", "compare", places,
      f"{', '.join(PLACES)}, certified calibration, {_RUNS}, {BASE.repeats} repeats, "
      f"ε = {', '.join(f'{e:g}' for e in PLACES_EPS)}", None),
     ("Local vs central", "Central mechanisms trust the server with the raw data (local ε = ∞); input "

@@ -121,3 +121,46 @@ def gdp_then_worst_of_epsilon(mu: float, profiles, delta: float, nodes: int = 40
         return float(sum(wi * max(h(e - li) for h in profiles) for wi, li in zip(w, losses)))
 
     return _solve(d_of, delta)
+
+
+def glm_objective_delta(eps, mu, shift, rhos=np.linspace(0.0, 1.0, 21)):
+    """δ(ε) of the GLM objective-perturbation bound, by a second route written here: the loss is at
+    most shift + μ(|U| + |V|), U, V standard normals of correlation ρ; |U| + |V| = max(|U + V|, |U − V|),
+    two independent normals of variances 2 ± 2ρ, whose maximum has the CDF F(w) = (2Φ(w/s) − 1)(2Φ(w/d) − 1);
+    δ = E[(1 − e^(ε − loss))₊] = ∫ μe^(ε − shift − μw)·(1 − F(w)) dw from w₀ (plus the head below shift),
+    by scipy's adaptive quadrature, at the worst ρ of a grid of 21."""
+    from scipy import integrate
+
+    w0 = max((eps - shift) / mu, 0.0)
+    head = -math.expm1(min(eps - shift, 0.0))
+    worst = 0.0
+    for rho in rhos:
+        s, d = math.sqrt(2 + 2 * rho), math.sqrt(max(2 - 2 * rho, 0.0))
+
+        def tail(w, s=s, d=d):
+            ps = 2 * norm.sf(w / s)
+            pd = 2 * norm.sf(w / d) if d > 0 else 0.0
+            return ps + pd - ps * pd
+
+        val, _ = integrate.quad(lambda w, tail=tail: mu * math.exp(eps - shift - mu * w) * tail(w), w0, w0 + 60,
+                                limit=200, epsabs=1e-14)
+        worst = max(worst, head + val)
+    return worst
+
+
+def glm_objective_epsilon(sigma, delta, zeta, lam_h, big_delta):
+    mu = zeta / sigma
+    shift = math.log1p(lam_h / big_delta) + 2 * mu * mu
+    if glm_objective_delta(shift, mu, shift) <= delta:
+        return shift
+    return brentq(lambda e: glm_objective_delta(e, mu, shift) - delta, shift, shift + 40 * mu, xtol=1e-12)
+
+
+def glm_objective_sigma(epsilon, delta, zeta, lam_h, big_delta):
+    """The σ at which :func:`glm_objective_delta` at ``epsilon`` equals ``delta`` (Brent on log σ)."""
+    def excess(log_sigma):
+        mu = zeta / math.exp(log_sigma)
+        shift = math.log1p(lam_h / big_delta) + 2 * mu * mu
+        return math.log(max(glm_objective_delta(epsilon, mu, shift), 1e-300)) - math.log(delta)
+
+    return math.exp(brentq(excess, math.log(zeta * 0.1), math.log(zeta * 1e4), xtol=1e-10))

@@ -411,8 +411,6 @@ def test_white_box_never_exceeds_the_certified_epsilon():
 NOT_CAUGHT = {
     "objective-chaudhuri": "its certified ε adds the Jacobian slack; the pure part ε' = 2/scale is "
                            "what the noise shows, and ℓ2-Laplace in d dimensions is hard to audit",
-    "objective-gaussian": "Kifer et al.'s ε is ≈ 5× the Gaussian part's: a quarter of the noise "
-                          "still certifies more privacy in the Gaussian part than the claim",
     "local-duchi": "the ℓ2-ball mechanism has no continuous noise scale",
 }
 
