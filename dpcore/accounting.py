@@ -446,12 +446,7 @@ def calibrate_sampled_gaussian(epsilon: float, delta: float, sample_rate: float,
             if lo < PLD_MIN_MULTIPLIER:
                 return hi
     if delta < PLD_MIN_DELTA:  # the RDP route: solve on the certifier itself
-        lo_, hi_ = math.log(lo), math.log(hi)
-        z = math.exp(brentq(lambda lz: math.log(sampled_gaussian_epsilon(math.exp(lz), sample_rate, steps, delta))
-                            - math.log(epsilon), lo_, hi_, xtol=1e-6))
-        while sampled_gaussian_epsilon(z, sample_rate, steps, delta) > epsilon:
-            z *= 1.0 + 1e-6
-        return z
+        return _solved_on_the_certifier(lo, hi, epsilon, delta, sample_rate, steps)
     grid = pld_grid(lo, sample_rate, steps)  # the coarsest grid any bracketed z needs
     if grid is None:
         # So little noise suffices that the PLD grid cannot resolve it: calibrate on the
@@ -498,12 +493,19 @@ def _on_the_certifier(z: float, epsilon: float, delta: float, sample_rate: float
             return z
         lo /= 2.0
 
+    return min(z, _solved_on_the_certifier(lo, z, epsilon, delta, sample_rate, steps))
+
+
+def _solved_on_the_certifier(lo: float, hi: float, epsilon: float, delta: float, sample_rate: float,
+                             steps: int) -> float:
+    """Brent's method on log ε(z) − log target over [lo, hi] (ε(lo) > target ≥ ε(hi)), on
+    :func:`sampled_gaussian_epsilon` itself, then :func:`_nudged` until it confirms the target."""
     def excess(log_z):
         eps = sampled_gaussian_epsilon(math.exp(log_z), sample_rate, steps, delta)
         return math.log(eps) - math.log(epsilon) if eps > 0 else -math.inf
 
-    found = math.exp(brentq(excess, math.log(lo), math.log(z), xtol=1e-5, rtol=1e-6))
-    return min(z, _nudged(found, epsilon, delta, sample_rate, steps))
+    found = math.exp(brentq(excess, math.log(lo), math.log(hi), xtol=1e-6, rtol=1e-6))
+    return _nudged(found, epsilon, delta, sample_rate, steps)
 
 
 def _nudged(z: float, epsilon: float, delta: float, sample_rate: float, steps: int) -> float:

@@ -164,3 +164,32 @@ def glm_objective_sigma(epsilon, delta, zeta, lam_h, big_delta):
         return math.log(max(glm_objective_delta(epsilon, mu, shift), 1e-300)) - math.log(delta)
 
     return math.exp(brentq(excess, math.log(zeta * 0.1), math.log(zeta * 1e4), xtol=1e-10))
+
+
+def logistic_objective_epsilon(scale, k, grid=400_001):
+    """Pure ε of Chaudhuri et al.'s objective perturbation of logistic regression (replace-one),
+    by brute force: the privacy loss at θ is at most ‖g‖/s + log(1 + f''(m)/k) with
+    ‖g‖ ≤ σ(−m) + σ(−m') ≤ σ(−m) + 1 and f''(m) = σ(m)σ(−m) (m the replaced record's margin, k the
+    sum scaling's regularisation); its maximum over m on a fine grid of [−60, 60], refined by a
+    bounded scalar search around the best point, and the limit m → −∞ (2/s)."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import expit
+
+    def bound(m):
+        return (1 + expit(-m)) / scale + math.log1p(expit(m) * expit(-m) / k)
+
+    ms = np.linspace(-60.0, 60.0, grid)
+    vals = (1 + expit(-ms)) / scale + np.log1p(expit(ms) * expit(-ms) / k)
+    i = int(np.argmax(vals))
+    lo, hi = ms[max(i - 1, 0)], ms[min(i + 1, grid - 1)]
+    best = max(float(vals[i]), 2.0 / scale)
+    if lo < hi:
+        r = minimize_scalar(lambda m: -bound(m), bounds=(lo, hi), method="bounded", options={"xatol": 1e-14})
+        best = max(best, -float(r.fun))
+    return best
+
+
+def logistic_objective_scale(epsilon, k):
+    """The Gamma-norm scale at which :func:`logistic_objective_epsilon` equals ``epsilon`` (Brent)."""
+    return brentq(lambda s: logistic_objective_epsilon(s, k) - epsilon, 2.0 / epsilon, 1e3 / epsilon, xtol=1e-13,
+                  rtol=1e-12)

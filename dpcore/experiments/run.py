@@ -30,7 +30,7 @@ from ..models import make_model
 from ..optim import BatchRNG, run_seeds
 from ..params import check_conflicts, validate
 from ..privacy import NoisePlan
-from .context import DEFAULT_STACK_RUNS, DEFAULT_TRACE_POINTS, Budget, Context, default_context
+from .context import DEFAULT_STACK_RUNS, DEFAULT_TRACE_POINTS, DEFAULT_WORK_BUDGET, Budget, Context, default_context
 
 __all__ = ["RunSpec", "RunResult", "run", "run_many", "run_outcomes", "stack_groups", "load_problem", "noise_plan",
            "problem_data", "delta_warning", "row_norm_warning", "slow_reference"]
@@ -208,6 +208,14 @@ class RunResult:
         return out
 
 
+#: what the work budget's unit costs at most on 2 cores (``benchmarks/bench_budget.py``): the
+#: default budget in about 6 minutes
+SECONDS_PER_OPERATION = 6 * 60 / DEFAULT_WORK_BUDGET
+#: the budget's refusals say what a budget means in time, from the same figure
+_BUDGET_SCALE = (f"DPCORE_WORK_BUDGET; {DEFAULT_WORK_BUDGET:.0e} takes up to about "
+                 f"{DEFAULT_WORK_BUDGET * SECONDS_PER_OPERATION / 60:.0f} minutes on 2 cores")
+
+
 #: Above this many training rows the MLP's reference solve takes long enough to announce.
 SLOW_REFERENCE_ROWS = 5000
 
@@ -229,11 +237,6 @@ def slow_reference(config: RunSpec, ctx: Context | None = None) -> str | None:
     return (f"Computing the MLP's reference optimum L* on {dataset.name} (n = {dataset.n:,}): the best of "
             f"{MLP_RESTARTS} L-BFGS runs, up to about {took} on 2 cores the first time. It is kept (on disk, "
             "for the app) for every later run on these data.")
-
-
-#: what the work budget's unit costs at most on 2 cores (``benchmarks/bench_budget.py``): the
-#: default 2e11 in about 6 minutes, as the budget's refusals say
-SECONDS_PER_OPERATION = 6 * 60 / 2e11
 
 
 #: the synthetic generators' test rows (``datasets.load``'s ``n_test``)
@@ -338,9 +341,12 @@ def work_estimate(config: RunSpec, dataset, model, mechanism) -> float:
     """The work budget's measure of a run: runs × steps × (rows × parameters × the model's
     :attr:`~dpcore.models.Model.work_weight` + 3000).  ``benchmarks/bench_budget.py``
     measures what a unit costs per mechanism."""
-    steps = mechanism.work_steps(config, dataset.n)
-    per_step = dataset.n * max(model.n_params(dataset.d), dataset.d) * model.work_weight + 3000
-    return float(config.repeats * steps * per_step)
+    return float(config.repeats * mechanism.work_steps(config, dataset.n) * _pass_cost(dataset, model))
+
+
+def _pass_cost(dataset, model) -> float:
+    """One step of one run (a pass over the rows): rows × parameters × the model's weight + 3000."""
+    return dataset.n * max(model.n_params(dataset.d), dataset.d) * model.work_weight + 3000
 
 
 def reference_estimate(dataset, model) -> float:
@@ -349,7 +355,7 @@ def reference_estimate(dataset, model) -> float:
     passes = reference_passes(model)
     if not passes:
         return 0.0
-    return float(passes * (dataset.n * max(model.n_params(dataset.d), dataset.d) * model.work_weight + 3000))
+    return float(passes * _pass_cost(dataset, model))
 
 
 def memory_estimate(config: RunSpec, dataset, model, mechanism) -> float:
@@ -393,7 +399,7 @@ def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = 
         raise BudgetError(
             f"the exact reference L* behind the gap ({model.id} on {n:,} rows: the best of "
             f"{MLP_RESTARTS} L-BFGS runs of up to {MLP_MAX_ITER} iterations) is about {solve:.1e} operations alone (budget "
-            f"{budget.work:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): "
+            f"{budget.work:.0e}, {_BUDGET_SCALE}): "
             "raise the budget, or use a smaller dataset or a linear model")
     work = work_estimate(total, dataset, model, mechanism) + solve
     if work > budget.work:
@@ -401,7 +407,7 @@ def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = 
         also = f", with {solve:.1e} for the exact reference L*" if solve else ""
         raise BudgetError(
             f"{total.repeats:,} runs × {steps:,.0f} steps on {n:,} rows are about {work:.1e} operations{also} (budget "
-            f"{budget.work:.0e}, DPCORE_WORK_BUDGET; 2e+11 takes up to about 6 minutes on 2 cores): lower "
+            f"{budget.work:.0e}, {_BUDGET_SCALE}): lower "
             f"{what}")
 
 
