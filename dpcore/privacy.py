@@ -171,7 +171,7 @@ class Release:
         if self.kind == "any-of":
             inner = " | ".join(p.describe() for p in self.alternatives)
             return f"{self.what}: the worst of {len(self.alternatives)} possible plans [{inner}]{times}"
-        return f"{self.what}: ({self.epsilon:.4g}, {self.delta:.3g})-DP by a published proof{times}"
+        return f"{self.what}: ({self.epsilon:.4g}, {self.delta:.3g})-DP by a theorem{times}"
 
 
 @dataclass(frozen=True)
@@ -280,7 +280,8 @@ def randomized_response(what: str, epsilon: float) -> Release:
 
 
 def theorem(what: str, epsilon: float, delta: float = 0.0, sensitivity: float | None = None) -> NoisePlan:
-    """A release a published proof shows (ε, δ)-DP, with the proof's constants; ``sensitivity``
+    """A release a theorem shows (ε, δ)-DP (a paper's, or one derived and tested here, which
+    ``what`` names), with the proof's constants; ``sensitivity``
     is the bound the proof assumes (objective perturbation: how far one replaced record moves
     the gradient of the loss)."""
     return NoisePlan((Release("theorem", what, None if sensitivity is None else float(sensitivity),

@@ -79,9 +79,11 @@ class ObjectiveChaudhuri(Mechanism):
     description = ("Add a random linear term bᵀθ/n (Gamma-norm, scale s) and, when λ is too small, "
                    "extra regularisation Δ; release the exact minimiser. Published is the paper's "
                    "calibration; certified calibrates on a tighter certificate of the logistic loss.")
-    formula = (r"\theta = \arg\min_\theta L(\theta) + \tfrac1n b^\top\theta + \tfrac{\Delta}{2}\|\theta\|^2,\ "
-               r"\|b\|\sim\Gamma(p, s),\ \varepsilon_{pub} = \tfrac2s + 2\log\left(1+\tfrac{c}{n(\lambda+\Delta)}\right),\ "
-               r"\varepsilon_{cert} = \sup_m \tfrac{1+\sigma(-m)}{s} + \log\left(1+\tfrac{\sigma(m)\sigma(-m)}{n(\lambda+\Delta)}\right)")
+    formula = (r"\begin{gathered}\theta = \arg\min_\theta L(\theta) + \tfrac1n b^\top\theta "
+               r"+ \tfrac{\Delta}{2}\|\theta\|^2,\ \|b\|\sim\Gamma(p, s)\\ "
+               r"\varepsilon_{pub} = \tfrac2s + 2\log\left(1+\tfrac{c}{n(\lambda+\Delta)}\right),\ "
+               r"\varepsilon_{cert} = \sup_m \tfrac{1+\sigma(-m)}{s} + \log\left(1+\tfrac{\sigma(m)\sigma(-m)}"
+               r"{n(\lambda+\Delta)}\right)\end{gathered}")
     privacy_event = ("one release of the minimiser of an objective tilted by a Gamma-norm linear term: pure "
                      "ε = sup over the margin m of (1 + σ(−m))/s + log(1 + σ(m)σ(−m)/(n(λ + Δ))) "
                      "(2/s when s ≤ n(λ + Δ); replace-one, the logistic loss; CMS 2011 Thm 9 bounds it "
