@@ -2,7 +2,8 @@
 opening each preset from its shipped results, and a load test.
 
 Run: ``python benchmarks/bench_app.py [--skip-compare] [--sessions 10] [--only figures]``
-(``--only views --sessions 6``: every view under 6 concurrent sessions, p50/p95 each).  Prints figures;
+(``--only views --sessions 6``: every view under 6 concurrent sessions, p50/p95 each; ``--only class
+[--students 30] [--browsers 6]``: a class after "Prepare for class", p50/p95 per view).  Prints figures;
 asserts nothing.  The load test needs Debian ``chromium`` and the ``playwright`` package
 (both installed by ``.ci/run`` / requirements-dev); it talks to 127.0.0.1 only.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import shutil
 import socket
 import statistics
@@ -224,7 +226,7 @@ _SETTLED = """() => {
 }"""
 
 
-async def _view_sessions(url: str, n: int) -> dict[str, list[float]]:
+async def _view_sessions(url: str, n: int, views=VIEWS) -> dict[str, list[float]]:
     """For each view in turn, ``n`` users (each a browser context of its own) open it at once; seconds
     from the request until the view has drawn and its script has stopped (``_SETTLED``)."""
     from playwright.async_api import async_playwright
@@ -246,7 +248,7 @@ async def _view_sessions(url: str, n: int) -> dict[str, list[float]]:
             return elapsed
 
         out = {}
-        for view in VIEWS:
+        for view in views:
             out[view or "start"] = list(await asyncio.gather(*(one(k, view) for k in range(n))))
         await browser.close()
         return out
@@ -257,7 +259,7 @@ def _p95(times: list[float]) -> float:
     return times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
 
 
-def views_server_side(n: int) -> None:
+def views_server_side(n: int, views=VIEWS, rounds=("first", "again")) -> dict[str, dict[str, list[float]]]:
     """The server's side of :func:`views_load_test`: each view's script for ``n`` sessions at once,
     each on its own thread of this process as the server runs them (AppTest), twice (the second
     with the process's data, references and caches warm)."""
@@ -267,9 +269,10 @@ def views_server_side(n: int) -> None:
     from streamlit.testing.v1 import AppTest
 
     logging.getLogger("streamlit").setLevel(logging.ERROR)
-    print(f"Every view, {n} sessions at once, the server's side (each script on its own thread):")
-    for round_name in ("first", "again"):
-        for view in VIEWS:
+    print(f"{n} sessions at once on each view, the server's side (each script on its own thread):")
+    out: dict[str, dict[str, list[float]]] = {}
+    for round_name in rounds:
+        for view in views:
             times: list[float] = []
             errors: list[str] = []
 
@@ -289,7 +292,10 @@ def views_server_side(n: int) -> None:
             for t in threads:
                 t.join()
             print(f"  {round_name:5s} {view or 'start':14s} p50 {statistics.median(times):6.2f} s   "
-                  f"p95 {_p95(times):6.2f} s   max {max(times):6.2f} s" + (f"   ERRORS {errors}" if errors else ""))
+                  f"p95 {_p95(times):6.2f} s   max {max(times):6.2f} s" + (f"   ERRORS {errors}" if errors else ""),
+                  flush=True)
+            out.setdefault(round_name, {})[view or "start"] = times
+    return out
 
 
 def views_load_test(n: int) -> None:
@@ -311,11 +317,115 @@ def views_load_test(n: int) -> None:
         proc.terminate()
 
 
+#: what a class opens first, by the lecturer's links (each view's defaults: every student the same
+#: settings): the start page, the lesson, one configuration, the Compare and paper-figure presets,
+#: and the local-vs-central trade-off
+CLASS_VIEWS = ("", "lesson", "explore", "compare", "figures", "local_central")
+
+
+async def _protocol_session(url: str, view: str, query: str = "") -> float:
+    """One session as the browser opens it, without a browser: Streamlit's websocket protocol (a
+    ``rerun_script`` BackMsg for the view's page), timed until the server says the script finished.
+    Raises if the page shows an exception or the connection drops (a failed sample, never dropped)."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    ws = await websocket_connect(HTTPRequest(url.replace("http", "ws", 1) + "/_stcore/stream"),
+                                 subprotocols=["streamlit"])
+    msg = BackMsg()
+    msg.rerun_script.query_string = query
+    msg.rerun_script.page_name = view
+    t = time.perf_counter()
+    await ws.write_message(msg.SerializeToString(), binary=True)
+    try:
+        while True:
+            raw = await ws.read_message()
+            if raw is None:
+                raise RuntimeError(f"/{view}: the server closed the session")
+            fm = ForwardMsg()
+            fm.ParseFromString(raw)
+            kind = fm.WhichOneof("type")
+            if (kind == "delta" and fm.delta.WhichOneof("type") == "new_element"
+                    and fm.delta.new_element.WhichOneof("type") == "exception"):
+                raise RuntimeError(f"/{view} shows an exception: {fm.delta.new_element.exception.message[:80]}")
+            if kind == "script_finished" and fm.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                return time.perf_counter() - t
+    finally:
+        ws.close()
+
+
+async def _protocol_sessions(url: str, n: int, views) -> dict[str, list[float | str]]:
+    """For each view in turn, ``n`` sessions open it at once: seconds each, or the error's text."""
+    out: dict[str, list[float | str]] = {}
+    for view in views:
+        got = await asyncio.gather(*(_protocol_session(url, view) for _ in range(n)), return_exceptions=True)
+        out[view or "start"] = [g if isinstance(g, float) else f"FAILED: {g}" for g in got]
+    return out
+
+
+def _summary(samples: list[float | str]) -> tuple[str, float]:
+    """'p50 / p95' of the timed samples and the p95 (∞ when any sample failed)."""
+    times = [x for x in samples if isinstance(x, float)]
+    failed = len(samples) - len(times)
+    if not times:
+        return f"all {failed} failed", math.inf
+    text = f"{statistics.median(times):.2f} s / {_p95(times):.2f} s" + (f" ({failed} FAILED)" if failed else "")
+    return text, (_p95(times) if not failed else math.inf)
+
+
+def class_load(students: int, browsers: int) -> None:
+    """A class on one server after "Prepare for class" (issue 44): a new cache folder, ``python -m
+    dpcore prepare`` into it (timed), a new server over that folder, then every view of
+    :data:`CLASS_VIEWS` opened at once by ``students`` sessions speaking Streamlit's protocol (the
+    server's whole work, no browser: a first round on the new server process, then again) and by
+    ``browsers`` real browsers.  Prints p50/p95 per view, the verdict p95 ≤ 3 s, every sample and the
+    machine's load.  (AppTest on threads is no stand-in for the server here: each instance rescans
+    the installed packages' component manifests, 0.23 s, and they swap one global Runtime.)"""
+    import os
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="dpcore-class-")
+    os.environ["DPCORE_CACHE_DIR"] = folder  # the prepare command's store and the server's
+    load = os.getloadavg()
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "dpcore", "prepare"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    prepared = time.perf_counter() - t
+    proc, url = _start_server()
+    try:
+        rounds = {name: asyncio.run(_protocol_sessions(url, students, CLASS_VIEWS)) for name in ("first", "again")}
+        real = None if shutil.which("chromium") is None else asyncio.run(_view_sessions(url, browsers, CLASS_VIEWS))
+    finally:
+        proc.terminate()
+    print(f"A class after Prepare for class (python -m dpcore prepare into a new cache folder: {prepared:.1f} s); "
+          f"{os.cpu_count()} cores, load {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after")
+    print(f"| view | {students} sessions at once, a new server: p50 / p95 | again | {browsers} real browsers "
+          "(after those): p50 / p95 | p95 ≤ 3 s |")
+    print("|---|---|---|---|---|")
+    for view in CLASS_VIEWS:
+        name = view or "start"
+        first, p95_first = _summary(rounds["first"][name])
+        again, p95_again = _summary(rounds["again"][name])
+        shown = "no chromium" if real is None else (f"{statistics.median(real[name]):.2f} s / "
+                                                    f"{_p95(real[name]):.2f} s")
+        print(f"| {name} | {first} | {again} | {shown} | {'met' if max(p95_first, p95_again) <= 3 else 'NOT met'} |")
+    for view in CLASS_VIEWS:
+        name = view or "start"
+        for round_name, got in rounds.items():
+            print(f"samples {name} ({round_name}): "
+                  + " ".join(x if isinstance(x, str) else f"{x:.2f}" for x in got[name]))
+        if real is not None:
+            print(f"samples {name} (browsers): " + " ".join(f"{x:.2f}" for x in real[name]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-compare", action="store_true")
     ap.add_argument("--only", default="explore,compare,figures,load", help="comma-separated parts")
     ap.add_argument("--sessions", type=int, default=10)
+    ap.add_argument("--students", type=int, default=30, help="the class part: sessions on the server's side")
+    ap.add_argument("--browsers", type=int, default=6, help="the class part: real browsers")
     args = ap.parse_args()
     parts = set(args.only.split(","))
     if "explore" in parts:
@@ -328,6 +438,8 @@ def main() -> None:
         load_test(args.sessions)
     if "views" in parts:
         views_load_test(args.sessions)
+    if "class" in parts:
+        class_load(args.students, args.browsers)
 
 
 if __name__ == "__main__":

@@ -660,7 +660,9 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
 
 
 def download_table(rows, name: str, key: str) -> None:
-    st.download_button("Download table (CSV)", pd.DataFrame(rows).to_csv(index=False).encode(),
+    """The table as CSV, written when the button is clicked (not on every run of the page: a paper
+    figure's table took half of the view's time, for every student who opened it)."""
+    st.download_button("Download table (CSV)", lambda: pd.DataFrame(rows).to_csv(index=False).encode(),
                        file_name=f"{name}.csv", mime="text/csv", key=key)
 
 
