@@ -21,7 +21,8 @@ from streamlit.runtime.pages_manager import PagesManager
 from dpcore import datasets
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import Baseline, baseline
-from dpcore.figures import REFERENCE_LINE, on_screen, target_note
+from dpcore.experiments import presets as _presets
+from dpcore.figures import REFERENCE_LINE, figure_note, on_screen, target_note, without_notes
 from dpcore.experiments.context import Context, cache_dir
 from dpcore.experiments.progress import TimeLeft, duration
 from dpcore.experiments.run import RunSpec, noise_plan, run, slow_reference
@@ -657,6 +658,24 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
     fig.update_layout(title=title, xaxis_title="step t",
                       yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
     return fig
+
+
+def drawn(results):
+    """(figure, the figure as the page shows it, its note): the note under the figure is
+    written by :func:`figure_note` from the points drawn (the figure keeps it, wrapped, for the
+    download; on screen it is page text, which wraps by itself)."""
+    fig, points = results.figure_and_points()
+    return fig, without_notes(fig), figure_note(**points)
+
+
+@st.cache_resource(show_spinner="Reading the shipped results…")
+def load_shipped(preset_id: str):
+    """``shipped_results`` and :func:`drawn` of it, made once per server (the files change
+    only with the app; pages only read the figures: show_chart draws a copy).  Paper figures
+    reads it; the Start view's "Prepare for class" draws the first figure ahead (a few seconds
+    the first time in a server process, which 30 students opening it at once would all wait)."""
+    shipped = _presets.shipped_results(preset_id)  # by the module: a test may replace it
+    return (shipped, None, None, None) if shipped is None else (shipped, *drawn(shipped))
 
 
 def download_table(rows, name: str, key: str) -> None:

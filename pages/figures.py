@@ -3,30 +3,14 @@
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.experiments.presets import PRESETS, RESULTS_DIR, rerun, shipped_ids, shipped_results
-from dpcore.figures import figure_note, without_notes
+from dpcore.experiments.presets import PRESETS, RESULTS_DIR, rerun, shipped_ids
 from pages.common import (
-    choice, CACHE_DIR, WORKERS, download_figure, download_table, enter_view, progress_reporter, show_chart,
+    choice, CACHE_DIR, WORKERS, download_figure, download_table, drawn, enter_view, load_shipped,
+    progress_reporter, show_chart,
 )
 from pages.links import restore_from_url, write_to_url
 
 enter_view("figures")
-
-
-def drawn(results):
-    """(figure, the figure as the page shows it, its note): the note under the figure is
-    written by :func:`figure_note` from the points drawn (the figure keeps it, wrapped, for the
-    download; on screen it is page text, which wraps by itself)."""
-    fig, points = results.figure_and_points()
-    return fig, without_notes(fig), figure_note(**points)
-
-
-@st.cache_resource(show_spinner="Reading the shipped results…")
-def load_shipped(preset_id: str):
-    """:func:`shipped_results` and :func:`drawn` of it, made once per server (the files change
-    only with the app; pages only read the figures: show_chart draws a copy)."""
-    shipped = shipped_results(preset_id)
-    return (shipped, None, None, None) if shipped is None else (shipped, *drawn(shipped))
 
 
 def show_figure(screen, note) -> None:

@@ -1149,7 +1149,10 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     assert any("exact references over the λ grid, iris (logreg)" in s for s in said)
     assert grids == [("iris", "logreg")]  # the λ grid every view's non-private line searches, solved ahead
     assert any("Compare's first preset (72 configurations)" in s for s in said)
-    assert at.status[0].label.startswith("Ready: 2 parts")
+    # and this server's first paper figure, drawn once for every session (the command line's
+    # prepare cannot: it is another process)
+    assert any("Paper figures' first figure" in s for s in said)
+    assert at.status[0].label.startswith("Ready: 3 parts")
 
 
 def test_prepare_verifies_the_shipped_classroom_rows_instead_of_recomputing_them(monkeypatch):
