@@ -81,7 +81,7 @@ class ObjectiveChaudhuri(Mechanism):
                    "calibration; certified calibrates on a tighter certificate of the logistic loss.")
     formula = (r"\begin{gathered}\theta = \arg\min_\theta L(\theta) + \tfrac1n b^\top\theta "
                r"+ \tfrac{\Delta}{2}\|\theta\|^2,\ \|b\|\sim\Gamma(p, s)\\ "
-               r"\varepsilon_{pub} = \tfrac2s + 2\log\left(1+\tfrac{c}{n(\lambda+\Delta)}\right),\ "
+               r"\varepsilon_{pub} = \tfrac2s + 2\log\left(1+\tfrac{c}{n(\lambda+\Delta)}\right)\\ "
                r"\varepsilon_{cert} = \sup_m \tfrac{1+\sigma(-m)}{s} + \log\left(1+\tfrac{\sigma(m)\sigma(-m)}"
                r"{n(\lambda+\Delta)}\right)\end{gathered}")
     privacy_event = ("one release of the minimiser of an objective tilted by a Gamma-norm linear term: pure "
