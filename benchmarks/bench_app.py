@@ -375,7 +375,7 @@ def _summary(samples: list[float | str]) -> tuple[str, float]:
     return text, (_p95(times) if not failed else math.inf)
 
 
-def class_load(students: int, browsers: int) -> None:
+def class_load(students: int, browsers: int) -> dict[str, float]:
     """A class on one server after "Prepare for class" (issue 44): a new cache folder, ``python -m
     dpcore prepare`` into it (timed), a new server over that folder, which the lecturer opens once on
     Paper figures (as the app's own Prepare button draws it), then every view of
@@ -415,13 +415,16 @@ def class_load(students: int, browsers: int) -> None:
         shown = "no chromium" if real is None else (f"{statistics.median(real[name]):.2f} s / "
                                                     f"{_p95(real[name]):.2f} s")
         print(f"| {name} | {first} | {again} | {shown} | {'met' if max(p95_first, p95_again) <= 3 else 'NOT met'} |")
+    worst = {}
     for view in CLASS_VIEWS:
         name = view or "start"
+        worst[name] = max(_summary(rounds["first"][name])[1], _summary(rounds["again"][name])[1])
         for round_name, got in rounds.items():
             print(f"samples {name} ({round_name}): "
                   + " ".join(x if isinstance(x, str) else f"{x:.2f}" for x in got[name]))
         if real is not None:
             print(f"samples {name} (browsers): " + " ".join(f"{x:.2f}" for x in real[name]))
+    return worst
 
 
 def main() -> None:
