@@ -259,56 +259,22 @@ def _p95(times: list[float]) -> float:
     return times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
 
 
-def views_server_side(n: int, views=VIEWS, rounds=("first", "again")) -> dict[str, dict[str, list[float]]]:
-    """The server's side of :func:`views_load_test`: each view's script for ``n`` sessions at once,
-    each on its own thread of this process as the server runs them (AppTest), twice (the second
-    with the process's data, references and caches warm)."""
-    import logging
-    import threading
-
-    from streamlit.testing.v1 import AppTest
-
-    logging.getLogger("streamlit").setLevel(logging.ERROR)
-    print(f"{n} sessions at once on each view, the server's side (each script on its own thread):")
-    out: dict[str, dict[str, list[float]]] = {}
-    for round_name in rounds:
-        for view in views:
-            times: list[float] = []
-            errors: list[str] = []
-
-            def one() -> None:
-                # the start page links to the others, which needs the app's navigation around it
-                script = ROOT / "app.py" if not view else ROOT / "pages" / f"{view}.py"
-                at = AppTest.from_file(str(script), default_timeout=300)
-                t = time.perf_counter()
-                at.run()
-                times.append(time.perf_counter() - t)
-                if at.exception:
-                    errors.append(str(at.exception[0].value)[:80])
-
-            threads = [threading.Thread(target=one) for _ in range(n)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            print(f"  {round_name:5s} {view or 'start':14s} p50 {statistics.median(times):6.2f} s   "
-                  f"p95 {_p95(times):6.2f} s   max {max(times):6.2f} s" + (f"   ERRORS {errors}" if errors else ""),
-                  flush=True)
-            out.setdefault(round_name, {})[view or "start"] = times
-    return out
-
-
 def views_load_test(n: int) -> None:
     """``n`` sessions at once on every view of one server (the issue's reliability goal: p50/p95
-    per view, no session sees another's state — each user is a separate browser context)."""
-    views_server_side(n)
-    if shutil.which("chromium") is None:
-        print("views load test skipped: Debian chromium is not installed")
-        return
+    per view, no session sees another's state): first ``n`` sessions speaking Streamlit's protocol
+    (the server's side, :func:`_protocol_sessions`), then ``n`` real browsers, each a separate
+    browser context; each twice, the first round on the new server."""
     proc, url = _start_server()
     try:
-        print(f"Every view, {n} concurrent sessions opening it (first round on a new server, then again; "
-              "until drawn and settled):")
+        print(f"Every view, {n} sessions at once, the server's side (Streamlit's protocol, no browser):")
+        for round_name in ("first", "again"):
+            for view, samples in asyncio.run(_protocol_sessions(url, n, VIEWS)).items():
+                print(f"  {round_name:5s} {view:14s} {_summary(samples)[0]}   "
+                      + " ".join(x if isinstance(x, str) else f"{x:.2f}" for x in samples))
+        if shutil.which("chromium") is None:
+            print("views load test in browsers skipped: Debian chromium is not installed")
+            return
+        print(f"Every view, {n} concurrent sessions opening it (until drawn and settled):")
         for round_name in ("first", "again"):
             for view, times in asyncio.run(_view_sessions(url, n)).items():
                 print(f"  {round_name:5s} {view:14s} p50 {statistics.median(times):6.2f} s   p95 {_p95(times):6.2f} s   "
