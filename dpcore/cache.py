@@ -36,7 +36,6 @@ What the layer guarantees, whatever it stores:
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import fnmatch
 import hashlib
@@ -44,6 +43,7 @@ import logging
 import os
 import threading
 import time
+import tokenize
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -295,15 +295,31 @@ def _rebuild_disk_cache(folder, settings):
 
 
 def _code_text(path: Path) -> str:
-    """A module's code without its comments and docstrings (its syntax tree), so that mending a
-    sentence does not throw away what the code computed."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
-            body[0] = ast.Pass()
-    return ast.dump(tree, include_attributes=False)
+    """A module's code as its tokens without comments, line breaks inside brackets and
+    statements that are a bare string (docstrings), so that mending a sentence or a line's
+    wrapping does not throw away what the code computed.
+
+    Tokens, not the syntax tree: ``ast.parse`` in two threads at once can fail on Python 3.11
+    ("AST constructor recursion depth mismatch", CPython gh-106905), and this runs in the
+    server's threads while Streamlit compiles a page."""
+    kept: list[str] = []
+    line: list[tuple[int, str]] = []
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    with path.open("rb") as f:
+        for tok in tokenize.tokenize(f.readline):
+            if tok.type in skip:
+                continue
+            if tok.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                if line and not all(t == tokenize.STRING for t, _ in line):
+                    kept.extend(text for _, text in line)
+                    kept.append("\n")
+                line = []
+                if tok.type != tokenize.NEWLINE:
+                    kept.append(tokenize.tok_name[tok.type])
+                continue
+            line.append((tok.type, tok.string))
+    kept.extend(text for _, text in line)
+    return " ".join(kept)
 
 
 def code_fingerprint(root: Path, exclude: Iterable[str] = ()) -> str:

@@ -215,3 +215,54 @@ def test_two_sessions_running_one_grid_at_once_compute_each_task_once(tmp_path, 
     assert sorted(computed) == sorted({*computed}) and len(computed) == len(specs)
     cols = ["spec", "run", "accuracy", "gap"]
     assert frames[0][cols].equals(frames[1][cols])
+
+
+# The code fingerprint runs in the server's threads while Streamlit compiles a page; on Python
+# 3.11 two ``ast.parse`` at once can fail ("AST constructor recursion depth mismatch", CPython
+# gh-106905: a CI run lost a Compare link test to it), so the fingerprint must not parse.
+
+def test_the_code_fingerprint_never_builds_a_syntax_tree(tmp_path, monkeypatch):
+    import ast
+
+    from dpcore.cache import code_fingerprint
+
+    (tmp_path / "m.py").write_text("x = 1\n")
+
+    def refuse(*a, **k):
+        raise AssertionError("ast.parse called")
+
+    monkeypatch.setattr(ast, "parse", refuse)
+    monkeypatch.setattr("builtins.compile", refuse)
+    assert code_fingerprint(tmp_path)
+
+
+_MODULE = '''"""A module."""
+import math
+
+
+def f(x, y=2):
+    """Says what f does."""
+    # a comment
+    return math.sqrt(x) * y  # another
+'''
+
+
+@pytest.mark.parametrize("edit, same", [
+    (lambda s: s.replace('"""Says what f does."""', '"""Says it better,\n    on two lines."""'), True),
+    (lambda s: s.replace("# a comment", "# a mended comment\n    # and one more"), True),
+    (lambda s: s.replace('"""A module."""', '"""A module" "."""'), True),
+    (lambda s: s.replace("def f(x, y=2)", "def f(x,\n      y=2)"), True),
+    (lambda s: s.replace("return math.sqrt(x) * y", "return math.sqrt(x) \\\n        * y"), True),
+    (lambda s: s.replace("y=2", "y=3"), False),
+    (lambda s: s.replace("math.sqrt(x) * y", "math.sqrt(x) / y"), False),
+    (lambda s: s.replace("    return", "    z = 'a string kept'\n    return"), False),
+    (lambda s: s + "\n\ndef g():\n    return 1\n", False),
+], ids=["docstring", "comment", "module-docstring", "wrapping", "backslash", "default", "operator",
+        "string-in-code", "new-function"])
+def test_the_code_fingerprint_reads_code_not_prose(tmp_path, edit, same):
+    from dpcore.cache import code_fingerprint
+
+    (tmp_path / "m.py").write_text(_MODULE)
+    before = code_fingerprint(tmp_path)
+    (tmp_path / "m.py").write_text(edit(_MODULE))
+    assert (code_fingerprint(tmp_path) == before) is same
