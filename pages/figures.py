@@ -15,7 +15,7 @@ enter_view("figures")
 
 def show_figure(screen, note) -> None:
     """The figure at its own width (the paper's panel layout) and its note under it, in red."""
-    show_chart(screen, width="content")
+    show_chart(prepared=screen, width="content")
     if note:  # Markdown-safe: the note is text, not markup
         st.markdown(":red[" + "".join("\\" + c if c in "\\`*_{}[]$#<>|~^" else c for c in note) + "]")
 
