@@ -546,6 +546,22 @@ def test_a_damaged_stored_result_is_computed_again_not_served(kind, tmp_path, ca
     pd.testing.assert_frame_equal(first[cols], again[cols])
 
 
+def test_a_record_read_again_is_not_accounted_again_but_a_forged_one_still_is(tmp_path, monkeypatch):
+    """The server remembers the stored records it has verified (by task key and what they claim):
+    a second click, or another session, reads them without running their accounting again."""
+    _cached_grid(tmp_path)
+    real, calls = sweep_mod.noise_plan, []
+    monkeypatch.setattr(sweep_mod, "noise_plan", lambda *a, **k: calls.append(1) or real(*a, **k))
+    sweep_mod._VERIFIED.clear()
+    for _ in range(3):
+        assert _cached_grid(tmp_path).attrs["cached"] == len(_SMALL)
+    assert len(calls) == len(_SMALL)  # once per record, not once per read
+    keys = [task_key(s) for s in _SMALL]
+    _damage("a smaller certified ε", tmp_path / f"{keys[0]}.json", None)
+    assert _cached_grid(tmp_path).attrs["computed"] == 1  # a new claim is checked, and refused
+    assert len(calls) == len(_SMALL) + 1
+
+
 def test_the_key_covers_the_source_so_changed_code_never_reads_old_results(monkeypatch):
     spec = _SMALL[0]
     before = task_key(spec)
