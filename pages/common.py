@@ -679,10 +679,10 @@ def load_shipped(preset_id: str):
     return (shipped, None, None, None) if shipped is None else (shipped, *drawn(shipped))
 
 
-def download_table(rows, name: str, key: str) -> None:
+def download_table(rows, name: str, key: str, label: str = "Download table (CSV)") -> None:
     """The table as CSV, written when the button is clicked (not on every run of the page: a paper
     figure's table took half of the view's time, for every student who opened it)."""
-    st.download_button("Download table (CSV)", lambda: pd.DataFrame(rows).to_csv(index=False).encode(),
+    st.download_button(label, lambda: pd.DataFrame(rows).to_csv(index=False).encode(),
                        file_name=f"{name}.csv", mime="text/csv", key=key)
 
 

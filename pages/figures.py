@@ -64,8 +64,9 @@ with c1:
     download_figure(fig, preset_id, key="fig_download_plot")
 with c2:
     download_table(shipped.table, preset_id, key="fig_download_table")
-if shipped.published is not None:
-    download_table(shipped.published, f"{preset_id}-published", key="fig_download_published")
+    if shipped.published is not None:  # the dotted lines' rows, a file of their own
+        download_table(shipped.published, f"{preset_id}-published", key="fig_download_published",
+                       label="Download table, published calibration (CSV)")
 
 with st.expander("Re-run here"):
     work = shipped.record.get("compute_seconds")  # every configuration's recorded time, cached ones included

@@ -597,6 +597,8 @@ def test_paper_figures_open_the_shipped_results_whole():
     names = {t.get("name") for t in spec["data"]}
     assert {short_name(m) for m in PRESETS[shipped[0]].mechanisms} <= names  # every mechanism, by name
     assert any("certified" in h for t in spec["data"] for h in t.get("hovertext", []))
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert len(labels) == 3 and len(set(labels)) == 3, labels  # the plot, the table, the published table: told apart
     every = {p: shipped_results(p) for p in PRESETS}
     assert not [p for p, got in every.items() if got is None]  # #18: every preset ships,
     assert not [p for p, got in every.items() if got.published is None]  # with its published run
