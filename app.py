@@ -8,6 +8,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from pages.boot import load_core
+
+load_core()  # before any view: two sessions importing the core at once can break it (pages/boot.py)
+
 #: Presenter mode (``?present=1``, kept in the URL): large type and the sidebar folded, for a projector.
 PRESENTER_CSS = """<style>
 html, body, [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 22px; }

@@ -266,3 +266,73 @@ def test_the_code_fingerprint_reads_code_not_prose(tmp_path, edit, same):
     before = code_fingerprint(tmp_path)
     (tmp_path / "m.py").write_text(edit(_MODULE))
     assert (code_fingerprint(tmp_path) == before) is same
+
+
+# Two sessions of a new server importing the core at once (pages/boot.py): ``dpcore`` is held
+# half-initialised (its loader sleeps before running its __init__) while a second thread imports a
+# submodule, as a page does; the race is then certain, not one server start in three.
+_IMPORT_RACE = r"""
+import importlib.machinery, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+boot = sys.argv[2] == "boot"
+
+
+class SlowCore(importlib.machinery.PathFinder):
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "dpcore":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            time.sleep(0.6)  # in sys.modules, its __init__ not run yet
+            run(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, SlowCore)
+errors = []
+
+
+def session(delay, imports):
+    time.sleep(delay)
+    try:
+        if boot:
+            from pages.boot import load_core
+            load_core()
+        for name in imports:
+            importlib.import_module(name)
+    except Exception as exc:
+        errors.append(f"{type(exc).__name__}: {exc}")
+
+
+threads = [threading.Thread(target=session, args=(0.0, ["dpcore.exceptions"])),
+           threading.Thread(target=session, args=(0.2, ["dpcore.experiments.tune"])),
+           threading.Thread(target=session, args=(0.3, ["pages.common"]))]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(len(errors), errors[:1])
+"""
+
+
+@pytest.mark.parametrize("boot", ["boot", "plain"])
+def test_sessions_importing_the_core_at_once_never_get_a_half_made_module(boot):
+    """With ``pages.boot.load_core`` first (what app.py does) no session fails; without it (check of
+    the check) a session gets a partially initialised module."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", _IMPORT_RACE, str(root), boot], capture_output=True,
+                         text=True, timeout=120, cwd=root)
+    failed = int(out.stdout.split()[0])
+    if boot == "boot":
+        assert failed == 0, out.stdout + out.stderr[-2000:]
+    else:
+        assert failed > 0 and "partially initialized" in out.stdout, out.stdout + out.stderr[-2000:]
