@@ -191,11 +191,25 @@ def test_view_renders_readably_without_errors(server, browser, path, mode):
         assert page.locator('[data-testid="stException"]').count() == 0
         errors = page.locator('[data-testid="stAlertContentError"]')
         assert errors.count() == 0, errors.first.inner_text()
-        found = page.evaluate(LAYOUT_CHECK)
+        found = _settled_layout(page)
         assert (found["luminance"] < 0.2) == (scheme == "dark"), f"the {scheme} theme did not apply: {found}"
         assert not found["problems"], found["problems"]
     finally:
         page.close()
+
+
+def _settled_layout(page, seconds: float = 15.0) -> dict:
+    """:data:`LAYOUT_CHECK` once the page has settled: checked again every half second until it
+    finds no problem, for up to ``seconds``; a problem that lasts that long is a real one.  (Plotly
+    lays a chart out again when Streamlit sizes its frame: on a loaded machine a check 1.5 s after
+    the text arrived once saw Paper figures' panel titles outside a phone's frame mid-resize, in a
+    full CI run; 9 of 9 runs alone passed.)"""
+    deadline = time.monotonic() + seconds
+    found = page.evaluate(LAYOUT_CHECK)
+    while found["problems"] and time.monotonic() < deadline:
+        page.wait_for_timeout(500)
+        found = page.evaluate(LAYOUT_CHECK)
+    return found
 
 
 def test_the_layout_check_catches_what_it_looks_for(browser):
@@ -217,7 +231,7 @@ def test_the_layout_check_catches_what_it_looks_for(browser):
     try:
         page.set_content(html)
         page.wait_for_selector(".js-plotly-plot .legend")
-        problems = " | ".join(page.evaluate(LAYOUT_CHECK)["problems"])
+        problems = " | ".join(_settled_layout(page, seconds=2.0)["problems"])  # lasting problems: still seen
     finally:
         page.close()
     for said in ("the legend covers the x-axis title", "the title is cut off", "text rgb(42, 42, 42)",
@@ -661,7 +675,7 @@ def test_a_phone_shows_compares_plot_under_its_legend_and_explores_formula(serve
             page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
             page.screenshot(path=str(shots / f"compare-preset-{name}.png"))
             found[name] = page.evaluate(_PHONE_FIT)
-            assert not page.evaluate(LAYOUT_CHECK)["problems"], name
+            assert not _settled_layout(page)["problems"], name
         finally:
             page.close()
     assert found["phone"]["plot"] >= 300, found
