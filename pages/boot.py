@@ -10,27 +10,58 @@ partially initialized module 'dpcore.experiments.tune'`` on every page (one serv
 three; ``tests/test_concurrency.py`` makes it happen every time).  Here the first session imports
 every module of the core and the views' shared code while the others wait on one lock; after
 that every import is a lookup.  This module imports only the standard library at its own import,
-so importing it cannot race."""
+so importing it cannot race.
+
+It also makes Python's syntax trees one thread's at a time (:func:`serialize_syntax_trees`).  On
+Python 3.11 two threads building ``ast`` objects at once can break each other (CPython
+gh-106905: the converter keeps its recursion depth per interpreter, not per thread, and a garbage
+collection in the middle of one tree lets the other thread run): ``SystemError: AST constructor
+recursion depth mismatch``.  A full CI run saw it break a page while Streamlit compiled it.  The
+parties in a server are Streamlit's "magic" (off in ``.streamlit/config.toml``: no view uses it,
+and ``tests/test_concurrency.py`` keeps it so), and Python 3.11's ``traceback``, which parses the
+failing line to place its carets whenever any thread formats an exception."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import threading
 
 _LOCK = threading.Lock()
 _loaded = False
+_AST_LOCK = threading.RLock()
+
+
+def serialize_syntax_trees() -> None:
+    """Replace ``ast.parse`` (once per process) by one that holds a process-wide lock while the
+    tree is built, so no two threads build one at once.  ``traceback`` and Streamlit look
+    ``ast.parse`` up when they call it, so they get this one too."""
+    parse = ast.parse
+    if getattr(parse, "serialized", False):
+        return
+
+    def locked_parse(*args, **kwargs):
+        with _AST_LOCK:
+            return parse(*args, **kwargs)
+
+    locked_parse.__doc__ = parse.__doc__
+    locked_parse.__wrapped__ = parse
+    locked_parse.serialized = True
+    ast.parse = locked_parse
 
 
 def load_core() -> None:
     """Import every module of ``dpcore`` (but its ``__main__``) and ``pages.common``, once per
-    process; a thread that comes while another imports them waits for it."""
+    process; a thread that comes while another imports them waits for it.  Syntax trees are made
+    one at a time from then on (:func:`serialize_syntax_trees`)."""
     global _loaded
     if _loaded:
         return
     with _LOCK:
         if _loaded:
             return
+        serialize_syntax_trees()
         import dpcore
 
         for module in pkgutil.walk_packages(dpcore.__path__, "dpcore."):

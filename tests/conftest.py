@@ -15,3 +15,9 @@ if "DPCORE_CACHE_DIR" not in os.environ:
     _CACHE = tempfile.mkdtemp(prefix="dpcore-test-cache-")
     os.environ["DPCORE_CACHE_DIR"] = _CACHE
     atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+# Syntax trees one thread's at a time, as in the app's server (pages/boot.py): AppTest compiles
+# views while other threads of a test may format a traceback.
+from pages.boot import serialize_syntax_trees  # noqa: E402
+
+serialize_syntax_trees()

@@ -336,3 +336,95 @@ def test_sessions_importing_the_core_at_once_never_get_a_half_made_module(boot):
         assert failed == 0, out.stdout + out.stderr[-2000:]
     else:
         assert failed > 0 and "partially initialized" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+# Two threads building syntax trees at once (pages/boot.py, CPython gh-106905): a garbage-collector
+# callback that sleeps makes each collection hand the interpreter to the other thread, as a
+# collection in the middle of a tree did in the CI run that saw it; the break is then near certain
+# on Python 3.11, not one full run in three.
+_AST_RACE = r"""
+import ast, gc, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+if sys.argv[2] == "serialized":
+    from pages.boot import serialize_syntax_trees
+    serialize_syntax_trees()
+source = "\n".join(f"x{i} = [{', '.join(map(str, range(50)))}]" for i in range(300))
+gc.callbacks.append(lambda phase, info: time.sleep(0.0001) if phase == "start" else None)
+gc.set_threshold(50)
+errors = []
+
+
+def parse():
+    for _ in range(30):
+        try:
+            ast.parse(source)
+        except SystemError as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+
+threads = [threading.Thread(target=parse) for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(len(errors), errors[:1])
+"""
+
+
+@pytest.mark.parametrize("mode", ["serialized", "plain"])
+def test_two_threads_building_syntax_trees_at_once_never_break_each_other(mode):
+    """With ``pages.boot.serialize_syntax_trees`` (what app.py's ``load_core`` installs) no parse
+    fails; without it (check of the check) Python 3.11 breaks one.  Later Pythons mended the
+    race, so there the check of the check has nothing to show."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", _AST_RACE, str(root), mode], capture_output=True,
+                         text=True, timeout=120, cwd=root)
+    failed = int(out.stdout.split()[0])
+    if mode == "serialized":
+        assert failed == 0, out.stdout + out.stderr[-2000:]
+    elif sys.version_info[:2] == (3, 11):
+        assert failed > 0 and "recursion depth mismatch" in out.stdout, out.stdout + out.stderr[-2000:]
+    elif failed == 0:
+        pytest.skip(f"Python {sys.version.split()[0]} does not have the race")
+
+
+def test_while_one_thread_builds_a_syntax_tree_another_waits():
+    """The lock is the one ``traceback`` meets: while one thread holds it, another thread's
+    ``ast.parse`` (on 3.11, also a traceback's caret placement) waits; released, it goes on."""
+    import ast
+
+    from pages import boot
+
+    boot.serialize_syntax_trees()
+    assert getattr(ast.parse, "serialized", False)
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (ast.parse("x = 1"), done.set()))
+    with boot._AST_LOCK:
+        worker.start()
+        assert not done.wait(0.3)
+    assert done.wait(10)
+    worker.join()
+
+
+def test_no_view_uses_streamlit_magic_which_the_server_turns_off():
+    """``.streamlit/config.toml`` turns magic off (one party to the race above); a view that wrote
+    a bare expression to the page would then silently show nothing, so none may."""
+    import ast
+    import glob
+    import tomllib
+    from pathlib import Path
+
+    from streamlit.runtime.scriptrunner import magic
+
+    root = Path(__file__).resolve().parent.parent
+    config = tomllib.loads((root / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["magicEnabled"] is False
+    views = [root / "app.py"] + sorted(Path(p) for p in glob.glob(str(root / "pages" / "*.py")))
+    assert len(views) > 10
+    for view in views:
+        tree = magic.add_magic(view.read_text(), str(view))
+        assert "transparent_write" not in ast.unparse(tree), view.name
