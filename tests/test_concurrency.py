@@ -320,18 +320,24 @@ print(len(errors), errors[:1])
 """
 
 
-@pytest.mark.parametrize("boot", ["boot", "plain"])
-def test_sessions_importing_the_core_at_once_never_get_a_half_made_module(boot):
-    """With ``pages.boot.load_core`` first (what app.py does) no session fails; without it (check of
-    the check) a session gets a partially initialised module."""
+def _race(script: str, mode: str):
+    """Run one of this file's race scripts in a new interpreter, from the repository's root: (the
+    finished process, how many of its threads failed)."""
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, "-c", _IMPORT_RACE, str(root), boot], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", script, str(root), mode], capture_output=True,
                          text=True, timeout=120, cwd=root)
-    failed = int(out.stdout.split()[0])
+    return out, int(out.stdout.split()[0])
+
+
+@pytest.mark.parametrize("boot", ["boot", "plain"])
+def test_sessions_importing_the_core_at_once_never_get_a_half_made_module(boot):
+    """With ``pages.boot.load_core`` first (what app.py does) no session fails; without it (check of
+    the check) a session gets a partially initialised module."""
+    out, failed = _race(_IMPORT_RACE, boot)
     if boot == "boot":
         assert failed == 0, out.stdout + out.stderr[-2000:]
     else:
@@ -376,14 +382,9 @@ def test_two_threads_building_syntax_trees_at_once_never_break_each_other(mode):
     """With ``pages.boot.serialize_syntax_trees`` (what app.py's ``load_core`` installs) no parse
     fails; without it (check of the check) Python 3.11 breaks one.  Later Pythons mended the
     race, so there the check of the check has nothing to show."""
-    import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, "-c", _AST_RACE, str(root), mode], capture_output=True,
-                         text=True, timeout=120, cwd=root)
-    failed = int(out.stdout.split()[0])
+    out, failed = _race(_AST_RACE, mode)
     if mode == "serialized":
         assert failed == 0, out.stdout + out.stderr[-2000:]
     elif sys.version_info[:2] == (3, 11):
