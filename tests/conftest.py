@@ -16,8 +16,8 @@ if "DPCORE_CACHE_DIR" not in os.environ:
     os.environ["DPCORE_CACHE_DIR"] = _CACHE
     atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
-# Syntax trees one thread's at a time, as in the app's server (pages/boot.py): AppTest compiles
-# views while other threads of a test may format a traceback.
+# Syntax trees one thread's at a time, as in the app's server (pages/boot.py): a test's threads may
+# format tracebacks (which parse on Python 3.11) while another builds a tree.
 from pages.boot import serialize_syntax_trees  # noqa: E402
 
 serialize_syntax_trees()
