@@ -3,7 +3,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.audit import audit
-from dpcore.audit import summary as audit_summary
+from dpcore.audit import verdict_line
 from dpcore.audit import one_run_audit
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
@@ -11,6 +11,10 @@ from dpcore.figures import privacy_region_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
+    LEAKING_AUDIT,
+    LEAKING_THREAT,
+    LEAKING_TRIALS,
+    audit_view_state,
     choice, enter_view, show_chart, param_help, app_context, dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget, plain_markdown, user_dataset,
 )
 from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
@@ -19,7 +23,7 @@ enter_view("audit")
 st.title("Audit: catch a mechanism leaking")
 URL_KEYS = {'au_dataset': 'breast-cancer', 'au_model': 'logreg', 'au_mechanism': 'gradient-dpgd', 'au_epsilon': 1.0,
             'au_delta': 1e-05, 'au_cal': 'certified', 'au_c': 1.0, 'au_T': 50, 'au_trials': 500,
-            'au_canary': 'auto', 'au_threat': 'black-box', 'au_noise': 1.0}
+            'au_canary': 'auto', 'au_threat': 'black-box', 'au_noise': 1.0, 'au_seed': 0}
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'au_dataset', 'epsilon': 'au_epsilon', 'delta': 'au_delta', 'iterations': 'au_T'}
 shared_settings(SHARED)
@@ -29,9 +33,8 @@ st.markdown(
     "can is bounded by ε and δ, so its error rates give a **lower bound** on the ε actually spent: it can "
     "show that a claim is false, never that it is true."
 )
-LEAKING = dict(au_dataset="breast-cancer", au_model="logreg", au_mechanism="gradient-dpgd", au_epsilon=1.0,
-               au_cal="published", au_c=0.1, au_T=100, au_trials=1000, au_threat="white-box",
-               au_canary="auto", au_noise=1.0)  # white-box: the threat under which this leak shows
+# white-box: the threat under which this leak shows (declared once, with the lesson's last step)
+LEAKING = audit_view_state(LEAKING_AUDIT, LEAKING_TRIALS, LEAKING_THREAT)
 if st.button("Load a leaking setup (DP-GD with the published formula at c = 0.1, white-box)", key="au_leak"):
     st.session_state.update(LEAKING)
     st.rerun()
@@ -49,6 +52,9 @@ with st.sidebar:
     c = param_widget("c", "au_c", label="constant c") if calibration == "published" else 1.0
     T = param_widget("iterations", "au_T", label="iterations T", value=50)
     noise_scale = param_widget("noise_scale", "au_noise", label="noise scale (1 = as calibrated)")
+    seed = param_widget("seed", "au_seed", label="seed",
+                        help="draws the runs (and a random canary): another seed is another audit of the same "
+                             "setting")
     st.session_state.setdefault("au_trials", 500)
     trials = choice("select_slider", "runs per side (6000: the tight mode)", [100, 200, 500, 1000, 2000, 6000],
                     key="au_trials", fallback=500)
@@ -75,7 +81,8 @@ if st.button("Run the audit", type="primary", key="au_run"):
     bar = st.progress(0.0, text="starting…")
     try:
         config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                         iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale)
+                         iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale,
+                         seed=seed)
         st.session_state["au_result"] = audit(
             config, trials, canary=canary, threat=threat, dataset=user_dataset(dataset), ctx=app_context(),
             end_to_end=bool(end_to_end),
@@ -99,9 +106,7 @@ if res:
             "on these releases can show more, however many runs. The rest of the certified "
             f"ε = {fmt_eps(res['epsilon_certified'])} is what the proof pays for the other terms (the "
             "Jacobian of objective perturbation), the proof's slack and not the attack's weakness.")
-    (st.error if res["verdict"] == "claim not met" else st.info)(
-        f"Verdict: **{res['verdict']}**" + (f" (refuted: {', '.join(res['refuted'])})" if res["refuted"] else "")
-        + f". {audit_summary(res)}")
+    (st.error if res["verdict"] == "claim not met" else st.info)(verdict_line(res))
     sc = res.get("shift_check")
     if sc is not None:
         for finding in sc["findings"]:
@@ -160,7 +165,8 @@ if REGISTRY[mechanism].family != "gradient" or model != "logreg":
 elif st.button("Run one training run with 1,000 canaries", key="au_onerun"):
     try:
         config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                         iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale)
+                         iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale,
+                         seed=seed)
         st.session_state["au_onerun_result"] = one_run_audit(
             config, 1000, dataset=user_dataset(dataset)).to_dict(scores=True)
     except DPCoreError as exc:

@@ -135,3 +135,23 @@ def test_tunes_open_in_explore_runs_the_tuned_release_at_its_own_epsilon_and_del
     record = json.loads(record) if isinstance(record, str) else record
     assert record["epsilon_certified"] == pytest.approx(row["epsilon_certified"], rel=1e-9)
     assert any(c.value.startswith("Opened from Tune") for c in ex.caption)
+
+
+def test_the_lessons_audit_step_shows_what_the_audit_views_leaking_setup_shows():
+    """Step 6 draws the audit the Audit view's "Load a leaking setup" runs (one declaration,
+    pages.common.LEAKING_AUDIT): the same target, certified and audited ε and the same verdict."""
+    import re
+
+    at = _open("lesson.py", lesson_step=6)
+    assert not at.exception
+    [line] = [m.value for m in at.markdown if "**ε audited**" in m.value]
+    audit = _open("audit.py")
+    audit.button(key="au_leak").click().run()
+    audit.button(key="au_run").click().run()
+    assert not audit.exception
+    metrics = {m.label: m.value for m in audit.metric}
+    shown = dict(re.findall(r"\*\*(ε \w+)\*\*(?: \(lower bound\))? (∞|\d+(?:\.\d+)?)", line))
+    assert shown == {"ε target": metrics["ε target"], "ε certified": metrics["ε certified"],
+                     "ε audited": metrics["ε audited (white-box, lower bound)"]}, (line, metrics)
+    [verdict] = [e.value for e in audit.error if e.value.startswith("Verdict")]
+    assert line.endswith(verdict)  # the same verdict and summary, word for word

@@ -44,6 +44,7 @@ from .membership import (
     roc_points,
     size_ceiling,
     summary,
+    verdict_line,
     tradeoff_curve,
     verdict,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "size_ceiling",
     "subsample",
     "summary",
+    "verdict_line",
     "tradeoff_curve",
     "verdict",
 ]

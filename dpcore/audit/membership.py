@@ -260,6 +260,12 @@ def size_ceiling(trials: int, delta: float, alpha: float) -> float:
     return epsilon_lower_bound(0, half, 0, half, delta, alpha)
 
 
+def verdict_line(rec: dict[str, Any]) -> str:
+    """The verdict as every view writes it: ``Verdict: **…** (refuted: …).`` then :func:`summary`."""
+    refuted = f" (refuted: {', '.join(rec['refuted'])})" if rec["refuted"] else ""
+    return f"Verdict: **{rec['verdict']}**{refuted}. {summary(rec)}"
+
+
 def summary(rec: dict[str, Any]) -> str:
     """The one line a student reads: which claim the audit refuted, or how close it came.
 
@@ -284,7 +290,9 @@ def summary(rec: dict[str, Any]) -> str:
             line += (" The end-to-end check measured the implementation doing more than its plan declares, "
                      "so the certificate does not apply to the noise that ran.")
         elif "certified" in rec["refuted"]:
-            line += " A refuted certificate means a bug, or bad luck of probability ≤ α."
+            line += (" A refuted certificate means a bug, or bad luck: an audit at confidence "
+                     f"{rec.get('confidence', 0.95):.0%} refutes a correct certificate at most "
+                     f"{100 * (1 - rec.get('confidence', 0.95)):.0f} times in 100. Another seed is another audit.")
         return line
     claim = min(v for v in (target, certified) if v is not None)
     share = rec.get("share_of_claim")
