@@ -343,25 +343,36 @@ def _setting_widgets(setting: dict, mechanism: str | None) -> dict:
     return keys
 
 
+def _tuned_state(setting: dict, mechanism: str | None) -> dict:
+    """Explore's tunable widgets as a tuned setting declares them: its own values, and every
+    tunable widget it does not name at its declared default (a setting tuned for another
+    mechanism leaves nothing behind: output perturbation's λ alone does not run at DP-GD's T = 800)."""
+    defaults = {"clip_norm": 0.0}  # Explore's clipping box: 0 is "the loss's own bound"
+    state = {key: defaults.get(name, PARAMS[name].default) for name, key in TUNED_WIDGETS.items()}
+    state.update({key: setting[k] for k, key in _setting_widgets(setting, mechanism).items()})
+    return state
+
+
 def apply_setting(setting: dict, mechanism: str | None = None) -> None:
-    """Put a tuned setting into Explore's widgets (a button's callback, before the rerun).  A
-    setting chosen on the released records (``tune_on_release``) also puts T, η and λ back at
-    their defaults: with the box unticked, the mechanism then runs as its paper does."""
-    if setting.get("tune_on_release"):
-        st.session_state.update({TUNED_WIDGETS[k]: PARAMS[k].default for k in ("iterations", "learning_rate", "lam")})
-    st.session_state.update({key: setting[k] for k, key in _setting_widgets(setting, mechanism).items()})
+    """Put a tuned setting into Explore's widgets (a button's callback, before the rerun): what it
+    names at its values, every other tunable widget at its default (:func:`_tuned_state`), so a
+    mechanism opens at the very setting Compare's tuned row runs, whichever was chosen before it.
+    A setting chosen on the released records (``tune_on_release``) thus also runs at the default
+    T, η and λ: with the box unticked, the mechanism then runs as its paper does."""
+    st.session_state.update(_tuned_state(setting, mechanism))
 
 
 def reset_tuned_widgets() -> None:
     """Explore's tunable widgets back at their declared defaults (no tuning applies any more)."""
-    defaults = {"clip_norm": 0.0}  # Explore's clipping box: 0 is "the loss's own bound"
-    for name, key in TUNED_WIDGETS.items():
-        st.session_state[key] = defaults.get(name, PARAMS[name].default)
+    st.session_state.update(_tuned_state({}, None))
 
 
 def setting_in_use(setting: dict, mechanism: str) -> bool:
-    """Whether Explore's widgets hold every value of a tuned setting (none changed by hand)."""
-    return all(st.session_state.get(key) == setting[k] for k, key in _setting_widgets(setting, mechanism).items())
+    """Whether Explore's widgets hold a tuned setting whole (none changed by hand, the widgets it
+    does not name included)."""
+    default = _tuned_state({}, None)  # a widget not drawn this run (its key gone) comes back at its default
+    return all(st.session_state.get(key, default.get(key)) == value
+               for key, value in _tuned_state(setting, mechanism).items())
 
 
 HIDDEN_OPTIONS = ("keep_data",)  # for audits and scripts, not a user's choice
