@@ -259,7 +259,8 @@ def _say_link_changed(key: str, label: str, given, used) -> None:
 def keep_choice(key: str, options, label: str, default=None) -> None:
     """Before a choice widget: a value (from the link, or left from another setting) that is not
     one of ``options`` is replaced by ``default`` (else the first option), and the page says so
-    when it came from the link.  A multiselect's list keeps its known values."""
+    when it came from the link; the value is given back as soon as the options offer it again,
+    unless it was changed by hand meanwhile.  A multiselect's list keeps its known values."""
     options = list(options)
     if key not in st.session_state or not options:
         return
@@ -270,9 +271,20 @@ def keep_choice(key: str, options, label: str, default=None) -> None:
         if len(kept) != len(value):
             _say_link_changed(key, label, ", ".join(map(str, value)), ", ".join(map(str, kept)) or "none")
             st.session_state[key] = kept
-    elif value not in options:
+        return
+    # a value replaced only because these options lacked it comes back when they have it again
+    # (input-dbdp-if offers only the published calibration: the next mechanism is certified again)
+    wanted_key = f"_wanted_{key}"
+    if wanted_key in st.session_state:
+        replaced_by, wanted = st.session_state.pop(wanted_key)
+        if value == replaced_by and wanted in options:
+            st.session_state[key] = value = wanted
+        elif value == replaced_by:
+            st.session_state[wanted_key] = (replaced_by, wanted)  # not yet: keep waiting
+    if value not in options:
         _say_link_changed(key, label, value, used)
         st.session_state[key] = used
+        st.session_state[wanted_key] = (used, value)
 
 
 def choice(kind: str, label: str, options, *, key: str, container=st, fallback=None, **kw):

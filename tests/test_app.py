@@ -1233,3 +1233,23 @@ def test_the_loss_chart_draws_the_released_models_loss_beside_the_gap_it_reports
     again.query_params.update(ex_mechanism="gradient-dpgd", ex_epsilon="0.2")
     again.run()
     assert not any("before the noise" in m.value for m in again.markdown)
+
+
+def test_a_calibration_a_mechanism_lacks_comes_back_with_the_next_that_has_it():
+    """A new user stepped through the mechanisms: input-dbdp-if offers only the published
+    calibration, and input-fukuchi then opened published too (certified ε 301 for a target of 1,
+    a warning nobody asked for). The choice a mechanism could not take comes back; one changed
+    by hand meanwhile stays."""
+    at = _page("explore.py")
+    at.session_state["ex_R"] = 1
+    at.run()
+    assert at.radio(key="ex_calibration").value == "certified"
+    at.selectbox(key="ex_mechanism").set_value("input-dbdp-if").run()
+    assert at.radio(key="ex_calibration").value == "published"
+    at.selectbox(key="ex_mechanism").set_value("input-fukuchi").run()
+    assert not at.exception
+    assert at.radio(key="ex_calibration").value == "certified"
+    assert float(_metrics(at)["ε certified"]) <= 1.0 + 1e-9
+    at.radio(key="ex_calibration").set_value("published").run()  # by hand: it stays
+    at.selectbox(key="ex_mechanism").set_value("gradient-dpgd").run()
+    assert at.radio(key="ex_calibration").value == "published"
