@@ -129,13 +129,13 @@ if ref is None:
 c1, c2, c3, c4 = st.columns(4)
 if "accuracy_mean" in rec:
     c1.metric("test accuracy", f"{rec['accuracy_mean']:.4f}",
-              delta=f"{rec['accuracy_mean'] - ref.value:+.4f} vs non-private",
+              delta=f"{rec['accuracy_mean'] - ref.value:+.4f} vs {ref.label}",
               help=f"{ref.definition()} ± {rec['accuracy_std']:.4f} over runs.")
     c1.caption(f"{ref.label} {ref.value:.4f} · guessing {ref.guess:.4f}")
     worse = rec["accuracy_mean"] <= rec["accuracy_guess"]
 else:
     c1.metric("test RMSE", f"{rec['rmse_mean']:.4f}",
-              delta=f"{rec['rmse_mean'] - ref.value:+.4f} vs non-private", delta_color="inverse",
+              delta=f"{rec['rmse_mean'] - ref.value:+.4f} vs {ref.label}", delta_color="inverse",
               help=ref.definition())
     c1.caption(f"{ref.label} {ref.value:.4f} · guessing {ref.guess:.4f}")
     worse = rec["rmse_mean"] >= rec["rmse_guess"]

@@ -1253,3 +1253,37 @@ def test_a_calibration_a_mechanism_lacks_comes_back_with_the_next_that_has_it():
     at.radio(key="ex_calibration").set_value("published").run()  # by hand: it stays
     at.selectbox(key="ex_mechanism").set_value("gradient-dpgd").run()
     assert at.radio(key="ex_calibration").value == "published"
+
+
+def test_every_mechanism_option_has_a_label_in_words():
+    """Explore's option widgets are labelled in words, not by their link name (a new user read a
+    checkbox called "tune_on_release (local-gaussian)"): every shown option has a label."""
+    from dpcore.mechanisms import REGISTRY
+    from pages.common import HIDDEN_OPTIONS, OPTION_LABELS
+
+    shown = {p.name for cls in REGISTRY.values() for p in cls.options.values()
+             if p.default is not None and p.name not in HIDDEN_OPTIONS}
+    assert shown <= set(OPTION_LABELS), shown - set(OPTION_LABELS)
+    at = _page("explore.py")
+    at.query_params.update({"ex_mechanism": "input-kang", "ex_R": "1"})
+    at.run()
+    assert not at.exception
+    labels = {c.label for c in at.checkbox}
+    assert OPTION_LABELS["tune_on_release"] in labels and not any("_" in label for label in labels), labels
+
+
+def test_a_downloaded_table_names_its_rows_own_non_private_model():
+    """A record's accuracy_nonprivate is the exact model at that row's λ, the drawn line the best
+    over a grid: the file says which (a new user read 0.8423 in 001-fig2's file, 0.8467 drawn)."""
+    import io
+
+    import pandas as pd
+
+    from pages.common import ROW_LAMBDA_COLUMNS, load_shipped, table_csv
+
+    table = load_shipped("001-fig2")[0].table
+    data = pd.read_csv(io.BytesIO(table_csv(table)))
+    assert "accuracy_nonprivate" not in data and "accuracy_nonprivate_at_this_rows_lambda" in data
+    assert data["accuracy_nonprivate_at_this_rows_lambda"].tolist() == pytest.approx(
+        table["accuracy_nonprivate"].tolist(), nan_ok=True)
+    assert list(data.columns) == [ROW_LAMBDA_COLUMNS.get(c, c) for c in table.columns]
