@@ -1047,6 +1047,11 @@ def test_the_lessons_words_hold_on_the_numbers_it_draws():
     obj = dict(zip(*next(v for k, v in gaps.items() if k.startswith("objective"))[:2]))
     out = dict(zip(*next(v for k, v in gaps.items() if k.startswith("output"))[:2]))
     assert 1.5 <= obj[1.0] < 2.5 and 0.07 <= out[1.0] < 0.15, ("step 3's numbers are wrong", obj[1.0], out[1.0])
+    # step 2: below always answering the majority class at ε = 0.01, well above it by ε = 0.1
+    from dpcore import datasets as _datasets
+    (xs, ys, low, high), = _lesson_lines(2).values()
+    guess = _datasets.load("breast-cancer").guessing
+    assert xs[0] == 0.01 and ys[0] < guess < ys[2] and low[0] < 0.5 < 0.9 < high[0], ("step 2's words", ys, low, high)
 
 
 def test_the_tune_view_draws_what_guessing_scores():
