@@ -107,14 +107,20 @@ def row_lambdas(rows, default: float | None) -> tuple[float, ...]:
     return tuple(sorted(found))
 
 
+def lambdas_for(spec: RunSpec, lams=()) -> tuple[float, ...]:
+    """The λ's :func:`baseline` compares for ``spec``: :func:`lambdas_searched` of ``lams`` and
+    ``spec.lam`` (``None``: the model's default λ)."""
+    own = make_model(spec.model).lam if spec.lam is None else spec.lam
+    return lambdas_searched(spec.model, (*lams, own))
+
+
 def baseline(spec: RunSpec, lams=(), ctx: Context | None = None, dataset=None) -> Baseline:
     """The non-private reference for ``spec``'s data and model (its dataset, model, ``n``,
     ``d``, ``noise``; the mechanism and its settings do not enter), the best over
     :func:`lambdas_searched` of ``lams`` and ``spec.lam``.  ``dataset``: a user's own
     :class:`~dpcore.datasets.Dataset` in place of the registered one."""
     ctx = ctx or default_context()
-    own = make_model(spec.model).lam if spec.lam is None else spec.lam  # None: the model's default λ
-    searched = lambdas_searched(spec.model, (*lams, own))
+    searched = lambdas_for(spec, lams)
     base = RunSpec(dataset=spec.dataset, model=spec.model, mechanism="non-private", repeats=1, seed=0,
                    n=spec.n, d=spec.d, noise=spec.noise)
     quiet = ctx.with_(progress=None, on_trace=None)
