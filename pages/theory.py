@@ -159,4 +159,7 @@ if meas:
         integer_ticks(fig2, meas["grid"])
     tell_apart(fig2)
     show_chart(fig2)
+    for mrec in meas["mechanisms"]:
+        if mrec.get("note"):
+            st.info(mrec["note"])
     download_figure(fig2, "measured_vs_predicted", "th_dl_fig2")

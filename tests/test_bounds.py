@@ -756,3 +756,17 @@ def test_compare_measured_small_run():
         -2 + ln(ln(1600) / ln(400)) / ln(4), abs=1e-9)
     with pytest.raises(ParameterError, match="'n' or 'epsilon'"):
         compare_measured("iris", "logreg", 1.0, 1e-3, 10, over="T")
+
+
+def test_a_measured_gap_above_the_zero_models_says_so():
+    """A new user saw objective-gaussian's measured gap flat at 17–20 (slope −0.09) beside predicted
+    slopes −1 and −2, with no word: on Adult's width at ε = 0.1 and n ≤ 4000 its noise outweighs the
+    data. Every gap above ln 2 (≥ L(0) − L* for the logistic loss) is worse than θ = 0, and the
+    result says so; at ε = 1 no mechanism is there, and no note is written."""
+    small = compare_measured("adult", "logreg", 0.1, 1e-5, 200, mechanisms=["objective-gaussian", "gradient-dpgd"],
+                             over="n", repeats=2)
+    objective, dpgd = small["mechanisms"]
+    assert min(objective["gap_mean"]) > ln(2) and "worse than θ = 0" in objective["note"]
+    assert min(dpgd["gap_mean"]) < ln(2) and "note" not in dpgd  # above ln 2 at small n only: no note
+    large = compare_measured("adult", "logreg", 1.0, 1e-5, 200, mechanisms=["objective-gaussian"], over="n", repeats=2)
+    assert "note" not in large["mechanisms"][0] and min(large["mechanisms"][0]["gap_mean"]) < ln(2)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -459,6 +460,14 @@ def compare_measured(dataset_id: str, model_id: str, epsilon: float, delta: floa
         entry["gap_mean"] = [float(np.mean(g)) for g in gaps]
         entry["gap_std"] = [float(np.std(g, ddof=1)) if len(g) > 1 else 0.0 for g in gaps]
         entry["measured_slope"] = loglog_slope(grid, entry["gap_mean"])
+        if model_id == "logreg" and min(entry["gap_mean"]) > math.log(2):
+            # L(0) − L* ≤ ln 2 − L* ≤ ln 2 for the logistic loss: every model measured is worse than 0
+            where = "n" if over == "n" else "ε"
+            entry["note"] = (
+                f"{entry['mechanism']}: its gap ({min(entry['gap_mean']):.3g}–{max(entry['gap_mean']):.3g}) is "
+                f"above ln 2 at every {where} measured, so each model is worse than θ = 0: its noise outweighs "
+                f"the data here, where the predicted rates (upper bounds, for large n) need not show yet"
+                + (f"; try a larger ε than {epsilon:g}." if over == "n" else "."))
     return {
         "over": over, "grid": grid, "dataset": dataset_id, "run_dataset": plan["run_dataset"],
         "dataset_note": plan["dataset_note"], "model": model_id, "epsilon": epsilon, "delta": delta,
