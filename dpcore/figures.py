@@ -282,7 +282,10 @@ def tradeoff_figure(result: dict, baseline: float | None = None, baseline_label:
                              name=f"{short_name(result['curve_mechanism'])}, input noise varied"))
     central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
     if central:
-        fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)", **REFERENCE_LINE)
+        # its label under its line, the non-private one's above (top left): the two lines are often
+        # a hair apart, and at a phone's width their labels overprinted
+        fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)",
+                      annotation_position="bottom right", **REFERENCE_LINE)
     if baseline is not None:
         fig.add_hline(y=baseline, annotation_text=baseline_label, annotation_position="top left", **REFERENCE_LINE)
     guess = next((r.get("accuracy_guess") for r in rows if r.get("accuracy_guess") is not None), None)

@@ -676,7 +676,9 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
                                  line=dict(width=1)))
     star, gap = rec.get("loss_star"), rec.get("gap_mean")
     if star is not None:
-        fig.add_hline(y=star, annotation_text="L* (non-private optimum)", **REFERENCE_LINE)
+        # under its line: the released model's label sits above its point, at L* + gap ≥ L*
+        fig.add_hline(y=star, annotation_text="L* (non-private optimum)", annotation_position="bottom right",
+                      **REFERENCE_LINE)
     if star is not None and gap is not None and math.isfinite(gap):
         released = star + gap
         end = float(np.nanmean(arr[-1])) if np.isfinite(arr[-1]).any() else math.nan

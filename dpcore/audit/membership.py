@@ -260,10 +260,11 @@ def size_ceiling(trials: int, delta: float, alpha: float) -> float:
     return epsilon_lower_bound(0, half, 0, half, delta, alpha)
 
 
-def verdict_line(rec: dict[str, Any]) -> str:
-    """The verdict as every view writes it: ``Verdict: **…** (refuted: …).`` then :func:`summary`."""
+def verdict_line(rec: dict[str, Any], explained: bool = True) -> str:
+    """The verdict as every view writes it: ``Verdict: **…** (refuted: …).``, then (``explained``)
+    :func:`summary`."""
     refuted = f" (refuted: {', '.join(rec['refuted'])})" if rec["refuted"] else ""
-    return f"Verdict: **{rec['verdict']}**{refuted}. {summary(rec)}"
+    return f"Verdict: **{rec['verdict']}**{refuted}." + (f" {summary(rec)}" if explained else "")
 
 
 def summary(rec: dict[str, Any]) -> str:
