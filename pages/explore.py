@@ -1,3 +1,5 @@
+import math
+
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
@@ -123,6 +125,12 @@ if rec is None:
 for w in rec["warnings"]:
     st.warning(w)
 
+def _certifies(record: dict) -> bool:
+    """Whether the run's noise certifies a finite ε (a heuristic's, input-dbdp-if's, does not)."""
+    cert = record.get("epsilon_certified")
+    return cert is not None and math.isfinite(cert)
+
+
 ref = reference_for(config)  # the one non-private reference every view draws (the best over the λ grid)
 if ref is None:
     st.stop()
@@ -143,7 +151,10 @@ if worse:
     st.warning("No better than guessing: always answering "
              + (f"the majority class, “{rec['guess_class']}”," if "accuracy_mean" in rec and rec.get("guess_class")
                 else "the majority class" if "accuracy_mean" in rec else "the mean label")
-             + " scores as well as this private model. At this ε the noise has drowned what the data "
+             + " scores as well as this private model. "
+             + ("At this ε the noise has drowned what the data " if _certifies(rec) else
+                f"The noise it adds (set by its paper for ε = {fmt_eps(rec['epsilon_target'])}, which no proof "
+                "certifies here) has drowned what the data ")
                + ("says: its own released records could not show anything better; try a larger ε or more data."
                   if rec.get("guess_chosen") else "says; try a larger ε, more data, or the tuned settings."
                   if tuned is not None and not tuned_in_use else "says; try a larger ε or more data."))

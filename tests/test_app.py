@@ -1292,3 +1292,14 @@ def test_a_downloaded_table_names_its_rows_own_non_private_model():
     assert data["accuracy_nonprivate_at_this_rows_lambda"].tolist() == pytest.approx(
         table["accuracy_nonprivate"].tolist(), nan_ok=True)
     assert list(data.columns) == [ROW_LAMBDA_COLUMNS.get(c, c) for c in table.columns]
+
+
+def test_below_guessing_without_a_guarantee_does_not_blame_its_epsilon():
+    """input-dbdp-if certifies no ε (∞): its warning below guessing names the paper's target and
+    says that no proof certifies it, where a certified mechanism's says 'at this ε'."""
+    at = _page("explore.py")
+    at.query_params.update({"ex_mechanism": "input-dbdp-if", "ex_R": "2"})
+    at.run()
+    assert not at.exception
+    [below] = [w.value for w in at.warning if w.value.startswith("No better than guessing")]
+    assert "which no proof certifies here" in below and "At this ε" not in below
