@@ -70,10 +70,11 @@ with st.sidebar:
             st.caption(f"Tuned at ε = {tuned[1]:g}"
                        + ("" if tuned_in_use else " (not in use: a value was changed by hand)")
                        + ": " + setting_text(tuned[0]))
-        st.button("Use the tuned settings", key="ex_tuned", on_click=apply_setting, args=(tuned[0], mechanism),
-                  help=f"T, η, λ (and C or q) as tuned on {dataset} at ε = {tuned[1]:g}: "
-                       + setting_text(tuned[0])
-                       + ". The Tune view shows how they were chosen and what the search costs.")
+        if not tuned_in_use:  # in use (the toggle's default), the button would do nothing: not shown
+            st.button("Use the tuned settings", key="ex_tuned", on_click=apply_setting, args=(tuned[0], mechanism),
+                      help=f"T, η, λ (and C or q) as tuned on {dataset} at ε = {tuned[1]:g}: "
+                           + setting_text(tuned[0])
+                           + ". The Tune view shows how they were chosen and what the search costs.")
     delta = param_widget("delta", "ex_delta", label="δ")
     iterations = param_widget("iterations", "ex_T", label="iterations T")
     lam = param_widget("lam", "ex_lam", label="λ (L2 regularisation)")

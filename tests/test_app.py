@@ -802,8 +802,14 @@ def test_explore_offers_the_tuned_settings_where_they_exist():
     at.select_slider(key="ex_epsilon").set_value(0.1).run()
     setting, eps = tuned_setting("adult", "logreg", "gradient-dpsgd", 0.1)
     assert eps == 0.1
+    # opened at them (the toggle's default): a button that would do nothing is not shown
+    assert at.number_input(key="ex_T").value == setting["iterations"]
+    assert "ex_tuned" not in [b.key for b in at.button]
+    at.number_input(key="ex_T").set_value(setting["iterations"] + 7).run()  # changed by hand
+    at.select_slider(key="ex_lam").set_value(0.01).run()
+    assert any("not in use" in c.value for c in at.caption)
     at.button(key="ex_tuned").click().run()
-    assert not at.exception
+    assert not at.exception and "ex_tuned" not in [b.key for b in at.button]
     assert at.number_input(key="ex_T").value == setting["iterations"]
     assert at.select_slider(key="ex_q").value == setting["sample_rate"]
     assert at.select_slider(key="ex_lam").value == setting["lam"]
