@@ -662,3 +662,19 @@ def test_a_bundle_larger_than_a_workers_share_is_split_only_where_no_number_chan
     two = run_grid(specs, Context(workers=2))
     for k in ("accuracy", "gap", "epsilon_certified", "sigma"):
         assert one[k].tolist() == two[k].tolist(), k
+
+
+@pytest.mark.parametrize("preset_id", ["002-fig1", "002-fig2"])
+def test_a_log_n_axis_over_decades_is_labelled_at_decades_only(preset_id):
+    """002-fig1 and 002-fig2 (n from hundreds to tens of thousands, log axes) had Plotly label its
+    minor ticks '2' and '5' between the decades, read as values of n: every log x axis spanning a
+    decade or more now ticks at decades (dtick 1)."""
+    from pages.common import load_shipped
+
+    fig = load_shipped(preset_id)[1]
+    if fig is None:
+        pytest.skip(f"{preset_id} is not shipped")
+    axes = [fig.layout[k] for k in fig.layout if k.startswith("xaxis") and fig.layout[k].type == "log"]
+    assert axes
+    wide = [a for a in axes if a.range is not None and a.range[1] - a.range[0] >= 1]
+    assert wide and all(a.dtick == 1 for a in wide), [(a.range, a.dtick) for a in axes]

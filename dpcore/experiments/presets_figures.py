@@ -84,9 +84,13 @@ def figure_and_points(preset, df, published=None, calibration: str | None = None
                              type="log" if metric == "gap" else None,
                              dtick=1 if metric == "gap" else None, row=i, col=j)  # log: decades only
             log_x = preset.x == "n" or preset.log_x
+            span = _fitted_range(xs, log_x)
             fig.update_xaxes(title_text={"epsilon": "ε", "n": "n (training rows)",
                                          "skew": "skew u = n_max / n_min"}[preset.x],
-                             type="log" if log_x else None, range=_fitted_range(xs, log_x), row=i, col=j)
+                             type="log" if log_x else None, range=span, row=i, col=j,
+                             # over a decade or more, a label at each decade only (Plotly's own put
+                             # "2" and "5" between them, read as values of n)
+                             dtick=1 if log_x and span is not None and span[1] - span[0] >= 1 else None)
     panels = list(dict.fromkeys(panel_name(preset, r, c) for r in row_keys for c in col_keys))
     note = {"rows": points, "panels": panels, "x": xcol}
     _finish(preset, fig, note, row_keys, col_keys)
