@@ -275,12 +275,12 @@ def keep_choice(key: str, options, label: str, default=None) -> None:
     # a value replaced only because these options lacked it comes back when they have it again
     # (input-dbdp-if offers only the published calibration: the next mechanism is certified again)
     wanted_key = f"_wanted_{key}"
-    if wanted_key in st.session_state:
-        replaced_by, wanted = st.session_state.pop(wanted_key)
-        if value == replaced_by and wanted in options:
-            st.session_state[key] = value = wanted
-        elif value == replaced_by:
-            st.session_state[wanted_key] = (replaced_by, wanted)  # not yet: keep waiting
+    replaced_by, wanted = st.session_state.get(wanted_key, (None, None))
+    if wanted_key in st.session_state and value != replaced_by:
+        del st.session_state[wanted_key]  # changed by hand meanwhile: nothing to give back
+    elif wanted_key in st.session_state and wanted in options:
+        del st.session_state[wanted_key]
+        st.session_state[key] = value = wanted
     if value not in options:
         _say_link_changed(key, label, value, used)
         st.session_state[key] = used

@@ -125,12 +125,8 @@ if rec is None:
     st.stop()
 for w in rec["warnings"]:
     st.warning(w)
-
-def _certifies(record: dict) -> bool:
-    """Whether the run's noise certifies a finite ε (a heuristic's, input-dbdp-if's, does not)."""
-    cert = record.get("epsilon_certified")
-    return cert is not None and math.isfinite(cert)
-
+# whether the run's noise certifies a finite ε (a heuristic's, input-dbdp-if's, does not)
+certifies = rec.get("epsilon_certified") is not None and math.isfinite(rec["epsilon_certified"])
 
 ref = reference_for(config)  # the one non-private reference every view draws (the best over the λ grid)
 if ref is None:
@@ -153,7 +149,7 @@ if worse:
              + (f"the majority class, “{rec['guess_class']}”," if "accuracy_mean" in rec and rec.get("guess_class")
                 else "the majority class" if "accuracy_mean" in rec else "the mean label")
              + " scores as well as this private model. "
-             + ("At this ε the noise has drowned what the data " if _certifies(rec) else
+             + ("At this ε the noise has drowned what the data " if certifies else
                 f"The noise it adds (set by its paper for ε = {fmt_eps(rec['epsilon_target'])}, which no proof "
                 "certifies here) has drowned what the data ")
                + ("says: its own released records could not show anything better; try a larger ε or more data."
