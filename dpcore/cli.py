@@ -28,6 +28,7 @@ from .certify import CERTIFY_PARAMS, certify_plans
 from .certify import certify as certify_run
 from .datasets import from_csv, get_spec, list_datasets
 from .datasets.upload import MAX_UPLOAD_BYTES
+from . import shipped
 from .exceptions import DPCoreError
 from .audit import audit
 from .experiments.baselines import baseline
@@ -596,6 +597,7 @@ def _cmd_tune(args) -> Any:
     if out is not None:
         with _writing("--out", out):
             out.write_text(dumps(record, indent=1) + "\n")
+            shipped.record([out])  # a tuning shipped into the data folder: listed in the manifest
     if plan_out is not None and not result.plans:
         raise DPCoreError("--plan-out: no search ran (input and local perturbation choose on their own releases, "
                           "for free: their plan is the run's, `run --plan-out` writes it)")

@@ -87,21 +87,6 @@ def prune_folder(folder: str | os.PathLike, limit: float, prefix: str = "", suff
     return removed
 
 
-class FolderBound:
-    """A cache folder's size bound: :meth:`wrote` counts this process's writes of the files
-    ``<prefix>*.json`` and prunes them to ``limit`` bytes once every ``every`` writes."""
-
-    def __init__(self, limit: float, every: int, prefix: str = ""):
-        self.limit, self.every, self.prefix = float(limit), int(every), prefix
-        self._writes = 0
-
-    def wrote(self, folder: str | os.PathLike) -> int:
-        self._writes += 1
-        if self._writes % self.every:
-            return 0
-        return prune_folder(folder, self.limit, self.prefix)
-
-
 #: the largest cache file any reader here accepts (an exact MLP solution is about 0.3 MB)
 MAX_CACHE_BYTES = 16 * 2**20
 
@@ -110,24 +95,49 @@ MAX_CACHE_BYTES = 16 * 2**20
 NO_FILE = type("NoFile", (), {"__repr__": lambda self: "NO_FILE"})()
 
 
+def read_regular(path: str | os.PathLike, max_bytes: int) -> bytes | None:
+    """The bytes of ``path``, or ``None`` when there is no file.  Raises ``ValueError`` unless it is a
+    regular file of at most ``max_bytes``: opened without blocking (a FIFO never waits for a writer),
+    checked on the open descriptor (no swap between the check and the read), read to the cap only."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ValueError("a folder, not a file") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file (a FIFO, a device or a link to one)")
+        if st.st_size > max_bytes:
+            raise ValueError(f"{st.st_size:,} bytes, more than its kind's {max_bytes:,}")
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise ValueError(f"more than its kind's {max_bytes:,} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+
 def read_cache_file(path: str | os.PathLike, max_bytes: int = MAX_CACHE_BYTES) -> Any:
     """A JSON document this package wrote to a cache folder, or :data:`NO_FILE` when there is none.
 
     Raises ``ValueError`` (for the caller to log and recompute) unless ``path`` is a regular
-    file of at most ``max_bytes`` holding valid JSON of sane depth: a FIFO, a device or a
-    link to one would hang the reader or fill memory, a huge or deeply nested file would
-    exhaust it.
+    file of at most ``max_bytes`` holding valid JSON of sane depth (:func:`read_regular`: a FIFO,
+    a device or a link to one would hang the reader or fill memory, a huge or deeply nested file
+    would exhaust it).
     """
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
+    raw = read_regular(path, max_bytes)
+    if raw is None:
         return NO_FILE
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError("not a regular file")
-    if st.st_size > max_bytes:
-        raise ValueError(f"{st.st_size:,} bytes, more than a cache entry can be")
-    with open(path, "rb") as fh:
-        raw = fh.read(max_bytes + 1)
     try:
         return json.loads(raw)
     except RecursionError:

@@ -88,6 +88,9 @@ __all__ = [
     "calibrate",
     "classical_gaussian_sigma",
     "DP_EVENTS_FORMAT",
+    "CLOSED_FORM_TOL",
+    "certificate_error",
+    "same_certificate",
     "DP_EVENTS_LIST_FORMAT",
     "dp_events_list",
     "DP_EVENTS_VERSION",
@@ -97,6 +100,70 @@ __all__ = [
 _NR = dpa.NeighboringRelation
 # Relative tolerance of :func:`calibrate`'s root search (the result is then confirmed).
 CALIBRATION_RTOL = 1e-9
+
+#: the closed forms' and root finders' error, absolute, per unit of 1 + ε: brentq stops within
+#: 1e-13 + 1e-13·ε of the root and ``gdp_rr_epsilon`` rounds up by 2e-13·(1 + ε), so two evaluations
+#: (two CPUs, two kernels) agree to 6e-13·(1 + ε) (docs/spec.md, §9.1)
+CLOSED_FORM_TOL = 1e-12
+
+
+def certificate_error(plan: "NoisePlan", delta: float) -> float:
+    """The accountant's own error of :func:`certify` ``(plan, delta)``, absolute: one step of the PLD's
+    grid where :func:`certify` composes on the PLD (it rounds every privacy loss up onto the grid, so
+    its ε is an upper bound good to one step; a loss on a step's edge may round either way on another
+    CPU), else the closed forms' :data:`CLOSED_FORM_TOL` · (1 + ε).  It follows :func:`certify`'s
+    routes: a test holds the two together.
+
+    >>> certificate_error(gaussian("a query", 1.0, 2.0), 1e-5)  # GDP, a closed form: 1e-12 · (1 + ε)
+    2.99...e-12
+    >>> certificate_error(sampled_gaussian("DP-SGD", 1.0, 1.1, 0.01, 1000), 1e-5)  # the PLD's grid
+    0.001
+    """
+    eps = certify(plan, delta)
+    closed = CLOSED_FORM_TOL * (1.0 + eps) if math.isfinite(eps) else 0.0
+    if plan.void is not None or not math.isfinite(eps):
+        return closed
+    worst = max((certificate_error(p, delta) for p in plan.parts), default=0.0)
+    rr = [r for r in plan.releases if r.kind == "randomized-response" and r.epsilon >= _FAINT_RR]
+    gauss = [r for r in plan.releases if r.kind in ("gaussian", "sampled-gaussian", "any-of")]
+    rest = delta - sum(r.count * r.delta for r in plan.releases if r.kind == "theorem")
+    grid = 0.0
+    if not gauss or (not rr and all(r.kind == "gaussian" for r in gauss)):
+        grid = 0.0  # pure releases added up, or GDP
+    elif not rr and len(gauss) == 1 and gauss[0].kind == "sampled-gaussian":
+        r = gauss[0]
+        if (r.sample_rate < 1 and r.noise_multiplier >= acc.PLD_MIN_MULTIPLIER and rest >= acc.PLD_MIN_DELTA
+                and acc.never_sampled(r.sample_rate, r.count) > rest):
+            grid = acc.pld_grid(r.noise_multiplier, r.sample_rate, r.count) or 0.0
+    elif all(r.kind == "gaussian" for r in gauss) and sum(r.count for r in rr) <= MAX_EXACT_RR:
+        grid = 0.0  # the exact profile of Gaussians and randomized responses
+    elif rest >= acc.PLD_MIN_DELTA:
+        grid = 0.05  # _pld_or_basic: the PLD on a grid no coarser than this (or basic composition, exact)
+    else:  # below the PLD's smallest δ: bounds by routes exact at any δ, some of them parts' PLDs
+        grid = max((certificate_error(NoisePlan((r,)), rest) for r in gauss if r.kind == "sampled-gaussian"),
+                   default=0.0)
+    return max(worst, closed, grid)
+
+
+def same_certificate(stored: float | None, recomputed: float, error: float | None = None) -> bool:
+    """Whether a stored certified ε is the one this code recomputes, within ``error``: the accountant's
+    own (:func:`certificate_error` of the plan; by default a closed form's, :data:`CLOSED_FORM_TOL` ·
+    (1 + ε)).  An infinite ε (no guarantee, stored as ``None``) equals only itself.  Across CPUs a
+    PLD certificate moves by far less than its grid (a shipped DP-SGD row: 0.9999915219379503 →
+    0.9999916088859793, 8.7e-8, between an AVX-512 and an AVX2 machine, on a grid of 1e-3).
+
+    >>> same_certificate(0.9999915219379503, 0.9999916088859793, error=1e-3), same_certificate(0.99, 1.0)
+    (True, False)
+    >>> same_certificate(None, float("inf")), same_certificate(1.0, float("inf"))
+    (True, False)
+    >>> same_certificate(0.4999999999999977, 0.49999997400097623)  # a closed form's shift: another code's
+    False
+    """
+    stored = math.inf if stored is None else float(stored)
+    if math.isinf(stored) or math.isinf(recomputed) or math.isnan(stored):
+        return stored == recomputed
+    allowed = CLOSED_FORM_TOL * (1.0 + abs(recomputed)) if error is None else error
+    return abs(stored - recomputed) <= allowed
 
 
 _KINDS = ("gaussian", "sampled-gaussian", "gamma-norm", "randomized-response", "theorem", "any-of")

@@ -297,6 +297,31 @@ def choice(kind: str, label: str, options, *, key: str, container=st, fallback=N
     return getattr(container, kind)(label, options, key=key, **kw)
 
 
+def _hold_within(key: str, label: str, kind: type, lo, hi, default) -> None:
+    """The widget's held value (a link's, a tuned setting's) brought within [lo, hi] and to its kind
+    before the widget is made (Streamlit raises on a value outside a widget's range); a change is said."""
+    current = st.session_state.get(key, default)
+    before = current
+    try:
+        if isinstance(current, bool):
+            raise TypeError("a flag")
+        current = kind(min(max(kind(current), kind(lo)), kind(hi)))
+        if isinstance(current, float) and math.isnan(current):
+            raise ValueError("nan")
+    except (TypeError, ValueError, OverflowError):
+        current = kind(default)
+    if current != before:
+        _say_link_changed(key, label, before, current)
+    st.session_state[key] = current
+
+
+def bounded_slider(label: str, lo, hi, key: str, default, container=st, **kw) -> Any:
+    """A slider on [lo, hi] whose held value is brought within them first (:func:`_hold_within`): a
+    link's ``tu_acc=2`` or ``lc_T=5`` gives a note and the nearest end, never an exception."""
+    _hold_within(key, label, type(default), lo, hi, default)
+    return container.slider(label, lo, hi, key=key, **kw)
+
+
 def param_widget(name: str, key: str, *, label: str | None = None, container=st, zero: bool = False,
                  **kw) -> Any:
     """One widget for a declared parameter; its range comes from :data:`dpcore.params.PARAMS`.
@@ -323,17 +348,7 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
             extra.add(float(held))
         opts = list(log_ticks(lo, hi, 25, extra))
         return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}", kw.pop("help"))
-    current = st.session_state.get(key, value)
-    before = current
-    try:
-        current = kind(min(max(kind(current), kind(lo)), kind(hi)))
-        if isinstance(current, float) and math.isnan(current):
-            raise ValueError("nan")
-    except (TypeError, ValueError, OverflowError):
-        current = kind(value)
-    if current != before:
-        _say_link_changed(key, label, before, current)
-    st.session_state[key] = current
+    _hold_within(key, label, kind, lo, hi, value)
     if kind is int:
         return container.number_input(label, min_value=int(lo), max_value=int(hi), step=1, key=key,
                                       help=kw.pop("help"))
@@ -714,7 +729,10 @@ def load_shipped(preset_id: str):
     only with the app; pages only read the figures: show_chart draws a copy).  Paper figures
     reads it; the Start view's "Prepare for class" draws the first figure ahead (a few seconds
     the first time in a server process, which 30 students opening it at once would all wait)."""
-    shipped = _presets.shipped_results(preset_id)  # by the module: a test may replace it
+    # by the module: a test may replace it; every number verified (dpcore.shipped's rule), the
+    # certificates recomputed on the app's calibration table (kept on disk: seconds once, then at once);
+    # a refused file raises ShippedFileError, which is not cached: the page shows its one line
+    shipped = _presets.shipped_results(preset_id, ctx=app_context())
     return (shipped, None, None, None) if shipped is None else (shipped, *drawn(shipped))
 
 

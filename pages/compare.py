@@ -163,9 +163,16 @@ if st.button("Run comparison", type="primary", key="cmp_run"):
             st.caption(f"{len(done)} of {total} configurations done; the rest join the chart as they finish.")
 
     live = live_drawer(draw_so_far, every=1.5)  # the first at once; then a redraw the browser can afford
-    with reference_notice(base):
-        rows = epsilon_sweep(base, mechs, epsilons, with_progress(bar), per_mechanism=per_mechanism,
-                             dataset=own_data, tuned=tuned, partial=live)
+    try:
+        with reference_notice(base):
+            rows = epsilon_sweep(base, mechs, epsilons, with_progress(bar), per_mechanism=per_mechanism,
+                                 dataset=own_data, tuned=tuned, partial=live)
+    except DPCoreError as exc:  # e.g. a shipped tuning refused (not the file shipped): said, nothing kept
+        live.clear()
+        bar.empty()
+        st.error(f"The comparison did not run: {exc}" + (". Turn off the tuned settings to compare at the "
+                                                          "settings above." if tuned else "."))
+        st.stop()
     live.clear()
     bar.empty()
     st.session_state["cmp_rows"] = rows

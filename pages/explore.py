@@ -6,6 +6,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.audit import audit
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
+from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
@@ -38,7 +39,11 @@ with st.sidebar:
                              key="ex_mechanism", format_func=lambda m: f"{m} — {REGISTRY[m].name}")
     cls = REGISTRY[mechanism]
     epsilon = param_widget("epsilon", "ex_epsilon", label="ε (privacy budget)")
-    tuned = None if user_dataset(dataset) is not None else tuned_setting(dataset, model, mechanism, epsilon)
+    try:
+        tuned = None if user_dataset(dataset) is not None else tuned_setting(dataset, model, mechanism, epsilon)
+    except ShippedFileError as exc:  # the shipped tuning is refused: the untuned settings, and why
+        tuned = None
+        st.warning(f"No tuned settings are offered: {exc}")
     tuned_in_use = False
     applied = st.session_state.get("_ex_tuned_for")
     if tuned is None and applied is not None and applied[:2] != (dataset, model):

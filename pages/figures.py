@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
+from dpcore.shipped import ShippedFileError
 from dpcore.experiments.presets import PRESETS, RESULTS_DIR, rerun, shipped_ids
 from pages.common import (
     choice, CACHE_DIR, WORKERS, download_figure, download_table, drawn, enter_view, load_shipped,
@@ -35,7 +36,11 @@ preset_id = choice("selectbox", "Figure", ids, key="fig_preset",
                          format_func=lambda p: f"{p} — {PRESETS[p].paper}, {PRESETS[p].figures}: {PRESETS[p].title}")
 write_to_url(list(URL_KEYS))
 
-shipped, fig, screen, note = load_shipped(preset_id)
+try:
+    shipped, fig, screen, note = load_shipped(preset_id)
+except ShippedFileError as exc:  # not what was shipped, or not this code's numbers: never drawn
+    st.error(f"Nothing of this figure is shown: {exc}.")
+    st.stop()
 preset = PRESETS[preset_id]
 if shipped is None:
     st.info(f"The full-size results of **{preset_id}** are not shipped yet ({len(preset.tasks())} "

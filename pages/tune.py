@@ -1,6 +1,7 @@
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
+from dpcore.shipped import ShippedFileError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import (
     DEFAULT_MECHANISMS,
@@ -13,7 +14,7 @@ from dpcore.figures import released_tuning_figure, tuning_figure
 from dpcore.mechanisms import REGISTRY, short_name
 from dpcore.params import parse_grid
 from pages.common import (
-    choice, enter_view, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
+    bounded_slider, choice, enter_view, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
 )
 from pages.links import restore_from_url, write_to_url
 
@@ -43,7 +44,11 @@ eps_text = st.text_input("ε grid (comma-separated)", key="tu_eps",
                          help="each ε is tuned separately; δ = 1/n² (Yu et al. 2020)")
 write_to_url(list(URL_KEYS))
 
-shipped = shipped_tuning(dataset, "logreg")
+try:
+    shipped = shipped_tuning(dataset, "logreg")
+    refused = None
+except ShippedFileError as exc:  # not the file shipped, or not this code's certificates: never drawn
+    shipped, refused = None, exc
 if st.button("Tune here", type="primary", key="tu_run",
              help="every candidate of every mechanism at every ε: the progress bar says how far it is and estimates the rest"):
     try:
@@ -61,7 +66,10 @@ record = st.session_state.get("tu_result")
 if record is None or record.get("dataset") != dataset:
     record = shipped
     if record is None:
-        st.info(f"No shipped tuning for {dataset}: press **Tune here**.")
+        if refused is not None:
+            st.error(f"The shipped tuning is not shown: {refused}. Press **Tune here** for your own.")
+        else:
+            st.info(f"No shipped tuning for {dataset}: press **Tune here**.")
         st.stop()
     st.caption(f"Shipped tuning (press **Tune here** for your own): `{record.get('command', '')}`, "
                f"{record.get('date', '')}, {record.get('seconds', 0):.0f} s on 2 cores.")
@@ -104,8 +112,7 @@ st.caption("ε spent covers the chosen setting and the model trained with it. Th
 download_table(rows, "tuning", "tu_dl_table")
 
 st.subheader("ε for this accuracy")
-st.session_state.setdefault("tu_acc", URL_KEYS["tu_acc"])
-need = st.slider("The test accuracy I need", 0.5, 1.0, step=0.005, key="tu_acc", format="%.3f")
+need = bounded_slider("The test accuracy I need", 0.5, 1.0, "tu_acc", URL_KEYS["tu_acc"], step=0.005, format="%.3f")
 answer = epsilon_for_accuracy(rows, need)
 st.dataframe(readable([{"mechanism": a["mechanism"], "smallest tuned ε": a["epsilon"],
                         "ε spent with the search": a["epsilon_spent"], "its test accuracy": a["test_accuracy"],

@@ -2,8 +2,10 @@
 
 import json
 import math
+import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -624,32 +626,42 @@ def test_paper_figures_say_how_to_make_results_that_are_not_shipped(monkeypatch)
         st.cache_resource.clear()
 
 
-def test_shipped_results_need_both_files(tmp_path):
-    import pandas as pd
+def test_shipped_results_need_both_files_listed_in_the_manifest(tmp_path):
+    """A preset's shipped results are its table and its record, both listed in the data folder's
+    manifest (dpcore.shipped): one alone is not a figure, and an unlisted file is refused."""
+    from dpcore import shipped
+    from dpcore.experiments.presets import RESULTS_DIR, shipped_results
 
-    from dpcore.experiments.presets import shipped_results
+    results = tmp_path / "results"
+    results.mkdir()
+    assert shipped_results("004-fig1", folder=results) is None
+    shutil.copy(RESULTS_DIR / "004-fig1.csv", results / "004-fig1.csv")
+    assert shipped_results("004-fig1", folder=results) is None  # no record of how it was made
+    shutil.copy(RESULTS_DIR / "004-fig1.json", results / "004-fig1.json")
+    with pytest.raises(shipped.ShippedFileError, match="not in the manifest"):
+        shipped_results("004-fig1", folder=results)
+    assert shipped.record([results / "004-fig1.csv", results / "004-fig1.json"], tmp_path) == \
+        ["results/004-fig1.csv", "results/004-fig1.json"]
+    got = shipped_results("004-fig1", folder=results)
+    assert got is not None and len(got.table) == len(pd.read_csv(RESULTS_DIR / "004-fig1.csv"))
 
-    assert shipped_results("004-fig1", folder=tmp_path) is None
-    pd.DataFrame({"mechanism": ["gradient-dpgd"]}).to_csv(tmp_path / "004-fig1.csv", index=False)
-    assert shipped_results("004-fig1", folder=tmp_path) is None  # no record of how it was made
-    (tmp_path / "004-fig1.json").write_text('{"tasks": 1, "command": "python -m dpcore sweep"}')
-    got = shipped_results("004-fig1", folder=tmp_path)
-    assert got is not None and list(got.table["mechanism"]) == ["gradient-dpgd"]
-    # the provenance says what the last run computed and whether a budget was raised
+
+def test_the_provenance_says_what_the_last_run_computed_and_whether_a_budget_was_raised():
+    from dpcore.experiments.presets import ShippedResults, get_preset
+
     record = {"tasks": 3, "computed": 1, "cached": 2, "wall_seconds": 60.0, "workers": 2,
               "started": "2026-11-23T10:00:00", "command": "python -m dpcore sweep --preset 004-fig1",
               "environment": {"dpcore": "0.1.0", "git_commit": "abc"}, "budgets": {"memory_bytes": 8 * 2**30}}
-    (tmp_path / "004-fig1.json").write_text(json.dumps(record))
-    text = shipped_results("004-fig1", folder=tmp_path).provenance()
-    assert "(memory budget raised to 8 GiB; 1 tasks computed, 2 from the result cache of earlier runs)" in text
-    assert "in 60 s on 2 workers" in text and "work budget" not in text
+
+    def text():
+        return ShippedResults(preset=get_preset("004-fig1"), table=pd.DataFrame(), record=record).provenance()
+
+    assert "(memory budget raised to 8 GiB; 1 tasks computed, 2 from the result cache of earlier runs)" in text()
+    assert "in 60 s on 2 workers" in text() and "work budget" not in text()
     record["budgets"]["work"] = 1e12
-    (tmp_path / "004-fig1.json").write_text(json.dumps(record))
-    text = shipped_results("004-fig1", folder=tmp_path).provenance()
-    assert "memory budget raised to 8 GiB; work budget raised to 1e+12 operations" in text
+    assert "memory budget raised to 8 GiB; work budget raised to 1e+12 operations" in text()
     del record["wall_seconds"]
-    (tmp_path / "004-fig1.json").write_text(json.dumps(record))
-    assert "in an unrecorded time" in shipped_results("004-fig1", folder=tmp_path).provenance()
+    assert "in an unrecorded time" in text()
 
 
 def test_the_time_left_is_estimated_from_the_loop_under_way(monkeypatch):
@@ -739,29 +751,36 @@ def test_every_figure_whose_published_calibration_overshoots_says_why():
     assert checked >= 10  # the seeds' input perturbation, Fukuchi and WD-DP figures
 
 
-def test_paper_figures_say_which_settings_were_refused(monkeypatch, tmp_path):
-    import shutil
-
-    import pandas as pd
+def test_paper_figures_refuse_a_table_with_a_refusal_the_code_does_not_give(tmp_path, monkeypatch):
+    """A refusal written into a shipped table (and listed in the manifest, as a maintainer's edit would
+    be) is not this code's: the view shows one error line and no figure, never the file's rows."""
     import streamlit as st
 
+    from dpcore import shipped
     from dpcore.experiments import presets
 
-    st.cache_data.clear()  # the view reads shipped results once per server
-
+    results = tmp_path / "results"
+    results.mkdir()
     for ext in ("csv", "json"):
-        shutil.copy(presets.RESULTS_DIR / f"004-fig1.{ext}", tmp_path / f"004-fig1.{ext}")
-    table = pd.read_csv(tmp_path / "004-fig1.csv")
+        shutil.copy(presets.RESULTS_DIR / f"004-fig1.{ext}", results / f"004-fig1.{ext}")
+    table = pd.read_csv(results / "004-fig1.csv", low_memory=False)
     table["error"] = table["error"].astype(object)
     table.loc[0, "error"] = "refused for the test: use at most 64 repeats"
-    table.to_csv(tmp_path / "004-fig1.csv", index=False)
-    monkeypatch.setattr(presets, "RESULTS_DIR", tmp_path)
-    at = _page("figures.py")
-    at.query_params["fig_preset"] = "004-fig1"
-    at.run()
-    assert not at.exception
-    assert any("refused for the test" in w.value for w in at.warning)
-    st.cache_data.clear()
+    table.to_csv(results / "004-fig1.csv", index=False)
+    shipped.record([results / "004-fig1.csv", results / "004-fig1.json"], tmp_path)
+    monkeypatch.setattr(presets, "RESULTS_DIR", results)
+    shipped_results = presets.shipped_results
+    monkeypatch.setattr(presets, "shipped_results", lambda p, **kw: shipped_results(p, folder=results, **kw))
+    st.cache_resource.clear()
+    try:
+        at = _page("figures.py")
+        at.query_params["fig_preset"] = "004-fig1"
+        at.run()
+        assert not at.exception and not at.get("plotly_chart") and not at.warning
+        assert len(at.error) == 1 and "results/004-fig1.csv is refused" in at.error[0].value
+        assert "refusal" in at.error[0].value
+    finally:
+        st.cache_resource.clear()
 
 
 def test_tune_page_shows_the_shipped_tuning_and_the_epsilon_for_an_accuracy():
@@ -837,18 +856,23 @@ def test_paper_figures_draw_the_published_calibration_beside_the_certified(tmp_p
 
     preset = get_preset("001-fig4")
 
-    def ship(stem, target):
-        for ext in (".csv", ".json"):
-            (tmp_path / f"{target}{ext}").write_bytes((tmp_path / f"{stem}{ext}").read_bytes())
+    from dpcore import shipped
 
-    run_preset(preset, tmp_path, quick=True, workers=1)
+    results = tmp_path / "results"
+
+    def ship(stem, target):  # as a maintainer ships a run: in place, listed in the manifest
+        for ext in (".csv", ".json"):
+            (results / f"{target}{ext}").write_bytes((results / f"{stem}{ext}").read_bytes())
+        shipped.record([results / f"{target}.csv", results / f"{target}.json"], tmp_path)
+
+    run_preset(preset, results, quick=True, workers=1)
     ship("001-fig4-quick", "001-fig4")
-    alone = shipped_results("001-fig4", folder=tmp_path)
+    alone = shipped_results("001-fig4", folder=results)
     assert alone.published is None and alone.provenance(published=True) == ""
     assert not any("(published)" in (t.name or "") for t in alone.figure().data)
-    run_preset(preset, tmp_path, quick=True, workers=1, calibration="published")
+    run_preset(preset, results, quick=True, workers=1, calibration="published")
     ship("001-fig4-quick-published", "001-fig4-published")
-    both = shipped_results("001-fig4", folder=tmp_path)
+    both = shipped_results("001-fig4", folder=results)
     assert both.published is not None and both.provenance(published=True)
     fig = both.figure()
     pub = [t for t in fig.data if (t.name or "").endswith("(published)")]

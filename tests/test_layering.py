@@ -24,7 +24,7 @@ LAYERS = [
     ("data: types", ["dpcore.datasets.base", "dpcore.partition"]),  # partition: record splits, imports nothing of ours
     ("data: preprocessing", ["dpcore.datasets.preprocess"]),
     ("data: sources", ["dpcore.datasets.synthetic", "dpcore.datasets.upload"]),
-    ("data: registry", ["dpcore.datasets.registry", "dpcore.datasets"]),
+    ("data: registry", ["dpcore.datasets.registry", "dpcore.datasets", "dpcore.shipped"]),  # shipped: the rule for shipped files
     ("models", ["dpcore.models"]),
     ("solvers", ["dpcore.erm", "dpcore.optim"]),
     # the mechanisms: what every one shares, the families, those built on a family, the registry

@@ -27,6 +27,8 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from .. import datasets as _datasets
+from .. import shipped
 from ..datasets import get_spec
 from ..exceptions import DPCoreError, ParameterError
 from ..jsonutil import dumps
@@ -47,7 +49,8 @@ from .presets_papers import (
     get_preset,
 )
 from .presets_spec import QUICK_ROWS, QUICK_ROWS_DISTRIBUTED, Preset, auto_delta
-from .sweep import environment
+from ..privacy import CLOSED_FORM_TOL
+from .sweep import check_table, environment, results_fingerprint
 
 __all__ = ["EPS_001", "EPS_002", "EPS_004", "LR_004", "N_003", "PRESETS", "QUICK_ROWS", "QUICK_ROWS_DISTRIBUTED",
            "RESULTS_DIR", "Preset", "ShippedResults", "auto_delta", "get_preset", "rerun", "run_preset",
@@ -171,6 +174,7 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
         "outputs": paths,
     }
     Path(paths["json"]).write_text(dumps(record, indent=2))
+    shipped.record([paths["csv"], paths["json"]])  # into the data folder: listed in the manifest (else nothing)
     return record
 
 
@@ -195,7 +199,9 @@ def task_plans(tasks, ctx: Context | None = None) -> dict[str, Any]:
 #: Full-size results shipped with the repository, one ``<id>.csv`` (tidy, every repeat) and
 #: ``<id>.json`` (the command, the code version, timings) per preset; made by
 #: ``python -m dpcore sweep --preset ID --out data/results`` (see data/results/README.md).
-RESULTS_DIR = Path(__file__).resolve().parents[2] / "data" / "results"
+#: In the data folder (``data/results`` in a checkout, ``dpcore/_data/results`` in an installed package),
+#: read only through :mod:`dpcore.shipped`'s rule.
+RESULTS_DIR = _datasets.DATA_DIR / "results"
 
 
 @dataclass(frozen=True)
@@ -254,7 +260,80 @@ def _shipped_files(preset_id: str, folder: Path | None) -> tuple[Path, Path] | N
     """A preset's shipped table and record, when both are there."""
     folder = RESULTS_DIR if folder is None else Path(folder)
     csv, rec = folder / f"{preset_id}.csv", folder / f"{preset_id}.json"
-    return (csv, rec) if csv.exists() and rec.exists() else None
+    return (csv, rec) if os.path.lexists(csv) and os.path.lexists(rec) else None
+
+
+def _read_verified(preset: Preset, stem: str, folder: Path | None,
+                   ctx: Context | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A shipped table and its record, read by :mod:`dpcore.shipped`'s rule (a regular file under the
+    cap, listed in the manifest with this content) and checked as the results cache checks an entry
+    (:func:`~dpcore.experiments.sweep.check_table`: types, ranges, each task's settings, and its
+    certificate recomputed); :class:`~dpcore.shipped.ShippedFileError` (one line) otherwise."""
+    data = None if folder is None else Path(folder).parent
+    rel = f"results/{stem}"
+    record = shipped.read_json(f"{rel}.json", data)
+    table = shipped.read_csv(f"{rel}.csv", data, low_memory=False)
+    if record is None or table is None:
+        raise shipped.ShippedFileError(f"the shipped {rel}.csv or {rel}.json is gone: restore both, or compute "
+                                       f"them with `{shipped.KINDS['results'].made_by}`")
+    # what was verified, by content and code: a table this code verified once is not verified again
+    # (its certificates are a function of the files and the code; the app keeps the mark on disk)
+    mark = "verified-" + hashlib.sha256("\0".join(
+        [shipped.digest(f"{rel}.csv", data), shipped.digest(f"{rel}.json", data), results_fingerprint(),
+         repr(CLOSED_FORM_TOL)]).encode()).hexdigest()[:24]
+    store = None if ctx is None or ctx.results_dir is None else ctx.results
+    if store is not None and store.read(mark, _same_mark(mark)) is not None:
+        return table, record
+    try:
+        if not isinstance(record, dict) or not isinstance(record.get("preset"), dict) \
+                or record["preset"].get("id") != preset.id:
+            raise ValueError(f"its record is not {preset.id}'s")
+        _check_provenance(record)
+        check_table(table, record.get("configs"), ctx)
+    except ValueError as exc:
+        raise shipped.ShippedFileError(f"the shipped {rel}.csv is refused: {exc}; compute it again with "
+                                       f"`python -m dpcore sweep --preset {preset.id} --out data/results`") from None
+    if store is not None:
+        store.write(mark, {"verified": mark})
+    return table, record
+
+
+def _same_mark(mark: str):
+    """A verification mark's check: the mark of these files and this code, nothing else."""
+    def check(doc: Any) -> dict:
+        if doc != {"verified": mark}:
+            raise ValueError("not this verification's mark")
+        return doc
+    return check
+
+
+def _check_provenance(record: dict[str, Any]) -> None:
+    """Raise ``ValueError`` unless the record's fields the views show (:meth:`ShippedResults.provenance`,
+    Paper figures' re-run estimate) are of their types and ranges: a count an integer ≥ 0, a time or a
+    budget a finite number ≥ 0, a text a text (``None``: not recorded)."""
+    def count(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    def amount(v):
+        return shipped.is_finite_number(v) and v >= 0
+
+    def text(v):
+        return isinstance(v, str)
+
+    env, budgets, amended = record.get("environment", {}), record.get("budgets", {}), record.get("amended", [])
+    if not isinstance(env, dict) or not isinstance(budgets, dict) or not isinstance(amended, list) \
+            or not all(isinstance(a, dict) for a in amended):
+        raise ValueError("its record's environment, budgets or amendments are not of their kind")
+    fields = [(record, ("tasks", "computed", "cached", "workers"), count),
+              (record, ("wall_seconds", "compute_seconds"), amount), (budgets, ("memory_bytes", "work"), amount),
+              (record, ("started", "command"), text), (env, ("dpcore", "git_commit"), text),
+              (record, ("quick",), lambda v: isinstance(v, bool))]
+    fields += [(a, ("date", "why"), text) for a in amended]
+    fields += [(a, ("columns",), lambda v: isinstance(v, list) and all(map(text, v))) for a in amended]
+    for where, names, ok in fields:
+        for name in names:
+            if where.get(name) is not None and not ok(where[name]):
+                raise ValueError(f"its record's {name} = {where[name]!r} is not of its type and range")
 
 
 def shipped_ids(folder: Path | None = None) -> list[str]:
@@ -281,13 +360,18 @@ def rerun(preset_id: str, folder, *, quick: bool = True, calibration: str = "cer
     return ShippedResults(preset=preset, table=pd.read_csv(record["outputs"]["csv"]), record=record)
 
 
-def shipped_results(preset_id: str, folder: Path | None = None) -> ShippedResults | None:
-    """The shipped full-size results of a preset (``None`` when there are none)."""
+def shipped_results(preset_id: str, folder: Path | None = None, ctx: Context | None = None) -> ShippedResults | None:
+    """The shipped full-size results of a preset (``None`` when there are none), every number
+    verified (:func:`_read_verified`); :class:`~dpcore.shipped.ShippedFileError` when a file is
+    not what was shipped or its numbers are not this code's.  ``ctx``: whose calibration table the
+    recomputed certificates use (the app's keeps them on disk)."""
     preset = get_preset(preset_id)
     files = _shipped_files(preset.id, folder)
     if files is None:
         return None
     pub = _shipped_files(f"{preset.id}-published", folder)
-    return ShippedResults(preset=preset, table=pd.read_csv(files[0]), record=json.loads(files[1].read_text()),
-                          published=None if pub is None else pd.read_csv(pub[0]),
-                          published_record=None if pub is None else json.loads(pub[1].read_text()))
+    table, record = _read_verified(preset, preset.id, folder, ctx)
+    published, published_record = (None, None) if pub is None else \
+        _read_verified(preset, f"{preset.id}-published", folder, ctx)
+    return ShippedResults(preset=preset, table=table, record=record,
+                          published=published, published_record=published_record)

@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import erm
+from .. import datasets as _datasets
+from .. import erm, shipped
 from ..exceptions import DPCoreError, ParameterError
 from ..jsonutil import write_atomic
+from ..privacy import certificate_error, certify, same_certificate
 from ..mechanisms import REGISTRY, get_mechanism
 from ..params import validate
 from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scaling_plan
@@ -36,14 +38,14 @@ from .baselines import baseline
 from .context import Context
 from .grid import run_grid, summaries
 from .tune import tuned_row, with_setting
-from .run import RunSpec, load_problem, problem_data
+from .run import RunSpec, load_problem, noise_plan, problem_data
 from .sweep import environment, task_key
 
 _LOG = logging.getLogger(__name__)
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
            "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
-           "CLASSROOM_FILE", "classroom_keys", "ship_classroom_compare", "shipped_classroom_compare", "PREPARE_REFERENCES",
+           "CLASSROOM_FILE", "classroom_keys", "ship_classroom_compare", "shipped_classroom_compare", "check_classroom_rows", "PREPARE_REFERENCES",
            "SHIPPED_REFERENCE_PAIRS", "ship_references",
            "prepare_for_class"]
 
@@ -116,7 +118,7 @@ def prepare_for_class(ctx: Context, *, mlp: bool = True,
 
 #: the Compare view's first preset, computed ahead and shipped (``python -m dpcore prepare --ship``):
 #: the preset opens at once on a new machine, before anything is computed or cached there
-CLASSROOM_FILE = Path(__file__).resolve().parents[2] / "data" / "results" / "compare-classroom.json"
+CLASSROOM_FILE = _datasets.DATA_DIR / "results" / "compare-classroom.json"
 
 
 def classroom_keys() -> list[str]:
@@ -144,6 +146,7 @@ def ship_classroom_compare(ctx: Context | None = None, path: Path = CLASSROOM_FI
               "environment": environment(), "command": "python -m dpcore prepare --ship",
               "keys": classroom_keys()}
     write_atomic(Path(path), {"record": record, "rows": rows})
+    shipped.record([path])  # the manifest lists it (when it is the data folder's)
     return record
 
 
@@ -169,31 +172,107 @@ def ship_references(progress=None, folder: Path | None = None) -> list[dict[str,
         keep.add(path.name)
         done.append({"what": f"exact reference, {dataset} ({model}), shipped in {folder}",
                      "seconds": round(time.time() - started, 1)})
+    gone = []
     for old in folder.glob("erm-*.json"):
         if old.name not in keep:
             old.unlink()
+            gone.append(f"{folder.name}/{old.name}")
+    shipped.record([folder / name for name in keep], folder.parent, remove=gone)
     return done
 
 
 def shipped_classroom_compare(path: Path = CLASSROOM_FILE) -> tuple[list[dict], str] | None:
-    """The shipped rows of :data:`CLASSROOM_COMPARE` and one sentence of provenance, or ``None``
-    when the file is missing, damaged, or was computed for another definition of the preset or by
-    other code (its task keys are not :func:`classroom_keys`)."""
+    """The shipped rows of :data:`CLASSROOM_COMPARE` and one sentence of provenance, or ``None`` (the
+    view then computes them, with progress) when the file is missing, is not the one shipped
+    (:mod:`dpcore.shipped`'s rule: logged), was computed for another definition of the preset or by
+    other code (its task keys are not :func:`classroom_keys`), or holds a number out of its range or a
+    certificate this code does not recompute (:func:`check_classroom_rows`)."""
+    path = Path(path)
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = shipped.read_json(f"{path.parent.name}/{path.name}", path.parent.parent)
+        if doc is None:
+            return None
         record, rows = doc["record"], doc["rows"]
         if record["setting"] != _setting_record() or not isinstance(rows, list) or not rows:
             return None
         if record.get("keys") != classroom_keys():  # computed by other code, or for other runs
-            _LOG.info("the shipped %s is for other code (run `python -m dpcore prepare --ship`)", Path(path).name)
+            _LOG.info("the shipped %s is for other code (run `python -m dpcore prepare --ship`)", path.name)
             return None
+        check_classroom_rows(rows)
         env = record.get("environment", {})
         note = (f"computed ahead and shipped with the app ({len(rows)} configurations, "
                 f"{record.get('started', '?')[:10]}, dpcore {env.get('dpcore', '?')} at "
                 f"{(env.get('git_commit') or 'an unrecorded commit')[:12]}: `{record.get('command')}`)")
         return rows, note
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except shipped.ShippedFileError as exc:
+        _LOG.warning("%s; computing Compare's first preset instead", exc)
         return None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        _LOG.warning("the shipped %s is refused (%s); computing Compare's first preset instead", path.name, exc)
+        return None
+
+
+#: a classroom row's numbers and their ranges (``None``: absent, or an infinite ε)
+_CLASSROOM_RANGES = {"epsilon": (0.0, math.inf), "tuned_at": (0.0, math.inf),
+                     "tuned_search_epsilon": (0.0, math.inf), "epsilon_certified": (0.0, math.inf),
+                     "epsilon_local": (0.0, math.inf), "sigma": (0.0, math.inf), "seconds": (0.0, math.inf),
+                     "accuracy_nonprivate": (0.0, 1.0), "accuracy_guess": (0.0, 1.0), "accuracy_mean": (0.0, 1.0),
+                     "accuracy_std": (0.0, 1.0), "rmse_nonprivate": (0.0, math.inf), "rmse_guess": (0.0, math.inf),
+                     "gap_mean": (-math.inf, math.inf), "gap_std": (0.0, math.inf)}
+
+
+def check_classroom_rows(rows: list[dict]) -> None:
+    """Raise ``ValueError`` unless ``rows`` are :data:`CLASSROOM_COMPARE`'s, row for row (mechanism,
+    ε and calibration of its specs), every number of its type and range (accuracies in [0, 1], an
+    interval around its mean), and every certified ε the one this code certifies for its spec."""
+    c = CLASSROOM_COMPARE
+    base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
+                        repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
+    planned, specs, where = _sweep_plan(base, list(c["mechanisms"]), list(c["epsilons"]), None, None, c["tuned"])
+    if len(rows) != len(planned):
+        raise ValueError(f"{len(rows)} rows for the preset's {len(planned)}")
+    spec_of = {id(w): s for w, s in zip(where, specs)}
+    fields = {"mechanism", "epsilon", "tuned_at", "tuned_search_epsilon", "overrides", "calibration", "error",
+              *_SWEEP_KEYS, *(f"{m}_{s}" for m in ("accuracy", "rmse", "gap") for s in ("mean", "std", "ci95"))}
+    for row, plan_row in zip(rows, planned):
+        if not isinstance(row, dict) or row.get("mechanism") != plan_row["mechanism"] \
+                or row.get("epsilon") != plan_row["epsilon"]:
+            raise ValueError("its rows are not the preset's, in its order")
+        unknown = sorted(set(row) - fields)
+        if unknown:
+            raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: fields {unknown} no comparison writes")
+        for name in ("tuned_at", "tuned_search_epsilon", "overrides"):  # the setting it ran at: the tuning's
+            if row.get(name) != plan_row.get(name):
+                raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: {name} = {row.get(name)!r}, "
+                                 f"but the shipped tuning gives {plan_row.get(name)!r}")
+        if "error" in row:
+            if not isinstance(row["error"], str):
+                raise ValueError("an error that is not text")
+            continue
+        for name, (low, high) in _CLASSROOM_RANGES.items():
+            v = row.get(name)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high:
+                raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: {name} = {v!r} is outside "
+                                 f"[{low:g}, {high:g}]")
+        for name in ("accuracy_ci95", "gap_ci95"):
+            ci, mean = row.get(name), row.get(name.replace("_ci95", "_mean"))
+            if ci is not None and not (isinstance(ci, list) and len(ci) == 2
+                                       and all(isinstance(x, (int, float)) for x in ci)
+                                       and mean is not None and ci[0] <= mean <= ci[1]):
+                raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: {name} is no interval around its mean")
+        spec = spec_of.get(id(plan_row))
+        if spec is None or row.get("calibration") != spec.calibration:
+            raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: not the preset's calibration")
+        try:
+            plan = noise_plan(spec)
+        except NotImplementedError:
+            continue  # a plan the data decide: none in this preset's mechanisms
+        certified = certify(plan, spec.delta)
+        if not same_certificate(row.get("epsilon_certified"), certified, certificate_error(plan, spec.delta)):
+            raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: certified ε "
+                             f"{row.get('epsilon_certified')!r}, but its noise certifies {certified!r}")
 
 
 _SKIP_FAMILIES = ("baseline", "distributed")

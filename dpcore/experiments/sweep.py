@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import platform
 import subprocess
 import sys
@@ -35,8 +36,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pandas as pd
 from joblib import Parallel, delayed
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from .. import linalg
 from .._version import __version__
@@ -46,12 +48,12 @@ from ..cache import Memo, code_fingerprint
 from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism
 from ..models import make_model
-from ..privacy import certify
+from ..privacy import certificate_error, certify, same_certificate
 from .context import DEFAULT_STACK_RUNS, Context
 from .run import RunSpec, load_dataset, load_problem, noise_plan, problem_data, run_outcomes, slow_reference, stack_groups, work_estimate
 
 __all__ = ["results_fingerprint", "Task", "SweepResult", "task_key", "task_cost", "execute", "dispatch", "warm_workers", "run_tasks",
-           "tidy_rows", "environment", "CACHE_SCHEMA"]
+           "tidy_rows", "check_table", "environment", "CACHE_SCHEMA"]
 
 #: bump when the meaning of a cached result changes (the package version is hashed too)
 CACHE_SCHEMA = 2  # 2: records carry the accuracy (RMSE) of guessing
@@ -227,7 +229,7 @@ def _check_certificate(result: dict, config: RunSpec, ctx: Context | None) -> No
     if plan is not None:
         claimed = result.get("epsilon_certified")
         certified = certify(plan, config.delta)
-        if (math.inf if claimed is None else claimed) != certified:
+        if not same_certificate(claimed, certified, certificate_error(plan, config.delta)):  # another CPU's rounding
             raise ValueError(f"certified ε {claimed!r}, but the configuration's noise certifies {certified!r}")
     data, _ = problem_data(config)
     if result.get("n_train") != data.n:
@@ -235,6 +237,87 @@ def _check_certificate(result: dict, config: RunSpec, ctx: Context | None) -> No
     target = config.epsilon if get_mechanism(config.mechanism).private else None  # ∞ is stored as null
     if result.get("epsilon_target") != target:
         raise ValueError(f"target ε {result.get('epsilon_target')!r}, not the configuration's")
+
+
+def check_table(table: pd.DataFrame, configs: Sequence[dict[str, Any]], ctx: Context | None = None) -> None:
+    """Raise ``ValueError`` (saying what) unless ``table`` is the tidy table :func:`tidy_rows` makes of
+    the tasks ``configs`` (a sweep record's: each a configuration with its ``key``): the same rule as
+    :func:`check_record`, for a shipped table.  Every column :data:`RESULT_FIELDS` and
+    :data:`RUN_FIELDS` declare holds numbers in their ranges; every row's settings are its task's;
+    each task has its repeats' rows (or one refusal); and each task's certified ε, target, training
+    rows or refusal are recomputed from its configuration (:func:`_check_certificate`)."""
+    if not isinstance(configs, list) or not configs or not all(isinstance(c, dict) for c in configs):
+        raise ValueError("its record lists no configurations")
+    missing = [c for c in ("task", "epsilon_certified", "error", "dataset", "mechanism", "epsilon")
+               if c not in table.columns]
+    if missing or table.empty:
+        raise ValueError(f"no column {missing[0]!r}" if missing else "no rows")
+    for name, (_, low, high) in {**RESULT_FIELDS, **RUN_FIELDS}.items():
+        if name not in table.columns:
+            continue
+        col = table[name]
+        if col.dtype == bool or not (pd.api.types.is_numeric_dtype(col) or col.isna().all()):
+            raise ValueError(f"column {name!r} holds text where numbers belong")
+        values = col.dropna().to_numpy(dtype=float)
+        bad = values[~((values >= low) & (values <= high))]
+        if bad.size:
+            raise ValueError(f"{name} = {bad[0]!r} is outside [{low:g}, {high:g}]")
+    by_key = {}
+    for c in configs:
+        try:
+            by_key[c["key"]] = (c, _config_from_record(c))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"a configuration of its record is not one this code runs ({exc})") from None
+    errors = table["error"].where(table["error"].notna(), None)
+    for key, rows in table.groupby("task", sort=False):
+        if key not in by_key:
+            raise ValueError(f"rows of task {key!r}, which its record does not list")
+        stored, config = by_key[key]
+        for name in (c for c in _CONFIG_COLUMNS if c not in _RESULT_COLUMNS):
+            if name not in table.columns:  # a column older tables lack: the setting at its default
+                if not _same_setting(getattr(config, name), None):
+                    raise ValueError(f"task {key}: no column {name!r} for its setting {getattr(config, name)!r}")
+                continue
+            want, got = getattr(config, name), rows[name].iloc[0]
+            if not (rows[name] == got).all() and not rows[name].isna().all():
+                raise ValueError(f"task {key}: its rows disagree on {name}")
+            if not _same_setting(want, got):
+                raise ValueError(f"task {key}: {name} = {got!r} in the table, {want!r} in its configuration")
+        refusal = errors[rows.index].dropna()
+        if len(refusal):
+            result = {"error": str(refusal.iloc[0])}
+            if len(rows) != 1:
+                raise ValueError(f"task {key}: a refusal and runs")
+        else:
+            if len(rows) != config.repeats:
+                raise ValueError(f"task {key}: {len(rows)} runs for {config.repeats} repeats")
+            for name in RUN_FIELDS:  # a metric a run has, every run of the task has (else the mean moves)
+                if name in rows and 0 < rows[name].isna().sum() < len(rows):
+                    raise ValueError(f"task {key}: {name} is missing in some of its runs")
+            first = rows.iloc[0]
+            result = {f: (None if pd.isna(first[f]) or (f.startswith("epsilon") and first[f] == math.inf)
+                          else float(first[f])) for f in ("epsilon_certified", "epsilon_target")}
+            result["n_train"] = None if pd.isna(first.get("n_train")) else int(first["n_train"])
+        claims = (key, "check_table", *(result.get(f) for f in _CERTIFICATE_CLAIMS))
+        _VERIFIED.get(claims, lambda: _check_certificate(result, config, ctx))
+    absent = set(by_key) - set(table["task"])
+    if absent:
+        raise ValueError(f"{len(absent)} configurations of its record have no rows")
+
+
+def _same_setting(want: Any, got: Any) -> bool:
+    """A configuration's value and a table cell read back by pandas (a number as float, ``None`` as NaN,
+    a tuple as its text)."""
+    if want is None or (isinstance(want, tuple) and not want and (got is None or pd.isna(got))):
+        return got is None or (not isinstance(got, str) and pd.isna(got))
+    if isinstance(want, bool) or isinstance(want, str):
+        return str(want) == str(got)
+    if isinstance(want, tuple):
+        return str(want) == str(got)
+    try:
+        return float(want) == float(got)
+    except (TypeError, ValueError):
+        return False
 
 
 _LOG = logging.getLogger(__name__)
@@ -566,41 +649,36 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
             hits.append((t, hit["result"]))
         else:
             pending.append(t)
-    # single flight: a task another session of this process is computing is waited for, not computed
-    mine, theirs = (cache.share([t.key for t in pending]) if cache is not None
-                    else ([t.key for t in pending], {}))
-    by_key = {t.key: t for t in pending}
-    # the work left in the work budget's units, when every task's cost is known (else counts)
-    costs = {t.key: task_cost(t.config, dataset) for t in pending}
-    work_total = sum(costs.values()) if None not in costs.values() else None
-    work_done = 0.0
-    done = 0
+    # single flight: a task another session of this process is computing is waited for, not computed;
+    # every task claimed here is landed on every path (a budget's refusal, a callback that raises)
+    with (cache.sharing([t.key for t in pending]) if cache is not None
+          else contextlib.nullcontext(([t.key for t in pending], {}, lambda key, value: None))) as (mine, theirs, land):
+        by_key = {t.key: t for t in pending}
+        # the work left in the work budget's units, when every task's cost is known (else counts)
+        costs = {t.key: task_cost(t.config, dataset) for t in pending}
+        work_total = sum(costs.values()) if None not in costs.values() else None
+        work_done = 0.0
+        done = 0
 
-    def arrived(task: Task, rec: dict, label: str) -> None:
-        nonlocal done, work_done
-        key = task.key
-        results[key] = rec
-        done += 1
-        if work_total is not None and key in costs:
-            work_done += costs[key]
-        ctx.tell(done, len(tasks), label, work=None if work_total is None else (work_done, work_total))
-        if on_result is not None:
-            on_result(task, rec)
+        def arrived(task: Task, rec: dict, label: str) -> None:
+            nonlocal done, work_done
+            key = task.key
+            results[key] = rec
+            done += 1
+            if work_total is not None and key in costs:
+                work_done += costs[key]
+            ctx.tell(done, len(tasks), label, work=None if work_total is None else (work_done, work_total))
+            if on_result is not None:
+                on_result(task, rec)
 
-    for t, result in hits:
-        arrived(t, result, f"{t.label()} (cached)")
-    try:
+        for t, result in hits:
+            arrived(t, result, f"{t.label()} (cached)")
         for key, rec in _compute([by_key[k] for k in mine], ctx, dataset):
-            if cache is not None and not rec.get("budget"):
+            if cache is not None and not rec.get("budget"):  # a budget's refusal is this machine's: not kept
                 cache.write(key, {"key": key, "config": _config_record(by_key[key].config), "result": rec})
-                cache.land(key, rec)
+            land(key, None if rec.get("budget") else rec)  # a waiter meets the budget itself
             status = "error: " + rec["error"] if "error" in rec else f"{rec['wall_seconds']:.2f}s"
             arrived(by_key[key], rec, f"{by_key[key].label()} ({status})")
-    finally:
-        if cache is not None:
-            for key in mine:
-                if key not in results:
-                    cache.land(key, None)  # failed or interrupted: a waiter computes it itself
     orphans = []
     for key, flight in theirs.items():
         rec = flight.wait()
@@ -618,6 +696,10 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
 # tidy table
 
 _CONFIG_COLUMNS = [f.name for f in fields(RunSpec) if f.name != "options"]
+#: a task's results in each of its rows (``d``, the data's dimension, replaces the setting of that name)
+_RESULT_COLUMNS = ("mechanism_name", "n_train", "d", "sigma", "epsilon_target", "epsilon_certified",
+                   "epsilon_local", "accuracy_nonprivate", "rmse_nonprivate", "accuracy_guess", "rmse_guess",
+                   "loss_star")
 
 
 def tidy_rows(tasks: Sequence[Task], results: dict[str, dict],
@@ -639,9 +721,7 @@ def tidy_rows(tasks: Sequence[Task], results: dict[str, dict],
         if "error" in rec:
             rows.append({**base, "run": None, "error": rec["error"]})
             continue
-        for k in ("mechanism_name", "n_train", "d", "sigma", "epsilon_target", "epsilon_certified",
-                  "epsilon_local", "accuracy_nonprivate", "rmse_nonprivate", "accuracy_guess", "rmse_guess",
-                  "loss_star"):
+        for k in _RESULT_COLUMNS:
             v = rec.get(k)
             base[k] = math.inf if v is None and k.startswith("epsilon") else v
         base["task_seconds"] = rec.get("seconds")
@@ -670,7 +750,43 @@ def environment() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             pkgs[name] = None
     return {"dpcore": __version__, "git_commit": _git_commit(), "python": sys.version.split()[0],
-            "platform": platform.platform(), "packages": pkgs}
+            "platform": platform.platform(), "packages": pkgs, **_kernels()}
+
+
+#: prefixes of the environment variables that choose a numerical kernel, its blocking or a thread count
+#: (and so the last bits of a number): OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, NPY_DISABLE_CPU_FEATURES, …
+KERNEL_VARIABLES = ("OPENBLAS_", "GOTO", "OMP_", "MKL_", "BLIS_", "NPY_")
+
+
+def _kernels() -> dict[str, Any]:
+    """What picks the kernels a number was computed by (SPEC §9, the reproducibility contract): the CPU,
+    every BLAS/OpenMP library loaded (threadpoolctl's ``threadpool_info``) with its version, the core type
+    it dispatched to (OpenBLAS's ``architecture``: a Haswell kernel sums a product in another order than a
+    SkylakeX one) and its default threads (a preset's run sets one per task itself), numpy's SIMD dispatch
+    targets enabled at run time, and the variables that override them."""
+    out: dict[str, Any] = {"cpu": _cpu_model()}
+    try:
+        keys = ("internal_api", "version", "architecture", "threading_layer", "num_threads", "prefix")
+        out["threadpools"] = [{k: lib.get(k) for k in keys} for lib in threadpool_info()]
+    except Exception:  # provenance is best effort: never the reason a run fails
+        out["threadpools"] = None
+    try:
+        umath = sys.modules["numpy"]._core._multiarray_umath  # loaded with the package (no import here)
+        out["numpy_simd"] = [f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f)]
+    except Exception:
+        out["numpy_simd"] = None
+    out["kernel_variables"] = {k: v for k, v in sorted(os.environ.items()) if k.startswith(KERNEL_VARIABLES)}
+    return out
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 def _git_commit() -> str | None:

@@ -47,9 +47,11 @@ import functools
 import itertools
 import json
 import math
+import os
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -62,11 +64,14 @@ from ..mechanisms import REGISTRY
 from ..metrics import summarize
 from ..params import validate
 from ..partition import record_split
-from ..privacy import NoisePlan, any_of, certify, compose, fixed_delta, parallel, theorem
+from .. import shipped
+from ..exceptions import DPCoreError
+from ..privacy import (CLOSED_FORM_TOL, NoisePlan, any_of, certificate_error, certify, compose, fixed_delta, parallel,
+                       same_certificate, theorem)
 from .context import Context, default_context
 from .run import RunResult, RunSpec, noise_plan, run_outcomes
 
-__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "TUNED_DIR", "shipped_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
+__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "TUNED_DIR", "shipped_tuning", "check_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
            "epsilon_for_accuracy", "choose", "search_cost", "search_plan", "YU_2020_ADULT"]
 
 #: What ``dpcore tune`` tunes unless told otherwise: the central mechanisms of the comparison.
@@ -491,23 +496,133 @@ def _tuned_path(dataset: str, model: str):
     return TUNED_DIR / f"{dataset}-{model}.json"
 
 
-@functools.lru_cache(maxsize=16)
-def _read_tuned(path, mtime_ns: int) -> dict[str, Any] | None:
+#: a tuning row's numbers: (low, high); ``None`` stands for an infinite ε
+_ROW_RANGES = {"validation_accuracy": (0.0, 1.0), "best_validation_accuracy": (0.0, 1.0),
+               "test_accuracy": (0.0, 1.0), "test_accuracy_std": (0.0, 1.0), "untuned_test_accuracy": (0.0, 1.0),
+               "untuned_test_accuracy_std": (0.0, 1.0), "accuracy_nonprivate": (0.0, 1.0),
+               "accuracy_guess": (0.0, 1.0), "epsilon": (0.0, math.inf), "epsilon_certified": (0.0, math.inf),
+               "epsilon_spent": (0.0, math.inf), "selection_epsilon": (0.0, math.inf), "delta_spent": (0.0, 1.0),
+               "candidates": (1, math.inf), "repeats": (1, math.inf), "guess_chosen": (0, math.inf)}
+
+
+def _check_numbers(row: dict, where: str) -> None:
+    for name, (low, high) in _ROW_RANGES.items():
+        v = row.get(name)
+        if v is None and name.startswith("epsilon_"):
+            continue  # no guarantee (∞)
+        if name not in row and name not in ("epsilon", "epsilon_certified", "epsilon_spent"):
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high or math.isnan(v):
+            raise ValueError(f"{where}: {name} = {v!r} is not a number in [{low:g}, {high:g}]")
+
+
+def check_tuning(doc: Any, dataset: str, model: str) -> dict[str, Any]:
+    """``doc`` if it is a tuning record of ``dataset`` and ``model`` as :func:`tune` writes it: each
+    row's setting holds exactly the fields its mechanism's search declares (:func:`search_space`), at
+    values of its grid (a released row: ``tune_on_release`` only), every number of its type and range
+    (accuracies in [0, 1], ε ≥ 0, the search's ε at least the final run's), and every certified ε the
+    one this code certifies for the row's setting (:func:`~dpcore.privacy.same_certificate`).
+    Raises ``ValueError`` saying what is wrong."""
+    if not isinstance(doc, dict):
+        raise ValueError("not a tuning record")
+    if doc.get("dataset") != dataset or doc.get("model") != model:
+        raise ValueError(f"a tuning of {doc.get('dataset')!r} ({doc.get('model')!r}), not of {dataset} ({model})")
+    delta = doc.get("delta")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
+        raise ValueError(f"δ = {delta!r} is not in (0, 1)")
+    for part in ("rows", "released_rows", "candidates", "errors"):
+        if not isinstance(doc.get(part, []), list) or not all(isinstance(r, dict) for r in doc.get(part, [])):
+            raise ValueError(f"{part} is not a list of rows")
+    for kind in ("rows", "released_rows"):
+        for row in doc.get(kind, []):
+            if "error" in row:
+                if not isinstance(row["error"], str):
+                    raise ValueError("an error that is not text")
+                continue
+            mech = row.get("mechanism")
+            where = f"{mech} at ε = {row.get('epsilon')!r}"
+            if mech not in REGISTRY:
+                raise ValueError(f"unknown mechanism {mech!r}")
+            _check_numbers(row, where)
+            setting = row.get("setting")
+            if not isinstance(setting, dict):
+                raise ValueError(f"{where}: no setting")
+            if kind == "released_rows":
+                if setting != {"tune_on_release": True} or not released_tunable(mech):
+                    raise ValueError(f"{where}: a released row's setting is tune_on_release only")
+            else:
+                space = search_space(mech, model)
+                if set(setting) != set(space):
+                    raise ValueError(f"{where}: its setting sets {sorted(setting)}, the search declares {sorted(space)}")
+                for k, v in setting.items():
+                    if isinstance(v, bool) or v not in space[k]:
+                        raise ValueError(f"{where}: {k} = {v!r} is not among the values searched")
+            certified, spent = row.get("epsilon_certified"), row.get("epsilon_spent")
+            if (math.inf if spent is None else spent) < (math.inf if certified is None else certified) \
+                    - CLOSED_FORM_TOL * (1 + (certified or 0.0)):
+                raise ValueError(f"{where}: the search spent less than its final run certifies")
+    for c in doc.get("candidates", []):
+        _check_numbers({k: c[k] for k in ("validation_accuracy", "epsilon_certified") if k in c}
+                       | {"epsilon": c.get("epsilon"), "epsilon_certified": c.get("epsilon_certified"),
+                          "epsilon_spent": None}, f"a candidate of {c.get('mechanism')}")
+    for row in doc.get("rows", []) + doc.get("released_rows", []):
+        if "error" not in row:
+            _check_row_certificate(doc, row)
+    return doc
+
+
+def _tuned_spec(doc: dict[str, Any], row: dict[str, Any]) -> RunSpec:
+    """The final run a tuning row describes (its plan does not depend on the repeats or the seed)."""
+    return with_setting(RunSpec(dataset=doc["dataset"], model=doc["model"], mechanism=row["mechanism"],
+                                epsilon=float(row["epsilon"]), delta=float(doc["delta"])), row["setting"])
+
+
+@functools.lru_cache(maxsize=4096)
+def _certified_for(spec: RunSpec) -> tuple[float, float]:
+    """The certified ε of a tuned setting's final run and the accountant's error on it."""
+    plan = noise_plan(spec)
+    return certify(plan, spec.delta), certificate_error(plan, spec.delta)
+
+
+def _check_row_certificate(doc: dict[str, Any], row: dict[str, Any]) -> None:
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        spec = _tuned_spec(doc, row)
+        certified, error = _certified_for(spec)
+    except (DPCoreError, TypeError, NotImplementedError) as exc:
+        raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']!r}: its setting is not one this code runs "
+                         f"({exc})") from None
+    if not same_certificate(row.get("epsilon_certified"), certified, error):
+        raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']!r}: certified ε {row.get('epsilon_certified')!r}, "
+                         f"but its setting's noise certifies {certified!r}")
+
+
+@functools.lru_cache(maxsize=16)
+def _read_tuned(dataset: str, model: str, folder: str, stamp: str) -> dict[str, Any] | None:
+    rel = f"tuned/{dataset}-{model}.json"
+    doc = shipped.read_json(rel, Path(folder).parent)
+    if doc is None:
         return None
+    try:
+        return check_tuning(doc, dataset, model)
+    except ValueError as exc:
+        raise shipped.ShippedFileError(f"the shipped {rel} is refused: {exc}; compute it again with "
+                                       f"`{shipped.KINDS['tuned'].made_by}`") from None
 
 
 def shipped_tuning(dataset: str, model: str = "logreg") -> dict[str, Any] | None:
     """The shipped tuning record of a dataset and model (:meth:`TuneResult.to_dict` plus its
-    provenance), or ``None``."""
+    provenance), or ``None`` when none is shipped; read by :mod:`dpcore.shipped`'s rule and
+    :func:`check_tuning`, :class:`~dpcore.shipped.ShippedFileError` (one line) when it is not what
+    was shipped or its certificates are not this code's."""
     path = _tuned_path(dataset, model)
     try:
-        mtime = path.stat().st_mtime_ns
+        st = path.stat()
+        stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
     except OSError:
-        return None
-    return _read_tuned(path, mtime)
+        if not os.path.lexists(path):
+            return None
+        stamp = "unreadable"
+    return _read_tuned(dataset, model, str(path.parent), stamp)
 
 
 def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float) -> dict[str, Any] | None:
