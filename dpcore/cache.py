@@ -259,7 +259,8 @@ class DiskCache:
         """Single flight for a batch (a grid's tasks): ``(mine, theirs)``, the keys this thread now
         computes and, for each key another thread of this process is computing, its flight, whose
         :meth:`_Flight.wait` returns that thread's value (``None`` if it gave up).  Every key of
-        ``mine`` must be handed to :meth:`land` once, with its value or ``None``."""
+        ``mine`` must be handed to :meth:`land` once, with its value or ``None``: use
+        :meth:`sharing`, which does so on every path."""
         mine, theirs = [], {}
         with self._count:
             for key in keys:
@@ -269,6 +270,33 @@ class DiskCache:
                     self._flights[key] = _Flight()
                     mine.append(key)
         return mine, theirs
+
+    @contextlib.contextmanager
+    def sharing(self, keys: Iterable[str]) -> Iterator[tuple[list[str], dict[str, _Flight], Callable[[str, Any], None]]]:
+        """:meth:`share` as a block that cannot leave a flight open: yields ``(mine, theirs, land)``;
+        ``land(key, value)`` ends this thread's flight for a key of ``mine`` (its waiters read
+        ``value``), and leaving the block — normally, by a refusal, or by any exception, a
+        Streamlit rerun included — lands every key of ``mine`` not landed yet with ``None`` (its
+        waiters compute it themselves).  A flight is landed only by the thread that claimed it."""
+        mine, theirs = self.share(keys)
+        with self._count:
+            owned = {key: self._flights[key] for key in mine}
+
+        def land(key: str, value: Any) -> None:
+            flight = owned.pop(key, None)
+            if flight is None:
+                return
+            with self._count:
+                if self._flights.get(key) is flight:
+                    del self._flights[key]
+            flight.value = value
+            flight.done.set()
+
+        try:
+            yield mine, theirs, land
+        finally:
+            for key in list(owned):
+                land(key, None)
 
     def land(self, key: str, value: Any) -> None:
         """The end of this thread's flight for ``key`` (:meth:`share`): its waiters read ``value``."""

@@ -8,7 +8,7 @@ from dpcore.experiments.run import RunSpec
 from dpcore.figures import misses_target, tradeoff_figure
 from dpcore.experiments.studies import tradeoff
 from pages.common import (
-    enter_view, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, mechanisms_for, missed_target_note, param_widget, reference_for, user_dataset,
+    bounded_slider, enter_view, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, mechanisms_for, missed_target_note, param_widget, reference_for, user_dataset,
 )
 from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -32,8 +32,7 @@ dataset = dataset_picker("lc_dataset", container=c1, task="classification")
 epsilon = param_widget("epsilon", "lc_epsilon", label="central target ε", container=c2)
 delta = param_widget("delta", "lc_delta", label="δ", container=c3)
 repeats = param_widget("repeats", "lc_R", label="repeats", value=2, container=c4)
-st.session_state.setdefault("lc_T", 100)
-T = st.slider("iterations T", 10, 500, key="lc_T")
+T = bounded_slider("iterations T", 10, 500, "lc_T", URL_KEYS["lc_T"])
 mechs = [m for m in mechanisms_for("logreg", ("output", "objective", "gradient", "input", "local", "distributed"))]
 
 write_to_url(list(URL_KEYS))

@@ -20,9 +20,11 @@ products).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -161,11 +163,15 @@ class Context:
         if self.memo is None:
             object.__setattr__(self, "memo", Memo(size=256))
 
+    @contextlib.contextmanager
     def active(self):
         """A ``with`` block in which this context's computations use its thread pool, with the
-        process's BLAS at :attr:`threads` threads (one by default)."""
-        blas_controller().limit(limits=1 if self.threads is None else int(self.threads))
-        return linalg.using_pool(self.pool)
+        process's BLAS at :attr:`threads` threads (one by default).  The BLAS limit is the
+        process's: it is set when the first block of any thread opens and the process's own
+        limits come back when the last one closes (:func:`blas_limited`), so a notebook's numpy
+        is not left at one thread by a ``dpcore.run``."""
+        with blas_limited(1 if self.threads is None else int(self.threads)), linalg.using_pool(self.pool):
+            yield
 
     @property
     def n_workers(self) -> int:
@@ -209,6 +215,29 @@ def in_context_pool(fn):
 def blas_controller() -> ThreadpoolController:
     """The process's BLAS and OpenMP libraries (found once, after numpy and scipy are loaded)."""
     return ThreadpoolController()
+
+
+_ACTIVE_LOCK = threading.Lock()
+_ACTIVE: dict[str, Any] = {"open": 0, "limiter": None}
+
+
+@contextlib.contextmanager
+def blas_limited(threads: int):
+    """The process's BLAS and OpenMP at ``threads`` threads within the block; their limits before the
+    first open block are restored when the last open block (of any thread) closes."""
+    with _ACTIVE_LOCK:
+        limiter = blas_controller().limit(limits=threads)
+        if _ACTIVE["open"] == 0:
+            _ACTIVE["limiter"] = limiter  # it remembers the limits the process had
+        _ACTIVE["open"] += 1
+    try:
+        yield
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE["open"] -= 1
+            if _ACTIVE["open"] == 0 and _ACTIVE["limiter"] is not None:
+                _ACTIVE["limiter"].restore_original_limits()
+                _ACTIVE["limiter"] = None
 
 
 @functools.cache
