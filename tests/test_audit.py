@@ -64,7 +64,11 @@ def _cfg(mechanism, **kw):
 @pytest.mark.parametrize("module", [membership, canaries, threats, core, whitebox, one_run],
                          ids=lambda m: m.__name__)
 def test_docstring_examples(module):
-    assert doctest.testmod(module).failed == 0  # dpcore.audit.bounds: tests/test_audit_bounds.py
+    """Every module's examples run and hold; a module with none fails (a doctest run of no
+    examples passes without checking anything)."""
+    result = doctest.testmod(module)  # dpcore.audit.bounds: tests/test_audit_bounds.py
+    assert result.attempted > 0, f"{module.__name__} has no docstring examples to run"
+    assert result.failed == 0, result
 
 
 def test_the_audit_is_a_package_and_dpcore_audit_is_the_function():

@@ -70,7 +70,9 @@ def test_effect_size_bound_matches_the_normal_approximation():
     assert bad.epsilon == 0.0 and "not finite" in bad.detail
 
 
-@pytest.mark.parametrize("eps", [0.5, 2.0])
+# 2,000 audits for each claim (tens of seconds on a slow machine): one claim in the default run, the
+# other with -m slow
+@pytest.mark.parametrize("eps", [0.5, pytest.param(2.0, marks=pytest.mark.slow)])
 def test_gaussian_estimators_are_sound_at_the_claim(eps):
     """Scores N(−μ/2, 1) and N(μ/2, 1) have exactly the μ-GDP trade-off whose ε at δ is the
     claim: over 2,000 seeded audits of 500 runs a side neither estimator exceeds the claim more

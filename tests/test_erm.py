@@ -294,6 +294,7 @@ def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path,
     in data/references instead of solving; the file is checked like any stored one, so a shipped
     point that is not an optimum, or a damaged file, is solved again."""
     from dpcore import erm
+    from dpcore import shipped as shipped_files
     from dpcore.experiments.studies import ship_references
 
     ds, model = D.load("iris"), MLP(lam=2e-3)
@@ -323,6 +324,12 @@ def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path,
     value, grad = model.loss_and_grad(theta[None], ds.X_train, ds.y_train)
     path.write_text(json.dumps({**first, "theta": theta.tolist(), "loss": float(value[0]),
                                 "grad_norm": float(np.linalg.norm(grad))}))
+    with caplog.at_level("WARNING", logger="dpcore.erm"):  # edited, not listed: the manifest refuses it
+        solved = ReferenceStore().exact(ds, model)
+    np.testing.assert_array_equal(solved.theta, np.array(first["theta"]))
+    assert any("not the file that was shipped" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    shipped_files.record([path], tmp_path)  # listed as a maintainer's edit would be: its own check refuses it
     with caplog.at_level("WARNING", logger="dpcore.erm"):
         solved = ReferenceStore().exact(ds, model)
     np.testing.assert_array_equal(solved.theta, np.array(first["theta"]))

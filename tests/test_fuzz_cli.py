@@ -12,10 +12,16 @@ Two generators, both built from the declarations:
   applies (:func:`_applies`).  The cache folder (``DPCORE_CACHE_DIR``) is an input too: every
   subcommand that keeps something there is tried with one it cannot use (:data:`CACHE_DIRS`),
   ``prepare`` with each combination of its switches.  A case that takes seconds (:data:`SLOW`)
-  runs with ``-m slow``.
+  runs with ``-m slow``.  The default run keeps a deterministic sample of the rest
+  (:func:`_sample`): every flag of every subcommand at least once, every kind of declared value
+  (each end, beyond each end, inside, subnormal, huge; a choice, not a choice; a switch bare and
+  with a value) once per subcommand, every hostile text of a flag once, every unusable cache
+  folder once per subcommand that caches; the others, from the same declarations, run with
+  ``-m slow``.
 * **any text** (Hypothesis, :func:`test_any_command_line_runs_or_exits_2_with_one_short_line`):
   one to three flags of a subcommand, each with a hostile value of any kind (``inf``, ``nan``,
-  1e400, huge integers, unicode digits, very long strings, any text) or a declared one.
+  1e400, huge integers, unicode digits, very long strings, any text) or a declared one; 100
+  examples in the default run, 400 with ``-m slow``.
 
 The only outcomes allowed: a run that finishes (exit 0 and strict JSON on stdout), or exit 2
 with one line of at most 300 characters and nothing on stdout.  Never exit 1 (an internal
@@ -78,6 +84,14 @@ def _certify_numbers(name: str) -> list[str]:
     return [text for _, text, _ in declared_values(CERTIFY_PARAMS[name].constraint)]
 
 
+#: the numbers ``sweep --set`` takes, each tried at its declared values: (key, name in PARAMS)
+SET_NUMBERS = (("epsilons", "epsilon"), ("learning_rates", "learning_rate"), ("iterations", "iterations"),
+               ("delta", "delta"), ("repeats", "repeats"), ("ns", "n"))
+#: certify's numbers, declared in dpcore.certify.CERTIFY_PARAMS (not PARAMS)
+CERTIFY_NUMBERS = ("noise_multiplier", "sample_rate", "batch_size", "dataset_size", "steps", "epochs", "sigma",
+                   "sensitivity", "compositions", "delta", "target_epsilon")
+
+
 #: the values tried for each flag that takes text (no declared type): choices, hostile text and,
 #: for a list of numbers, the declared ends of each number
 TEXT_VALUES = {
@@ -98,16 +112,21 @@ TEXT_VALUES = {
     "--plan": ["", "\x00", "/nonexistent.json", OUT, "/dev/null", f"{OUT}/file.json", f"{OUT}/plan.json"],
     "--preset": ["", "nope", "\x00"],
     "--scheduler": ["", "nope", "tcp://", "tcp://host:99999999"],
-    "--set": [*(f"{key}={v}" for key, name in (("epsilons", "epsilon"), ("learning_rates", "learning_rate"),
-                                              ("iterations", "iterations"), ("delta", "delta"),
-                                              ("repeats", "repeats"), ("ns", "n"))
-                for v in _numbers(name)),
+    "--set": [*(f"{key}={v}" for key, name in SET_NUMBERS for v in _numbers(name)),
               "models=linreg", "models=mlp", "mechanisms=", "datasets=nope", "partition=random", "x=1", "",
               "epsilons=,"],
     # certify's numbers are declared in dpcore.certify.CERTIFY_PARAMS (not PARAMS): their ends from there
-    **{"--" + name.replace("_", "-"): _certify_numbers(name)
-       for name in ("noise_multiplier", "sample_rate", "batch_size", "dataset_size", "steps", "epochs", "sigma",
-                    "sensitivity", "compositions", "delta", "target_epsilon")},
+    **{"--" + name.replace("_", "-"): _certify_numbers(name) for name in CERTIFY_NUMBERS},
+}
+#: the numbers among :data:`TEXT_VALUES` that are declared values, by flag: text -> (the part of the
+#: flag it sets, its label in :func:`hostile.declared_values`), for :func:`_sample`
+DECLARED_TEXT = {
+    "--epsilons": {text: ("", label) for label, text, _ in declared_values(PARAMS["epsilon"].constraint)},
+    "--set": {f"{key}={text}": (key, label) for key, name in SET_NUMBERS
+              for label, text, _ in declared_values(PARAMS[name].constraint)},
+    **{"--" + name.replace("_", "-"): {text: ("", label) for label, text, _ in
+                                       declared_values(CERTIFY_PARAMS[name].constraint)}
+       for name in CERTIFY_NUMBERS},
 }
 
 
@@ -162,8 +181,10 @@ def _applies(command: str, param: str | None, flag: str | None = None) -> list[s
     return base
 
 
-def _edge_cases():
-    """Every value flag of every subcommand at its declared values (module docstring)."""
+def _edge_cases() -> list[dict]:
+    """Every value flag of every subcommand at its declared values (module docstring); each case
+    with what :func:`_sample` reads: its subcommand, what it fuzzes (``what``: the flag, or the
+    cache folder) and the kind of value it tries (``kind``)."""
     cases = []
     for command, parser in _subparsers().items():
         for action in parser._actions:
@@ -171,36 +192,69 @@ def _edge_cases():
                 continue
             flag = action.option_strings[0]
             if action.nargs == 0:  # a switch: given (alone on its subcommand's base), and given a value
-                cases += [_case(BASES[command] + [flag], {}, f"{command} {flag}"),
-                          _case(BASES[command] + [f"{flag}=1"], {}, f"{command} {flag}=1")]
+                cases += [_case(BASES[command] + [flag], {}, f"{command} {flag}", flag, (command, "a switch")),
+                          _case(BASES[command] + [f"{flag}=1"], {}, f"{command} {flag}=1", flag,
+                                (command, "a switch given a value"))]
                 continue
             param = getattr(action.type, "__name__", None)
             if param in PARAMS and isinstance(PARAMS[param].constraint, Interval):
-                values = [(label, text) for label, text, _ in declared_values(PARAMS[param].constraint)]
+                # a declared number: each kind of value (an end, beyond it, inside, ...) once per subcommand
+                values = [(label, text, (command, label)) for label, text, _ in
+                          declared_values(PARAMS[param].constraint)]
             elif action.choices:
-                values = [(v, v) for v in action.choices] + [("not a choice", "nope")]
-            else:
-                values = [(repr(v)[:20], v) for v in TEXT_VALUES[flag]]
-            for label, text in values:
+                values = ([(v, v, (command, "a choice")) for v in action.choices]
+                          + [("not a choice", "nope", (command, "not a choice"))])
+            else:  # text: a declared number as one above (--set: each key a flag of its own), any other
+                # text once per flag (its parsing is shared between subcommands)
+                declared = DECLARED_TEXT.get(flag, {})
+                values = [(repr(v)[:20], v, (command, declared[v][1]), f"{flag} {declared[v][0]}".strip())
+                          if v in declared else (repr(v)[:20], v, (flag, repr(v))) for v in TEXT_VALUES[flag]]
+            for label, text, kind, *what in values:
                 argv = _applies(command, param, flag) + ([f"{flag}={text}"] if text.startswith("-") or not text
                                                     else [flag, text])
-                cases.append(_case(argv, {}, f"{command} {flag} {label}"))
+                cases.append(_case(argv, {}, f"{command} {flag} {label}", (what or [flag])[0], kind))
     switches = [[], ["--no-mlp"], ["--ship"], ["--ship", "--no-mlp"]]
     for command in CACHING:
         for label, folder in CACHE_DIRS.items():
             for extra in switches if command == "prepare" else [[]]:
                 argv = (["prepare", *extra] if command == "prepare" else BASES[command])
                 cases.append(_case(argv, {"DPCORE_CACHE_DIR": folder},
-                                   f"{command} {' '.join(extra)} DPCORE_CACHE_DIR {label}".replace("  ", " ")))
+                                   f"{command} {' '.join(extra)} DPCORE_CACHE_DIR {label}".replace("  ", " "),
+                                   f"DPCORE_CACHE_DIR {' '.join(extra)}", (command, f"cache folder {label}")))
     return cases
 
 
-def _case(argv, env, case_id):
-    marks = [pytest.mark.slow] if case_id in SLOW else []
-    return pytest.param(argv, env, id=case_id, marks=marks)
+def _case(argv, env, case_id, what, kind) -> dict:
+    return {"argv": argv, "env": env, "id": case_id, "command": case_id.split(" ")[0], "what": what, "kind": kind}
 
 
-EDGE_CASES = _edge_cases()
+def _sample(cases: list[dict]) -> set[int]:
+    """The default run's cases (their places in ``cases``): deterministic, and every contract of the
+    full set has a representative.  Each subcommand's every flag (and cache-folder switch) at least once, each
+    kind of value (:func:`_edge_cases`) at least once; among a flag's values, the kind tried least
+    so far (so the flags of a subcommand share the kinds out between them).  A :data:`SLOW` case is
+    never the representative."""
+    kept: set[int] = set()
+    tried: dict = {}  # kind -> how many kept cases try it
+    by_flag: dict = {}
+    for i, case in enumerate(cases):
+        if case["id"] not in SLOW:
+            by_flag.setdefault((case["command"], case["what"]), []).append(i)
+    for group in by_flag.values():
+        first = min(group, key=lambda i: tried.get(cases[i]["kind"], 0))  # min keeps the earliest of a tie
+        kept.add(first)
+        tried[cases[first]["kind"]] = tried.get(cases[first]["kind"], 0) + 1
+    for i, case in enumerate(cases):
+        if case["id"] not in SLOW and case["kind"] not in tried:
+            kept.add(i)
+            tried[case["kind"]] = 1
+    return kept
+
+
+ALL_EDGE_CASES = _edge_cases()
+SAMPLED = _sample(ALL_EDGE_CASES)
+EDGE_CASES = [pytest.param(c["argv"], c["env"], id=c["id"], marks=[] if i in SAMPLED else [pytest.mark.slow])
+              for i, c in enumerate(ALL_EDGE_CASES)]
 
 
 @pytest.fixture(scope="module")
@@ -263,6 +317,19 @@ def test_every_subcommand_and_text_flag_has_fuzz_values():
                     (command, action.option_strings)
     assert {c.id.split(" ")[0] for c in EDGE_CASES} == set(commands)
     assert set(SLOW) <= {c.id for c in EDGE_CASES}  # a renamed case is not left running by default
+
+
+def test_the_default_run_samples_every_flag_and_every_kind_of_value():
+    """The default run's sample (:func:`_sample`) has a representative of everything the full set
+    tries: each flag of each subcommand, each kind of value; :data:`SLOW` cases and the rest of the
+    sample's complement run with ``-m slow``."""
+    sampled = [ALL_EDGE_CASES[i] for i in SAMPLED]
+    assert {(c["command"], c["what"]) for c in sampled} == {(c["command"], c["what"]) for c in ALL_EDGE_CASES}
+    assert {c["kind"] for c in sampled} == {c["kind"] for c in ALL_EDGE_CASES}
+    assert not {c["id"] for c in sampled} & set(SLOW)
+    default = {i for i, c in enumerate(EDGE_CASES) if not c.marks}
+    assert default == SAMPLED and len(default) < len(EDGE_CASES) / 3
+    assert _sample(_edge_cases()) == SAMPLED  # the same sample in every run and on every machine
 
 
 def test_the_fuzzer_sees_every_typed_and_choice_flag():
@@ -328,11 +395,22 @@ def _argv(draw):
     return argv + ["--json"]
 
 
+#: the Hypothesis settings of the any-text fuzzer: 100 examples in the default run, 400 with -m slow
+ANY_TEXT = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
 @seed(20261125)  # the same examples on every machine (derandomize's seed depends on the checkout's path)
-@settings(max_examples=400, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=100, **ANY_TEXT)
 @given(argv=_argv())
 def test_any_command_line_runs_or_exits_2_with_one_short_line(argv, out_dir):
+    _assert_the_contract(argv, *_run(argv, out_dir))
+
+
+@pytest.mark.slow
+@seed(20261125)
+@settings(max_examples=400, **ANY_TEXT)
+@given(argv=_argv())
+def test_any_command_line_runs_or_exits_2_with_one_short_line_400_examples(argv, out_dir):
     _assert_the_contract(argv, *_run(argv, out_dir))
 
 

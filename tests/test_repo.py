@@ -49,14 +49,44 @@ def test_readme_starts_with_the_app_and_the_test_command():
     assert tests == "python -m pip install -r requirements-dev.txt && python -m pytest -q"
 
 
-def test_ci_runs_exactly_the_readme_test_command_in_a_new_environment():
-    ci = (ROOT / ".ci" / "run").read_text()
-    _, tests = _readme_commands()
+#: what .ci/run may do after the README's test command: stop on its failure (set -e does not stop at
+#: a failed install, the first command of its && list), then run the shipped-file tests again on
+#: generic BLAS kernels
+_CI_AFTER_README = (r'readme_status=\$\?; if \[ "\$readme_status" -ne 0 \]; then exit "\$readme_status"; fi',
+                    r"OPENBLAS_CORETYPE=\w+ python -m pytest -q tests/test_shipped\.py( [^;&|]*)?")
+
+
+def _ci_follows_the_readme(ci: str, tests: str) -> None:
     lines = [ln.strip() for ln in ci.splitlines()]
-    assert lines[-1] == tests, "the last step of .ci/run must be the README's test command"
+    assert "set -euo pipefail" in lines
+    assert lines.count(tests) == 1, "a line of .ci/run must be exactly the README's test command"
+    at = lines.index(tests)
     venv = next(i for i, ln in enumerate(lines) if ln.startswith("python3 -m venv --clear"))
     activate = next(i for i, ln in enumerate(lines) if ln.startswith("source ") and "bin/activate" in ln)
-    assert venv < activate < len(lines) - 1
+    assert venv < activate < at
+    after = [ln for ln in lines[at + 1:] if ln and not ln.startswith("#")]
+    assert len(after) == len(_CI_AFTER_README), after
+    for line, pattern in zip(after, _CI_AFTER_README):
+        assert re.fullmatch(pattern, line), (line, pattern)
+
+
+def test_ci_runs_exactly_the_readme_test_command_in_a_new_environment():
+    _, tests = _readme_commands()
+    _ci_follows_the_readme((ROOT / ".ci" / "run").read_text(), tests)
+
+
+def test_check_of_the_check_a_ci_that_strays_from_the_readme_is_caught():
+    ci = (ROOT / ".ci" / "run").read_text()
+    _, tests = _readme_commands()
+    strays = [ci.replace(tests, tests + " -x"),  # not exactly the README's command
+              ci.replace(tests, tests.replace(" && ", "; ")),
+              ci.replace("readme_status=$?;", "true;"),  # a failed install goes unnoticed
+              ci + "python -m pytest -q tests/test_cli.py\n",  # anything else after it
+              ci.replace("source .venv-ci/bin/activate\n", "") + "source .venv-ci/bin/activate\n"]
+    for stray in strays:
+        assert stray != ci
+        with pytest.raises(AssertionError):
+            _ci_follows_the_readme(stray, tests)
 
 
 def test_the_lock_pins_every_range_exactly_and_the_two_locks_agree():

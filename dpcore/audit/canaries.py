@@ -102,7 +102,19 @@ class Canary:
 
 
 def make_canary(dataset, canary: str = "lowest-variance", label: float = 1.0, seed: int = 0) -> Canary:
-    """Build a canary for ``dataset`` (see the module docstring); seeded and deterministic."""
+    """Build a canary for ``dataset`` (see the module docstring); seeded and deterministic.
+
+    >>> from dpcore.datasets import load
+    >>> ds = load("breast-cancer")
+    >>> can = make_canary(ds, "lowest-variance", seed=0)
+    >>> can.kind, can.y, round(float(np.linalg.norm(can.x)), 6)    # a unit vector with label +1
+    ('lowest-variance', 1.0, 1.0)
+    >>> make_canary(ds, "lowest-variance", seed=0).index == can.index   # the same seed, the same record
+    True
+    >>> flipped = make_canary(ds, "mislabeled", seed=0)
+    >>> bool(flipped.y == -ds.y_train[flipped.index])   # a real record with its label flipped
+    True
+    """
     canary = _check("canary", canary)
     if canary == "auto":
         raise ParameterError("make_canary needs a concrete canary; 'auto' is resolved per mechanism by audit")
@@ -155,7 +167,16 @@ def make_canary(dataset, canary: str = "lowest-variance", label: float = 1.0, se
 
 
 def replace_record(dataset, index: int, x: np.ndarray, y: float):
-    """A copy of ``dataset`` whose training row ``index`` is ``(x, y)`` (replace-one neighbour)."""
+    """A copy of ``dataset`` whose training row ``index`` is ``(x, y)`` (replace-one neighbour).
+
+    >>> from dpcore.datasets import load
+    >>> ds = load("breast-cancer")
+    >>> other = replace_record(ds, 0, np.zeros(ds.X_train.shape[1]), -1.0)
+    >>> other.n == ds.n, float(other.y_train[0]), bool(np.all(other.X_train[0] == 0))
+    (True, -1.0, True)
+    >>> bool(np.array_equal(other.X_train[1:], ds.X_train[1:]))   # every other row as it was
+    True
+    """
     X = np.array(dataset.X_train, dtype=float, copy=True)
     Y = np.array(dataset.y_train, dtype=float, copy=True)
     X[index], Y[index] = x, y
@@ -165,7 +186,18 @@ def replace_record(dataset, index: int, x: np.ndarray, y: float):
 
 
 def subsample(dataset, rows: int, seed: int = 0):
-    """A seeded random subsample of ``rows`` training rows (order kept), or the dataset itself."""
+    """A seeded random subsample of ``rows`` training rows (order kept), or the dataset itself.
+
+    >>> from dpcore.datasets import load
+    >>> ds = load("breast-cancer")
+    >>> small = subsample(ds, 100, seed=0)
+    >>> small.n, small.X_train.shape[1] == ds.X_train.shape[1], "subsample of 100" in small.notes[-1]
+    (100, True, True)
+    >>> bool(np.array_equal(small.X_train, subsample(ds, 100, seed=0).X_train))   # seeded
+    True
+    >>> subsample(ds, 10**6) is ds   # no more rows than asked for: the dataset itself
+    True
+    """
     if dataset.n <= rows:
         return dataset
     rng = np.random.default_rng([int(seed), streams.AUDIT_SUBSAMPLE])
@@ -180,7 +212,20 @@ def subsample(dataset, rows: int, seed: int = 0):
 
 def canary_scores(model, theta: np.ndarray, canary: Canary, score: str) -> np.ndarray:
     """The score of each released θ (rows of ``theta``) on ``canary``: ``score`` is ``"margin"`` or
-    ``"loss"`` (the module docstring); a diverged run scores ``−inf``."""
+    ``"loss"`` (the module docstring); a diverged run scores ``−inf``.
+
+    >>> from dpcore.datasets import load
+    >>> from dpcore.models import make_model
+    >>> ds = load("breast-cancer")
+    >>> model, can = make_model("logreg", lam=1e-3), make_canary(ds, "lowest-variance")
+    >>> theta = np.zeros((2, ds.X_train.shape[1]))   # two released θ, at the origin
+    >>> canary_scores(model, theta, can, "margin").tolist()
+    [0.0, 0.0]
+    >>> np.round(canary_scores(model, theta, can, "loss"), 4).tolist()   # log 2 each
+    [0.6931, 0.6931]
+    >>> canary_scores(model, np.full((1, ds.X_train.shape[1]), np.nan), can, "margin").tolist()
+    [-inf]
+    """
     xc, yc = canary.x[None, :], np.array([canary.y])
     if score == "margin" and canary.kind == "orthogonal-pair":  # D' pushes v up, D pushes u up
         s = canary.y * (model.scores(theta, xc)[:, 0] - model.scores(theta, canary.anti_x[None, :])[:, 0])
@@ -195,7 +240,14 @@ def canary_scores(model, theta: np.ndarray, canary: Canary, score: str) -> np.nd
 def resolve_canary(canary: str, mechanism) -> str:
     """``"auto"``: the orthogonal pair where training takes noisy gradient steps (its start keeps
     both canaries' gradients at full norm), the opposite pair where it does not (the released θ
-    is a minimiser, which the opposite pair moves most)."""
+    is a minimiser, which the opposite pair moves most).
+
+    >>> from dpcore.mechanisms import get_mechanism
+    >>> resolve_canary("auto", get_mechanism("gradient-dpgd")), resolve_canary("auto", get_mechanism("output-gaussian"))
+    ('orthogonal-pair', 'opposite-pair')
+    >>> resolve_canary("mislabeled", get_mechanism("gradient-dpgd"))   # a concrete canary is kept
+    'mislabeled'
+    """
     if canary != "auto":
         return canary
     return "orthogonal-pair" if mechanism.family in ("gradient", "distributed") else "opposite-pair"
@@ -208,7 +260,19 @@ def neighbours(problem: Problem, model, config, canary: str, label: float) -> tu
     for the pairs, has the canary's twin (``anti_x``) in that place.  The orthogonal pair of
     logistic regression starts both sides' iterative training at :data:`ORTHOGONAL_START`
     (its description says so).  ``config``: its ``seed`` seeds the canary, its ``model`` says
-    whether the start applies."""
+    whether the start applies.
+
+    >>> from dpcore.experiments.run import RunSpec, load_problem
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=1.0, delta=1e-5)
+    >>> problem = load_problem(cfg)
+    >>> can, d, d_prime = neighbours(problem, problem.model, cfg, "orthogonal-pair", 1.0)
+    >>> np.flatnonzero(np.any(d.X != d_prime.X, axis=1)).tolist() == [can.index]   # one record differs
+    True
+    >>> bool(np.array_equal(d.X[can.index], can.anti_x)), bool(np.array_equal(d_prime.X[can.index], can.x))
+    (True, True)
+    >>> bool(np.array_equal(d.theta_start, d_prime.theta_start)), "θ₀" in can.description   # one start
+    (True, True)
+    """
     can = make_canary(problem.dataset, canary, label, config.seed)
     ds_prime = replace_record(problem.dataset, can.index, can.x, can.y)
     problem_dp = Problem(dataset=ds_prime, model=model,

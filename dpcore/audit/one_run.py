@@ -57,6 +57,19 @@ MAX_CANARIES = int(PARAMS["canaries"].constraint.high)
 
 @dataclass(frozen=True)
 class OneRunResult:
+    """What a one-run audit found (:func:`one_run_audit`); :meth:`to_dict` is the command line's record.
+
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=1.0,
+    ...               delta=1e-5, iterations=10)
+    >>> record = one_run_audit(cfg, canaries=100).to_dict(scores=True)
+    >>> record["mode"], record["canaries"], record["confidence"]
+    ('one-run', 100, 0.95)
+    >>> len(record["scores"]["in"]) + len(record["scores"]["out"]) == 100 == record["canaries"]
+    True
+    >>> "scores" in one_run_audit(cfg, canaries=100).to_dict()   # the scores only when asked for
+    False
+    """
+
     config: RunSpec
     mechanism_name: str
     canaries: int
@@ -108,7 +121,23 @@ def _with_canaries(ds, members: np.ndarray):
 @in_context_pool
 def one_run_audit(config: RunSpec, canaries: int = 1000, alpha: float = 0.05, max_rows: int | None = 5000,
                   progress: Callable[[int, int], None] | None = None, *, dataset=None) -> OneRunResult:
-    """One training run of ``config`` with ``canaries`` canaries; a lower bound on ε (module doc)."""
+    """One training run of ``config`` with ``canaries`` canaries; a lower bound on ε (module doc).
+
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=1.0,
+    ...               delta=1e-5, iterations=10)
+    >>> r = one_run_audit(cfg, canaries=100)
+    >>> r.canaries, r.n_train - r.canaries, r.config.clip_norm   # 546 records and a canary slot each
+    (100, 546, 0.1)
+    >>> r.guesses % 2 == 0 and 0 <= r.correct <= r.guesses <= r.canaries   # k 'in' and k 'out' guesses
+    True
+    >>> bool(0.0 <= r.epsilon_lower_bound <= r.epsilon_certified <= 1.0)
+    True
+    >>> try:
+    ...     one_run_audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="output-gaussian"))
+    ... except ParameterError as e:
+    ...     print(str(e)[:60])
+    the one-run audit trains logistic regression with a noisy-gr
+    """
     t0 = time.perf_counter()
     if not isinstance(config, RunSpec):
         raise ParameterError(f"one_run_audit needs a RunSpec; got {type(config).__name__}")

@@ -51,7 +51,22 @@ SHIFT_RUNS = 2000
 
 
 class BlackBox:
-    """The attacker sees the released model: runs on ``D`` and on ``D'``, scored on the canary."""
+    """The attacker sees the released model: runs on ``D`` and on ``D'``, scored on the canary.
+
+    >>> from dpcore.experiments.run import RunSpec, load_problem
+    >>> from dpcore.mechanisms import get_mechanism
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", iterations=10)
+    >>> problem = load_problem(cfg)
+    >>> attack = BlackBox(get_mechanism(cfg.mechanism), problem, problem.model, cfg, "orthogonal-pair", 1.0,
+    ...                   "margin")
+    >>> attack.measure(None, 0.05), attack.gaussian, attack.record()["canary"]
+    ([], None, 'orthogonal-pair')
+    >>> seeds, scores = (np.arange(4), np.arange(4) + 100), (np.zeros(4), np.zeros(4))
+    >>> list(attack.score_chunk(seeds, 0, 4, scores))   # one side at a time
+    [4, 4]
+    >>> attack.labelled_estimates(scores[0], scores[1], 0.0, 0.05) is None   # δ = 0: no Gaussian figure
+    True
+    """
 
     threat = "black-box"
     #: black-box scores are of no known family: only the direct bound enters the audited ε
@@ -99,7 +114,21 @@ class BlackBox:
 
 class WhiteBox:
     """The attacker sees every release: runs on ``D``, the neighbour's shift added at the declared
-    sensitivity and each run scored by the log-likelihood ratio (:func:`white_box_scores`)."""
+    sensitivity and each run scored by the log-likelihood ratio (:func:`white_box_scores`).
+
+    >>> from dpcore.experiments.run import RunSpec, load_problem
+    >>> from dpcore.mechanisms import get_mechanism
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", iterations=10)
+    >>> problem = load_problem(cfg)
+    >>> attack = WhiteBox(get_mechanism(cfg.mechanism), problem, problem.model, cfg, "auto", 1.0, "margin")
+    >>> seeds, scores = (np.arange(4), np.arange(4) + 100), (np.zeros(4), np.zeros(4))
+    >>> list(attack.score_chunk(seeds, 0, 4, scores))   # both sides at once
+    [8]
+    >>> attack.record()["score"], attack.gaussian is not None, attack.sampled   # DP-GD: Gaussian shifts
+    ('log-likelihood ratio', True, None)
+    >>> attack.noise_ss[1]   # every coordinate of every noisy step of the 8 runs: 8 · 10 · 10
+    800
+    """
 
     threat = "white-box"
     shift: ShiftCheck | None = None
@@ -167,7 +196,18 @@ class WhiteBox:
 
 
 class EndToEnd(WhiteBox):
-    """White-box, scored with the shift a real neighbouring pair produced (:meth:`measure`)."""
+    """White-box, scored with the shift a real neighbouring pair produced (:meth:`measure`).
+
+    >>> from dpcore.experiments.run import RunSpec, load_problem
+    >>> from dpcore.mechanisms import get_mechanism
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", iterations=10)
+    >>> problem = load_problem(cfg)
+    >>> attack = EndToEnd(get_mechanism(cfg.mechanism), problem, problem.model, cfg, "auto", 1.0, "margin")
+    >>> attack.measure((np.arange(20), np.arange(20) + 100), 0.05)   # no finding: nothing to warn of
+    []
+    >>> attack.shift.runs, attack.shift.exceeds
+    (20, False)
+    """
 
     def measure(self, seeds, alpha: float) -> list[str]:
         """Measure the real pair's shift on up to :data:`SHIFT_RUNS` of the ``D`` side's seeds; its
@@ -182,7 +222,16 @@ STRATEGIES = {("black-box", False): BlackBox, ("white-box", False): WhiteBox, ("
 
 
 def threat_strategy(threat: str, end_to_end: bool) -> type:
-    """The strategy class of a (validated) ``threat`` with or without the end-to-end check."""
+    """The strategy class of a (validated) ``threat`` with or without the end-to-end check.
+
+    >>> threat_strategy("black-box", False).__name__, threat_strategy("white-box", True).__name__
+    ('BlackBox', 'EndToEnd')
+    >>> try:
+    ...     threat_strategy("black-box", True)
+    ... except ParameterError as e:
+    ...     print(e)
+    the end-to-end check is a white-box audit: use threat='white-box'
+    """
     if not isinstance(end_to_end, bool):
         raise ParameterError(f"end_to_end must be True or False; got {end_to_end!r}")
     if (threat, end_to_end) not in STRATEGIES:

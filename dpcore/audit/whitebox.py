@@ -73,7 +73,16 @@ WHITE_BOX_UNAVAILABLE = {
 
 class TapRNG(BatchRNG):
     """A :class:`BatchRNG` that keeps what each noisy optimiser step released beyond the clean
-    gradient (``BatchRNG.observer``): the noise as it was added, not as it was drawn."""
+    gradient (``BatchRNG.observer``): the noise as it was added, not as it was drawn.
+
+    >>> from dpcore.experiments.run import RunSpec, load_problem
+    >>> from dpcore.mechanisms import get_mechanism
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", iterations=10)
+    >>> tap = TapRNG([0, 1])   # two runs
+    >>> _ = get_mechanism(cfg.mechanism).run(load_problem(cfg), cfg, tap)
+    >>> len(tap.draws), tap.draws[0].shape   # one (runs, p) noise vector a step
+    (10, (2, 10))
+    """
 
     def __init__(self, seeds, stream: int = 0):
         super().__init__(seeds, stream)
@@ -82,7 +91,19 @@ class TapRNG(BatchRNG):
 
 
 class ReleaseTap(BatchRNG):
-    """A :class:`BatchRNG` that keeps every noisy release of an optimiser, clean part included."""
+    """A :class:`BatchRNG` that keeps every noisy release of an optimiser, clean part included.
+
+    >>> from dpcore.experiments.run import RunSpec, load_problem
+    >>> from dpcore.mechanisms import get_mechanism
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", iterations=10)
+    >>> plain, tap = TapRNG([0, 1]), ReleaseTap([0, 1], stream=0)
+    >>> _ = [get_mechanism(cfg.mechanism).run(load_problem(cfg), cfg, rng) for rng in (plain, tap)]
+    >>> len(tap.releases), tap.releases[0].shape
+    (10, (2, 10))
+    >>> clean = tap.releases[0] - plain.draws[0]   # the same seeds and stream: the same noise
+    >>> bool(np.allclose(clean[0], clean[1]))   # what is left is the clean gradient, the same at the start
+    True
+    """
 
     def __init__(self, seeds, stream: int = streams.RUN):
         super().__init__(seeds, stream)
@@ -103,7 +124,18 @@ class ShiftCheck:
     record's clipped contribution, computed by the mechanism's own code.  ``declared`` and
     ``measured`` are in the plan's units (the mean gradient for DP-GD, the clipped sum for the
     Poisson-sampled mechanisms); ``included`` counts the runs whose first step sampled the
-    record, against the declared rate ``sample_rate`` (Clopper–Pearson bounds at ``alpha``)."""
+    record, against the declared rate ``sample_rate`` (Clopper–Pearson bounds at ``alpha``).
+
+    >>> ok = ShiftCheck(declared=2.0, measured=2.0, runs=100, what="the clipped sum")
+    >>> ok.reached, ok.exceeds, ok.findings()
+    (True, False, [])
+    >>> bad = ShiftCheck(declared=2.0, measured=3.0, runs=100, what="the clipped sum")
+    >>> bad.to_dict()["findings"][0][:60]
+    'the replaced record moved the clipped sum by 3, more than th'
+    >>> often = ShiftCheck(2.0, 2.0, 100, "the clipped sum", sample_rate=0.01, included=40, rate_lower=0.3)
+    >>> often.rate_exceeds, "more often than the declared rate" in often.findings()[0]
+    (True, True)
+    """
 
     declared: float
     measured: float
@@ -146,7 +178,22 @@ class ShiftCheck:
 def measure_shift(mechanism, problem0: Problem, problem1: Problem, config, seeds, alpha: float = 0.05):
     """Run the real mechanism on two neighbouring problems with common random numbers and
     compare the first releases (see :class:`ShiftCheck`); ``None`` where the mechanism does not
-    release noisy gradients one step at a time (or releases them per client)."""
+    release noisy gradients one step at a time (or releases them per client).
+
+    >>> from dpcore.experiments.run import RunSpec, load_problem
+    >>> from dpcore.mechanisms import get_mechanism
+    >>> from dpcore.audit.canaries import make_canary, replace_record
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", iterations=1)
+    >>> problem = load_problem(cfg)
+    >>> can = make_canary(problem.dataset, "opposite-pair")
+    >>> pair = [dataclasses.replace(problem, dataset=replace_record(problem.dataset, can.index, x, can.y))
+    ...         for x in (can.anti_x, can.x)]
+    >>> check = measure_shift(get_mechanism(cfg.mechanism), *pair, cfg, list(range(20)))
+    >>> check.runs, check.what, check.exceeds   # within what the plan declares
+    (20, 'the released mean gradient', False)
+    >>> measure_shift(get_mechanism("output-gaussian"), *pair, cfg, [0]) is None   # no gradient steps
+    True
+    """
     if mechanism.family != "gradient" or not mechanism.private:
         return None
     taps = []
@@ -241,7 +288,24 @@ def white_box_scores(mechanism, problem: Problem, config, seeds0, seeds1, seed: 
     scored with the shift the real neighbours produced instead of the declared sensitivity.
     ``seed`` seeds the attacker's own draws (the Poisson coins of DP-SGD's canary); by default it
     is :func:`~dpcore.audit.bounds.simulation_seed` of the run seeds, so it is fresh for every
-    chunk of every audit and deterministic given the audit's seed (which fixes its run seeds)."""
+    chunk of every audit and deterministic given the audit's seed (which fixes its run seeds).
+
+    >>> from dpcore.experiments.run import RunSpec, load_problem
+    >>> from dpcore.mechanisms import get_mechanism
+    >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", iterations=10)
+    >>> problem = load_problem(cfg)
+    >>> wb = white_box_scores(get_mechanism(cfg.mechanism), problem, cfg, [0, 1, 2], [3, 4, 5])
+    >>> wb.without.shape, wb.with_.shape, wb.gaussian is not None, wb.sampled   # Gaussian shifts
+    ((3,), (3,), True, None)
+    >>> again = white_box_scores(get_mechanism(cfg.mechanism), problem, cfg, [0, 1, 2], [3, 4, 5])
+    >>> bool(np.array_equal(again.with_, wb.with_))   # the run seeds fix the scores
+    True
+    >>> try:
+    ...     white_box_scores(get_mechanism("input-fukuchi"), problem, cfg, [0], [1])
+    ... except ParameterError as e:
+    ...     print(str(e)[:40])
+    no white-box audit for input-fukuchi: it
+    """
     mid = mechanism.id
     if mid in WHITE_BOX_UNAVAILABLE:
         raise ParameterError(f"no white-box audit for {mid}: {WHITE_BOX_UNAVAILABLE[mid]}; "
