@@ -16,6 +16,18 @@ if "DPCORE_CACHE_DIR" not in os.environ:
     os.environ["DPCORE_CACHE_DIR"] = _CACHE
     atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
+# One BLAS / OpenMP thread per test process, as the app's contexts run their work
+# (Context.active): the default run puts one pytest-xdist worker on each core, and a library
+# spinning a thread per core on top of that (an exact MLP solve outside any context, a subprocess)
+# ran up to 30x slower on a loaded 2-core machine.  Subprocesses inherit the variables; this
+# process, whose numpy may already be loaded, is limited through threadpoolctl.  A test that
+# wants more threads asks for them (Context(threads=…), threadpool_limits).
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+threadpool_limits(limits=1)
+
 # Syntax trees one thread's at a time, as in the app's server (pages/boot.py): a test's threads may
 # format tracebacks (which parse on Python 3.11) while another builds a tree.
 from pages.boot import serialize_syntax_trees  # noqa: E402
