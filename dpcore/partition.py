@@ -24,7 +24,7 @@ import numpy as np
 from . import streams
 from .exceptions import ParameterError
 
-__all__ = ["client_sizes", "partition", "SPLITS", "RecordSplit", "RECORD_SPLITS", "record_split",
+__all__ = ["client_sizes", "check_split", "partition", "SPLITS", "RecordSplit", "RECORD_SPLITS", "record_split",
            "moved_records"]
 
 
@@ -119,6 +119,17 @@ def client_sizes(n: int, clients: int, skew: float = 1.0, *, mode: str = "two-gr
     base, extra = divmod(rest, n_large)
     sizes += [base + (1 if k < extra else 0) for k in range(n_large)]
     return sizes
+
+
+def check_split(n: int | None, clients: int, skew: float) -> None:
+    """Refuse the seed-004 split of ``n`` rows over ``clients`` at ``skew`` that the core cannot make
+    (:func:`client_sizes`: more clients than rows, small clients left empty) or that would not mean
+    what it says: a skew u ≠ 1 with one client, which nothing skews (the command line refuses it too).
+    ``n`` unknown (``None`` or 0: synthetic data drawn later) checks the clients and the skew alone."""
+    if int(clients) == 1 and skew != 1:
+        raise ParameterError(f"skew u = {skew:g} needs at least 2 clients (with 1 client there is nothing to skew)")
+    if n:
+        client_sizes(n, clients, skew)
 
 
 #: The client splits of a federation (the distributed mechanisms' ``split`` option).

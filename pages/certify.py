@@ -10,7 +10,7 @@ import streamlit as st
 from dpcore import certify
 from dpcore.exceptions import DPCoreError
 from dpcore.figures import privacy_profile_figure
-from pages.common import enter_view, fmt_eps, show_chart
+from pages.common import choice, declared_number, enter_view, fmt_eps, show_chart
 from pages.links import restore_from_url, write_to_url
 
 CP = sys.modules["dpcore.certify"].CERTIFY_PARAMS  # the declarations (dpcore.certify is the function)
@@ -34,35 +34,27 @@ st.markdown(
 
 
 def _bounded(name: str, key: str, label: str, container, fmt: str | None = None):
-    p = CP[name]
-    kind = p.constraint.kind
-    held = st.session_state.get(key)  # a link's value (a typed one is kept in range by the widget)
-    if held is not None and not p.constraint.contains(held):
-        st.warning(f"The link's {key} = {held} is outside the range of {label} ({p.constraint.describe()}); "
-                   f"using {URL_KEYS[key]:g}, the default.")
-        st.session_state[key] = URL_KEYS[key]
-    return container.number_input(label, min_value=kind(p.constraint.low), max_value=kind(p.constraint.high),
-                                  key=key, help=p.help, format=fmt)
+    return declared_number(CP[name], key, label, URL_KEYS[key], container=container, format=fmt)
 
 
 c1, c2, c3 = st.columns(3)
-mechanism = c1.selectbox("mechanism", CP["mechanism"].constraint.values, key="cert_mechanism",
-                         help=CP["mechanism"].help)
+mechanism = choice("selectbox", "mechanism", CP["mechanism"].constraint.values, key="cert_mechanism",
+                   container=c1, help=CP["mechanism"].help)
 delta = _bounded("delta", "cert_delta", "δ", c2, "%.1e")
 if mechanism == "dp-sgd":
-    accountant = c3.selectbox("accounted with", CP["accountant"].constraint.values, key="cert_accountant",
-                              help=CP["accountant"].help)
+    accountant = choice("selectbox", "accounted with", CP["accountant"].constraint.values, key="cert_accountant",
+                        container=c3, help=CP["accountant"].help)
     d1, d2, d3, d4 = st.columns(4)
     z = _bounded("noise_multiplier", "cert_z", "noise multiplier z", d1)
-    sampling = d1.radio("batches", CP["sampling"].constraint.values, key="cert_sampling", horizontal=True,
-                        help=CP["sampling"].help)
-    rate = d2.radio("rate from", ("sample rate", "batch and dataset size"), key="cert_rate")
+    sampling = choice("radio", "batches", CP["sampling"].constraint.values, key="cert_sampling", container=d1,
+                      horizontal=True, help=CP["sampling"].help)
+    rate = choice("radio", "rate from", ("sample rate", "batch and dataset size"), key="cert_rate", container=d2)
     if rate == "sample rate":
         rate_args = {"sample_rate": _bounded("sample_rate", "cert_q", "sample rate q", d3, "%.3g")}
     else:
         rate_args = {"batch_size": _bounded("batch_size", "cert_batch", "batch size", d3),
                      "dataset_size": _bounded("dataset_size", "cert_n", "dataset size n", d3)}
-    length = d4.radio("length in", ("epochs", "steps"), key="cert_length", horizontal=True)
+    length = choice("radio", "length in", ("epochs", "steps"), key="cert_length", container=d4, horizontal=True)
     if length == "steps":
         length_args = {"steps": _bounded("steps", "cert_steps", "steps T", d4)}
     else:

@@ -30,7 +30,8 @@ from dpcore.jsonutil import dumps
 from dpcore.privacy import dp_events_list
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
-from dpcore.params import PARAMS, Interval, Options, check, log_ticks
+from dpcore.params import PARAMS, Interval, Options, Param, check, log_ticks
+from dpcore.partition import check_split
 
 
 #: Exact reference solutions (L*) of registered data outlive the server (the MLP's takes
@@ -226,15 +227,16 @@ def fmt_num(value, spec: str = ".4f") -> str:
 
 # -- widgets ----------------------------------------------------------------------------
 
-def _select_slider(container, label, options, value, key, fmt, help=None):
-    """A select_slider whose state (from a URL, say) is snapped to the nearest option.
+def _select_slider(container, label, options, value, key, fmt, help=None, refuse=None):
+    """A select_slider whose state (from a URL, say) is snapped to the nearest option; a link's
+    value that ``refuse`` refuses (:func:`_refused`) goes down to the largest option it accepts.
 
     The default goes into session state instead of ``value=`` so that the widget's
     identity never changes between runs (which would reset it).
     """
     current = st.session_state.get(key, value)
+    before = current
     if current not in options:
-        before = current
         try:  # nearest on a log scale (an option 0 counts as 1e-300; inf goes to the top)
             target = float(current)
             if math.isnan(target):
@@ -243,16 +245,31 @@ def _select_slider(container, label, options, value, key, fmt, help=None):
                 options, key=lambda o: abs(math.log(max(o, 1e-300)) - math.log(max(target, 1e-300))))
         except (TypeError, ValueError):
             current = value
-        _say_link_changed(key, label, before, fmt(current))
+    current, why = _refused(key, current, refuse, (o for o in reversed(options) if o <= current), value)
+    if current != before or why:
+        _say_link_changed(key, label, before, fmt(current), why)
     st.session_state[key] = current
     return container.select_slider(label, options, key=key, format_func=fmt, help=help)
 
 
-def _say_link_changed(key: str, label: str, given, used) -> None:
-    """A value from the link that could not be used: say what was used instead (once)."""
+def _refused(key: str, value, refuse, instead, default) -> tuple[Any, str | None]:
+    """A link's ``value`` that the core refuses with the settings chosen before it (``refuse(value)``:
+    the reason, or ``None`` when it accepts it) → (the first of ``instead``, else ``default``, that
+    it accepts; the reason).  A value set by hand is left to the core, whose error the view shows."""
+    if refuse is None or key not in st.session_state.get("_from_url", {}):
+        return value, None
+    why = refuse(value)
+    if why is None:
+        return value, None
+    return next((v for v in instead if refuse(v) is None), default), f"cannot be used: {why}"
+
+
+def _say_link_changed(key: str, label: str, given, used, why: str | None = None) -> None:
+    """A value from the link that could not be used: say what was used instead (once); ``why``:
+    what is wrong with it (by default, that it is out of range or unknown)."""
     from_url = st.session_state.get("_from_url", {})
     if key in from_url:
-        st.warning(f"The link's {label} = {str(from_url.pop(key))[:40]} is out of range or unknown; "
+        st.warning(f"The link's {label} = {str(from_url.pop(key))[:40]} {why or 'is out of range or unknown'}; "
                    f"using {used}.")
 
 
@@ -282,7 +299,7 @@ def keep_choice(key: str, options, label: str, default=None) -> None:
         del st.session_state[wanted_key]
         st.session_state[key] = value = wanted
     if value not in options:
-        _say_link_changed(key, label, value, used)
+        _say_link_changed(key, label, value, "none" if used == "" else used)
         st.session_state[key] = used
         st.session_state[wanted_key] = (used, value)
 
@@ -297,9 +314,10 @@ def choice(kind: str, label: str, options, *, key: str, container=st, fallback=N
     return getattr(container, kind)(label, options, key=key, **kw)
 
 
-def _hold_within(key: str, label: str, kind: type, lo, hi, default) -> None:
+def _hold_within(key: str, label: str, kind: type, lo, hi, default, refuse=None) -> None:
     """The widget's held value (a link's, a tuned setting's) brought within [lo, hi] and to its kind
-    before the widget is made (Streamlit raises on a value outside a widget's range); a change is said."""
+    before the widget is made (Streamlit raises on a value outside a widget's range); a link's value
+    that ``refuse`` refuses goes back to the default (:func:`_refused`); a change is said."""
     current = st.session_state.get(key, default)
     before = current
     try:
@@ -310,9 +328,17 @@ def _hold_within(key: str, label: str, kind: type, lo, hi, default) -> None:
             raise ValueError("nan")
     except (TypeError, ValueError, OverflowError):
         current = kind(default)
-    if current != before:
-        _say_link_changed(key, label, before, current)
+    current, why = _refused(key, current, refuse, (), kind(default))
+    if current != before or why:
+        _say_link_changed(key, label, before, current, why)
     st.session_state[key] = current
+
+
+def held_within(key: str, label: str, lo, hi, default) -> Any:
+    """A setting without a widget of its own (the lesson's step) held within [lo, hi], as a slider's
+    would be (:func:`_hold_within`): a link's value beyond them is said; the value held is returned."""
+    _hold_within(key, label, type(default), lo, hi, default)
+    return st.session_state[key]
 
 
 def bounded_slider(label: str, lo, hi, key: str, default, container=st, **kw) -> Any:
@@ -322,11 +348,27 @@ def bounded_slider(label: str, lo, hi, key: str, default, container=st, **kw) ->
     return container.slider(label, lo, hi, key=key, **kw)
 
 
+def declared_number(p: Param, key: str, label: str, default, container=st, **kw) -> Any:
+    """A number input over the whole range of a declaration (``p``: a parameter of a table other than
+    :data:`PARAMS`, such as :data:`dpcore.certify.CERTIFY_PARAMS`); a held value it refuses (a
+    link's: a typed one is kept in range by the widget) goes back to ``default``, said with the range."""
+    cons, held = p.constraint, st.session_state.get(key)
+    if held is not None and not cons.contains(held):
+        _say_link_changed(key, key, held, f"{default:g}, the default",
+                          why=f"is outside the range of {label} ({cons.describe()})")
+        st.session_state[key] = default
+    return container.number_input(label, min_value=cons.kind(cons.low), max_value=cons.kind(cons.high), key=key,
+                                  help=p.help, **kw)
+
+
 def param_widget(name: str, key: str, *, label: str | None = None, container=st, zero: bool = False,
-                 **kw) -> Any:
+                 refuse=None, **kw) -> Any:
     """One widget for a declared parameter; its range comes from :data:`dpcore.params.PARAMS`.
 
     ``zero`` adds 0 to a log-scale slider (for a parameter whose range includes it, like λ).
+    ``refuse(value)``: why the core refuses a value with the settings chosen before this one
+    (``None`` when it accepts it); a link's value it refuses is replaced and said
+    (:func:`skew_refusal`: a skew the clients cannot take).
     """
     p = PARAMS[name]
     label = label or p.help
@@ -337,7 +379,7 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
         if held not in opts and isinstance(held, float) and p.constraint.contains(held) and math.isfinite(held):
             opts = sorted({*opts, held})
         return _select_slider(container, label, opts, kw.pop("value", p.default), key,
-                              lambda v: format(v, p.tick_format), kw.pop("help"))
+                              lambda v: format(v, p.tick_format), kw.pop("help"), refuse)
     kind = getattr(p.constraint, "kind", float)
     lo, hi = p.ui_min, p.ui_max
     value = kw.pop("value", p.default)
@@ -347,8 +389,9 @@ def param_widget(name: str, key: str, *, label: str | None = None, container=st,
         if isinstance(held, (int, float)) and not isinstance(held, bool) and lo <= held <= hi:
             extra.add(float(held))
         opts = list(log_ticks(lo, hi, 25, extra))
-        return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}", kw.pop("help"))
-    _hold_within(key, label, kind, lo, hi, value)
+        return _select_slider(container, label, opts, float(value), key, lambda v: f"{v:g}", kw.pop("help"),
+                              refuse)
+    _hold_within(key, label, kind, lo, hi, value, refuse)
     if kind is int:
         return container.number_input(label, min_value=int(lo), max_value=int(hi), step=1, key=key,
                                       help=kw.pop("help"))
@@ -521,6 +564,23 @@ def model_picker(dataset_id: str, key: str = "model", container=st) -> str:
     if st.session_state.get(key) not in options and key in st.session_state.get("_from_url", {}):
         keep_choice(key, options, "model")  # a link's unknown model is said; a task change is not news
     return container.selectbox("Model", options, key=key, format_func=lambda m: f"{m} — {MODELS[m].name}")
+
+
+def skew_refusal(dataset_id: str, clients: int):
+    """``refuse`` for a skew widget (:func:`param_widget`): why the core refuses a skew u with these
+    ``clients`` over this dataset's training rows (:func:`dpcore.partition.check_split`: a skew with
+    one client, or one that leaves the small clients empty), ``None`` when it takes it."""
+    ds = user_dataset(dataset_id)
+    n = ds.n if ds is not None else datasets.DATASETS[dataset_id].n_train
+
+    def refuse(skew) -> str | None:
+        try:
+            check_split(n, clients, float(skew))
+        except DPCoreError as exc:
+            return str(exc)
+        return None
+
+    return refuse
 
 
 def mechanisms_for(model_id: str, families: tuple[str, ...] | None = None) -> list[str]:

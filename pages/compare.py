@@ -15,7 +15,7 @@ from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
 from dpcore.figures import band_figure
 from pages.common import (
-    choice, enter_view, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, user_dataset,
+    choice, enter_view, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
 )
 from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -105,10 +105,11 @@ if any(REGISTRY[m].family == "distributed" for m in mechs):
     clients = param_widget("clients", "cmp_clients", label="clients m (distributed mechanisms)",
                            value=4, container=c7)
     skew = param_widget("skew", "cmp_skew", label="client-size skew u = n_max/n_min", value=4.0,
-                        container=c8)
+                        container=c8, refuse=skew_refusal(dataset, clients))
 
 # A seed preset's settings for single mechanisms (e.g. output-laplace's λ in seed 003) and its
 # data options (d = 14 for 003's synthetic data) hold while its dataset is selected.
+keep_choice("cmp_paper", ["", *PAPER_PRESETS], "cmp_paper", "")  # no widget: a link's unknown preset is said
 paper = PAPER_PRESETS.get(st.session_state.get("cmp_paper", ""))
 per_mechanism, data_options = paper.overrides(dataset, mechs) if paper is not None else ({}, {})
 if per_mechanism or data_options:

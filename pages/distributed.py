@@ -9,7 +9,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.figures import band_figure
 from pages.common import (
-    choice, enter_view, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, user_dataset,
+    choice, enter_view, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
 )
 from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -31,7 +31,7 @@ c1, c0, c2, c3, c4 = st.columns(5)
 dataset = dataset_picker("dist_dataset", container=c1)
 model = model_picker(dataset, "dist_model", container=c0)
 m = param_widget("clients", "dist_m", label="clients m", container=c2)
-u = param_widget("skew", "dist_u", label="skew u", container=c3)
+u = param_widget("skew", "dist_u", label="skew u", container=c3, refuse=skew_refusal(dataset, m))
 epsilon = param_widget("epsilon", "dist_epsilon", label="ε", container=c4)
 c5, c8, c6, c7 = st.columns(4)
 calibration = choice("radio", "Calibration", ["certified", "published"], key="dist_cal", horizontal=True, container=c5,

@@ -10,7 +10,7 @@ from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
-    choice, enter_view, show_chart, glossary_link, app_context, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error,
+    choice, enter_view, show_chart, glossary_link, app_context, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error, skew_refusal,
 )
 from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -101,7 +101,8 @@ with st.sidebar:
             extra["clip_norm"] = clip
     if "clients" in cls.settings:
         extra["clients"] = param_widget("clients", "ex_m", label="clients m")
-        extra["skew"] = param_widget("skew", "ex_u", label="skew u = n_max/n_min")
+        extra["skew"] = param_widget("skew", "ex_u", label="skew u = n_max/n_min",
+                                     refuse=skew_refusal(dataset, extra["clients"]))
     options = option_widgets(cls, "ex_opt")  # and its own declared options
     if dict(options).get("tune_on_release"):
         st.caption("tune_on_release: each release chooses its own training settings on its records, so the "

@@ -19,6 +19,7 @@ from pages.common import (
     audit_view_state,
     enter_view,
     fmt_eps,
+    held_within,
     reference_for,
     show_chart,
 )
@@ -30,7 +31,8 @@ enter_view("lesson")
 PRESENTING = bool(st.session_state.get("present"))
 if not PRESENTING:  # the step's own header says where the class is
     st.title("A lesson in six steps")
-restore_from_url({"lesson_step": 1})
+URL_KEYS = {"lesson_step": 1}  # the step shown (each step's "Open this step live" link sets it)
+restore_from_url(URL_KEYS)
 DATA = "breast-cancer"  # small: every step answers in seconds
 BASE = RunSpec(dataset=DATA, iterations=100, repeats=5)
 # the Audit view's leaking setup: DP-GD with the published formula at c = 0.1 (pages/common.py)
@@ -229,18 +231,13 @@ def _move(by: int) -> None:
     st.session_state["lesson_step"] = min(max(int(st.session_state.get("lesson_step", 1)) + by, 1), len(STEPS))
 
 
-asked = st.session_state.get("lesson_step", 1)
-step = min(max(int(asked), 1), len(STEPS))
-if step != asked and "lesson_step" in st.session_state.get("_from_url", {}):
-    st.session_state["_from_url"].pop("lesson_step")
-    st.warning(f"The link's lesson step {asked} is not one of 1–{len(STEPS)}; showing step {step}.")
-st.session_state["lesson_step"] = step
+step = held_within("lesson_step", "lesson_step", 1, len(STEPS), 1)  # a link's step beyond the lesson: said
 c1, c2, c3 = st.columns([1, 4, 1])
 c1.button("← previous", key="lesson_prev", disabled=step == 1, on_click=_move, args=(-1,))
 c3.button("next →", key="lesson_next", disabled=step == len(STEPS), on_click=_move, args=(1,))
 title, text, view, chart, settings, line = STEPS[step - 1]
 c2.progress(step / len(STEPS), text=f"step {step} of {len(STEPS)}")
-write_to_url(["lesson_step"])
+write_to_url(list(URL_KEYS))
 st.header(f"{step}. {title}")
 st.markdown(text)
 said = line() if line else ""

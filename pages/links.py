@@ -65,6 +65,8 @@ def restore_from_url(defaults: dict[str, Any], prefixes: dict[str, Any] | None =
     ``prefixes`` maps a key prefix (a family of widgets made on the fly, such as a mechanism's
     option boxes) to a function giving a key's default, ``None`` for a key it does not know.
     URL strings are converted to that type; a value that does not parse is said and ignored.
+    A key the link gives more than once with different values is said too: Streamlit keeps the
+    last of them (``st.query_params``), which is used.
     The same declaration writes the link (:func:`write_to_url`): a view's state is declared once.
     """
     prefixes = prefixes or {}
@@ -77,6 +79,11 @@ def restore_from_url(defaults: dict[str, Any], prefixes: dict[str, Any] | None =
         if default is None or key in st.session_state:
             continue
         raw = st.query_params[key]
+        given = st.query_params.get_all(key)
+        if len(set(given)) > 1:
+            shown = ", ".join(v[:40] for v in given[:5]) + (", …" if len(given) > 5 else "")
+            times = "twice" if len(given) == 2 else f"{len(given)} times"
+            st.warning(f"The link gives {key} {times} ({shown}); using the last, {raw[:40]}.")
         st.session_state.setdefault("_from_url", {})[key] = raw
         try:
             value = url_value(raw, default)

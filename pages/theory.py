@@ -8,7 +8,7 @@ from dpcore.experiments.studies import compare_measured
 from dpcore.figures import readable_axes
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
-    choice, enter_view, show_chart, readable, app_context, dataset_picker, download_figure, download_table, model_picker, param_widget, user_datasets,
+    choice, enter_view, show_chart, readable, app_context, dataset_picker, download_figure, download_table, model_picker, param_widget, skew_refusal, user_datasets,
 )
 from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -74,7 +74,7 @@ delta = param_widget("delta", "th_delta", label="δ", container=c4)
 c5, c6, c7 = st.columns(3)
 T = param_widget("iterations", "th_T", label="iterations T", container=c5, value=1000)
 m = param_widget("clients", "th_m", label="clients m (seed 004 rows)", container=c6)
-u = param_widget("skew", "th_u", label="skew u", container=c7)
+u = param_widget("skew", "th_u", label="skew u", container=c7, refuse=skew_refusal(dataset, m))
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
