@@ -102,19 +102,23 @@ def relative(path: str | os.PathLike, folder: str | os.PathLike | None = None) -
 
 
 def path_of(relpath: str, folder: str | os.PathLike | None = None) -> Path:
+    """Where a shipped file (a path relative to the data folder) lies."""
     return Path(data_folder(folder)) / relpath
 
 
-def _short(path: Path | str) -> str:
-    p = Path(path)
-    return f"{p.parent.name}/{p.name}"
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is not a finite number")
+    return value
 
 
-def _strict_json(raw: bytes, where: str) -> Any:
+def _strict_json(raw: bytes) -> Any:
+    """JSON with finite numbers only: no ``NaN`` or ``Infinity`` token, no ``1e400``."""
     def refuse(token):
         raise ValueError(f"{token} is not a JSON number")
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=refuse)
+        return json.loads(raw.decode("utf-8"), parse_constant=refuse, parse_float=_finite)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -136,7 +140,7 @@ def _manifest(folder: Path) -> dict[str, dict[str, Any]]:
     if raw is None:
         return {}
     try:
-        doc = _strict_json(raw, MANIFEST)
+        doc = _strict_json(raw)
         files = doc["files"]
         if not isinstance(files, dict) or not all(
                 isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("sha256"), str)
@@ -190,7 +194,7 @@ def read_json(relpath: str, folder: str | os.PathLike | None = None) -> Any:
     if raw is None:
         return None
     try:
-        return _strict_json(raw, relpath)
+        return _strict_json(raw)
     except ValueError as exc:
         raise ShippedFileError(f"the shipped {relpath} is refused ({exc})") from None
 
