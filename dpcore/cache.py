@@ -58,8 +58,9 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = ["Memo", "DiskCache", "code_fingerprint"]
 
-#: what a ``check`` passed to :meth:`DiskCache.read` may raise to say "not a valid entry"
-INVALID = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
+#: what a ``check`` passed to :meth:`DiskCache.read` may raise to say "not a valid entry" (``ArithmeticError``:
+#: a number the file holds that no float is, ``float(10**400)``'s ``OverflowError``)
+INVALID = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, ArithmeticError)
 
 
 class Memo:

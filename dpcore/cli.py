@@ -24,9 +24,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from .certify import CERTIFY_PARAMS, certify_plans
+from .certify import CERTIFY_PARAMS, prepare_plans
 from .certify import certify as certify_run
 from .datasets import from_csv, get_spec, list_datasets
+from .datasets.preprocess import pipeline_note
 from .datasets.upload import MAX_UPLOAD_BYTES
 from . import shipped
 from .exceptions import DPCoreError
@@ -43,7 +44,7 @@ from .experiments.studies import (CLASSROOM_FILE, prepare_for_class, ship_classr
                                   tradeoff)
 from .experiments.sweep import environment
 from .experiments.tune import DEFAULT_MECHANISMS, setting_text, tune, tuned_setting, with_setting
-from .jsonutil import dumps
+from .jsonutil import TooLarge, dumps, read_regular
 from .mechanisms import REGISTRY
 from .params import CONFLICTS, PARAMS, check_conflicts, parse_grid
 from .theory.catalog import bounds_report
@@ -95,18 +96,24 @@ _RUN_FLAGS = (("clients", "clients"), ("skew", "skew"), ("batch", "batch_size"),
 
 
 def _read_input(flag: str, path: str, limit: int, why: str) -> bytes:
-    """The bytes of the file ``flag`` names, at most ``limit`` of them read: a path that is no
-    path, a file that cannot be read, or one larger than ``limit`` (``why`` says what that means)
-    is one line (exit 2), before anything is parsed."""
+    """The bytes of the file ``flag`` names, at most ``limit`` of them read, the one way every file
+    argument is read (:func:`~dpcore.jsonutil.read_regular`: a regular file only, opened without
+    blocking and checked on its descriptor, so a FIFO, a device such as ``/dev/zero`` or a folder
+    is refused at once, never waited on or read forever): a path that is no path, a file that
+    cannot be read, or one larger than ``limit`` (``why`` says what that means) is one line
+    (exit 2), before anything is parsed."""
     if not path.strip() or "\x00" in path:
         raise DPCoreError(f"{flag} needs a file path, got {path!r}")
     try:
-        with open(path, "rb") as f:
-            raw = f.read(limit + 1)
+        raw = read_regular(path, limit)
+    except TooLarge:
+        raise DPCoreError(f"{flag} {path!r} is larger than {limit / 2**20:.3g} MB: {why}") from None
+    except ValueError as exc:  # a folder, a FIFO, a device
+        raise DPCoreError(f"{flag} {path!r} cannot be read: {exc}") from None
     except OSError as exc:
         raise DPCoreError(f"{flag} {path!r} cannot be read: {exc.strerror or exc}") from None
-    if len(raw) > limit:
-        raise DPCoreError(f"{flag} {path!r} is larger than {limit // 2**20} MB: {why}")
+    if raw is None:
+        raise DPCoreError(f"{flag} {path!r} cannot be read: no such file")
     return raw
 
 
@@ -129,6 +136,9 @@ def _user_data(args):
     ds = from_csv(raw, args.label, args.positive_class, task=args.task or "classification",
                   name=name, id="csv:" + name)
     args.dataset = ds.id
+    # what the upload noticed (rows dropped, the encoding it fell back to, Excel's separator line):
+    # said on standard error once the command succeeds (`note: …`), as the Datasets view shows it
+    args.notes = [n for n in ds.notes if n not in (pipeline_note(True), pipeline_note(False))]
     return ds
 
 
@@ -747,13 +757,22 @@ def _certify_plan_file(args, given: dict) -> Any:
         raise DPCoreError(f"--plan certifies the plan the file holds: drop --{described[0].replace('_', '-')}")
     raw = _read_input("--plan", args.plan, MAX_PLAN_BYTES, "not a plan file")
     try:
-        document = json.loads(raw.decode("utf-8"))
+        document = json.loads(raw.decode("utf-8-sig"), parse_constant=_not_json)  # a BOM an editor added: read
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise DPCoreError(f"--plan {args.plan!r} is not JSON: {str(exc).splitlines()[0] if str(exc) else exc}") from None
-    certs = certify_plans(document, args.delta, full_curve=args.json)
+    prepared = prepare_plans(document, args.delta, full_curve=args.json)  # refuses here, or not at all
+    progress = SlowProgress()
+    with progress.heartbeat("certifying the plans"):
+        certs = prepared.certify(progress)
     if args.json:
         return [c.to_dict() for c in certs] if len(certs) > 1 else certs[0].to_dict()
     return "\n".join(str(c) for c in certs)
+
+
+def _not_json(token: str):
+    """Strict JSON: ``NaN``, ``Infinity`` and ``-Infinity`` are Python's, not JSON's (this package writes
+    ``null`` for an ε with no guarantee)."""
+    raise ValueError(f"it holds {token}, which strict JSON has not (a number, or null)")
 
 
 COMMANDS = {"prepare": _cmd_prepare, "tune": _cmd_tune, "sweep": _cmd_sweep, "datasets": _cmd_datasets, "mechanisms": _cmd_mechanisms, "run": _cmd_run,
@@ -786,6 +805,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.argv = list(sys.argv[1:] if argv is None else argv)  # the command, for provenance
         _refuse_conflicts(parser, args)
         out = COMMANDS[args.command](args)
+        for note in getattr(args, "notes", ()):  # not errors: the command succeeded (exit 0)
+            print(_one_line(f"note: {note}"), file=sys.stderr)
     except ParserExit as exc:
         print(_one_line(str(exc)), file=sys.stderr)
         return exc.code

@@ -122,15 +122,24 @@ def quadratic_ball(A: np.ndarray, b: np.ndarray, eta: float) -> tuple[np.ndarray
     else:
         # Boundary solution: find μ > 0 with ‖(A + μI)⁻¹b‖ = η (‖·‖ decreases in μ).
         lo = max(0.0, -evals.min()) + 1e-300
-        hi = max(np.linalg.norm(c) / eta, 1e-12)
-        while norm_at(hi) > eta:
-            hi *= 2.0
-        # 1/‖x(μ)‖ − 1/η: finite where ‖x‖ overflows, and nearly linear in μ
-        mu = brentq(lambda m: 1.0 / norm_at(m) - 1.0 / eta, lo, hi, xtol=1e-300,
-                    rtol=4 * np.finfo(float).eps, maxiter=500)
+        if norm_at(lo) <= eta:
+            # A singular (a constant or repeated feature) with b in its range: (A + μI)θ = b has a
+            # solution inside the ball as μ → 0, an interior minimiser; the secular equation has no
+            # root (brentq saw no sign change: issue 55, a regression CSV with a constant column)
+            mu = lo
+            method = "normal equations (interior, singular)"
+        else:
+            hi = max(np.linalg.norm(c) / eta, 1e-12)
+            while norm_at(hi) > eta:
+                hi *= 2.0
+            # 1/‖x(μ)‖ − 1/η: finite where ‖x‖ overflows, and nearly linear in μ
+            mu = brentq(lambda m: 1.0 / norm_at(m) - 1.0 / eta, lo, hi, xtol=1e-300,
+                        rtol=4 * np.finfo(float).eps, maxiter=500)
+            method = "trust-region secular equation (boundary)"
         theta = Q @ (c / (evals + mu))
-        theta *= min(1.0, eta / np.linalg.norm(theta))
-        method = "trust-region secular equation (boundary)"
+        size = float(np.linalg.norm(theta))
+        if size > eta:
+            theta *= eta / size
     return theta, method
 
 

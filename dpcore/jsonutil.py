@@ -95,10 +95,16 @@ MAX_CACHE_BYTES = 16 * 2**20
 NO_FILE = type("NoFile", (), {"__repr__": lambda self: "NO_FILE"})()
 
 
+class TooLarge(ValueError):
+    """:func:`read_regular`'s refusal of a file over its cap."""
+
+
 def read_regular(path: str | os.PathLike, max_bytes: int) -> bytes | None:
     """The bytes of ``path``, or ``None`` when there is no file.  Raises ``ValueError`` unless it is a
-    regular file of at most ``max_bytes``: opened without blocking (a FIFO never waits for a writer),
-    checked on the open descriptor (no swap between the check and the read), read to the cap only."""
+    regular file of at most ``max_bytes`` (:class:`TooLarge` when it is larger): opened without
+    blocking (a FIFO never waits for a writer), checked on the open descriptor (no swap between the
+    check and the read), read to the cap only.  Other ``OSError`` s (no permission, a name too long)
+    are the caller's to say."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -107,10 +113,12 @@ def read_regular(path: str | os.PathLike, max_bytes: int) -> bytes | None:
         raise ValueError("a folder, not a file") from None
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ValueError("a folder, not a file")
         if not stat.S_ISREG(st.st_mode):
             raise ValueError("not a regular file (a FIFO, a device or a link to one)")
         if st.st_size > max_bytes:
-            raise ValueError(f"{st.st_size:,} bytes, more than its kind's {max_bytes:,}")
+            raise TooLarge(f"{st.st_size:,} bytes, more than its kind's {max_bytes:,}")
         chunks, left = [], max_bytes + 1
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
@@ -120,7 +128,7 @@ def read_regular(path: str | os.PathLike, max_bytes: int) -> bytes | None:
             left -= len(chunk)
         data = b"".join(chunks)
         if len(data) > max_bytes:
-            raise ValueError(f"more than its kind's {max_bytes:,} bytes")
+            raise TooLarge(f"more than its kind's {max_bytes:,} bytes")
         return data
     finally:
         os.close(fd)

@@ -248,7 +248,10 @@ def check(param: Param, value: Any, owner: str = "dpcore") -> Any:
         ok_type = isinstance(value, numbers.Integral) or (
             isinstance(value, float) and value.is_integer()
         )
-    if ok_type and not math.isfinite(float(value)):
+    try:
+        if ok_type and not math.isfinite(float(value)):
+            ok_type = False
+    except OverflowError:  # an integer no float holds (a JSON file's 400-digit number)
         ok_type = False
     if not ok_type or not cons.contains(value):
         tiny = ", not a subnormal number (0 < |x| < 2.2e-308)" if ok_type and subnormal(value) else ""

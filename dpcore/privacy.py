@@ -53,6 +53,7 @@ from .plan_events import (  # noqa: F401 — the events and the document are par
     DP_EVENTS_LIST_FORMAT,
     DP_EVENTS_VERSION,
     NEIGHBOURING,
+    RELEASE_FIELDS,
     AnyOfDpEvent,
     DisjointPartsDpEvent,
     EpsilonDeltaDpEvent,
@@ -124,7 +125,7 @@ def certificate_error(plan: "NoisePlan", delta: float) -> float:
     if plan.void is not None or not math.isfinite(eps):
         return closed
     worst = max((certificate_error(p, delta) for p in plan.parts), default=0.0)
-    rr = [r for r in plan.releases if r.kind == "randomized-response" and r.epsilon >= _FAINT_RR]
+    rr = [r for r in plan.releases if r.kind == "randomized-response" and r.epsilon >= FAINT_RR]
     gauss = [r for r in plan.releases if r.kind in ("gaussian", "sampled-gaussian", "any-of")]
     rest = delta - sum(r.count * r.delta for r in plan.releases if r.kind == "theorem")
     grid = 0.0
@@ -166,7 +167,7 @@ def same_certificate(stored: float | None, recomputed: float, error: float | Non
     return abs(stored - recomputed) <= allowed
 
 
-_KINDS = ("gaussian", "sampled-gaussian", "gamma-norm", "randomized-response", "theorem", "any-of")
+_KINDS = tuple(RELEASE_FIELDS)  # gaussian, sampled-gaussian, gamma-norm, randomized-response, theorem, any-of
 
 
 @dataclass(frozen=True)
@@ -305,9 +306,11 @@ class NoisePlan:
         """The plan a :meth:`to_dp_events` document holds (ValueError: not one, or a newer version)."""
         if not isinstance(document, dict) or document.get("format") != DP_EVENTS_FORMAT:
             raise ValueError(f"not a {DP_EVENTS_FORMAT} document")
-        if document.get("version") != DP_EVENTS_VERSION:
-            raise ValueError(f"{DP_EVENTS_FORMAT} version {document.get('version')!r}: this dpcore reads "
-                             f"version {DP_EVENTS_VERSION}")
+        version = document.get("version")
+        if type(version) is not int or version != DP_EVENTS_VERSION:
+            raise ValueError(f"{DP_EVENTS_FORMAT} version {version!r}: this dpcore reads version {DP_EVENTS_VERSION}")
+        if "plan" not in document:
+            raise ValueError(f"a {DP_EVENTS_FORMAT} document without its plan")
         return plan_from_json(document["plan"], cls, Release)
 
 
@@ -474,8 +477,8 @@ def certify(plan: NoisePlan, delta: float) -> float:
     rr = [r for r in plan.releases if r.kind == "randomized-response"]
     # a response with next to no ε (its flip probability rounds to ½, which the accountant
     # refuses) enters by basic composition: it adds its ε, an upper bound
-    faint = [r for r in rr if r.epsilon < _FAINT_RR]
-    rr = [r for r in rr if r.epsilon >= _FAINT_RR]
+    faint = [r for r in rr if r.epsilon < FAINT_RR]
+    rr = [r for r in rr if r.epsilon >= FAINT_RR]
     gauss = [r for r in plan.releases if r.kind in ("gaussian", "sampled-gaussian", "any-of")]
     eps_fixed, delta_fixed = 0.0, 0.0
     for r in fixed:
@@ -496,7 +499,7 @@ def certify(plan: NoisePlan, delta: float) -> float:
     if any(not (r.noise and r.noise > 0) for r in gauss if r.kind != "any-of") or not rest > 0:
         return math.inf
     if not rr and all(r.kind == "gaussian" for r in gauss):
-        mu = _gdp_mu(gauss)
+        mu = gdp_mu(gauss)
         eps = acc.gdp_epsilon(mu, rest) if math.isfinite(mu) else math.inf
     elif not rr and len(gauss) == 1 and gauss[0].kind == "sampled-gaussian":
         r = gauss[0]
@@ -506,7 +509,7 @@ def certify(plan: NoisePlan, delta: float) -> float:
         # exact profile at every δ, as plain Gaussians take the exact GDP route.  The PLD's
         # pessimism over-noised them (2.6× at δ = 1e-20, about 1e-4 of ε at δ = 1e-8), and its
         # FFT made every calibration of a record release cost 0.4 s (brentq over PLD runs)
-        mu = _gdp_mu(gauss)
+        mu = gdp_mu(gauss)
         eps = (gdp_rr_epsilon(mu, tuple(r.epsilon for r in rr for _ in range(r.count)), rest)
                if math.isfinite(mu) else math.inf)
     elif rest < acc.PLD_MIN_DELTA:
@@ -545,7 +548,7 @@ def _tiny_delta_bound(gauss, rr, delta: float) -> float:
     # each release on its own at an even share of δ, the responses adding their ε …
     separately = sum(certify(NoisePlan((r,)), share / len(plain)) for r in plain) + sum(responses)
     # … or all Gaussians as one unsampled μ, exact with the responses: the smaller bound holds
-    mu = _gdp_mu(plain)
+    mu = gdp_mu(plain)
     if not math.isfinite(mu):
         return eps + separately
     if len(responses) <= MAX_EXACT_RR:
@@ -554,9 +557,9 @@ def _tiny_delta_bound(gauss, rr, delta: float) -> float:
 
 
 #: randomized responses with less ε than this are composed by adding their ε
-_FAINT_RR = 1e-9
+FAINT_RR = 1e-9
 #: beyond this μ (ε in the tens of thousands) the PLD's grid would not fit in memory
-_PLD_MAX_MU = 300.0
+PLD_MAX_MU = 300.0
 
 
 def _pld_or_basic(gauss, rr, delta: float) -> float:
@@ -565,13 +568,13 @@ def _pld_or_basic(gauss, rr, delta: float) -> float:
     memory, by basic composition instead: the Gaussians as one μ-GDP release (Poisson sampling
     only helps, so unsampled is an upper bound) plus each response's ε, also an upper bound."""
     if all(r.kind != "any-of" for r in gauss):
-        mu = _gdp_mu(gauss)
-        if mu > _PLD_MAX_MU:  # the basic bound only here: certify is on calibration's hot path
+        mu = gdp_mu(gauss)
+        if mu > PLD_MAX_MU:  # the basic bound only here: certify is on calibration's hot path
             return acc.gdp_epsilon(mu, delta) + sum(r.count * r.epsilon for r in rr) if math.isfinite(mu) else math.inf
     return _pld_epsilon(tuple(r.event() for r in gauss + rr), delta)
 
 
-def _gdp_mu(gauss) -> float:
+def gdp_mu(gauss) -> float:
     """μ of composed Gaussian releases, √Σ count·(Δ/σ)²; ∞ where it overflows (noise next to 0)."""
     try:
         return math.sqrt(math.fsum(r.count * (r.sensitivity / r.noise) ** 2 for r in gauss))

@@ -486,3 +486,25 @@ def test_the_bridged_certificate_below_the_switch_holds_against_an_exact_profile
         assert _exact_one_step_delta(z, q, eps) <= delta * (1 + 1e-9), (delta, eps)
     flat = acc.sampled_gaussian_epsilon(z, q, 1, acc.PLD_MIN_DELTA)
     assert _exact_one_step_delta(z, q, flat) > 1e-30
+
+
+@pytest.mark.parametrize("z", [1e-3, 2e-4, 1e-4, 1e-6, 1e-12, 1e-160, 1e-253])
+@pytest.mark.parametrize("a", [1.5, 2.0, 32.0])
+def test_rdp_of_next_to_no_noise_is_never_below_its_bound(z, a):
+    """Issue 55's campaign: at σ ≈ 1e-160 the integral's squares overflowed, the NaN was read as 0 by
+    ``max(0, nan)`` and a step with no noise had Rényi divergence 0.  Between the two bounds derived
+    here, never NaN, no warning.  Lower: on x > 0, N(−1) ≤ N(0), so Q ≤ N(0) there and
+    ∫ P^α Q^{1−α} ≥ q^α ∫_{x>0} N(1)^α N(0)^{1−α} = q^α e^{α(α−1)/(2z²)} Φ(α/z), i.e.
+    D_α ≥ α/(2z²) + (α log q + log Φ(α/z))/(α − 1).  Upper: the unsampled pair N(±1, z²), 2α/z²."""
+    import warnings
+    from scipy.stats import norm
+
+    q = 0.01
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = acc.sampled_gaussian_rdp(z, q, a)
+    assert not math.isnan(value)
+    with np.errstate(over="ignore", divide="ignore"):
+        upper = float(np.float64(2 * a) / np.float64(z) / np.float64(z))
+        lower = float(np.float64(a / 2) / np.float64(z) / np.float64(z)) + (a * math.log(q) + norm.logcdf(a / z)) / (a - 1)
+    assert lower * (1 - 1e-9) <= value <= upper

@@ -203,7 +203,7 @@ def test_a_label_left_empty_after_the_preview_rows_keeps_its_classes():
     classes = sorted(preview["y"].dropna().str.strip().unique())
     assert classes == ["0", "1"]
     ds = D.from_csv(raw, "y", classes[1])
-    assert ds.n + ds.X_test.shape[0] == 299 and "1 rows with a missing value were dropped." in ds.notes
+    assert ds.n + ds.X_test.shape[0] == 299 and "1 row with a missing value was dropped." in ds.notes
 
 
 # -- the data folder (issue 42) ----------------------------------------------------------------

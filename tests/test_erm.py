@@ -58,6 +58,28 @@ def test_linreg_ball_constrained_optimum(radius):
     assert abs(sol.loss - res.fun) <= 1e-7 * res.fun
 
 
+@pytest.mark.parametrize("column", ["constant", "repeated", "zero"])
+def test_linreg_ball_with_a_singular_gram_matrix(column):
+    """A constant column (standardised to zeros) or a repeated one makes XᵀX singular with b in its
+    range: the minimiser lies inside the ball and the secular equation has no root (brentq had "f(a)
+    and f(b) must have different signs" on a regression CSV, issue 55).  The solve is the interior
+    one, an optimum (gradient zero), and agrees with an independent solver."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    X = np.hstack([X, {"constant": np.zeros((300, 1)), "repeated": X[:, :1], "zero": np.zeros((300, 1))}[column]])
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = np.clip(X @ [0.3, -0.2, 0.1, 0.0] + 0.05 * rng.normal(size=300), -1, 1)
+    if column == "zero":
+        y = np.zeros(300)  # b = 0: the minimiser is 0
+    m = LinReg(lam=0.0, radius=1.0)
+    sol = solve_erm(m, X, y)
+    assert sol.grad_norm <= GRAD_TOL and np.linalg.norm(sol.theta) <= 1.0
+    cons = {"type": "ineq", "fun": lambda t: 1.0 - t @ t}
+    res = minimize(lambda t: m.loss(t[None], X, y)[0], np.zeros(4), jac=lambda t: m.grad(t[None], X, y)[0],
+                   method="SLSQP", constraints=[cons], options={"ftol": 1e-15, "maxiter": 1000})
+    assert sol.loss <= res.fun + 1e-12
+
+
 def test_mlp_local_optimum_is_documented():
     ds = D.load("iris")
     sol = solve_erm(MLP(lam=1e-3), ds.X_train, ds.y_train)

@@ -24,6 +24,7 @@ __all__ = [
     "NUMERIC_SHARE",
     "from_dataframe",
     "normalize_rows",
+    "pipeline_note",
     "short_value",
     "train_test_rows",
 ]
@@ -201,6 +202,14 @@ def train_test_rows(
     return np.sort(tr), np.sort(te)
 
 
+def pipeline_note(bias: bool = True) -> str:
+    """The note every dataset carries on the pipeline itself (not on anything its data held):
+    the command line, which prints what an upload noticed, leaves it out."""
+    return ("Numeric columns standardised and categoricals one-hot encoded with training-split "
+            "statistics (treated as public); rows with norm > 1 scaled onto the unit sphere"
+            + (" after appending a bias feature." if bias else "."))
+
+
 def from_dataframe(
     df: pd.DataFrame,
     label_column: str,
@@ -338,12 +347,9 @@ def from_dataframe(
 
     all_notes = list(notes)
     if n_dropped:
-        all_notes.append(f"{n_dropped} rows with a missing value were dropped.")
-    all_notes.append(
-        "Numeric columns standardised and categoricals one-hot encoded with training-split "
-        "statistics (treated as public); rows with norm > 1 scaled onto the unit sphere"
-        + (" after appending a bias feature." if bias else ".")
-    )
+        all_notes.append(f"{n_dropped} row with a missing value was dropped." if n_dropped == 1
+                         else f"{n_dropped:,} rows with a missing value were dropped.")
+    all_notes.append(pipeline_note(bias))
     for a in (y_tr, y_te):
         a.setflags(write=False)
     for a in (X_tr, X_te):  # read-only; one-hot data also get a sparse twin for fast products

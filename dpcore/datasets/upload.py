@@ -7,7 +7,10 @@
 2. **Header first**: the header row is read on its own (the :mod:`csv` module, the body
    untouched) and refused when it has more than :data:`MAX_UPLOAD_COLUMNS` columns or a name
    twice, so a file of 100,000 columns is answered at once.
-3. **Body**: only empty fields and ``?`` are missing (:data:`CSV_MISSING`); spaces after the
+3. **Excel's separator line**: a first line ``sep=;`` (``sep=,``, ``sep=\t``, …: what Excel writes
+   and reads to name the separator) is honoured: that separator is used, the line dropped, and the
+   dataset's notes say so (:func:`_separator_line`).
+4. **Body**: only empty fields and ``?`` are missing (:data:`CSV_MISSING`); spaces after the
    commas are ignored; empty columns without a name at the end of the rows (a spreadsheet's
    trailing commas) are dropped with a note, a value in such a column is refused with its row.
 """
@@ -90,31 +93,51 @@ def decode_csv(raw: bytes) -> tuple[str, str | None]:
     raise AssertionError("Latin-1 decodes every byte")  # pragma: no cover
 
 
-def _decoded(raw: bytes) -> tuple[str, bytes, str | None]:
-    """:func:`decode_csv`'s text and note, and the text as UTF-8 bytes for pandas (the upload
-    itself when it is UTF-8 without a byte-order mark already)."""
+#: Excel's first line naming the separator: ``sep=;`` (quoted by some tools), the separator one
+#: character that is neither a letter, a digit, a quote nor a line break
+_SEP_LINE = re.compile(r'"?sep=([^\w"\r\n])"?[ \t]*(?:\r\n|\r|\n|$)', re.IGNORECASE)
+
+
+def _separator_line(text: str) -> tuple[str, str, str | None]:
+    """``text`` without Excel's separator line, the separator (``,`` when there is no such line)
+    and a note when there was one."""
+    found = _SEP_LINE.match(text)
+    if found is None:
+        return text, ",", None
+    sep = found.group(1)
+    shown = {"\t": "a tab", " ": "a space"}.get(sep, repr(sep))
+    return (text[found.end():], sep,
+            f"the first line {found.group(0).strip()!r} (Excel's separator line) was read as the separator "
+            f"{shown} and skipped")
+
+
+def _decoded(raw: bytes) -> tuple[str, bytes, list[str], str]:
+    """:func:`decode_csv`'s text (without Excel's separator line), the text as UTF-8 bytes for
+    pandas (the upload itself when it is UTF-8 without a byte-order mark or separator line
+    already), the notes (the encoding inferred, the separator line) and the separator."""
     text, note = decode_csv(raw)
-    plain = note is None and not any(raw.startswith(bom) for bom, _, _ in _BOMS)
-    return text, raw if plain else text.encode(), note
+    text, sep, sep_note = _separator_line(text)
+    plain = note is None and sep_note is None and not any(raw.startswith(bom) for bom, _, _ in _BOMS)
+    return text, raw if plain else text.encode(), [n for n in (note, sep_note) if n], sep
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
-def _records(text: str, whole: bool = False):
+def _records(text: str, whole: bool = False, sep: str = ","):
     """The CSV records, blank lines left out (pandas skips them too); read line by line as they
     are asked for (the header alone costs the header alone), or (``whole``) from a copy of the
     text, faster for all of them."""
     lines = io.StringIO(text, newline="") if whole else (m.group() for m in _LINE.finditer(text))
-    reader = csv.reader(lines, skipinitialspace=True)
+    reader = csv.reader(lines, skipinitialspace=True, delimiter=sep)
     return (r for r in reader if r and r != [""])
 
 
-def _header(text: str, dropped: int = 0) -> list[str]:
+def _header(text: str, dropped: int = 0, sep: str = ",") -> list[str]:
     """The header row's names, stripped, read without parsing the body; refused when it has more
     than :data:`MAX_UPLOAD_COLUMNS` columns (``dropped`` more) or a name twice."""
     try:
-        names = [v.strip() for v in next(_records(text), [])]
+        names = [v.strip() for v in next(_records(text, sep=sep), [])]
     except csv.Error as exc:
         raise DatasetError(f"the header row of the CSV file cannot be read: {exc}.") from None
     if not names:
@@ -132,13 +155,14 @@ def _header(text: str, dropped: int = 0) -> list[str]:
     return names
 
 
-def _overhang(text: str, width: int, rows: int | None = None) -> bool:
+def _overhang(text: str, width: int, rows: int | None = None, sep: str = ",") -> bool:
     """Whether some row has fields beyond the header's ``width``: all empty (a spreadsheet's
     trailing commas: True) or refused, naming the first row with a value there.  A file the
     :mod:`csv` module cannot scan (a field over its size limit) is left to the parser."""
     found = False
     try:
-        for row, rec in enumerate(itertools.islice(_records(text, rows is None), 1, None if rows is None else rows + 1), 1):
+        for row, rec in enumerate(itertools.islice(_records(text, rows is None, sep), 1,
+                                                   None if rows is None else rows + 1), 1):
             if len(rec) > width:
                 value = next((v for v in rec[width:] if v.strip()), None)
                 if value is not None:
@@ -151,15 +175,15 @@ def _overhang(text: str, width: int, rows: int | None = None) -> bool:
 
 
 def _read(text: str, data: bytes, names: list[str], rows: int | None = None,
-          dtype: Any = None) -> tuple[pd.DataFrame, list[str]]:
+          dtype: Any = None, sep: str = ",") -> tuple[pd.DataFrame, list[str]]:
     """The body (``text``, and ``data``: the same as UTF-8) as a DataFrame with the header's
     (stripped) names, and notes on what was dropped."""
     width = len(names)
-    overhang = _overhang(text, width, rows)
+    overhang = _overhang(text, width, rows, sep)
     columns = [v or f"Unnamed: {i}" for i, v in enumerate(names)]
     # usecols: fields beyond the header are never read (pandas would shift them into an index)
     df = pd.read_csv(io.BytesIO(data), header=0, names=columns, usecols=range(width), nrows=rows, dtype=dtype,
-                     **_READ)
+                     sep=sep, **_READ)
     keep = width
     while keep > 1 and not names[keep - 1] and df.iloc[:, keep - 1].isna().all():
         keep -= 1
@@ -173,19 +197,20 @@ def _read(text: str, data: bytes, names: list[str], rows: int | None = None,
 def csv_preview(raw: bytes, rows: int = 200) -> pd.DataFrame:
     """The first ``rows`` rows of an upload, read by :func:`from_csv`'s rules and as text (the
     Datasets view offers its columns from it; the label's classes: :func:`csv_classes`)."""
-    text, data, _ = _decoded(raw)
-    df, _ = _read(text, data, _header(text), rows, dtype=str)
+    text, data, _, sep = _decoded(raw)
+    df, _ = _read(text, data, _header(text, sep=sep), rows, dtype=str, sep=sep)
     return df
 
 
 def csv_classes(raw: bytes, label_column: str) -> list[str]:
     """Every class of the label column, sorted, as :func:`from_csv` reads them (stripped, missing
     values left out): the whole column is scanned, only that column parsed."""
-    text, data, _ = _decoded(raw)
-    names = _header(text)
+    text, data, _, sep = _decoded(raw)
+    names = _header(text, sep=sep)
     if label_column not in names:
         raise DatasetError(f"label column {label_column!r} is not in the header.")
-    col = pd.read_csv(io.BytesIO(data), usecols=[names.index(label_column)], dtype=str, **_READ).iloc[:, 0]
+    col = pd.read_csv(io.BytesIO(data), usecols=[names.index(label_column)], dtype=str, sep=sep,
+                      **_READ).iloc[:, 0]
     return sorted(col.dropna().astype(str).str.strip().unique())
 
 
@@ -215,12 +240,12 @@ def from_csv(
             raw = Path(path_or_buffer).read_bytes()
         except FileNotFoundError:
             raise DatasetError(f"CSV file {path_or_buffer} does not exist.") from None
-    text, data, encoding = _decoded(raw)
-    notes = [encoding] if encoding else []
-    names = _header(text, len(set(kwargs.get("drop", ()))))  # before the body is parsed
+    text, data, notes, sep = _decoded(raw)
+    names = _header(text, len(set(kwargs.get("drop", ()))), sep)  # before the body is parsed
     try:
         # the label as written ("1" stays "1" even when a later row leaves it empty)
-        df, dropped = _read(text, data, names, dtype={label_column: str} if label_column in names else None)
+        df, dropped = _read(text, data, names, dtype={label_column: str} if label_column in names else None,
+                            sep=sep)
     except pd.errors.EmptyDataError:
         raise DatasetError("the CSV file is empty: it needs a header row and data rows.") from None
     except pd.errors.ParserError as exc:
