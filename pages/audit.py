@@ -3,7 +3,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.audit import audit
-from dpcore.audit import verdict_line
+from dpcore.audit import confirmed, verdict_line
 from dpcore.audit import one_run_audit
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
@@ -17,21 +17,24 @@ from pages.common import (
     audit_view_state,
     choice, enter_view, show_chart, param_help, app_context, dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget, plain_markdown, user_dataset,
 )
-from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
+from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
 enter_view("audit")
 st.title("Audit: catch a mechanism leaking")
 URL_KEYS = {'au_dataset': 'breast-cancer', 'au_model': 'logreg', 'au_mechanism': 'gradient-dpgd', 'au_epsilon': 1.0,
             'au_delta': 1e-05, 'au_cal': 'certified', 'au_c': 1.0, 'au_T': 50, 'au_trials': 500,
-            'au_canary': 'auto', 'au_threat': 'black-box', 'au_noise': 1.0, 'au_seed': 0}
+            'au_canary': 'auto', 'au_threat': 'black-box', 'au_noise': 1.0, 'au_seed': 0,
+            'au_shown': False, 'au_onerun_shown': False}  # *_shown: the link brings the audit shown (linked_result)
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'au_dataset', 'epsilon': 'au_epsilon', 'delta': 'au_delta', 'iterations': 'au_T'}
 shared_settings(SHARED)
 st.markdown(
     "A **certified** ε is a proof; an **audited** ε is evidence. Two neighbouring datasets differ in one "
     "record; the mechanism runs many times on each, and a test tries to tell the two apart. How well it "
-    "can is bounded by ε and δ, so its error rates give a **lower bound** on the ε actually spent: it can "
-    "show that a claim is false, never that it is true."
+    "can is bounded by ε and δ, so its error rates — and, white-box, what the record measurably moves each "
+    "step against the noise that ran — give a **lower bound** on the ε actually spent: it can show that a "
+    "claim is false, never that it is true. At 95 % confidence about one audit in twenty refutes even a "
+    "correct claim, by a hair, so a refutation is confirmed by a second, independent audit before it turns red."
 )
 # white-box: the threat under which this leak shows (declared once, with the lesson's last step)
 LEAKING = audit_view_state(LEAKING_AUDIT, LEAKING_TRIALS, LEAKING_THREAT)
@@ -64,34 +67,39 @@ with st.sidebar:
               if threat == "black-box" else PARAMS["canary"].default)
     end_to_end = (threat == "white-box" and REGISTRY[mechanism].family == "gradient"
                   and st.toggle("end-to-end check", key="au_e2e",
-                                help="first run the real mechanism on a real neighbouring pair with the same "
-                                     "noise on both sides, measure what the record moves the first release (and "
-                                     "how often it is sampled), and score with that shift: a bug in clipping, "
-                                     "the sensitivity or the sampler then shows"))
+                                help="the white-box audit of a noisy-gradient mechanism measures it end to end "
+                                     "already: a pair of real records trains through the mechanism's own code, and "
+                                     "what the record moves every step (and how often it is sampled) is measured "
+                                     "on both neighbours with the same noise; a bug in clipping, the sensitivity or "
+                                     "the sampler then shows"))
 
 st.caption(
     "**Black-box**: the attacker sees only the released model and scores a planted record (the canary) "
     "on it; this is what an outsider can do. **White-box**: the attacker sees every release along the way "
-    "(each noisy gradient, the perturbed records), knows every other record and picks the two differing "
-    "records at the worst case the proof allows; it tests whether the noise that really ran matches the "
-    "calibration's claim.")
+    "(each noisy gradient, the perturbed records) and knows every other record. For noisy-gradient "
+    "mechanisms a pair of real records trains through the mechanism's own clipping and sampling, and what "
+    "it moves each step is measured; the other mechanisms take the two records at the worst case the proof "
+    "declares. Beside it, the *noise check* says what the noise that really ran certifies.")
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
-if st.button("Run the audit", type="primary", key="au_run"):
-    bar = st.progress(0.0, text="starting…")
-    try:
-        config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                         iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale,
-                         seed=seed)
-        st.session_state["au_result"] = audit(
-            config, trials, canary=canary, threat=threat, dataset=user_dataset(dataset), ctx=app_context(),
-            end_to_end=bool(end_to_end),
-            progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs")).to_dict()
-    except DPCoreError as exc:
-        st.error(f"{exc}")
-    bar.empty()
+try:
+    config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta, iterations=T,
+                     calibration=calibration, c=c, repeats=1, noise_scale=noise_scale, seed=seed)
+except DPCoreError as exc:
+    st.error(f"Check the settings: {exc}")
+    st.stop()
 
-res = st.session_state.get("au_result")
+
+def run_audit(bar) -> dict:
+    """The audit of ``config`` as the controls set it, confirmed by a second one where it refutes."""
+    return audit(config, trials, canary=canary, threat=threat, dataset=user_dataset(dataset), ctx=app_context(),
+                 end_to_end=bool(end_to_end), confirm=True,
+                 progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs")).to_dict()
+
+
+res, _ = linked_result("au_result", "au_shown", (config, trials, canary, threat, bool(end_to_end)),
+                       st.button("Run the audit", type="primary", key="au_run"), run_audit, what="audit",
+                       button="Run the audit")
 if res:
     c1, c2, c3 = st.columns(3)
     c1.metric("ε target", fmt_eps(res["epsilon_target"]))
@@ -106,15 +114,36 @@ if res:
             "on these releases can show more, however many runs. The rest of the certified "
             f"ε = {fmt_eps(res['epsilon_certified'])} is what the proof pays for the other terms (the "
             "Jacobian of objective perturbation), the proof's slack and not the attack's weakness.")
-    (st.error if res["verdict"] == "claim not met" else st.info)(verdict_line(res))
+    # red only for a refutation that stands: a second, independent audit (fresh seed) confirmed it
+    if confirmed(res):
+        st.error(verdict_line(res))
+    elif res["verdict"] == "claim not met":
+        st.warning(verdict_line(res).replace("Verdict: **claim not met**", "Verdict: **refuted once, not confirmed**", 1))
+    else:
+        st.info(verdict_line(res))
+    nc = res.get("noise_check")
+    if nc is not None:
+        st.markdown(f"**{plain_markdown(nc['line'][0].upper() + nc['line'][1:])}**"
+                    + (f" (the certificate says {fmt_eps(res['epsilon_certified'])})" if res["epsilon_certified"]
+                       is not None else "") + ".")
+        st.caption("The noise check is not an ε of records: it is the certificate's own formula at the noise "
+                   "the runs really drew and the *declared* sensitivity, as if a record could move each step by "
+                   "all of it (a gradient canary). It is the sharpest test of σ: less noise than the plan says "
+                   "shows here first. Whether any pair of records of the data can move that much is what the "
+                   "audited ε measures.")
+    dom = res.get("epsilon_domain_ceiling")
+    if dom is not None:
+        st.caption(f"The data domain allows at most ε = {fmt_eps(dom)} here: no record's gradient is longer than "
+                   "the model's bound, which is below the declared clipping norm, so the certificate (and the "
+                   "noise check) pay for a shift no pair of records can make.")
     sc = res.get("shift_check")
     if sc is not None:
         for finding in sc["findings"]:
-            st.error(f"End-to-end check: {finding}.")
-        st.caption(f"End-to-end check: the real replaced record moved {sc['what']} by {sc['measured']:.4g} "
+            (st.error if confirmed(res) else st.warning)(f"Measured: {finding}.")
+        st.caption(f"End-to-end check: the real replaced record moved {sc['what']} by up to {sc['measured']:.4g} "
                    f"against a declared {sc['declared']:.4g}"
                    + (" (the declared worst case, reached)" if sc["reached"] else "")
-                   + (f"; it was sampled in {sc['included']} of {sc['runs']} first steps, declared rate "
+                   + (f"; it was sampled in {sc['included']} of {sc['runs']} measured steps, declared rate "
                       f"{sc['sample_rate']:.3g}" if sc["included"] is not None else "") + ".")
     rows = [{"estimator": e["name"], "ε ≥": fmt_eps(e["epsilon"]), "α": f"{e['alpha']:.3g}",
              "in the audited ε": "yes" if e["headline"] else "no (labelled only)",
@@ -125,12 +154,13 @@ if res:
                            f"{plain_markdown(e['detail'])}. *Assumes* {plain_markdown(e['assumption'])}."
                            for e in res["estimates"]))
     st.caption(
-        "**Estimators.** *Direct* assumes nothing: upper confidence bounds on the test's two error rates "
-        "give ε by the definition of (ε, δ)-DP. Where the noise's family is known (white-box scores of "
-        "Gaussian or Poisson-sampled Gaussian noise), the same runs are read through that family — the "
-        "pooled error, or the noise's scale (a χ² bound: Gaussian noise, the declared shift; for sampled "
-        "noise read through the accountant) — and "
-        "each estimator runs at its share of α, fixed in advance (most of it on the estimator the noise's "
+        "**Estimators.** *Direct* assumes nothing but independent runs: upper confidence bounds on the "
+        "test's two error rates give ε by the definition of (ε, δ)-DP. *Measured* (white-box, noisy-gradient "
+        "mechanisms) reads the mechanism itself: the shift a pair of real records makes at every step, "
+        "measured through the mechanism's own code, the noise scale from every coordinate the runs drew, the "
+        "sampling rate as measured; it assumes Gaussian noise and independent runs and the audit checks both. "
+        "The *noise check* (labelled, not in the audited ε) is the certificate's formula at the measured noise "
+        "and the declared shift. Each estimator runs at its share of α, fixed in advance (most of it on the estimator the noise's "
         f"family makes the strongest), so that the largest holds with confidence {res['confidence']:g}. "
         + ("Black-box scores are not exactly Gaussian: their Gaussian figure is shown, labelled, and left "
            "out of the audited ε." if res["threat"] == "black-box" else ""))
@@ -159,19 +189,15 @@ st.markdown(
     "1,000 extra records, each a canary on its own feature, each left in or swapped for its opposite by a coin "
     "flip; the mechanism trains **once**, and the attacker guesses which canaries were in from the weights the "
     "model gives them. Too many right guesses refute ε (Steinke, Nasr & Jagielski 2023).")
+one = None
 if REGISTRY[mechanism].family != "gradient" or model != "logreg":
     st.info("The one-run audit trains logistic regression with a noisy-gradient mechanism "
             "(DP-GD, DP-SGD …): pick one of those to try it.")
-elif st.button("Run one training run with 1,000 canaries", key="au_onerun"):
-    try:
-        config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                         iterations=T, calibration=calibration, c=c, repeats=1, noise_scale=noise_scale,
-                         seed=seed)
-        st.session_state["au_onerun_result"] = one_run_audit(
-            config, 1000, dataset=user_dataset(dataset)).to_dict(scores=True)
-    except DPCoreError as exc:
-        st.error(f"{exc}")
-one = st.session_state.get("au_onerun_result")
+else:
+    ONE_RUN = "Run one training run with 1,000 canaries"
+    one, _ = linked_result("au_onerun_result", "au_onerun_shown", config, st.button(ONE_RUN, key="au_onerun"),
+                           lambda bar: one_run_audit(config, 1000, dataset=user_dataset(dataset)).to_dict(scores=True),
+                           what="one-run audit", button=ONE_RUN)
 if one:
     c1, c2, c3 = st.columns(3)
     c1.metric("ε certified (this run)", fmt_eps(one["epsilon_certified"]))

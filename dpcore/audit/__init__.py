@@ -13,6 +13,8 @@ A certified ε is a proof; an audited ε is evidence.  The modules, by role:
 * :mod:`~dpcore.audit.bounds` – the sharper estimators (Gaussian DP, the Poisson-sampled
   Gaussian fit, the one-run bound), each naming its assumption, and the α split among them;
 * :mod:`~dpcore.audit.whitebox` – what a white-box attacker reads off each run;
+* :mod:`~dpcore.audit.measured` – the default white-box audit of noisy-gradient mechanisms: a canary
+  record through the real pipeline, its shift measured, the noise checked, and the noise check;
 * :mod:`~dpcore.audit.one_run` – auditing with one training run (Steinke, Nasr & Jagielski 2023).
 
 The audit sits above the experiments (it trains through their ``RunSpec`` and problems;
@@ -21,7 +23,7 @@ an attribute of the package ``dpcore`` is the function :func:`audit` (``from dpc
 audit``); this package's modules are reachable through it too (see ``dpcore/__init__.py``).
 """
 
-from . import bounds, canaries, core, membership, one_run, threats, whitebox
+from . import bounds, canaries, core, measured, membership, one_run, threats, whitebox
 from .bounds import ALPHA_SHARES, ASSUMPTIONS, Estimate, clopper_pearson_upper
 from .canaries import (
     CANARIES,
@@ -38,6 +40,7 @@ from .membership import (
     VERDICTS,
     MembershipTest,
     choose_threshold,
+    confirmed,
     epsilon_lower_bound,
     membership_test,
     privacy_region,
@@ -53,7 +56,7 @@ from .threats import STRATEGIES, THREATS
 from .whitebox import WHITE_BOX_UNAVAILABLE
 
 #: the package's modules (``dpcore/__init__.py`` hangs them on the function ``audit``)
-MODULES = (bounds, canaries, core, membership, one_run, threats, whitebox)
+MODULES = (bounds, canaries, core, measured, membership, one_run, threats, whitebox)
 
 __all__ = [
     "ALPHA_SHARES",
@@ -73,6 +76,7 @@ __all__ = [
     "OneRunResult",
     "audit",
     "choose_threshold",
+    "confirmed",
     "clopper_pearson_upper",
     "epsilon_lower_bound",
     "make_canary",

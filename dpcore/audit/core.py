@@ -8,12 +8,17 @@ audited ε (:mod:`dpcore.audit.membership`, :mod:`dpcore.audit.bounds`) and a ve
 target and the certified ε.  :class:`AuditResult` holds everything it found.
 
 Estimators.  The direct bound (:func:`dpcore.audit.membership.membership_test`) assumes
-nothing.  Where the family of the noise is known (white-box scores of Gaussian and
-Poisson-sampled Gaussian mechanisms) sharper estimators from :mod:`dpcore.audit.bounds` are
-added, each naming its assumption (where the attack reads the Gaussian noise itself and adds the
-declared shift, the χ² bound on the noise scale: "Gaussian noise, declared shift"); the audited ε is the largest, each estimator run at its
-declared share of α (``bounds.ALPHA_SHARES``, a weighted Bonferroni correction), so the
-maximum holds with confidence 1 − α.  Black-box audits also report a Gaussian-assumption
+nothing but independent runs.  White-box audits of noisy-gradient mechanisms measure the mechanism
+(:mod:`dpcore.audit.measured`: a pair of real records through its own code, the shift measured at
+every state, the noise's shape and the runs' independence checked); elsewhere, where the family of
+the noise is known (white-box scores of Gaussian and Poisson-sampled Gaussian mechanisms), sharper
+estimators from :mod:`dpcore.audit.bounds` are added, each naming its assumption.  The declared
+shift at the measured noise (the χ² bound on the noise scale) is the **noise check**: what the noise
+that ran certifies, labelled, never the audited ε, but refuting the certificate when it exceeds it.
+The audited ε is the largest of the others, each estimator (the noise check too) run at its declared
+share of α (``bounds.ALPHA_SHARES``, a weighted Bonferroni correction), so the verdict holds with
+confidence 1 − α.  A refutation reports its size and its chance (:func:`refutation_chance`), and
+``audit(confirm=True)`` confirms it with a second, independent audit.  Black-box audits also report a Gaussian-assumption
 figure beside the direct bound, labelled as such and not part of the audited ε (black-box
 scores are not exactly Gaussian).
 
@@ -68,6 +73,7 @@ from .membership import (
     size_ceiling,
     verdict,
 )
+from .measured import Measured
 from .threats import threat_strategy
 
 __all__ = ["DEFAULT_CHUNK", "RUN_SEED_STRIDE", "AuditResult", "audit"]
@@ -140,6 +146,16 @@ class AuditResult:
     at_size_ceiling: bool = False
     epsilon_gaussian_assumption: float | None = None  # black-box: labelled, not in the headline
     shift_check: dict[str, Any] | None = None  # end-to-end: what the real neighbours moved
+    # the declared shift at the measured noise: what the noise that ran certifies (gradient-canary threat
+    # model), labelled, never the audited ε; "refutes": it exceeds the certified ε
+    noise_check: dict[str, Any] | None = None
+    noise: dict[str, Any] | None = None  # the measured audit's checks of the noise (shape, independence)
+    findings: tuple[str, ...] = ()  # measured facts that refute the certificate's premise
+    # a refutation's size and chance (see core._refutation); None when nothing is refuted
+    refutation: dict[str, Any] | None = None
+    epsilon_domain_ceiling: float | None = None  # the ε the data domain allows at the declared noise
+    # a second, independent audit (fresh seed) run to confirm a refutation (audit(confirm=True))
+    confirmation: dict[str, Any] | None = None
 
     def roc(self, points: int = 201) -> dict[str, list[float]]:
         """The attack's empirical ROC on all runs (at most ``points`` points).
@@ -219,6 +235,12 @@ class AuditResult:
             "at_size_ceiling": self.at_size_ceiling,
             "epsilon_gaussian_assumption": self.epsilon_gaussian_assumption,
             "shift_check": self.shift_check,
+            "noise_check": self.noise_check,
+            "noise": self.noise,
+            "findings": list(self.findings),
+            "refutation": self.refutation,
+            "epsilon_domain_ceiling": self.epsilon_domain_ceiling,
+            "confirmation": self.confirmation,
             "roc": self.roc(),
             "config": self.config.to_dict(),
         }
@@ -255,6 +277,8 @@ def audit(
     dataset=None,
     ctx: Context | None = None,
     end_to_end: bool = False,
+    measure: bool = True,
+    confirm: bool = False,
 ) -> AuditResult:
     """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
 
@@ -276,20 +300,28 @@ def audit(
     exceeds what the plan declares.
 
     How α is split: the audited ε is the largest estimate, each estimator at its share of α
-    (weighted Bonferroni, :data:`dpcore.audit.bounds.ALPHA_SHARES`), so it holds with
-    confidence 1 − α.  The shares depend on what the threat's scores are, never on their values:
+    (weighted Bonferroni, :data:`dpcore.audit.bounds.ALPHA_SHARES`); the noise check (the declared
+    shift at the measured noise: what the noise that ran certifies, labelled, never the audited ε) takes
+    its own share, so the verdict — refuted by the audited ε, by the noise check or by a measured fact —
+    holds with confidence 1 − α.  The shares depend on what the threat's scores are, never on their values:
 
-    * white-box scores that are exact Gaussian shifts of Gaussian noise the attack reads itself
-      (DP-GD, output and objective perturbation, bolt-on, the federations), δ > 0: the direct
-      bound 0.1·α, the pooled error 0.1·α, the χ² bound on the noise scale 0.8·α (every
-      coordinate of every noisy release; "Gaussian noise, declared shift");
+    * the measured white-box audit of noisy-gradient mechanisms (:mod:`dpcore.audit.measured`, the
+      default where the releases allow it; ``measure=False`` turns it off): the direct bound 0.1·α, the
+      measured bound 0.6·α, the noise check 0.3·α;
+    * plain white-box scores that are exact Gaussian shifts of Gaussian noise the attack reads itself
+      (output and objective perturbation, bolt-on, the federations), δ > 0: the direct bound 0.1·α, the
+      pooled error 0.1·α, the effect size 0.5·α, the noise check (χ² scale bound) 0.3·α;
     * other white-box scores that are exact Gaussian shifts (input perturbation's records), δ > 0:
       the direct bound 0.1·α, the pooled error 0.1·α, the effect size 0.8·α;
-    * white-box scores of Poisson-sampled Gaussian steps (DP-SGD and its kin), δ > 0: the direct
-      bound 0.1·α, the χ² scale bound read through the sampled-Gaussian accountant 0.9·α (the
-      Monte-Carlo sampled-Gaussian fit takes that share where the noise itself is not read);
+    * plain white-box scores of Poisson-sampled Gaussian steps, δ > 0: the direct bound 0.7·α, the noise
+      check 0.3·α (the Monte-Carlo sampled-Gaussian fit takes 0.9·α where the noise itself is not read);
     * anything else (every black-box audit; other white-box noise, the non-private baseline,
       δ = 0): the direct bound alone, at α.
+
+    ``confirm=True``: when the verdict is "claim not met", a second audit with a fresh seed
+    (:func:`confirmation_seed`, disjoint runs) is run and what it says is ``confirmation``; a view turns
+    red only when it refutes too (:func:`dpcore.audit.membership.confirmed`).  Every refutation reports
+    its size and its chance (``refutation``: the family-wise p-value, :func:`refutation_chance`).
 
     The direct bound's share α_d picks the threshold and is halved between the two error rates
     (Clopper–Pearson at 1 − α_d/2 each); the size ceiling uses α_d too.  Black-box audits of
@@ -321,7 +353,7 @@ def audit(
     # every run of both sides is trained, a chunk at a time: refuse what would not fit or finish
     check_budget(dataclasses.replace(config, repeats=min(chunk_size, trials)), problem.dataset, model, mechanism,
                  runs=2 * trials, what="the iterations or the trials")
-    attack = strategy(mechanism, problem, model, config, canary, canary_label, score)
+    attack = _attack(strategy, measure, mechanism, problem, model, config, canary, canary_label, score)
     message = delta_warning(config.delta, attack.problem.n)
     caught = [message] if mechanism.private and message else []
     if progress is not None:
@@ -333,7 +365,39 @@ def audit(
     scores = _score_runs(attack, seeds, chunk_size, progress, caught)
     delta = 0.0 if mechanism.notion == "(ε, 0)" else float(config.delta)
     evidence = _estimate(attack, scores, delta, alpha, config.seed)
-    return _result(config, mechanism, attack, first, eps_certified, evidence, alpha, note, caught, t_start)
+    result = _result(config, mechanism, attack, first, eps_certified, evidence, alpha, note, caught, t_start)
+    if confirm and result.verdict == NOT_MET:
+        again = audit(dataclasses.replace(config, seed=confirmation_seed(config.seed)), trials, alpha, canary, score,
+                      max_rows, progress, threat=threat, canary_label=canary_label, chunk_size=chunk_size,
+                      dataset=dataset, ctx=ctx, end_to_end=end_to_end, measure=measure)
+        confirmed = tuple(c for c in result.refuted if c in again.refuted)
+        result = dataclasses.replace(result, confirmation={
+            "seed": again.config.seed, "verdict": again.verdict, "refuted": list(again.refuted),
+            "epsilon_lower_bound": again.epsilon_lower_bound, "confirmed": list(confirmed),
+            "noise_check": again.noise_check, "findings": list(again.findings), "refutation": again.refutation})
+    return result
+
+
+def confirmation_seed(seed: int) -> int:
+    """The seed of the second audit that confirms a refutation: another half of the seed range, so its
+    runs are disjoint from the first audit's and from any audit with a seed below 2³¹.
+
+    >>> confirmation_seed(0), confirmation_seed(2**31 + 5)
+    (2147483648, 5)
+    """
+    return int(seed) + 2**31 if int(seed) < 2**31 else int(seed) - 2**31
+
+
+def _attack(strategy, measure: bool, mechanism, problem, model, config, canary, canary_label, score):
+    """The threat's strategy; white-box audits of noisy-gradient mechanisms measure the mechanism
+    (:class:`~dpcore.audit.measured.Measured`) wherever its releases allow (``measure=False``: the
+    plain white-box audit at the declared sensitivity)."""
+    if strategy.threat == "white-box" and measure and mechanism.family == "gradient" and mechanism.private:
+        try:
+            return Measured(mechanism, problem, model, config, canary, canary_label, score)
+        except ParameterError:
+            pass  # a federation, a step that is not θ − η·release: the plain white-box audit
+    return strategy(mechanism, problem, model, config, canary, canary_label, score)
 
 
 def _arguments(config, trials, alpha, canary, score, threat, chunk_size, max_rows, end_to_end, progress) -> tuple:
@@ -400,11 +464,19 @@ class _Evidence:
     labelled: tuple | None
     delta: float
     alpha_direct: float
+    makers: list = field(default_factory=list)  # (name, share of α, estimate at a given α)
 
 
-def _estimate(attack, scores, delta: float, alpha: float, seed: int) -> _Evidence:
-    """Every estimator the threat's scores allow, each at its share of α (see :func:`audit`)."""
+def _makers(attack, scores, delta: float, seed: int) -> tuple[str, list]:
+    """The estimators the threat's scores allow, as ``(name, share of α, estimate at a given α)``,
+    and the row of :data:`~dpcore.audit.bounds.ALPHA_SHARES` they come from (see :func:`audit`)."""
     s0, s1 = scores
+    if getattr(attack, "measured", False):
+        share = ALPHA_SHARES["measured"]
+        return "measured", [
+            ("direct", share["direct"], lambda a: _direct(s0, s1, delta, a, attack.noise)),
+            ("measured", share["measured"], lambda a: attack.measured_estimate(delta, a)),
+            ("noise-check", share["noise-check"], lambda a: attack.noise_check_estimate(delta, a))]
     gdp = attack.gaussian is not None and delta > 0  # the two score distributions are Gaussian shifts
     sampled = attack.sampled if delta > 0 else None  # Poisson-sampled Gaussian sums
     # the attack read the Gaussian noise itself and added the declared shift: the χ² scale bound
@@ -413,49 +485,136 @@ def _estimate(attack, scores, delta: float, alpha: float, seed: int) -> _Evidenc
     if row != "other" and noise_ss is not None:
         row += "-declared-shift"
     share = ALPHA_SHARES[row]
-    a = alpha * share["direct"]
-    test = membership_test(s0, s1, delta, a)
-    estimates = [Estimate("direct", test.epsilon_lower_bound, a, ASSUMPTIONS["direct"], None,
-                          f"{test.false_positives} false positives of {test.n_without}, "
-                          f"{test.false_negatives} false negatives of {test.n_with}")]
+    noise = getattr(attack, "noise", None)  # the audit's own check of the noise it read, where it reads it
+    out = [("direct", share["direct"], lambda a: _direct(s0, s1, delta, a, noise))]
     if gdp:  # threshold 0: the log-likelihood-ratio scores are symmetric about it
         g0, g1 = attack.gaussian
         fp, fn = int(np.sum(g0 > 0.0)), int(np.sum(g1 <= 0.0))
-        estimates.append(pooled_error_bound(fp, g0.size, fn, g1.size, delta, alpha * share["pooled-error"]))
-        if noise_ss is not None:
-            estimates.append(gaussian_scale_bound(*noise_ss, attack.ceiling_mu, delta, alpha * share["gaussian-scale"]))
-        else:
-            estimates.append(effect_size_bound(g0, g1, delta, alpha * share["effect-size"]))
+        out.append(("pooled-error", share["pooled-error"],
+                    lambda a: pooled_error_bound(fp, g0.size, fn, g1.size, delta, a)))
+        out.append(("effect-size", share["effect-size"], lambda a: effect_size_bound(g0, g1, delta, a)))
+        if noise_ss is not None:  # the noise check: labelled, never the audited ε
+            out.append(("gaussian-scale", share["gaussian-scale"],
+                        lambda a: gaussian_scale_bound(*noise_ss, attack.ceiling_mu, delta, a)))
     if sampled is not None:
         q, steps, z = sampled
         if noise_ss is not None:
-            estimates.append(sampled_gaussian_scale_bound(*noise_ss, z, q, steps, delta,
-                                                          alpha * share["sampled-gaussian-scale"]))
+            out.append(("sampled-gaussian-scale", share["sampled-gaussian-scale"],
+                        lambda a: sampled_gaussian_scale_bound(*noise_ss, z, q, steps, delta, a)))
         else:
             # the simulation's seed: fresh for this audit, fixed by its seed and its scores
-            estimates.append(sampled_gaussian_bound(s0, s1, z, q, steps, delta, alpha * share["sampled-gaussian"],
-                                                    seed=simulation_seed([seed], s0, s1)))
-    return _Evidence(scores, test, estimates, attack.labelled_estimates(s0, s1, delta, alpha), delta, a)
+            sim = simulation_seed([seed], s0, s1)
+            out.append(("sampled-gaussian", share["sampled-gaussian"],
+                        lambda a: sampled_gaussian_bound(s0, s1, z, q, steps, delta, a, seed=sim)))
+    if noise is not None and not noise.passed:  # hide what assumes Gaussian noise or independent runs
+        why = "not shown: " + noise.why_not()
+        out = [out[0]] + [(name, sh, _hidden(name, why)) for name, sh, _ in out[1:]]
+    return row, out
+
+
+def _hidden(name: str, why: str):
+    """An estimator the audit's own check of the noise hides: 0, saying why."""
+    return lambda a: Estimate(name, 0.0, a, ASSUMPTIONS.get(name, ""), None, why)
+
+
+def _direct(s0, s1, delta: float, a: float, noise=None) -> Estimate:
+    """The direct bound at α = ``a``; not shown where the audit found its runs repeating (``noise``, a
+    :class:`~dpcore.audit.measured.NoiseCheck`): its one assumption, independent runs, is then false."""
+    if noise is not None and not noise.independent:
+        return Estimate("direct", 0.0, a, ASSUMPTIONS["direct"], None, "not shown: " + noise.why_not())
+    test = membership_test(s0, s1, delta, a)
+    return Estimate("direct", test.epsilon_lower_bound, a, ASSUMPTIONS["direct"], None,
+                    f"{test.false_positives} false positives of {test.n_without}, "
+                    f"{test.false_negatives} false negatives of {test.n_with}")
+
+
+def _estimate(attack, scores, delta: float, alpha: float, seed: int) -> _Evidence:
+    """Every estimator the threat's scores allow, each at its share of α (see :func:`audit`)."""
+    s0, s1 = scores
+    row, makers = _makers(attack, scores, delta, seed)
+    a = alpha * ALPHA_SHARES[row]["direct"]
+    test = membership_test(s0, s1, delta, a)
+    estimates = [make(alpha * share) for name, share, make in makers]
+    labelled = attack.labelled_estimates(s0, s1, delta, alpha)
+    return _Evidence(scores, test, estimates, labelled, delta, a, makers)
+
+
+#: the chances a refutation reports are searched down to this (smaller reads "less than 1 in 10¹²")
+SMALLEST_CHANCE = 1e-12
+
+
+def refutation_chance(make, claim: float, alpha: float) -> float:
+    """The smallest α' at which ``make(α')`` (an estimator at confidence 1 − α') still exceeds
+    ``claim``: the p-value of the refutation, i.e. how often a correct claim is refuted this strongly
+    or more (exact for an exact estimator).  ``make(alpha)`` exceeds the claim (else 1).
+
+    >>> from dpcore.accounting import gdp_epsilon
+    >>> from dpcore.audit.bounds import gaussian_scale_bound
+    >>> from scipy.stats import chi2
+    >>> claim = gdp_epsilon(1.0, 1e-5) * (1 - 1e-6)   # the attack's own ceiling, μ = 1
+    >>> p = refutation_chance(lambda a: gaussian_scale_bound(9700.0, 10000, 1.0, 1e-5, a), claim, 0.05)
+    >>> bool(abs(p / chi2.cdf(9700.0, 10000) - 1) < 0.02)   # the χ² test's own p-value
+    True
+    >>> refutation_chance(lambda a: gaussian_scale_bound(8000.0, 10000, 1.0, 1e-5, a), claim, 0.05)  # a bug
+    1e-12
+    """
+    if not make(alpha).epsilon > claim:
+        return 1.0
+    lo, hi = math.log(SMALLEST_CHANCE), math.log(alpha)
+    if make(SMALLEST_CHANCE).epsilon > claim:
+        return SMALLEST_CHANCE
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if make(math.exp(mid)).epsilon > claim:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 0.01:
+            break
+    return math.exp(hi)
+
+
+#: the declared-shift estimators of the plain white-box audit: noise checks, labelled, never the audited ε
+NOISE_CHECKS = ("gaussian-scale", "sampled-gaussian-scale", "noise-check")
+#: a refutation this unlikely under a correct certificate reads as a bug, not bad luck
+BUG_CHANCE = 1e-4
 
 
 def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev: _Evidence, alpha: float,
             note: str | None, caught: list[str], t_start: float) -> AuditResult:
     """The verdict on the two claims, and everything the audit found."""
-    records = [dict(e.to_dict(), headline=True) for e in ev.headline] + [
-        dict(e.to_dict(), headline=False) for e in (ev.labelled or ())]
-    best = max(ev.headline, key=lambda e: e.epsilon)
-    gaussian_best = max((e for e in ev.headline if e.name != "direct"), key=lambda e: e.epsilon, default=None)
+    checks = [e for e in ev.headline if e.name in NOISE_CHECKS]
+    records_est = [e for e in ev.headline if e.name not in NOISE_CHECKS]
+    records = [dict(e.to_dict(), headline=True) for e in records_est] + [
+        dict(e.to_dict(), headline=False) for e in (*checks, *(ev.labelled or ()))]
+    best = max(records_est, key=lambda e: e.epsilon)
+    gaussian_best = max((e for e in records_est if e.name != "direct"), key=lambda e: e.epsilon, default=None)
     eps_target = float(config.epsilon) if mechanism.private else math.inf
     eps_lb = best.epsilon
     v, refuted = verdict(eps_lb, eps_target, eps_certified, mechanism.private)
+    noise_check = max(checks, key=lambda e: e.epsilon) if checks and mechanism.private else None
+    findings = []
     shift = attack.shift
-    if shift is not None and shift.findings():  # the certificate's premise is measured false
+    if shift is not None and mechanism.private:
+        findings += shift.findings()
+    noise = getattr(attack, "noise", None)
+    if noise is not None and mechanism.private:
+        findings += noise.findings()
+    by_noise = noise_check is not None and noise_check.epsilon > eps_certified
+    if findings or by_noise:  # the certificate's premise, or its noise, is measured false
         v, refuted = NOT_MET, tuple(dict.fromkeys((*refuted, "certified")))
+    refutation = _refutation(ev, alpha, eps_lb, eps_target, eps_certified, noise_check, findings, refuted)
     claim = min(eps_target, eps_certified)
     ceiling = size_ceiling(len(ev.scores[0]), ev.delta, ev.alpha_direct)
     if eps_lb > eps_certified:
         caught.append("the audited lower bound exceeds the certified ε: either the proof or its "
                       f"implementation is wrong, or this is an event of probability ≤ α = {alpha:g}")
+    if by_noise:
+        caught.append(f"noise check: the noise that ran certifies at least {noise_check.epsilon:.4g}, more than "
+                      f"the certified ε = {eps_certified:.4g}: the noise is smaller than the plan declares, or this "
+                      f"is an event of probability ≤ α = {alpha:g}")
+    for finding in findings:
+        caught.append("measured: " + finding)
     for arr in ev.scores:
         arr.setflags(write=False)
     test, problem, ceiling_mu = ev.test, attack.problem, attack.ceiling_mu
@@ -501,5 +660,50 @@ def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev:
         at_size_ceiling=best.name == "direct" and eps_lb >= ceiling * (1 - 1e-9),
         epsilon_gaussian_assumption=max((e.epsilon for e in ev.labelled), default=None) if ev.labelled else None,
         shift_check=None if shift is None else shift.to_dict(),
+        noise_check=None if noise_check is None else dict(
+            noise_check.to_dict(), line=f"noise check: the noise that ran certifies at least "
+                                        f"{noise_check.epsilon:.4g}", refutes=by_noise),
+        noise=None if noise is None else noise.to_dict(),
+        findings=tuple(findings),
+        refutation=refutation,
+        epsilon_domain_ceiling=(attack.domain_ceiling(ev.delta) if hasattr(attack, "domain_ceiling") and ev.delta > 0
+                                else None),
         **attack.record(),
     )
+
+
+def _refutation(ev: _Evidence, alpha: float, eps_lb: float, target: float, certified: float, noise_check,
+                findings: list[str], refuted: tuple[str, ...]) -> dict[str, Any] | None:
+    """How large a refutation is and how likely under a correct claim: for each refuted claim, the
+    evidence that refutes it by the most, its size (how far above the claim) and its chance (the
+    family-wise p-value: the smallest α at which the audit would still refute, each estimator at its
+    share of α).  A measured finding is a fact, not an estimate: its chance is 0."""
+    if not refuted:
+        return None
+    out: dict[str, Any] = {"claims": {}}
+    for name, claim in (("target", target), ("certified", certified)):
+        if name not in refuted:
+            continue
+        chances = []
+        for est_name, share, make in ev.makers:
+            if est_name in NOISE_CHECKS:
+                continue
+            if make(alpha * share).epsilon > claim:
+                chances.append(refutation_chance(make, claim, alpha * share) / share)
+        size = eps_lb / claim - 1.0 if claim > 0 else math.inf
+        by = "the audited ε"
+        if name == "certified" and noise_check is not None and noise_check.epsilon > claim:
+            share, make = next((sh, m) for n, sh, m in ev.makers if n == noise_check.name)
+            chances.append(refutation_chance(make, claim, alpha * share) / share)
+            if not eps_lb > claim:
+                size, by = noise_check.epsilon / claim - 1.0, "the noise check"
+        if name == "certified" and findings:
+            chances.append(0.0)
+            by = "a measurement" if not eps_lb > claim else by
+        chance = min(1.0, min(chances)) if chances else alpha
+        out["claims"][name] = {"claim": claim, "by": by, "size": size, "chance": chance,
+                               "bug": chance < BUG_CHANCE}
+    worst = min(out["claims"].values(), key=lambda c: c["chance"])
+    out.update(worst)
+    return out
+

@@ -33,9 +33,11 @@ claim tested is the stronger (smaller) of the two:
 
 * ``"claim not met"`` – ``ε_LB`` exceeds it; ``refuted`` names which claims
   (``"target"``, ``"certified"``) the evidence contradicts.  A refuted
-  *certified* ε means a bug or an event of probability ≤ α;
+  *certified* ε means a bug or an event of probability ≤ α; :func:`summary` says which it reads as
+  (the refutation's size and chance, :func:`refutation_words`) and what a second, independent audit
+  said (:func:`confirmation_words`);
 * ``"not refuted"`` – otherwise; ``share_of_claim`` (ε_LB / claim) says how close
-  the attack came.  An audit only ever gives a lower bound: it can refute a claim,
+  the audit's lower bound came to the claim.  An audit only ever gives a lower bound: it can refute a claim,
   never prove one, and a small share is no evidence either way (a thousand runs
   cannot tell ε = 1 from ε = 0.1 by the direct bound);
 * ``"no guarantee claimed"`` – the non-private baseline.
@@ -72,6 +74,10 @@ __all__ = [
     "roc_points",
     "size_ceiling",
     "summary",
+    "chance_words",
+    "confirmation_words",
+    "confirmed",
+    "refutation_words",
     "tradeoff_curve",
     "verdict",
 ]
@@ -286,19 +292,94 @@ def summary(rec: dict[str, Any]) -> str:
         names = {"target": f"the target ε = {e(target)}", "certified": f"the certified ε = {e(certified)}"}
         which = " and ".join(names[r] for r in rec["refuted"])
         line = f"Refuted: {which}. The audit shows {shown}."
-        findings = (rec.get("shift_check") or {}).get("findings")
+        ref = rec.get("refutation")
+        findings = (rec.get("shift_check") or {}).get("findings") or rec.get("findings")
+        if ref:
+            line += " " + refutation_words(ref, rec.get("confidence", 0.95))
         if findings:
-            line += (" The end-to-end check measured the implementation doing more than its plan declares, "
-                     "so the certificate does not apply to the noise that ran.")
-        elif "certified" in rec["refuted"]:
+            line += (" Measured: the implementation does more than its plan declares, so the certificate "
+                     "does not apply to the noise that ran.")
+        elif "certified" in rec["refuted"] and not ref:
             line += (" A refuted certificate means a bug, or bad luck: an audit at confidence "
                      f"{rec.get('confidence', 0.95):.0%} refutes a correct certificate at most "
                      f"{100 * (1 - rec.get('confidence', 0.95)):.0f} times in 100. Another seed is another audit.")
+        line += confirmation_words(rec)
         return line
     claim = min(v for v in (target, certified) if v is not None)
     share = rec.get("share_of_claim")
     pct = "" if share is None else f" ({100 * share:.0f} % of the claim ε = {e(claim)})"
     return f"Not refuted{pct}: the audit shows {shown}. An audit can refute a claim, never prove one."
+
+
+def chance_words(chance: float) -> str:
+    """"about 1 audit of 20", "less than 1 audit in a million" … for a refutation's chance.
+
+    >>> chance_words(0.05), chance_words(0.0123), chance_words(3e-9)
+    ('about 1 audit of 20', 'about 1 audit of 81', 'less than 1 audit in a million')
+    """
+    if chance <= 0:
+        return "never (a measured fact)"
+    if chance < 1e-6:
+        return "less than 1 audit in a million"
+    return f"about 1 audit of {max(1, round(1 / chance)):,}"
+
+
+def refutation_words(ref: dict[str, Any], confidence: float = 0.95) -> str:
+    """A refutation with its size and its chance: "above the certificate by 0.03 %; a correct
+    certificate is refuted this much or more in about 1 audit of 20.", and, where that chance is
+    tiny, that this is a bug rather than bad luck.
+
+    >>> refutation_words({"claims": {"certified": {"claim": 2.0, "size": 0.0003, "chance": 0.05, "bug": False,
+    ...                   "by": "the audited ε"}}})
+    'Above the certificate by 0.03 %; a correct certificate is refuted this much or more in about 1 audit of 20.'
+    >>> refutation_words({"claims": {"certified": {"claim": 2.0, "size": 1.2, "chance": 1e-15, "bug": True,
+    ...                   "by": "the noise check"}}}).split(";")[0]
+    'The noise check is above the certificate by 120 % (2.2×)'
+    """
+    parts = []
+    for name, c in ref.get("claims", {}).items():
+        what = "the certificate" if name == "certified" else "the target"
+        size = c["size"]
+        pct = f"{100 * size:.2g} %" if size < 0.1 else f"{100 * size:.0f} %"
+        if size >= 0.5:
+            pct += f" ({1 + size:.2g}×)"
+        who = "" if c.get("by") in (None, "the audited ε") else c["by"][0].upper() + c["by"][1:] + " is "
+        head = f"{who}above {what} by {pct}" if who else f"Above {what} by {pct}"
+        if c.get("by") == "a measurement":
+            head = f"Measured above {what}"
+        correct = "certificate" if name == "certified" else "calibration"
+        if c["chance"] <= 0:  # a measured fact: no chance involved
+            parts.append(f"{head}, and the audit measured the implementation doing more than its plan declares, "
+                         f"which a correct {correct} never does: a bug, not bad luck.")
+            continue
+        line = f"{head}; a correct {correct} is refuted this much or more in {chance_words(c['chance'])}"
+        if c.get("bug"):
+            line += ": a bug, not bad luck"
+        parts.append(line + ".")
+    return " ".join(parts)
+
+
+def confirmation_words(rec: dict[str, Any]) -> str:
+    """What the second, independent audit said of a refutation (``audit(confirm=True)``), or ""."""
+    conf = rec.get("confirmation")
+    if not conf:
+        return ""
+    if conf["confirmed"]:
+        return (f" Confirmed by a second, independent audit (fresh seed {conf['seed']}): it refutes "
+                f"{' and '.join('the ' + c + ' ε' for c in conf['confirmed'])} too.")
+    return (f" Not confirmed: a second, independent audit (fresh seed {conf['seed']}) does not refute it, so "
+            "this reads as the chance refutation every audit at 95 % confidence makes about once in 20, "
+            "not as a bug.")
+
+
+def confirmed(rec: dict[str, Any]) -> bool:
+    """Whether a refutation stands: the verdict is "claim not met" and, where a second audit was run,
+    it refuted a claim too (a view turns red only then)."""
+    if rec.get("verdict") != NOT_MET:
+        return False
+    conf = rec.get("confirmation")
+    return conf is None or bool(conf["confirmed"])
+
 
 def privacy_region(plan, epsilon_target: float, delta: float, private: bool = True,
                    points: int = 101) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from ..exceptions import ModelError, ParameterError
 from ..optim import BatchRNG
 from .canaries import canary_scores, make_canary, neighbours, replace_record
 from .membership import gaussian_assumption
-from .whitebox import ShiftCheck, WhiteBoxScores, measure_shift, white_box_scores
+from .whitebox import ShiftCheck, WhiteBoxScores, measure_shift, noise_check_from_sums, white_box_scores
 
 __all__ = ["STRATEGIES", "THREATS", "BlackBox", "EndToEnd", "WhiteBox", "threat_strategy"]
 
@@ -138,6 +138,7 @@ class WhiteBox:
         self.found: WhiteBoxScores | None = None  # the last chunk's scores, and what they are
         self._gauss: tuple[np.ndarray, np.ndarray] | None = None
         self._ss: list[tuple[float, int]] = []  # each chunk's (SS, df) of the noise it read
+        self._moments: list = []  # each chunk's power sums and run hashes of that noise
 
     def measure(self, seeds, alpha: float) -> list[str]:
         """What is measured before the runs (nothing here); the warnings it gives."""
@@ -157,6 +158,8 @@ class WhiteBox:
                 self._gauss[side][start:stop] = wb.gaussian[side]
         if wb.noise_ss is not None:
             self._ss.append(wb.noise_ss)
+        if wb.noise_moments is not None:
+            self._moments.append(wb.noise_moments)
         self.found = wb
         yield 2 * (stop - start)
 
@@ -185,8 +188,19 @@ class WhiteBox:
             return None
         return float(sum(ss for ss, _ in self._ss)), int(sum(df for _, df in self._ss))
 
+    @property
+    def noise(self):
+        """The audit's own check of the noise it read (:class:`dpcore.audit.measured.NoiseCheck`: its shape
+        and its runs' independence), where it reads the noise itself; None otherwise."""
+        if not self._moments:
+            return None
+        n = sum(m[0] for m in self._moments)
+        s = sum(m[1] for m in self._moments)
+        hashes = [h for m in self._moments for h in m[2]]
+        return noise_check_from_sums(n, s, len(hashes), len(set(hashes)))
+
     def labelled_estimates(self, s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float) -> tuple | None:
-        """None: every white-box estimate that applies is part of the audited ε."""
+        """None: every white-box estimate that applies is part of the audited ε (the noise check beside it)."""
         return None
 
     def record(self) -> dict[str, Any]:
