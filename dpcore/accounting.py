@@ -391,6 +391,8 @@ def sampled_gaussian_epsilon_rdp(noise_multiplier: float, sample_rate: float, st
     found = [eps_at(a) for a in RDP_ORDERS]
     k = int(np.argmin(found))
     best = found[k]
+    if not math.isfinite(best):  # next to no noise: no order bounds it (nothing to refine)
+        return math.inf
     # every order α > 1 gives a bound: between the best grid order's neighbours, the best real α
     # (ε(α) is smooth there; the grid alone was up to 22 % above it, issue 45)
     lo = RDP_ORDERS[k - 1] if k > 0 else RDP_ORDER_RANGE[0]

@@ -45,6 +45,7 @@ from .experiments.studies import (CLASSROOM_FILE, prepare_for_class, ship_classr
 from .experiments.sweep import environment
 from .experiments.tune import DEFAULT_MECHANISMS, setting_text, tune, tuned_setting, with_setting
 from .jsonutil import TooLarge, dumps, read_regular
+from .lesson import prepare_lesson
 from .mechanisms import REGISTRY
 from .params import CONFLICTS, PARAMS, check_conflicts, parse_grid
 from .theory.catalog import bounds_report
@@ -662,7 +663,8 @@ def _released_lines(result) -> list[str]:
 
 def _cmd_prepare(args) -> Any:
     """Fill the app's cache folder (``DPCORE_CACHE_DIR``) with what a class will open first
-    (:func:`~dpcore.experiments.studies.prepare_for_class`); a second call finds everything and
+    (:func:`~dpcore.experiments.studies.prepare_for_class`, then every step of the lesson:
+    :func:`~dpcore.lesson.prepare_lesson`); a second call finds everything and
     returns at once.  ``--ship`` also recomputes Compare's shipped classroom rows and (unless
     ``--no-mlp``) the shipped exact references (:func:`~dpcore.experiments.studies.ship_references`)."""
     what = "the cache folder" + (" (DPCORE_CACHE_DIR)" if os.environ.get("DPCORE_CACHE_DIR") else "")
@@ -683,6 +685,7 @@ def _cmd_prepare(args) -> Any:
     for part in done:
         tell(part["what"], part["seconds"])
     done += prepare_for_class(ctx, mlp=not args.no_mlp, tell=tell)
+    done += prepare_lesson(ctx, tell=tell)  # every step of the lesson, so each opens at once
     if args.ship:  # computed afresh (no result cache), so the record's time is the computation's
         shipped = ship_classroom_compare(shared_context(progress=_progress, workers=None))
         done.append({"what": f"Compare's first preset, computed afresh into {CLASSROOM_FILE}",

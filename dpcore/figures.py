@@ -11,6 +11,7 @@ and by the presets' exported figures.
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from typing import Iterable
@@ -20,7 +21,7 @@ import plotly.graph_objects as go
 
 from .mechanisms import short_name
 
-__all__ = ["NOTE", "on_screen", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
+__all__ = ["NOTE", "on_screen", "panels", "panel_columns", "legend_html", "PANEL_HEIGHT", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
            "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
            "band_figure", "REFERENCE_LINE", "readable_axes", "PAID_LINE", "legend_entries", "legend_room",
            "empty_figure"]
@@ -336,8 +337,12 @@ def privacy_profile_figure(curve: list[dict], delta: float) -> go.Figure:
     fig.add_vline(x=delta, line_dash="dot", line_color="grey",
                   annotation_text=f"δ asked: {delta:.2g}", annotation_position="top")
     deltas = [c["delta"] for c in curve]
-    decades = range(math.floor(math.log10(min(deltas + [delta]))), math.ceil(math.log10(max(deltas + [delta]))) + 1)
-    ticks = [10.0**k for k in decades]
+    decades = list(range(math.floor(math.log10(min(deltas + [delta]))),
+                         math.ceil(math.log10(max(deltas + [delta]))) + 1))
+    # at most 6 labels (every 2nd or 3rd decade over 15, the δ asked's among them): a phone's 330 px
+    # of axis fits them without one label printing over the next
+    step, asked = max(1, math.ceil(len(decades) / 6)), math.floor(math.log10(delta))
+    ticks = [10.0**k for k in decades if (k - asked) % step == 0]
     fig.update_xaxes(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{t:.0e}".replace("e-0", "e-")
                                                                             for t in ticks], title="δ")
     fig.update_layout(title="ε(δ): the privacy profile, both relations", yaxis_title="ε", height=420)
@@ -418,7 +423,8 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
     curve is seen at what it really cost.  Its points go in the order of the ε spent (a line
     that runs back and forth along x would zig-zag), and two points at one ε spent (two target
     ε's tuned by the same search) are not joined (a vertical stroke would read as a collapse);
-    the x axis reaches every ε spent.
+    each is joined to its tuned point by a faint dotted stroke at its height; the x axis reaches
+    every ε spent.
     """
     fig = go.Figure()
     groups = list(dict.fromkeys(r[group] for r in rows))
@@ -464,6 +470,13 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                 py.append(yv)
                 ph.append(f"{head}<br>tuned for ε = {xv:g}; the whole search spent ε = {sv:.3g}<br>"
                           f"{yname} = {yv:.4g}")
+            # each tuned point joined to where its search's ε puts it (a faint dotted stroke at its
+            # height): a point at the ε spent never stands alone like an outlier
+            jx = [v for xv, sv in zip(xs, spent) for v in (xv, sv, None)]
+            jy = [v for yv in ys for v in (yv, yv, None)]
+            fig.add_trace(go.Scatter(x=jx, y=jy, mode="lines", showlegend=False, hoverinfo="skip",
+                                     name=f"{name}, tuned → paid", line=dict(color=colour, width=1, dash="dot"),
+                                     opacity=PAID_OPACITY))
             fig.add_trace(go.Scatter(x=px, y=py, mode="lines+markers", name=f"{name}, search paid",
                                      showlegend=False, line=dict(color=colour, **PAID_LINE), opacity=PAID_OPACITY,
                                      marker=dict(size=5), hovertext=ph, hoverinfo="text"))
@@ -654,3 +667,112 @@ def legend_room(fig: go.Figure) -> int:
     not know the screen's width: a legend below the plot would take the same room, and a
     shorter legend (fewer entries) would hide what the curves are."""
     return max(450, PLOT_ROOM + AXES_ROOM + LEGEND_LINE * legend_entries(fig))
+
+
+# -- a figure of many panels, one chart a panel (a phone stacks them) ------------------------------
+
+#: the height of one panel drawn on its own (:func:`panels`): a plot a phone shows whole
+PANEL_HEIGHT = 340
+
+
+def _axis_id(name: str) -> str:
+    """``xaxis3`` → ``x3``; ``xaxis`` → ``x``."""
+    return name[0] + name[5:]
+
+
+def panels(fig: go.Figure) -> list[tuple[str, go.Figure]]:
+    """A figure of subplots (``make_subplots``) as one figure per panel, in reading order (top row
+    first, left to right), each with its panel's title (the subplot title, as text for the page),
+    its own axes as the panel had them, its traces and its shapes, and no legend (:func:`legend_html`
+    draws the one legend for all).  Laid out in the page's columns, the panels sit side by side
+    on a wide screen and one under another on a phone, where a figure of six panels squeezed them
+    to 30 px each; the figure itself (its download) keeps the paper's layout.  A figure of one
+    panel is returned as it is."""
+    layout = fig.layout
+    xs = sorted((k for k in layout.to_plotly_json() if k.startswith("xaxis")), key=lambda k: int(k[5:] or 1))
+    if len(xs) <= 1:
+        return [("", fig)]
+    titles = [a for a in layout.annotations if a.xref == "paper" and a.yref == "paper" and a.name != NOTE
+              and a.showarrow is False]
+    found = []
+    for xname in xs:
+        xaxis = layout[xname]
+        yid = xaxis.anchor or "y"
+        yname = "yaxis" + yid[1:]
+        yaxis = layout[yname]
+        xd, yd = list(xaxis.domain or (0, 1)), list(yaxis.domain or (0, 1))
+        xid = _axis_id(xname)
+        centre = (xd[0] + xd[1]) / 2
+        title = next((a.text for a in titles if abs(a.x - centre) < 1e-6 and abs(a.y - yd[1]) < 1e-6), "")
+        one = go.Figure(layout=dict(template=layout.template, showlegend=False, height=PANEL_HEIGHT,
+                                    margin=dict(l=10, r=10, t=10, b=10), hovermode=layout.hovermode,
+                                    font=layout.font))
+        one.update_xaxes(xaxis.to_plotly_json() | {"domain": [0, 1], "anchor": "y"})
+        one.update_yaxes(yaxis.to_plotly_json() | {"domain": [0, 1], "anchor": "x"})
+        for trace in fig.data:
+            if (trace.xaxis or "x") == xid and (trace.yaxis or "y") == yid:
+                one.add_trace(trace)
+                one.data[-1].update(xaxis="x", yaxis="y", showlegend=False)
+        for shape in layout.shapes:
+            xref, yref = shape.xref or "x", shape.yref or "y"
+            if xref.split(" ")[0] == xid and yref.split(" ")[0] == yid:
+                one.add_shape(shape.to_plotly_json() | {"xref": xref.replace(xid, "x", 1),
+                                                        "yref": yref.replace(yid, "y", 1)})
+        found.append((-yd[1], xd[0], _plain(title or ""), one))
+    found.sort(key=lambda f: (round(f[0], 6), f[1]))
+    # a metric row's panels are untitled below the first row (the column's name is above them) and
+    # name their metric on the row's first y-axis only; drawn one under another on a phone, every
+    # panel needs its own title and axis title
+    column_title: dict[float, str] = {}
+    for _, left, title, _ in found:
+        column_title.setdefault(round(left, 6), title)
+    row_title: dict[float, str] = {}
+    for top, _, _, one in found:
+        row_title.setdefault(round(top, 6), one.layout.yaxis.title.text or "")
+    for top, _, _, one in found:
+        if not one.layout.yaxis.title.text and row_title[round(top, 6)]:
+            one.update_yaxes(title_text=row_title[round(top, 6)])
+    return [(title or " — ".join(t for t in (column_title[round(left, 6)], _plain(one.layout.yaxis.title.text or ""))
+                                 if t), one) for _, left, title, one in found]
+
+
+def panel_columns(fig: go.Figure) -> int:
+    """How many panels a row of ``fig`` holds (its distinct x-domains)."""
+    layout = fig.layout
+    return max(1, len({tuple(layout[k].domain or (0, 1)) for k in layout.to_plotly_json() if k.startswith("xaxis")}))
+
+
+_BORDERS = {"dash": "dashed", "longdash": "dashed", "dashdot": "dashed", "longdashdot": "dashed", "dot": "dotted"}
+
+
+def legend_html(fig: go.Figure) -> str:
+    """The legend of ``fig`` (its entries, each drawn as its line and marker are, simply: colour,
+    solid, dashed or dotted, a filled or open dot or diamond) as HTML that wraps at the page's width,
+    for a figure drawn as :func:`panels`, whose charts have none of their own.  Drawn with CSS alone
+    (the page's HTML keeps no SVG); the text takes the page's colour (light and dark themes)."""
+    seen, items = set(), []
+    for trace in fig.data:
+        name = trace.name
+        if not name or trace.showlegend is False or name in seen:
+            continue
+        seen.add(name)
+        line = getattr(trace, "line", None)
+        marker = getattr(trace, "marker", None)
+        colour = html.escape((line.color if line is not None and line.color else None)
+                             or (marker.color if marker is not None and isinstance(marker.color, str) else None)
+                             or "currentColor")
+        mode = trace.mode or "lines"
+        style = _BORDERS.get(line.dash if line is not None and line.dash else "", "solid")
+        stroke = (f'<span style="position:absolute;left:0;right:0;top:6px;border-top:2px {style} {colour}"></span>'
+                  if "lines" in mode else "")
+        symbol = str(getattr(marker, "symbol", "") or "") if marker is not None else ""
+        dot = ""
+        if "markers" in mode or not stroke:
+            fill = "transparent" if "open" in symbol else colour
+            turn = "transform:rotate(45deg);border-radius:1px;" if "diamond" in symbol else "border-radius:50%;"
+            dot = (f'<span style="position:absolute;left:9px;top:2px;width:8px;height:8px;{turn}'
+                   f'background:{fill};border:1.5px solid {colour};box-sizing:border-box"></span>')
+        items.append(f'<span style="display:inline-flex;align-items:center;gap:5px;margin-right:14px;'
+                     f'white-space:nowrap"><span style="position:relative;display:inline-block;width:26px;'
+                     f'height:14px" aria-hidden="true">{stroke}{dot}</span>{html.escape(_plain(name))}</span>')
+    return f'<div style="display:flex;flex-wrap:wrap;row-gap:2px;font-size:0.85rem">{"".join(items)}</div>'

@@ -38,12 +38,18 @@ def _bounded(name: str, key: str, label: str, container, fmt: str | None = None)
 
 
 c1, c2, c3 = st.columns(3)
+#: the mechanisms and accountants as a reader names them (the link keeps the ids)
+MECHANISM_NAMES = {"dp-sgd": "DP-SGD (sampled Gaussian steps)", "gaussian": "Gaussian mechanism",
+                   "laplace": "Laplace mechanism"}
+ACCOUNTANT_NAMES = {"opacus-rdp": "Opacus, RDP", "opacus-prv": "Opacus, PRV", "opacus-gdp": "Opacus, GDP",
+                    "tf-privacy-rdp": "TF Privacy, RDP", "jax-privacy": "JAX Privacy",
+                    "dp-accounting-pld": "dp-accounting, PLD"}
 mechanism = choice("selectbox", "mechanism", CP["mechanism"].constraint.values, key="cert_mechanism",
-                   container=c1, help=CP["mechanism"].help)
+                   container=c1, help=CP["mechanism"].help, format_func=lambda m: MECHANISM_NAMES.get(m, m))
 delta = _bounded("delta", "cert_delta", "δ", c2, "%.1e")
 if mechanism == "dp-sgd":
     accountant = choice("selectbox", "accounted with", CP["accountant"].constraint.values, key="cert_accountant",
-                        container=c3, help=CP["accountant"].help)
+                        container=c3, help=CP["accountant"].help, format_func=lambda a: ACCOUNTANT_NAMES.get(a, a))
     d1, d2, d3, d4 = st.columns(4)
     z = _bounded("noise_multiplier", "cert_z", "noise multiplier z", d1)
     sampling = choice("radio", "batches", CP["sampling"].constraint.values, key="cert_sampling", container=d1,
@@ -66,7 +72,7 @@ else:
             "sensitivity": _bounded("sensitivity", "cert_sens", "sensitivity Δ (add/remove)", d2, "%g"),
             "compositions": _bounded("compositions", "cert_k", "releases k", d3)}
 e1, e2 = st.columns([1, 3])
-ask = e1.checkbox("which noise gives ε =", key="cert_ask")
+ask = e1.checkbox("find the noise for a target ε", key="cert_ask")
 target = _bounded("target_epsilon", "cert_target", "target ε", e2, "%g") if ask else None
 
 write_to_url(list(URL_KEYS))

@@ -22,10 +22,12 @@ from dpcore import datasets
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import Baseline, baseline, lambdas_for
 from dpcore.experiments import presets as _presets
-from dpcore.figures import REFERENCE_LINE, figure_note, on_screen, target_note, without_notes
+from dpcore.figures import (REFERENCE_LINE, figure_note, legend_html, on_screen, panel_columns, panels, target_note,
+                            without_notes)
 from dpcore.experiments.context import Context, cache_dir
 from dpcore.experiments.progress import TimeLeft, duration
 from dpcore.experiments.run import RunSpec, noise_plan, run, slow_reference
+from dpcore.lesson import LEAKING_AUDIT, LEAKING_THREAT, LEAKING_TRIALS  # noqa: F401  (the views' leaking setup)
 from dpcore.jsonutil import dumps
 from dpcore.privacy import dp_events_list
 from dpcore.mechanisms import REGISTRY
@@ -775,12 +777,43 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
 
 
 def drawn(results):
-    """(figure, the figure as the page shows it (``on_screen``'s title, copy and notes, for
-    ``show_chart(prepared=...)``), its note): the note under the figure is written by
-    :func:`figure_note` from the points drawn (the figure keeps it, wrapped, for the download; on
+    """(figure, the figure as the page shows it (``on_screen``'s title, copy and notes, with its
+    panels one chart each: for :func:`show_panels`), its note): the note under the figure is written
+    by :func:`figure_note` from the points drawn (the figure keeps it, wrapped, for the download; on
     screen it is page text, which wraps by itself)."""
     fig, points = results.figure_and_points()
-    return fig, on_screen(without_notes(fig)), figure_note(**points)
+    title, shown, notes = on_screen(without_notes(fig))
+    return fig, (title, shown, notes, legend_html(shown), panel_columns(shown), panels(shown)), figure_note(**points)
+
+
+#: the most panels side by side (:func:`show_panels`)
+MAX_PANELS_A_ROW = 3
+
+
+def show_panels(prepared) -> None:
+    """A figure of many panels as :func:`drawn` prepared it: its title, its one legend (wrapping at
+    the page's width), then its panels in rows of columns as the paper lays them out; on a phone
+    (Streamlit stacks columns below 640 px) one panel a row, each as wide as the screen."""
+    title, shown, notes, legend, columns, charts = prepared
+    if len(charts) <= 1:
+        show_chart(prepared=(title, shown, notes))
+        return
+    if title:
+        st.markdown(f"**{_escape(title)}**")
+    st.html(legend)
+    # a row of the paper in rows of at most MAX_PANELS_A_ROW (5 → 3 + 2), so that a panel keeps
+    # ~250 px of plot in the wide layout beside the sidebar
+    per = math.ceil(columns / math.ceil(columns / MAX_PANELS_A_ROW))
+    for row in range(0, len(charts), columns):
+        paper_row = charts[row:row + columns]
+        for start in range(0, len(paper_row), per):
+            for col, (name, chart) in zip(st.columns(per), paper_row[start:start + per]):
+                with col:
+                    if name:
+                        st.caption(f"**{_escape(name)}**")
+                    st.plotly_chart(chart, width="stretch")
+    for note in notes:
+        st.markdown(f":red[{_escape(note)}]")
 
 
 @st.cache_resource(show_spinner="Reading the shipped results…")
@@ -868,14 +901,6 @@ def download_figure(fig, name: str, key: str) -> None:
                        file_name=f"{name}.html", mime="text/html", key=key)
 
 
-#: The leaking setup the Audit view loads and the lesson's last step draws, declared once: DP-GD
-#: with the published formula at c = 0.1 (its noise certifies ε ≈ 9.2 for a target of 1), attacked
-#: white-box, 1,000 trainings a side.  Seed 1, not 0: a 95 % audit refutes a correct certificate
-#: one time in twenty, and at seed 0 (as at 27, of the first 40) this tight one is such a time; the
-#: Audit view's seed draws again, and its summary says so.
-LEAKING_AUDIT = RunSpec(dataset="breast-cancer", mechanism="gradient-dpgd", epsilon=1.0, iterations=100,
-                        calibration="published", c=0.1, seed=1)
-LEAKING_THREAT, LEAKING_TRIALS = "white-box", 1000
 
 
 def audit_view_state(spec: RunSpec, trials: int, threat: str) -> dict[str, Any]:

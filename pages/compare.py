@@ -17,12 +17,13 @@ from dpcore.figures import band_figure
 from pages.common import (
     choice, enter_view, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
 )
-from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
+from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
 enter_view("compare")
 st.title("Compare mechanisms over ε")
 URL_KEYS = {'cmp_dataset': 'breast-cancer', 'cmp_model': 'logreg', 'cmp_eps': '0.1, 0.3, 1, 3', 'cmp_delta': 1e-05, 'cmp_T': 100, 'cmp_R': 3, 'cmp_cal': 'certified', 'cmp_clients': 4, 'cmp_skew': 4.0, 'cmp_lam': 1e-3, 'cmp_paper': '', 'cmp_tuned': True,
-            'cmp_mechs': ["gradient-dpgd", "output-gaussian", "objective-gaussian"]}
+            'cmp_mechs': ["gradient-dpgd", "output-gaussian", "objective-gaussian"],
+            'cmp_shown': False}  # cmp_shown: the link brings the comparison shown (pages.links.linked_result)
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
 shared_settings(SHARED)
@@ -70,11 +71,8 @@ for col, (name, values) in zip(cols, PRESETS.items()):
     if col.button(name, key=f"preset_{name}"):
         for k, v in values.items():
             st.session_state[k] = v
-        shipped = shipped_classroom_compare() if name == CLASSROOM else None
-        for key in ("cmp_rows", "cmp_shipped"):  # a chart drawn for other settings goes
-            st.session_state.pop(key, None)
-        if shipped is not None:
-            st.session_state["cmp_rows"], st.session_state["cmp_shipped"] = shipped
+        for key in ("cmp_rows", "cmp_shipped"):  # a chart drawn for other settings goes (the first
+            st.session_state.pop(key, None)      # preset's shipped rows come back below)
         st.rerun()
 
 c1, c2 = st.columns(2)
@@ -130,11 +128,16 @@ except DPCoreError as exc:
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
-if "cmp_rows" not in st.session_state and all(st.session_state.get(k) == v for k, v in PRESETS[CLASSROOM].items()):
+#: what the comparison depends on: rows drawn for other values are marked as stale
+compared_for = (dataset, model, tuple(mechs), tuple(epsilons), delta, T, lam, repeats, calibration, tuned, clients,
+                skew, st.session_state.get("cmp_paper", ""))
+if st.session_state.get("_cmp_rows_for") != compared_for and all(
+        st.session_state.get(k) == v for k, v in PRESETS[CLASSROOM].items()):
     # the first preset's settings (its button, or a link to them): its shipped rows at once
     shipped = shipped_classroom_compare()
     if shipped is not None:
         st.session_state["cmp_rows"], st.session_state["cmp_shipped"] = shipped
+        st.session_state["_cmp_rows_for"] = compared_for
 own_data = user_dataset(dataset)  # an upload runs in this session's process, not in shared workers
 if own_data is None:
     warm_workers(base, app_context())  # in the background: the workers load the data while the user decides
@@ -153,8 +156,8 @@ def metric_figure(ok):
                        bounds=(0.0, 1.0) if metric == "accuracy_mean" else None, paid="tuned_search_epsilon")
 
 
-if st.button("Run comparison", type="primary", key="cmp_run"):
-    bar = st.progress(0.0, text="starting…")
+def run_comparison(bar):
+    """The comparison, its curves drawn as they finish (``bar``: its progress)."""
     total = len(mechs) * len(epsilons)
 
     def draw_so_far(done, k):  # the curves finished so far, while the rest computes
@@ -169,18 +172,18 @@ if st.button("Run comparison", type="primary", key="cmp_run"):
             rows = epsilon_sweep(base, mechs, epsilons, with_progress(bar), per_mechanism=per_mechanism,
                                  dataset=own_data, tuned=tuned, partial=live)
     except DPCoreError as exc:  # e.g. a shipped tuning refused (not the file shipped): said, nothing kept
+        raise DPCoreError(f"The comparison did not run: {exc}" + (". Turn off the tuned settings to compare at "
+                                                                  "the settings above." if tuned else ".")) from None
+    finally:
         live.clear()
-        bar.empty()
-        st.error(f"The comparison did not run: {exc}" + (". Turn off the tuned settings to compare at the "
-                                                          "settings above." if tuned else "."))
-        st.stop()
-    live.clear()
-    bar.empty()
-    st.session_state["cmp_rows"] = rows
     st.session_state.pop("cmp_shipped", None)
+    return rows
 
-rows = st.session_state.get("cmp_rows")
-if rows and st.session_state.get("cmp_shipped"):
+
+RUN = "Run comparison"
+rows, current = linked_result("cmp_rows", "cmp_shown", compared_for, st.button(RUN, type="primary", key="cmp_run"),
+                              run_comparison, what="comparison", button=RUN)
+if rows and current and st.session_state.get("cmp_shipped"):
     st.info(f"Shown at once: {st.session_state['cmp_shipped']}. **Run comparison** computes it again on this "
             "machine (the same seeds: the same numbers).")
 if rows:

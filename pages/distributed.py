@@ -11,14 +11,15 @@ from dpcore.figures import band_figure
 from pages.common import (
     choice, enter_view, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
 )
-from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
+from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
 #: the certified ε's name: the worst client where clients compose in parallel, else all of them
 EPS_LABEL = {"random": "max client ε (certified)", "stratified": "ε certified (all clients composed)"}
 
 enter_view("distributed")
 st.title("Distributed learning with uneven clients")
-URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_model': 'logreg', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_delta': 1e-05, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3, 'dist_split': 'random'}
+URL_KEYS = {'dist_dataset': 'breast-cancer', 'dist_model': 'logreg', 'dist_m': 4, 'dist_u': 1.0, 'dist_epsilon': 1.0, 'dist_delta': 1e-05, 'dist_cal': 'certified', 'dist_T': 100, 'dist_R': 3, 'dist_split': 'random',
+            'dist_shown': False}  # dist_shown: the link brings the skew sweep shown (pages.links.linked_result)
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'dist_dataset', 'epsilon': 'dist_epsilon', 'delta': 'dist_delta', 'iterations': 'dist_T'}
 shared_settings(SHARED)
@@ -83,17 +84,13 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
 
 #: what the skew sweep depends on: a chart drawn for other values is marked as stale
 swept_for = (dataset, model, m, epsilon, delta, calibration, T, repeats, split)
-if st.button("Sweep the skew u ∈ {1, 2, 4, 8, 16}", type="primary", key="dist_run"):
-    bar = st.progress(0.0, text="starting…")
-    st.session_state["dist_curve"] = skew_curve(
-        dataset, epsilon, delta, model=model, clients=m, iterations=T, repeats=repeats,
-        calibration=calibration, split=split, data=own_data, ctx=with_progress(bar))
-    st.session_state["dist_curve_for"] = swept_for
-    bar.empty()
-curve = st.session_state.get("dist_curve")
-if curve and st.session_state.get("dist_curve_for") != swept_for:
-    st.warning("The skew sweep below was run with earlier settings; press **Sweep the skew** to redraw it "
-               "for the settings above.")
+SWEEP = "Sweep the skew u ∈ {1, 2, 4, 8, 16}"
+pressed = st.button(SWEEP, type="primary", key="dist_run")
+curve, _ = linked_result(
+    "dist_curve", "dist_shown", swept_for, pressed,
+    lambda bar: skew_curve(dataset, epsilon, delta, model=model, clients=m, iterations=T, repeats=repeats,
+                           calibration=calibration, split=split, data=own_data, ctx=with_progress(bar)),
+    what="skew sweep", button=SWEEP)
 if curve:
     rows = [r for r in curve["rows"] if "error" not in r]
     for r in curve["rows"]:

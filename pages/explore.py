@@ -12,7 +12,7 @@ from dpcore.params import PARAMS
 from pages.common import (
     choice, enter_view, show_chart, glossary_link, app_context, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error, skew_refusal,
 )
-from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
+from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
 enter_view("explore")
 st.title("Explore one configuration")
@@ -23,7 +23,8 @@ URL_KEYS = {"ex_dataset": "breast-cancer", "ex_model": "logreg", "ex_mechanism":
             "ex_calibration": "certified", "ex_c": 1.0, "ex_R": 5, "ex_seed": 0,
             "ex_q": PARAMS["sample_rate"].default, "ex_batch": PARAMS["batch_size"].default,
             "ex_clip": 0.0, "ex_m": PARAMS["clients"].default, "ex_u": PARAMS["skew"].default,
-            "ex_auto_tuned": True}
+            "ex_auto_tuned": True,
+            "ex_audited": False}  # ex_audited: the link brings the audit shown (pages.links.linked_result)
 URL_PREFIXES = {"ex_opt_": option_default("ex_opt")}
 restore_from_url(URL_KEYS, URL_PREFIXES)
 SHARED = {'dataset': 'ex_dataset', 'epsilon': 'ex_epsilon', 'delta': 'ex_delta', 'iterations': 'ex_T', 'seed': 'ex_seed'}
@@ -143,18 +144,21 @@ if "accuracy_mean" in rec:
               delta=f"{rec['accuracy_mean'] - ref.value:+.4f} vs {ref.label}",
               help=f"{ref.definition()} ± {rec['accuracy_std']:.4f} over runs.")
     c1.caption(f"{ref.label} {ref.value:.4f} · guessing {ref.guess:.4f}")
-    worse = rec["accuracy_mean"] <= rec["accuracy_guess"]
+    # equal to guessing at the four digits shown counts (0.8874 beside a guess of 0.8874)
+    worse = round(rec["accuracy_mean"], 4) <= round(rec["accuracy_guess"], 4)
+    beaten = round(rec["accuracy_mean"], 4) < round(rec["accuracy_guess"], 4)
 else:
     c1.metric("test RMSE", f"{rec['rmse_mean']:.4f}",
               delta=f"{rec['rmse_mean'] - ref.value:+.4f} vs {ref.label}", delta_color="inverse",
               help=ref.definition())
     c1.caption(f"{ref.label} {ref.value:.4f} · guessing {ref.guess:.4f}")
-    worse = rec["rmse_mean"] >= rec["rmse_guess"]
+    worse = round(rec["rmse_mean"], 4) >= round(rec["rmse_guess"], 4)
+    beaten = round(rec["rmse_mean"], 4) > round(rec["rmse_guess"], 4)
 if worse:
     st.warning("No better than guessing: always answering "
              + (f"the majority class, “{rec['guess_class']}”," if "accuracy_mean" in rec and rec.get("guess_class")
                 else "the majority class" if "accuracy_mean" in rec else "the mean label")
-             + " scores as well as this private model. "
+             + (" scores better than this private model. " if beaten else " scores as well as this private model. ")
              + ("At this ε the noise has drowned what the data " if certifies else
                 f"The noise it adds (set by its paper for ε = {fmt_eps(rec['epsilon_target'])}, which no proof "
                 "certifies here) has drowned what the data ")
@@ -178,21 +182,22 @@ e2.metric("ε certified", fmt_eps(rec["epsilon_certified"]),
           help="what the noise that actually ran provably gives (∞: no valid proof)")
 e3.metric("ε local", fmt_eps(rec["epsilon_local"]),
           help="protection of each record against the server (∞ for central mechanisms)")
-if cls.private and e4.button("Audit this setting", key="ex_audit_run",
-                             help=f"{PARAMS['trials'].default} runs on each of two neighbouring datasets "
-                                  "(black-box canary attack, as in the Audit view)"):
-    bar = st.progress(0.0, text="auditing…")
-    try:
-        found = audit(config, PARAMS["trials"].default, dataset=user_dataset(dataset), ctx=app_context(),
-                      progress=lambda done, total: bar.progress(done / total, text=f"audit: {done}/{total} runs"))
-        st.session_state["ex_audit"] = (config, found.epsilon_lower_bound, found.verdict)
-    except DPCoreError as exc:
-        st.error(f"{exc}")
-    bar.empty()
-audited = st.session_state.get("ex_audit")
-if audited is not None and audited[0] == config:
-    e4.metric("ε audited (lower bound)", fmt_eps(audited[1]), help=f"verdict: {audited[2]}. An attack can show "
-              "privacy is at least this bad; it never proves a claim (the Audit view has the details).")
+def audit_here(bar) -> tuple:
+    """A black-box audit of this setting (``bar``: its progress): its lower bound and verdict."""
+    found = audit(config, PARAMS["trials"].default, dataset=user_dataset(dataset), ctx=app_context(),
+                  progress=lambda done, total: bar.progress(done / total, text=f"audit: {done}/{total} runs"))
+    return found.epsilon_lower_bound, found.verdict
+
+
+if cls.private:
+    pressed = e4.button("Audit this setting", key="ex_audit_run",
+                        help=f"{PARAMS['trials'].default} runs on each of two neighbouring datasets "
+                             "(black-box canary attack, as in the Audit view)")
+    audited, current = linked_result("ex_audit", "ex_audited", config, pressed, audit_here, what="audit",
+                                     button="Audit this setting", stale=False)  # another setting: none shown
+    if current:
+        e4.metric("ε audited (lower bound)", fmt_eps(audited[0]), help=f"verdict: {audited[1]}. An attack can show "
+                  "privacy is at least this bad; it never proves a claim (the Audit view has the details).")
 target, cert = rec["epsilon_target"], rec["epsilon_certified"]
 if target is not None and (cert is None or cert > target * (1 + 1e-6)):
     st.error(f"The noise that ran certifies ε = {fmt_eps(cert)}, above the target {fmt_eps(target)}: "

@@ -7,7 +7,7 @@ from dpcore.shipped import ShippedFileError
 from dpcore.experiments.presets import PRESETS, RESULTS_DIR, rerun, shipped_ids
 from pages.common import (
     choice, CACHE_DIR, WORKERS, download_figure, download_table, drawn, enter_view, load_shipped,
-    progress_reporter, show_chart,
+    progress_reporter, show_panels,
 )
 from pages.links import restore_from_url, write_to_url
 
@@ -15,8 +15,9 @@ enter_view("figures")
 
 
 def show_figure(screen, note) -> None:
-    """The figure at its own width (the paper's panel layout) and its note under it, in red."""
-    show_chart(prepared=screen, width="content")
+    """The figure, a chart a panel laid out as the paper's (one a row on a phone), and its note under
+    it, in red."""
+    show_panels(screen)
     if note:  # Markdown-safe: the note is text, not markup
         st.markdown(":red[" + "".join("\\" + c if c in "\\`*_{}[]$#<>|~^" else c for c in note) + "]")
 

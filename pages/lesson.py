@@ -4,10 +4,9 @@ from urllib.parse import urlsplit
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.audit import audit
+from dpcore import lesson
 from dpcore.audit import verdict_line
 from dpcore.experiments.run import RunSpec
-from dpcore.experiments.studies import epsilon_sweep, skew_curve, tradeoff
 from dpcore.figures import NOTE, band_figure, privacy_region_figure, tradeoff_figure
 from dpcore.report import LessonStep, lesson_html
 from dpcore.experiments.baselines import row_lambdas
@@ -33,31 +32,37 @@ if not PRESENTING:  # the step's own header says where the class is
     st.title("A lesson in six steps")
 URL_KEYS = {"lesson_step": 1}  # the step shown (each step's "Open this step live" link sets it)
 restore_from_url(URL_KEYS)
-DATA = "breast-cancer"  # small: every step answers in seconds
-BASE = RunSpec(dataset=DATA, iterations=100, repeats=5)
-# the Audit view's leaking setup: DP-GD with the published formula at c = 0.1 (pages/common.py)
+DATA, BASE = lesson.DATA, lesson.BASE
+# the Audit view's leaking setup: DP-GD with the published formula at c = 0.1 (dpcore.lesson)
 LEAKING = LEAKING_AUDIT
+NOISE_EPS, PLACES, PLACES_EPS = lesson.NOISE_EPS, lesson.PLACES, lesson.PLACES_EPS
 
 
-@st.cache_data(show_spinner="Running…")
-def _sweep(mechanisms: tuple, epsilons: tuple) -> list:
-    return [r for r in epsilon_sweep(BASE, list(mechanisms), list(epsilons), app_context()) if "error" not in r]
+# each step's computation (dpcore.lesson: read from the app's stores, which "Prepare for class" fills),
+# kept in this process too
+@st.cache_data(show_spinner="Running DP-GD at each ε…")
+def _noise() -> list:
+    return lesson.noise_rows(app_context())
+
+
+@st.cache_data(show_spinner="Running four mechanisms at each ε…")
+def _places() -> list:
+    return lesson.places_rows(app_context())
 
 
 @st.cache_data(show_spinner="Running every mechanism at ε = 1…")
 def _tradeoff() -> dict:
-    return tradeoff(DATA, 1.0, 1e-5, iterations=100, repeats=2, ctx=app_context())
+    return lesson.tradeoff_result(app_context())
 
 
 @st.cache_data(show_spinner="Training on 4 clients at each skew…")
 def _skew() -> list:
-    return [r for r in skew_curve(DATA, 1.0, 1e-5, clients=4, skews=(1, 2, 4, 8), repeats=3,
-                                  ctx=app_context())["rows"] if "error" not in r]
+    return lesson.skew_rows(app_context())
 
 
 @st.cache_data(show_spinner="Attacking 2 × 1000 trainings…")
 def _audit() -> dict:
-    return audit(LEAKING, LEAKING_TRIALS, threat=LEAKING_THREAT, ctx=app_context()).to_dict()
+    return lesson.audit_record(app_context())
 
 
 def odds() -> go.Figure:
@@ -70,11 +75,6 @@ def odds() -> go.Figure:
     return fig
 
 
-NOISE_EPS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-PLACES = ("output-gaussian", "objective-gaussian", "gradient-dpgd", "input-kang")
-PLACES_EPS = (0.1, 0.3, 1.0, 3.0)
-
-
 def _reference_line(spec: RunSpec) -> tuple[float, str]:
     """The one non-private reference of the lesson's data (value, label), as every view draws it."""
     ref = reference_for(spec)
@@ -82,7 +82,7 @@ def _reference_line(spec: RunSpec) -> tuple[float, str]:
 
 
 def noise() -> go.Figure:
-    rows = _sweep(("gradient-dpgd",), NOISE_EPS)
+    rows = _noise()
     ref = reference_for(BASE, row_lambdas(rows, BASE.lam))  # the one non-private reference every view draws
     return band_figure(rows, "epsilon", "accuracy_mean", title="DP-GD: test accuracy against ε", x_title="ε",
                        y_title="accuracy", baseline=ref.value, baseline_label=ref.label, bounds=(0.0, 1.0),
@@ -90,7 +90,7 @@ def noise() -> go.Figure:
 
 
 def places() -> go.Figure:
-    rows = _sweep(PLACES, PLACES_EPS)
+    rows = _places()
     return band_figure(rows, "epsilon", "gap_mean", log_y=True, title="Where the noise enters: optimality gap",
                        x_title="ε", y_title="L(θ) − L*")
 
@@ -153,10 +153,10 @@ STEPS = [
      "are: try a smaller ε, a larger skew or the published calibration in the Distributed view.",
      "distributed", skew, f"WD-DP and plain averaging on 4 clients, skew u = 1, 2, 4, 8, ε = 1, {_RUNS}, 3 repeats",
      None),
-    ("What an audit shows", "Attack the training with a planted record, seeing every noisy step "
-     "(white-box). A published formula with too small a constant leaks: the attack proves ε is far above "
-     "the target, and reaches what the noise certifies. At 95 % confidence one audit in twenty may land "
-     "above even a correct certificate: of seeds 0–39, 0 and 27 do (this is seed 1).", "audit", audited,
+    ("What an audit shows", "Plant a pair of real records, train a thousand times with each and watch every "
+     "noisy step (white-box): the audit bounds ε from below. A published formula with too small a constant "
+     "leaks: the audited ε is far above the target. One audit in twenty refutes even a correct certificate "
+     "by a hair; the Audit view turns red only when a second audit confirms it.", "audit", audited,
      f"white-box audit of DP-GD with the published formula at c = {LEAKING.c:g}, target ε = {LEAKING.epsilon:g}, "
      f"{_RUNS}, {LEAKING_TRIALS:,} trainings a side, seed {LEAKING.seed}", audit_line),
 ]

@@ -113,10 +113,67 @@ def write_to_url(keys, prefixes=()) -> None:
                      and any(k.startswith(p) for p in prefixes))
     for key in chosen:
         st.query_params[key] = url_text(st.session_state[key])
-    link = share_link(getattr(st.context, "url", None), {k: st.query_params[k] for k in st.query_params})
     with st.sidebar.expander("Link for students"):
-        st.code(link, language=None, wrap_lines=True)
-        st.caption("Opens this view with these settings (the copy button is at the right of the box).")
+        st.session_state["_link_slot"] = st.empty()  # this run's: a result shown later rewrites it
+        st.caption("Opens this view with these settings, and with the result shown here when there is one "
+                   "(the copy button is at the right of the box).")
+    _show_link()
+
+
+def _show_link() -> None:
+    """The link box's text: the page's address with the query as it stands now."""
+    slot = st.session_state.get("_link_slot")
+    if slot is not None:
+        link = share_link(getattr(st.context, "url", None), {k: st.query_params[k] for k in st.query_params})
+        slot.code(link, language=None, wrap_lines=True)
+
+
+# -- results a link brings back ------------------------------------------------------------
+
+def linked_result(key: str, flag: str, settings: Any, pressed: bool, compute, *, what: str,
+                  button: str, stale: bool = True) -> tuple[Any, bool]:
+    """A view's computed result (a comparison, a sweep, an audit) and whether it is the one for the
+    settings on screen, kept in ``st.session_state[key]`` (the settings it was computed for beside it).
+
+    The result travels with the link: while the result on screen is the one for these settings, the
+    link carries ``flag=true`` (a key the view declares with ``False``), and a link that carries it
+    computes the result when it opens, with progress, as pressing ``button`` would (at once where
+    the server's shared results or the shipped files hold it: the view's ``compute`` reads them
+    first), so a student sees the lecturer's chart, not an empty form.  ``compute(bar)`` (given a
+    ``st.progress`` bar) is called when ``pressed`` too; a refusal (``DPCoreError``) is said and
+    keeps what was there.  A result computed for other settings is kept, with a warning saying so
+    (``stale=False``: the view shows something else then, and says so itself).
+    """
+    from dpcore.exceptions import DPCoreError
+
+    for_key = f"_{key}_for"
+    linked = (not pressed and st.session_state.get(flag) is True and flag in st.session_state.get("_from_url", {})
+              and f"_{key}_opened" not in st.session_state)
+    st.session_state[f"_{key}_opened"] = True  # the link is acted on once, at the view's first run
+    current = key in st.session_state and st.session_state.get(for_key) == settings
+    if pressed or (linked and not current):
+        bar = st.progress(0.0, text=f"the link shows {what}: computing it (at once where this server holds it)…"
+                          if linked else "starting…")
+        try:
+            value = compute(bar)
+        except DPCoreError as exc:
+            st.error(f"{exc}")
+        else:
+            if value is not None:
+                st.session_state[key], st.session_state[for_key] = value, settings
+        finally:
+            bar.empty()
+    current = key in st.session_state and st.session_state.get(for_key) == settings
+    st.session_state[flag] = current
+    if current:
+        st.query_params[flag] = "true"
+    elif flag in st.query_params:
+        del st.query_params[flag]
+    _show_link()
+    if stale and key in st.session_state and not current:
+        st.warning(f"The {what} below was computed for earlier settings; press **{button}** to compute it for "
+                   "the settings above.")
+    return st.session_state.get(key), current
 
 
 # -- settings shared across views -------------------------------------------------------

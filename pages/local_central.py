@@ -2,7 +2,6 @@ import math
 
 import streamlit as st
 
-from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.run import RunSpec
 from dpcore.figures import misses_target, tradeoff_figure
@@ -10,11 +9,12 @@ from dpcore.experiments.studies import tradeoff
 from pages.common import (
     bounded_slider, enter_view, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, mechanisms_for, missed_target_note, param_widget, reference_for, user_dataset,
 )
-from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
+from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
 enter_view("local_central")
 st.title("Local vs central privacy")
-URL_KEYS = {'lc_dataset': 'breast-cancer', 'lc_epsilon': 1.0, 'lc_delta': 1e-05, 'lc_R': 2, 'lc_T': 100}
+URL_KEYS = {'lc_dataset': 'breast-cancer', 'lc_epsilon': 1.0, 'lc_delta': 1e-05, 'lc_R': 2, 'lc_T': 100,
+            'lc_shown': False}  # lc_shown: the link brings the trade-off shown (pages.links.linked_result)
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'lc_dataset', 'epsilon': 'lc_epsilon', 'delta': 'lc_delta'}
 shared_settings(SHARED)
@@ -37,17 +37,12 @@ mechs = [m for m in mechanisms_for("logreg", ("output", "objective", "gradient",
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
-if st.button("Run the trade-off", type="primary", key="lc_run"):
-    bar = st.progress(0.0, text="starting…")
-    try:
-        st.session_state["lc_result"] = tradeoff(
-            dataset, epsilon, delta, iterations=T, repeats=repeats, mechanisms=mechs,
-            data=user_dataset(dataset), ctx=with_progress(bar))
-    except DPCoreError as exc:
-        st.error(f"{exc}")
-    bar.empty()
-
-out = st.session_state.get("lc_result")
+pressed = st.button("Run the trade-off", type="primary", key="lc_run")
+out, _ = linked_result(
+    "lc_result", "lc_shown", (dataset, epsilon, delta, T, repeats, tuple(mechs)), pressed,
+    lambda bar: tradeoff(dataset, epsilon, delta, iterations=T, repeats=repeats, mechanisms=mechs,
+                         data=user_dataset(dataset), ctx=with_progress(bar)),
+    what="trade-off", button="Run the trade-off")
 if out:
     rows = out["rows"]
     # every mechanism in view at once: as tall as its rows (a header and 35 px a row), no scroll box

@@ -5,6 +5,7 @@ import streamlit as st
 from dpcore.experiments.presets import shipped_ids
 from dpcore.shipped import ShippedFileError
 from dpcore.experiments.studies import prepare_for_class
+from dpcore.lesson import prepare_lesson
 from pages.common import app_context, enter_view, load_shipped, progress_reporter
 
 enter_view("start")
@@ -94,8 +95,8 @@ for page, text in [
 
 st.subheader("Before a class")
 st.caption("Compute ahead what a lecture opens first, so every first click answers at once: the exact "
-           "references of the views' defaults and Compare's first preset (nothing to do when its shipped "
-           "rows are this code's), "
+           "references of the views' defaults, Compare's first preset (nothing to do when its shipped "
+           "rows are this code's), every step of the lesson, "
            "and the network's reference on Adult (the slowest part on a fresh machine; the progress bar "
            "says how far it is and estimates the rest). Kept in the app's "
            "cache folder for every session and for `python -m dpcore run`; the same as "
@@ -103,8 +104,9 @@ st.caption("Compute ahead what a lecture opens first, so every first click answe
 with_mlp = st.checkbox("Include the network's (MLP) reference on Adult", value=True, key="start_prep_mlp")
 if st.button("Prepare for class", key="start_prepare"):
     with st.status("Preparing…", expanded=True) as status:
-        done = prepare_for_class(app_context().with_(progress=progress_reporter(st.progress(0.0))), mlp=with_mlp,
-                                 tell=lambda what, seconds: st.write(f"{what}: {seconds:.1f} s"))
+        ctx = app_context().with_(progress=progress_reporter(st.progress(0.0)))
+        done = prepare_for_class(ctx, mlp=with_mlp, tell=lambda what, seconds: st.write(f"{what}: {seconds:.1f} s"))
+        done += prepare_lesson(ctx, tell=lambda what, seconds: st.write(f"{what}: {seconds:.1f} s"))
         for first in shipped_ids()[:1]:  # this server's first paper figure, drawn once for every session
             t0 = time.time()
             try:

@@ -8,9 +8,9 @@ from dpcore.experiments.studies import compare_measured
 from dpcore.figures import readable_axes
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
-    choice, enter_view, show_chart, readable, app_context, dataset_picker, download_figure, download_table, model_picker, param_widget, skew_refusal, user_datasets,
+    choice, enter_view, show_chart, readable, with_progress, dataset_picker, download_figure, download_table, model_picker, param_widget, skew_refusal, user_datasets,
 )
-from pages.links import publish_settings, restore_from_url, shared_settings, write_to_url
+from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
 #: how a curve that coincides with an earlier one is drawn over it (k-th repeat: k-th style), so
 #: both stay visible: a dashed line over a solid one shows both colours, and the markers differ
@@ -53,7 +53,8 @@ def integer_ticks(fig: go.Figure, xs) -> None:
 enter_view("theory")
 st.title("Theory: the published bounds, evaluated")
 URL_KEYS = {'th_dataset': 'adult', 'th_model': 'logreg', 'th_epsilon': 0.1, 'th_delta': 1e-05, 'th_T': 1000, 'th_m': 4, 'th_u': 1.0,
-            'th_seed': '001', 'th_over': 'n', 'th_rows': ['001-wang2017-gd', '001-kang-input', '002-dbdp-sgd', '003-input']}
+            'th_seed': '001', 'th_over': 'n', 'th_rows': ['001-wang2017-gd', '001-kang-input', '002-dbdp-sgd', '003-input'],
+            'th_shown': False}  # th_shown: the link brings the measured gap shown (pages.links.linked_result)
 restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'th_dataset', 'epsilon': 'th_epsilon', 'delta': 'th_delta', 'iterations': 'th_T'}
 shared_settings(SHARED)
@@ -132,14 +133,13 @@ show_chart(fig)
 download_figure(fig, "bounds_scaling", "th_dl_fig")
 
 st.subheader("Measured gap beside the prediction")
-if st.button("Measure (runs the implementing mechanisms)", key="th_measure"):
-    with st.spinner("Running the mechanisms on a grid…"):
-        try:
-            st.session_state["th_measured"] = compare_measured(dataset, model, epsilon, delta, min(T, 200),
-                                                               over=over, repeats=2, ctx=app_context())
-        except DPCoreError as exc:
-            st.error(f"{exc}")
-meas = st.session_state.get("th_measured")
+MEASURE = "Measure (runs the implementing mechanisms)"
+pressed = st.button(MEASURE, key="th_measure")
+meas, _ = linked_result(
+    "th_measured", "th_shown", (dataset, model, epsilon, delta, min(T, 200), over), pressed,
+    lambda bar: compare_measured(dataset, model, epsilon, delta, min(T, 200), over=over, repeats=2,
+                                 ctx=with_progress(bar)),
+    what="measured gap", button=MEASURE)
 if meas:
     st.caption(meas.get("dataset_note", ""))
     fig2 = go.Figure()

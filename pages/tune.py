@@ -16,7 +16,7 @@ from dpcore.params import parse_grid
 from pages.common import (
     bounded_slider, choice, enter_view, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
 )
-from pages.links import restore_from_url, write_to_url
+from pages.links import linked_result, restore_from_url, write_to_url
 
 enter_view("tune")
 st.title("Tune each mechanism, and pay for it")
@@ -27,7 +27,7 @@ st.caption("A mechanism's accuracy depends on settings its proof leaves open: th
            "the other 20 %), and **ε spent** is what the whole search provably costs, next to the ε the "
            f"released run alone certifies — {glossary_link('certified')}.")
 URL_KEYS = {"tu_dataset": "adult", "tu_eps": "0.1, 1, 10", "tu_acc": 0.82, "tu_mechs": list(DEFAULT_MECHANISMS),
-            "tu_pick": 0}
+            "tu_pick": 0, "tu_shown": False}  # tu_shown: the link brings the tuning run here (pages.links.linked_result)
 restore_from_url(URL_KEYS)
 
 c1, c2 = st.columns(2)
@@ -44,25 +44,30 @@ eps_text = st.text_input("ε grid (comma-separated)", key="tu_eps",
                          help="each ε is tuned separately; δ = 1/n² (Yu et al. 2020)")
 write_to_url(list(URL_KEYS))
 
+
+def tune_here(bar) -> dict:
+    """Every candidate of every mechanism at every ε of the grid (``bar``: its progress)."""
+    try:
+        epsilons = parse_grid("epsilon", eps_text, "the ε grid", 12)
+        if not mechs:
+            raise DPCoreError("choose at least one mechanism")
+        return tune(dataset, mechs, epsilons, ctx=with_progress(bar)).to_dict()
+    except DPCoreError as exc:
+        raise DPCoreError(f"Check the settings: {exc}") from None
+
+
 try:
     shipped = shipped_tuning(dataset, "logreg")
     refused = None
 except ShippedFileError as exc:  # not the file shipped, or not this code's certificates: never drawn
     shipped, refused = None, exc
-if st.button("Tune here", type="primary", key="tu_run",
-             help="every candidate of every mechanism at every ε: the progress bar says how far it is and estimates the rest"):
-    try:
-        epsilons = parse_grid("epsilon", eps_text, "the ε grid", 12)
-        if not mechs:
-            raise DPCoreError("choose at least one mechanism")
-        bar = st.progress(0.0, text="starting…")
-        result = tune(dataset, mechs, epsilons, ctx=with_progress(bar))
-        bar.empty()
-        st.session_state["tu_result"] = result.to_dict()
-    except DPCoreError as exc:
-        st.error(f"Check the settings: {exc}")
-
-record = st.session_state.get("tu_result")
+pressed = st.button("Tune here", type="primary", key="tu_run",
+                    help="every candidate of every mechanism at every ε: the progress bar says how far it is and "
+                         "estimates the rest")
+own = st.session_state.get("tu_result")
+record, _ = linked_result("tu_result", "tu_shown", (dataset, tuple(mechs), eps_text), pressed, tune_here,
+                          what="tuning", button="Tune here",
+                          stale=own is not None and own.get("dataset") == dataset)  # else the shipped one shows
 if record is None or record.get("dataset") != dataset:
     record = shipped
     if record is None:

@@ -508,3 +508,14 @@ def test_rdp_of_next_to_no_noise_is_never_below_its_bound(z, a):
         upper = float(np.float64(2 * a) / np.float64(z) / np.float64(z))
         lower = float(np.float64(a / 2) / np.float64(z) / np.float64(z)) + (a * math.log(q) + norm.logcdf(a / z)) / (a - 1)
     assert lower * (1 - 1e-9) <= value <= upper
+
+
+def test_the_renyi_route_at_next_to_no_noise_is_infinite_without_a_warning():
+    """Issue 55's campaign: at σ ≈ 1e-223 every order's divergence is ∞, and the refinement between
+    orders warned on standard error ('invalid value in scalar subtract') of a command that succeeded."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert acc.sampled_gaussian_epsilon_rdp(1e-223, 0.01, 326, 1e-5) == math.inf
+        assert acc.sampled_gaussian_epsilon(1e-223, 0.01, 326, 1e-5) == math.inf

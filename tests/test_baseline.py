@@ -197,7 +197,7 @@ def test_a_paper_figures_linear_panel_draws_the_one_reference():
     from dpcore.experiments.presets import shipped_results
 
     fig, _ = shipped_results("001-fig2").figure_and_points()
-    lines = [t for t in fig.data if (t.name or "").startswith("non-private (λ = ")]
+    lines = [t for t in fig.data if (t.name or "").startswith("non-private (best λ = ")]
     ref = baseline(RunSpec(dataset="adult", model="logreg"), (1e-3,))
     assert lines and any(set(t.y) == {ref.value} for t in lines), [(t.name, set(t.y)) for t in lines]
 

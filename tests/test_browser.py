@@ -85,6 +85,26 @@ LAYOUT_CHECK = """() => {
         problems.push(`chart ${i}: text ${getComputedStyle(t).fill} on ${bg}`);
     });
     const full = plot._fullLayout || {};
+    // a figure of many panels squeezed (six panels of 30 px on a phone), titles or ticks printed over
+    // each other, ticks or legend entries off the screen
+    Object.keys(full).filter(k => /^xaxis\d*$/.test(k) && full[k] && full[k]._length !== undefined).forEach(k => {
+      if (full[k]._length < 120) problems.push(`chart ${i}: a panel only ${Math.round(full[k]._length)} px wide`);
+    });
+    const titles = [...plot.querySelectorAll('.annotation, .g-gtitle')].map(a => a.getBoundingClientRect())
+                   .filter(r => r.width > 0);
+    for (let a = 0; a < titles.length; a++) for (let b = a + 1; b < titles.length; b++)
+      if (hit(titles[a], titles[b])) problems.push(`chart ${i}: two titles print over each other`);
+    plot.querySelectorAll('.xaxislayer-above, .yaxislayer-above').forEach(layer => {
+      const labels = [...layer.querySelectorAll('text')].filter(t => !(t.getAttribute('transform') || '').includes('rotate'))
+                     .map(t => t.getBoundingClientRect()).filter(r => r.width > 0);
+      for (let a = 0; a < labels.length; a++) for (let b = a + 1; b < labels.length; b++)
+        if (hit(labels[a], labels[b])) { problems.push(`chart ${i}: tick labels print over each other`); return; }
+    });
+    plot.querySelectorAll('.xtick text, .ytick text, .legendtext').forEach(t => {
+      const r = t.getBoundingClientRect();
+      if (r.width > 0 && (r.right > window.innerWidth + 1 || r.left < -1))
+        problems.push(`chart ${i}: "${(t.textContent || '').slice(0, 20)}" lies off the screen`);
+    });
     // plotly's own labels of minor ticks ("2 5" between decades); labels we chose (tickmode array) are values
     Object.keys(full).filter(k => /^[xy]axis\\d*$/.test(k) && full[k] && full[k].type === 'log'
                               && full[k].tickmode !== 'array').forEach(k => {
@@ -120,11 +140,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: every outside connection or name lookup of a test server's processes (tests/network_observer)
+NETWORK_LOG = Path(tempfile.gettempdir()) / f"dpcore-network-{os.getpid()}.log"
+
+
+def _observed_env(log: Path = NETWORK_LOG) -> dict:
+    """The environment of a process whose every outside connection and lookup is refused and
+    written to ``log`` (its sitecustomize), the worker processes it starts included."""
+    path = os.pathsep.join([str(ROOT / "tests" / "network_observer"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return {"PYTHONPATH": path, "DPCORE_NETWORK_LOG": str(log)}
+
+
+def _outside_by_server() -> list[str]:
+    return NETWORK_LOG.read_text().splitlines() if NETWORK_LOG.exists() else []
+
+
 @contextlib.contextmanager
 def _app_server():
-    """A freshly started app on a free port; yields its URL."""
+    """A freshly started app on a free port, its network observed (:func:`_observed_env`); yields its URL."""
     port = _free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **_observed_env()}
     # The server's log goes to a file, never to an unread pipe: once a pipe's 64 KiB buffer is
     # full, every server thread that logs blocks for good (in a full run, the download's handler
     # was one of them: the "download flake").  The file is printed when the server is stopped.
@@ -238,6 +273,63 @@ def test_the_layout_check_catches_what_it_looks_for(browser):
                  '"a note above the chart" is cut off',
                  "reference line", "wider than the screen", "labels its minor ticks"):
         assert said in problems, (said, problems)
+
+
+def test_the_layout_check_catches_squeezed_panels_and_labels_over_each_other(browser):
+    """A check of the check for a phone: a figure of six panels at 390 px (each a few dozen px wide,
+    their titles over each other), tick labels forced to print over each other, a legend entry off
+    the right edge."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=3, subplot_titles=[f"a much longer panel title, number {k}" for k in range(6)])
+    for k in range(6):
+        fig.add_trace(go.Scatter(x=[1e-9, 1e-1], y=[1, 2], name=f"series {k}"), row=k // 3 + 1, col=k % 3 + 1)
+    fig.update_xaxes(type="log", dtick=1, tickangle=0, tickformat=".0e")
+    fig.update_layout(width=600, height=500, legend=dict(x=1.02))  # wider than the phone: its legend off it
+    page = browser.new_page(viewport={"width": 390, "height": 800})
+    try:
+        page.set_content(pio.to_html(fig, include_plotlyjs=True, full_html=True))
+        page.wait_for_selector(".js-plotly-plot .legend")
+        problems = " | ".join(_settled_layout(page, seconds=2.0)["problems"])
+    finally:
+        page.close()
+    for said in ("px wide", "two titles print over each other", "tick labels print over each other",
+                 "lies off the screen"):
+        assert said in problems, (said, problems)
+
+
+@pytest.mark.parametrize("size", [(390, 844), (1400, 900)], ids=["phone", "projector"])
+def test_every_paper_figure_and_lesson_step_reads_on_a_phone_and_a_projector(server, browser, size):
+    """Every shipped paper figure and every lesson step at 390 × 844 and 1400 × 900: no squeezed
+    panel (a chart a panel, one a row on a phone), no titles or tick labels over each other, nothing
+    off the screen, and the rest of the layout check.  Screenshots: artifacts/screenshots/paper-*,
+    lesson-*."""
+    from dpcore.experiments.presets import shipped_ids
+
+    shots = ROOT / "artifacts" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    width, height = size
+    pages = [(f"figures?fig_preset={p}", "repeats, computed", f"paper-{p}") for p in shipped_ids()]
+    pages += [(f"lesson?lesson_step={k}", f"{k}. ", f"lesson-{k}") for k in range(1, 7)]
+    failed = {}
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        for path, text, name in pages:
+            page.goto(f"{server}/{path}", timeout=90_000)
+            page.get_by_text(text).first.wait_for(timeout=180_000)
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 1",
+                                   timeout=180_000)
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
+            assert page.locator('[data-testid="stException"]').count() == 0, path
+            found = _settled_layout(page)["problems"]
+            if found:
+                failed[path] = found
+    finally:
+        page.close()
+    assert not failed, failed
 
 
 def test_a_link_to_a_view_works_on_a_freshly_started_server(browser):
@@ -486,6 +578,30 @@ def test_no_view_requests_anything_outside_the_machine(server, browser):
     finally:
         context.close()
     assert not outside, sorted(set(outside))
+    # and the server: nothing it or a worker process did reached for another machine (its start
+    # included: Streamlit's external-IP lookup, which .streamlit/config.toml turns off)
+    assert not _outside_by_server(), _outside_by_server()
+
+
+def test_the_servers_network_observer_catches_an_outside_connection_and_lookup(tmp_path):
+    """A check of the check: a process started with the observer's environment that connects to an
+    outside address and looks up an outside name is refused twice and both are written down; a
+    connection to this machine is neither."""
+    code = ("import socket\n"
+            "for what in (lambda: socket.create_connection(('192.0.2.1', 80), timeout=0.5),\n"
+            "             lambda: socket.getaddrinfo('example.com', 443)):\n"
+            "    try: what()\n"
+            "    except OSError as exc: print('refused:', exc)\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+            "socket.create_connection(s.getsockname(), timeout=1).close()\n")
+    log = tmp_path / "network.log"
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **_observed_env(log)}, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    new = log.read_text().splitlines()
+    assert done.stdout.count("refused: blocked by the test's network observer") == 2, done.stdout
+    assert any("192.0.2.1" in line for line in new) and any("lookup example.com" in line for line in new)
+    assert not any("127.0.0.1" in line for line in new)
 
 
 def test_the_outside_request_check_catches_an_outside_request(browser):

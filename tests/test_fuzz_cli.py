@@ -278,7 +278,7 @@ def _run(argv: list[str], out_dir: str, env: dict | None = None) -> tuple[int, s
     with ExitStack() as stack:
         stack.enter_context(mock.patch.dict(os.environ, {"DPCORE_WORK_BUDGET": repr(WORK),
                                                          "DPCORE_MEMORY_BUDGET": repr(MEMORY)}))
-        for name in ("prepare_for_class", "ship_references"):
+        for name in ("prepare_for_class", "prepare_lesson", "ship_references"):
             stack.enter_context(mock.patch.object(cli, name, lambda *a, **k: []))
         stack.enter_context(mock.patch.object(cli, "ship_classroom_compare", lambda *a, **k: {"wall_seconds": 0}))
         stack.enter_context(mock.patch.object(cli, "CLASSROOM_FILE", Path(out_dir, "shipped", "classroom.json")))

@@ -169,7 +169,12 @@ REVEAL = {
 }
 #: settings a view holds without a control of their own, and the values it can use
 NO_CONTROL = {("compare.py", "cmp_paper"): lambda v: v in ("", *PAPER_PRESETS),  # a seed figure's setting
-              ("lesson.py", "lesson_step"): lambda v: v in range(1, 7)}  # "A lesson in six steps"
+              ("lesson.py", "lesson_step"): lambda v: v in range(1, 7),  # "A lesson in six steps"
+              # whether the link brings the view's result (pages.links.linked_result): true or false
+              **{(page, flag): (lambda v: isinstance(v, bool)) for page, flag in (
+                  ("compare.py", "cmp_shown"), ("tune.py", "tu_shown"), ("local_central.py", "lc_shown"),
+                  ("distributed.py", "dist_shown"), ("theory.py", "th_shown"), ("explore.py", "ex_audited"),
+                  ("audit.py", "au_shown"), ("audit.py", "au_onerun_shown"))}}
 
 
 def reveal(page: str, key: str) -> dict:

@@ -258,7 +258,7 @@ def test_the_installed_app_draws_a_paper_figure_from_the_shipped_results(app_see
     fig = app_seen["figures"]
     assert not fig["exceptions"] and not fig["errors"], fig
     assert fig["preset"] == next(iter(PRESETS))  # the first shipped figure opens
-    assert fig["charts"] == 1
+    assert fig["charts"] == 6  # 001-fig2: a chart for each of its six panels (pages.common.show_panels)
     assert any("python -m dpcore sweep" in m for m in fig["markdown"])  # its provenance
 
 

@@ -45,8 +45,10 @@ LAYERS = [
     # the audit, above the runs it attacks: its estimators, its tests, the threat strategies, audit()
     ("audit: estimators", ["dpcore.audit.bounds", "dpcore.audit.canaries"]),
     ("audit: tests", ["dpcore.audit.membership", "dpcore.audit.whitebox", "dpcore.audit.one_run"]),
-    ("audit: strategies", ["dpcore.audit.threats"]),
+    ("audit: strategies", ["dpcore.audit.threats", "dpcore.audit.measured"]),
     ("audit", ["dpcore.audit.core", "dpcore.audit"]),
+    # the lesson's steps: studies and the audit, computed ahead by "Prepare for class"
+    ("lesson", ["dpcore.lesson"]),
     # the package's public face (dpcore/__init__.py) re-exports the entry points
     ("interfaces", ["dpcore", "dpcore.estimators", "dpcore.certify", "dpcore.cli_parser", "dpcore.cli", "dpcore.__main__"]),
 ]

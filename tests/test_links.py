@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -364,3 +366,84 @@ def test_every_control_of_every_view_survives_its_link_exhaustively(view):
     assert _controls(at), view
     failed = [(kind, w.key) for kind, w in _controls(at) if _survives(view, kind, w.key) is False]
     assert not failed, failed
+
+
+# -- a link brings the result, not only the controls (issue 57) --------------------------------
+
+#: each view's small state a lecturer might have set (quick to compute), and the button that computes
+#: the view's result where one does (None: the view computes or reads it on every run)
+RESULT_STATES = {
+    "explore.py": ({"ex_T": "20", "ex_R": "2"}, "ex_audit_run"),
+    "compare.py": ({"cmp_T": "20", "cmp_R": "1", "cmp_eps": "0.5, 2", "cmp_tuned": "false"}, "cmp_run"),
+    "tune.py": ({"tu_dataset": "breast-cancer", "tu_eps": "1", "tu_mechs": "output-gaussian"}, "tu_run"),
+    "local_central.py": ({"lc_T": "20", "lc_R": "1"}, "lc_run"),
+    "distributed.py": ({"dist_T": "10", "dist_R": "1"}, "dist_run"),
+    "theory.py": ({"th_T": "20", "th_dataset": "breast-cancer"}, "th_measure"),
+    "audit.py": ({"au_T": "5", "au_trials": "100"}, "au_run"),
+    "figures.py": ({}, None),
+    "lesson.py": ({"lesson_step": "2"}, None),
+    "datasets.py": ({"dataset": "breast-cancer"}, None),
+    "certify.py": ({"cert_z": "1.3"}, None),
+}
+
+
+def _frame(df) -> list:
+    """A table's values as plain data, timings left out (they differ run to run)."""
+    keep = [c for c in df.columns if "second" not in str(c).lower()]
+    return df[keep].astype(str).values.tolist() + [keep]
+
+
+def shown(at) -> dict:
+    """Everything a view shows that a student would compare: each chart's traces, every metric but
+    timings, every table's values, and the errors and warnings."""
+    return {"charts": [json.loads(c.proto.spec)["data"] for c in at.get("plotly_chart")],
+            "metrics": [(m.label, m.value) for m in at.metric if m.label != "seconds"],
+            "tables": [_frame(d.value) for d in at.dataframe],
+            "said": [e.value for e in at.error] + [w.value for w in at.warning]}
+
+
+def _lecturer(view: str) -> AppTest:
+    """The view as a lecturer leaves it: the state set, the result computed (its button pressed)."""
+    state, button = RESULT_STATES[view]
+    at = _open({**state, "_page": view})
+    if button is not None:
+        before = shown(at)
+        at.button(key=button).click().run()
+        assert shown(at) != before, f"{view}: its button added nothing to compare"
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_result_declaration_covers_every_view():
+    assert set(RESULT_STATES) == set(VIEWS)
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_a_views_link_brings_its_result_without_a_click(view):
+    """The link a lecturer hands out opens, in a fresh session, the same charts (trace for trace),
+    numbers and tables, with no button pressed: what the server computed is read again or computed
+    on open, never an empty form."""
+    at = _lecturer(view)
+    before = shown(at)
+    assert before["charts"] or before["metrics"] or before["tables"], f"{view} shows nothing to compare"
+    again = _open({**_link(at), "_page": view})
+    assert not again.exception, [e.value for e in again.exception]
+    assert shown(again) == before
+
+
+def test_check_of_the_check_a_link_without_its_result_flag_is_caught():
+    """The comparison above fails where the link does not carry the result: without ``lc_shown`` the
+    trade-off's chart and table are missing in the fresh session."""
+    at = _lecturer("local_central.py")
+    link = {k: v for k, v in _link(at).items() if k != "lc_shown"}
+    assert shown(_open({**link, "_page": "local_central.py"})) != shown(at)
+    assert _link(at)["lc_shown"] == "true"
+
+
+def test_a_result_for_other_settings_is_said_and_leaves_the_link():
+    """Change a setting after computing: the result stays on screen with a warning, and the link no
+    longer claims it (a student would otherwise get a result for other settings)."""
+    at = _lecturer("local_central.py")
+    at.number_input(key="lc_R").set_value(2).run()
+    assert any("computed for earlier settings" in w.value for w in at.warning)
+    assert "lc_shown" not in _link(at)

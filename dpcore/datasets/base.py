@@ -37,6 +37,8 @@ class Dataset:
     source: str = ""
     positive_class: str | None = None
     notes: tuple[str, ...] = ()
+    #: the two classes as a reader names them, (−1, +1): "benign (class 2)", not the file's "2"
+    class_names: tuple[str, str] | None = None
 
     @property
     def n(self) -> int:
@@ -68,12 +70,16 @@ class Dataset:
 
     @property
     def guess_class(self) -> str | None:
-        """The class guessing answers (the training majority, +1 on a tie), named: the positive
-        class's name, or "not <it>" for −1 (classification only)."""
+        """The class guessing answers (the training majority, +1 on a tie), named: by
+        :attr:`class_names` where the dataset has them, else the positive class's name or "not <it>"
+        for −1 (classification only)."""
         if self.task != "classification":
             return None
+        majority = majority_label(self.y_train) > 0
+        if self.class_names is not None:
+            return self.class_names[1 if majority else 0]
         positive = self.positive_class or "+1"
-        return positive if majority_label(self.y_train) > 0 else f"not {positive}"
+        return positive if majority else f"not {positive}"
 
     def summary(self) -> dict[str, Any]:
         return {

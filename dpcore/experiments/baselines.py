@@ -54,8 +54,9 @@ class Baseline:
 
     @property
     def label(self) -> str:
-        """The reference line's short label."""
-        return f"non-private (λ = {self.lam:g})"
+        """The reference line's short label: "best λ" when a grid was searched, so that a line at
+        λ = 0.0001 beside a view's λ of 0.001 says why (the caption, :meth:`definition`, says over which)."""
+        return f"non-private (best λ = {self.lam:g})" if len(self.searched) > 1 else f"non-private (λ = {self.lam:g})"
 
     def definition(self) -> str:
         """One sentence saying what the reference is (for the caption beside the line)."""

@@ -105,6 +105,7 @@ def task_key(config: RunSpec) -> str:
 #: (a mechanism, the accountant, a solver, a new module) computes them again
 NOT_IN_RESULTS = ("cli.py", "__main__.py", "__init__.py", "figures.py", "report.py", "estimators.py", "certify.py",
                   "shipped.py",  # reads shipped files, computes no result
+                  "lesson.py",  # arranges the lesson's runs
                   "theory/catalog.py", "audit/*", "experiments/studies.py", "experiments/presets*.py",
                   "experiments/tune.py", "experiments/baselines.py", "experiments/progress.py")
 
