@@ -807,3 +807,53 @@ def test_a_phone_shows_compares_plot_under_its_legend_and_explores_formula(serve
     finally:
         page.close()
     assert formula["formulas"] >= 1 and formula["cut"] == 0, formula
+
+
+#: each view whose result a button computes: the lecturer's small state, the button's text, and a text
+#: that appears once the result is drawn
+_LINKED_RESULTS = {
+    "compare": ("cmp_T=20&cmp_R=1&cmp_eps=0.5,2&cmp_tuned=false", "Run comparison", "optimality gap against ε"),
+    "local_central": ("lc_T=20&lc_R=1", "Run the trade-off", "Test accuracy against local ε"),
+    "distributed": ("dist_T=10&dist_R=1", "Sweep the skew", "against skew u"),
+    "theory": ("th_T=20&th_dataset=breast-cancer", "Measure (runs the implementing mechanisms)",
+               "measured (slope"),
+    "audit": ("au_T=5&au_trials=100", "Run the audit", "ε audited"),
+}
+
+#: every chart's traces (x and y) on the page, in order
+_CHART_DATA = """() => [...document.querySelectorAll('.js-plotly-plot')].map(p =>
+    JSON.stringify((p.data || []).map(t => [t.name || '', t.x || [], t.y || []])))"""
+
+
+@pytest.mark.parametrize("view", list(_LINKED_RESULTS))
+def test_a_lecturers_link_shows_the_result_in_a_fresh_browser_at_both_sizes(server, browser, view):
+    """The lecturer computes a view's result (its button), copies the address; a student opens it in
+    a fresh browser context, on a phone and on a projector, and sees the same charts, trace for
+    trace, without pressing anything (pages/links.py:linked_result)."""
+    state, button, drawn = _LINKED_RESULTS[view]
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/{view}?{state}", timeout=90_000)
+        page.get_by_role("button", name=button).first.wait_for(timeout=120_000)
+        page.get_by_role("button", name=button).first.click()
+        page.get_by_text(drawn).first.wait_for(timeout=240_000)
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 1", timeout=240_000)
+        page.wait_for_timeout(2000)
+        link, lecturer = page.url, page.evaluate(_CHART_DATA)
+    finally:
+        context.close()
+    assert "_shown=true" in link, link
+    for width, height in ((390, 844), (1400, 900)):
+        fresh = browser.new_context(viewport={"width": width, "height": height})
+        try:
+            student = fresh.new_page()
+            student.goto(link, timeout=90_000)
+            student.get_by_text(drawn).first.wait_for(timeout=240_000)
+            student.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {len(lecturer)}",
+                                      timeout=240_000)
+            student.wait_for_timeout(2000)
+            assert student.evaluate(_CHART_DATA) == lecturer, (view, width)
+            assert student.locator('[data-testid="stException"]').count() == 0
+        finally:
+            fresh.close()
