@@ -2,7 +2,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.audit import audit
 from dpcore.audit import confirmed, verdict_line
 from dpcore.audit import one_run_audit
 from dpcore.exceptions import DPCoreError
@@ -15,7 +14,7 @@ from pages.common import (
     LEAKING_THREAT,
     LEAKING_TRIALS,
     audit_view_state,
-    choice, enter_view, show_chart, param_help, app_context, dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget, plain_markdown, user_dataset,
+    choice, enter_view, show_chart, param_help, shared_audit, dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget, plain_markdown, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -92,9 +91,8 @@ except DPCoreError as exc:
 
 def run_audit(bar) -> dict:
     """The audit of ``config`` as the controls set it, confirmed by a second one where it refutes."""
-    return audit(config, trials, canary=canary, threat=threat, dataset=user_dataset(dataset), ctx=app_context(),
-                 end_to_end=bool(end_to_end), confirm=True,
-                 progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs")).to_dict()
+    return shared_audit(config, trials, bar, dataset=user_dataset(dataset), canary=canary, threat=threat,
+                        end_to_end=bool(end_to_end), confirm=True)
 
 
 res, _ = linked_result("au_result", "au_shown", (config, trials, canary, threat, bool(end_to_end)),

@@ -3,14 +3,13 @@ import math
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.audit import audit
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
-    choice, enter_view, show_chart, glossary_link, app_context, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error, skew_refusal,
+    choice, enter_view, show_chart, glossary_link, shared_audit, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error, skew_refusal,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -184,9 +183,8 @@ e3.metric("ε local", fmt_eps(rec["epsilon_local"]),
           help="protection of each record against the server (∞ for central mechanisms)")
 def audit_here(bar) -> tuple:
     """A black-box audit of this setting (``bar``: its progress): its lower bound and verdict."""
-    found = audit(config, PARAMS["trials"].default, dataset=user_dataset(dataset), ctx=app_context(),
-                  progress=lambda done, total: bar.progress(done / total, text=f"audit: {done}/{total} runs"))
-    return found.epsilon_lower_bound, found.verdict
+    found = shared_audit(config, PARAMS["trials"].default, bar, dataset=user_dataset(dataset))
+    return found["epsilon_lower_bound"], found["verdict"]
 
 
 if cls.private:
