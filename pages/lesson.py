@@ -40,29 +40,9 @@ NOISE_EPS, PLACES, PLACES_EPS = lesson.NOISE_EPS, lesson.PLACES, lesson.PLACES_E
 
 # each step's computation (dpcore.lesson: read from the app's stores, which "Prepare for class" fills),
 # kept in this process too
-@st.cache_data(show_spinner="Running DP-GD at each ε…")
-def _noise() -> list:
-    return lesson.noise_rows(app_context())
-
-
-@st.cache_data(show_spinner="Running four mechanisms at each ε…")
-def _places() -> list:
-    return lesson.places_rows(app_context())
-
-
-@st.cache_data(show_spinner="Running every mechanism at ε = 1…")
-def _tradeoff() -> dict:
-    return lesson.tradeoff_result(app_context())
-
-
-@st.cache_data(show_spinner="Training on 4 clients at each skew…")
-def _skew() -> list:
-    return lesson.skew_rows(app_context())
-
-
-@st.cache_data(show_spinner="Attacking 2 × 1000 trainings…")
-def _audit() -> dict:
-    return lesson.audit_record(app_context())
+@st.cache_data(show_spinner="Running this step's trainings (Prepare for class computes them ahead)…")
+def _step(name: str):
+    return getattr(lesson, name)(app_context())
 
 
 def odds() -> go.Figure:
@@ -82,7 +62,7 @@ def _reference_line(spec: RunSpec) -> tuple[float, str]:
 
 
 def noise() -> go.Figure:
-    rows = _noise()
+    rows = _step("noise_rows")
     ref = reference_for(BASE, row_lambdas(rows, BASE.lam))  # the one non-private reference every view draws
     return band_figure(rows, "epsilon", "accuracy_mean", title="DP-GD: test accuracy against ε", x_title="ε",
                        y_title="accuracy", baseline=ref.value, baseline_label=ref.label, bounds=(0.0, 1.0),
@@ -90,24 +70,24 @@ def noise() -> go.Figure:
 
 
 def places() -> go.Figure:
-    rows = _places()
+    rows = _step("places_rows")
     return band_figure(rows, "epsilon", "gap_mean", log_y=True, title="Where the noise enters: optimality gap",
                        x_title="ε", y_title="L(θ) − L*")
 
 
 def skew() -> go.Figure:
-    rows = _skew()
+    rows = _step("skew_rows")
     return band_figure(rows, "skew", "accuracy_mean", title="Uneven clients: accuracy against skew u",
                        x_title="u = n_max / n_min", y_title="accuracy", bounds=(0.0, 1.0),
                        guess=rows[0].get("accuracy_guess") if rows else None)
 
 
 def audited() -> go.Figure:
-    return privacy_region_figure(_audit())
+    return privacy_region_figure(_step("audit_record"))
 
 
 def audit_line() -> str:
-    rec = _audit()
+    rec = _step("audit_record")
     return (f"**ε target** {fmt_eps(rec['epsilon_target'])} · **ε certified** {fmt_eps(rec['epsilon_certified'])} · "
             f"**ε audited** (lower bound) {fmt_eps(rec['epsilon_lower_bound'])}. {verdict_line(rec, explained=False)}")
 
@@ -145,7 +125,7 @@ STEPS = [
      "wrongly; such a model, turned around, scores well. Its two runs here are both turned around; over many "
      "runs it averages about what guessing scores, and a larger ε (about 3 here) lets the data win.",
      "local_central",
-     lambda: tradeoff_figure(_tradeoff(), *_reference_line(BASE)), f"every mechanism at ε = 1, {_RUNS}, 2 repeats", None),
+     lambda: tradeoff_figure(_step("tradeoff_result"), *_reference_line(BASE)), f"every mechanism at ε = 1, {_RUNS}, 2 repeats", None),
     ("Skewed clients", "Split the data over clients of very different sizes and weigh each client either by "
      "its share of the data (WD-DP) or equally (plain averaging). On this small, easy dataset at ε = 1 the "
      "two stay within each other's bands (averaging is even a little higher): with a certified, per-client "
