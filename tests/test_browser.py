@@ -482,10 +482,20 @@ def _download(page, name: str) -> str:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout  # the module's optional import
 
     idle = "!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    enabled = "(n) => [...document.querySelectorAll('button')].some(b => b.innerText.includes(n) && !b.disabled)"
     for attempt in range(2):
         button = page.get_by_role("button", name=name)
         button.wait_for(timeout=120_000)
         page.wait_for_function(idle, timeout=120_000)
+        try:  # Streamlit disables every widget while its connection to the server is re-made (a full
+            # run on a loaded machine once kept the button disabled past the click's 30 s): wait, else
+            # open the page again
+            page.wait_for_function(enabled, arg=name, timeout=60_000)
+        except PlaywrightTimeout:
+            if attempt:
+                raise
+            page.reload(timeout=90_000)
+            continue
         try:
             with page.expect_download(timeout=30_000 if attempt == 0 else 60_000) as got:
                 button.click()
