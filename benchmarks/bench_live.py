@@ -1,6 +1,12 @@
 """The speed table of issues #19 and #44: this project's figure, the peer's where one exists, the goal.
 
-    python benchmarks/bench_live.py [--only dpsgd,calibration,...] [--skip-slow] [--presets]
+    python benchmarks/bench_live.py [--only dpsgd,calibration,...] [--skip-slow] [--presets] [--machine both]
+
+``--machine both`` (the default) prints the table twice: on this machine as it is, then again in
+a new process with the code paths of a machine without AVX-512 (``benchmarks/machine.py``:
+OpenBLAS's Haswell kernels, numpy's AVX-512 loops off, numba compiling for Haswell), the
+laptop or class server a figure must hold on too.  Every row carries the load average when it was
+measured.
 
 Each row is measured here, in one run, with both sides interleaved where there is a
 peer (Opacus, diffprivlib; installed by ``benchmarks/peers.py`` into a virtualenv of
@@ -41,15 +47,18 @@ from dpcore.experiments.run import RunSpec, load_problem, run  # noqa: E402
 from dpcore.models import LogReg  # noqa: E402
 from dpcore.optim import BatchRNG, gradient_descent  # noqa: E402
 from bench_sweep import median_time  # noqa: E402
+from machine import avx2_environment, describe  # noqa: E402
 from peers import run_peer  # noqa: E402
 
-ROWS: list[list[str]] = []  # measure, this project, peer, goal, verdict
+ROWS: list[list[str]] = []  # measure, this project, peer, goal, verdict, load
+HEADER = ["measure", "this project", "peer / limit", "goal", "verdict", "load (1 min)"]
 
 
 def row(measure: str, ours: str, peer: str, goal: str, met: bool | None, why: str = "") -> None:
     verdict = "—" if met is None else ("met" if met else "not met")
-    ROWS.append([measure, ours, peer, goal, verdict + (f" ({why})" if why else "")])
-    print(f"  {measure}: {ours}   peer: {peer}   goal: {goal}   {verdict}", flush=True)
+    load = f"{os.getloadavg()[0]:.1f}"
+    ROWS.append([measure, ours, peer, goal, verdict + (f" ({why})" if why else ""), load])
+    print(f"  {measure}: {ours}   peer: {peer}   goal: {goal}   {verdict}   load {load}", flush=True)
 
 
 def one_thread():
@@ -554,21 +563,38 @@ def main() -> None:
     ap.add_argument("--presets", action="store_true", help="run the full 004 presets (tens of minutes)")
     ap.add_argument("--sessions", type=int, default=6, help="concurrent sessions of the server row")
     ap.add_argument("--students", type=int, default=30, help="sessions at once of the classroom rows")
+    ap.add_argument("--machine", choices=("both", "native", "avx2"), default="both",
+                    help="this machine as it is, the code paths of an AVX2 machine, or both (two tables)")
     args = ap.parse_args()
+    if args.machine == "avx2" and os.environ.get("NUMBA_CPU_NAME") != "haswell":  # re-run under the switches
+        env = {**os.environ, **avx2_environment()}
+        sys.exit(subprocess.run([sys.executable, *sys.argv], env=env).returncode)
     parts = [p.strip() for p in args.only.split(",")]
-    print(f"machine: {os.cpu_count()} cores, numpy {np.__version__}", flush=True)
+    which = "an AVX2 machine's code paths" if args.machine == "avx2" else "this machine as it is"
+    print(f"machine ({which}): {describe()}", flush=True)
     peer = peers(datasets.load("adult").n) if {"dpsgd", "calibration", "fit"} & set(parts) else {}
     for part in parts:
         {"dpsgd": lambda: dpsgd(peer), "calibration": lambda: calibration(peer), "fit": lambda: fit(peer),
          "batched": batched, "dense": dense_step, "nscale": nscale, "mlp": lambda: mlp(args.skip_slow),
          "cli_mlp": cli_mlp, "compare": compare, "workers": compare_workers,
          "presets": lambda: presets(args.presets), "explore": explore, "server": lambda: server(args.sessions),
-         "classroom": lambda: classroom(args.students)}[part]()
-    widths = [max(len(r[i]) for r in ROWS + [["measure", "this project", "peer / limit", "goal", "verdict"]])
-              for i in range(5)]
-    print()
-    for r in [["measure", "this project", "peer / limit", "goal", "verdict"], ["-" * w for w in widths], *ROWS]:
+         "classroom": lambda: classroom(args.students), "kang": kang}[part]()
+    widths = [max(len(r[i]) for r in ROWS + [HEADER]) for i in range(len(HEADER))]
+    print(f"\n{which}: {describe()}")
+    for r in [HEADER, ["-" * w for w in widths], *ROWS]:
         print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+    sys.stdout.flush()
+    if args.machine == "both":  # the same rows again, as a machine without AVX-512 runs them
+        argv, skip = [], False
+        for a in sys.argv[1:]:
+            if skip or a.startswith("--machine"):
+                skip = a == "--machine"
+                continue
+            argv.append(a)
+        code = subprocess.run([sys.executable, sys.argv[0], *argv, "--machine", "avx2"],
+                              env={**os.environ, **avx2_environment()}).returncode
+        if code:
+            sys.exit(code)  # a crashed sample is a failure, never dropped
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from .datasets import Dataset, normalize_rows
+from .datasets import Dataset
 from .erm import LazySolution
 from .exceptions import DatasetError, ParameterError, PrivacyWarning
 from .experiments.run import RunSpec, delta_warning
@@ -106,6 +106,16 @@ def _draw_seed(random_state, owner: str) -> tuple[int, int]:
     return seed, seed & _SEED_MAX
 
 
+def _row_norms(X: np.ndarray) -> np.ndarray:
+    """‖x_i‖ of every row without an (n, d) temporary (Adult: 1.3 against 3–30 ms for np.linalg.norm)."""
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def _onto_ball(X: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    """Every row with ‖x‖ > 1 scaled onto the unit sphere (fit and predict alike), the others left."""
+    return X / np.maximum(norms, 1.0)[:, None]
+
+
 class _DPLinearModel(BaseEstimator):
     """Shared ``fit`` / transform of the two estimators; subclasses set the model."""
 
@@ -148,14 +158,14 @@ class _DPLinearModel(BaseEstimator):
         if self.fit_intercept:
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         if self.normalize == "row":
-            X = normalize_rows(X)
+            X = _onto_ball(X, _row_norms(X))
         return X
 
     def _training_rows(self, X: np.ndarray) -> np.ndarray:
         """:meth:`_augment` on a private copy, saying what it changed (or refusing)."""
         n = X.shape[0]
         raw = np.hstack([X, np.ones((n, 1))]) if self.fit_intercept else np.array(X, dtype=np.float64)
-        norms = np.sqrt(np.einsum("ij,ij->i", raw, raw))  # no (n, d) temporary: 1.3 against 3–30 ms on Adult
+        norms = _row_norms(raw)
         where = " (intercept column included)" if self.fit_intercept else ""
         # rows already scaled onto the sphere may read 1 + 1 ulp: they need no warning
         outside = int(np.count_nonzero(norms > 1.0 + 1e-12))
@@ -169,7 +179,7 @@ class _DPLinearModel(BaseEstimator):
                     "(a fitted StandardScaler) are not covered.",
                     PrivacyWarning, stacklevel=4,
                 )
-            return normalize_rows(raw)
+            return _onto_ball(raw, norms)
         if outside:
             raise DatasetError(
                 f"a training row has norm {norms.max():.4g} > 1{where}: the sensitivity bounds "

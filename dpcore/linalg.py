@@ -34,7 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["share", "single", "row_norms", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "rows_of", "weighted_grams",
+from . import kernels
+
+__all__ = ["share", "single", "row_norms", "nonzero_rows", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "rows_of", "weighted_grams",
            "limit_threads", "using_pool", "thread_pool", "map_chunks", "MAX_DENSITY", "THREADS", "BLOCKS", "DENSE_BLOCK_BYTES"]
 
 #: Above this share of non-zeros, BLAS on the dense matrix is as fast or faster
@@ -198,7 +200,8 @@ def _derived(X: np.ndarray, what: str, make) -> np.ndarray:
         if held is not None and held[0]() is X:
             return held[1]
     out = make(X)
-    out.flags.writeable = False
+    for part in out if isinstance(out, tuple) else (out,):
+        part.flags.writeable = False
     with _derived_lock:
         _DERIVED[key] = (weakref.ref(X), out)
     weakref.finalize(X, _DERIVED.pop, key, None)
@@ -211,6 +214,13 @@ def single(X: np.ndarray) -> np.ndarray:
     if X.dtype == np.float32:
         return X
     return _derived(X, "float32", lambda A: A.astype(np.float32))
+
+
+def nonzero_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-zeros of every row, as the compiled kernels read them
+    (:func:`dpcore.kernels.csr_rows`: ``indptr``, ``indices``, float32 ``values``); once per
+    shared matrix, made afresh for other arrays (per-run data, gathered mini-batches)."""
+    return _derived(X, "nonzero_rows", kernels.csr_rows)
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit, log_expit
 
-from . import linalg
+from . import kernels, linalg
 from .exceptions import ModelError, unknown_choice
 from .params import validate
 
@@ -417,9 +417,9 @@ class MLP(Model):
         out = np.einsum("rnh,rh->rn", H, w2) + b2[:, None]
         return H, out
 
-    def _chunks(self, theta, X):
+    def _chunks(self, theta, X, h=None):
         R = theta.shape[0]
-        h = self.width(X.shape[-1])
+        h = self.width(X.shape[-1]) if h is None else h
         n = X.shape[-2]
         step = max(1, self._CHUNK_FLOATS // max(1, R * h))
         for s in range(0, n, step):
@@ -442,9 +442,8 @@ class MLP(Model):
     def data_loss(self, theta, X, y, dtype=None):
         """Mean loss per run, in float64, or with the forward pass in ``dtype`` (the loss curve's)."""
         n = X.shape[-2]
-        if dtype is not None and np.dtype(dtype) == np.float32:
-            X = X if linalg.is_sparse(X) else linalg.single(X)
-            theta = theta.astype(np.float32)
+        if dtype is not None and np.dtype(dtype) == np.float32:  # the fused kernel's forward pass
+            return self._fused(theta, X, y, np.inf, None, False, True)[1] / n
 
         def chunk(bounds):
             Xa, rows, yc, _ = self._part(X, y, *bounds)
@@ -537,14 +536,67 @@ class MLP(Model):
         """(Σ_i clipped ∇ℓ_i, Σ_i ℓ_i or None) per run.
 
         The training loops' heaviest work, so it runs in ``dtype`` (default
-        :attr:`compute_dtype`, float32): the (R, n, h) forward and backward arrays in
-        single precision, their sum returned in float64.  In float32 it clips at
-        ``clip_norm·(1 − 1e-5)``, so the rounding of the norms (about 1e-7 relative)
-        never lets a clipped gradient exceed ``clip_norm``, the sensitivity the
-        accountant uses.  The exact reference (L-BFGS), the final loss and the gap stay float64.
+        :attr:`compute_dtype`, float32): in float32 through the fused kernel of
+        :mod:`dpcore.kernels` (every row's forward, tanh, norm, clip and backward while it is
+        in cache), in float64 through the numpy passes of :meth:`_clipped_numpy`; their sums are
+        returned in float64 either way.  In float32 it clips at ``clip_norm·(1 − 1e-5)``, so the
+        rounding of the norms (about 1e-7 relative) never lets a clipped gradient exceed
+        ``clip_norm``, the sensitivity the accountant uses.  The exact reference (L-BFGS), the
+        final loss and the gap stay float64.
         """
-        # ‖∇ℓ_i‖² = ‖δ1‖²(‖x‖² + 1) + g²(‖H‖² + 1), so no (R, n, p) array is needed.
         dtype = np.dtype(self.compute_dtype if dtype is None else dtype)
+        if dtype != np.float32:
+            return self._clipped_numpy(theta, X, y, clip_norm, weights, dtype, with_loss)
+        return self._fused(theta, X, y, clip_norm * (1.0 - CLIP_MARGIN_FLOAT32), weights, True, with_loss)
+
+    #: the fused kernel's hidden width is padded to a multiple of this (whole SIMD vectors of
+    #: float32 on AVX-512; the padded units have zero weights and add exactly zero)
+    _PAD: ClassVar[int] = 16
+
+    def _fused(self, theta, X, y, clip, weights, with_grad: bool, with_loss: bool):
+        """The float32 kernel's (Σ clipped ∇ℓ_i (R, p) float64 or None, Σ ℓ_i (R,) or None),
+        its row chunks on the shared pool's threads, summed in their order."""
+        R, d = theta.shape[0], X.shape[-1]
+        h = self.width(d)
+        hp = -(-h // self._PAD) * self._PAD
+        W1, b1, w2, b2 = self.unpack(theta.astype(np.float32), d)
+        W1t = np.zeros((R, d, hp), np.float32)
+        W1t[:, :, :h] = W1.transpose(0, 2, 1)
+        B1, W2 = np.zeros((R, hp), np.float32), np.zeros((R, hp), np.float32)
+        B1[:, :h], W2[:, :h] = b1, w2
+        rows = linalg.nonzero_rows(X)
+        n = X.shape[-2]
+        Y = np.ascontiguousarray(np.asarray(y, dtype=np.float32).reshape(-1, n))
+        Wt = np.zeros((1, 0)) if weights is None else np.ascontiguousarray(
+            np.asarray(weights, dtype=np.float64).reshape(-1, n))
+        run_rows = n if X.ndim == 3 else 0
+        clip = float(clip)
+
+        def chunk(bounds):
+            return kernels.mlp_clipped_block(rows, run_rows, Y, W1t, B1, W2, np.ascontiguousarray(b2), clip,
+                                             Wt, *bounds, with_grad=with_grad, with_loss=with_loss)
+
+        total = np.zeros((R, d, hp)) if with_grad else None
+        gb1, gw2, gb2 = np.zeros((R, hp)), np.zeros((R, hp)), np.zeros(R)
+        value = np.zeros(R)
+        for cW1t, cb1, cw2, cb2, closs in linalg.map_chunks(chunk, self._chunks(theta, X, hp)):
+            if with_grad:
+                total += cW1t
+                gb1 += cb1
+                gw2 += cw2
+                gb2 += cb2
+            value += closs
+        grad = None
+        if with_grad:
+            grad = np.concatenate([total[:, :, :h].transpose(0, 2, 1).reshape(R, -1), gb1[:, :h], gw2[:, :h],
+                                   gb2[:, None]], axis=1)
+        return grad, (value if with_loss else None)
+
+    def _clipped_numpy(self, theta, X, y, clip_norm, weights, dtype, with_loss):
+        """:meth:`_clipped` as numpy array passes over row chunks (the float64 route, and the
+        tests' second route for the fused kernel)."""
+        # ‖∇ℓ_i‖² = ‖δ1‖²(‖x‖² + 1) + g²(‖H‖² + 1), so no (R, n, p) array is needed.
+        dtype = np.dtype(dtype)
         if dtype == np.float32:
             if not linalg.is_sparse(X):  # a sparse X's twin makes its own float32 copy
                 X = linalg.single(X)

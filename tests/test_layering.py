@@ -18,7 +18,7 @@ PACKAGE = ROOT / "dpcore"
 #: Bottom to top.  A module may import modules of its own layer or of a lower one, never a higher one.
 LAYERS = [
     ("foundations", ["dpcore._version", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.cache", "dpcore.params",
-                     "dpcore.accounting", "dpcore.plan_events", "dpcore.privacy", "dpcore.noise", "dpcore.metrics", "dpcore.linalg",
+                     "dpcore.accounting", "dpcore.plan_events", "dpcore.privacy", "dpcore.noise", "dpcore.metrics", "dpcore.kernels", "dpcore.linalg",
                      "dpcore.streams", "dpcore.theory", "dpcore.theory.formulas"]),
     # the data package, by role: the types, the one preprocessing, the sources, the registry
     ("data: types", ["dpcore.datasets.base", "dpcore.partition"]),  # partition: record splits, imports nothing of ours

@@ -1,0 +1,183 @@
+"""Compiled kernels: the one-hidden-layer network's training step, fused per row block.
+
+A step of the MLP (:class:`dpcore.models.MLP`) on R runs computes, for every row, a hidden
+layer of width h, its tanh, the output score, the per-example gradient's norm and the clipped
+sum.  Written as numpy array passes it streams an (R, n, h) array through memory a dozen times
+and spends a third of the step in scipy's sparse products; here every row is done while it sits
+in cache: forward, tanh, output, norm, clip and the backward sums, one run at a time over a block
+of rows (the block's rows stay in L1/L2 across the runs).  Rows' zero features are skipped, so a
+one-hot matrix (Adult: 14 non-zeros of 103) costs what its non-zeros cost; no sparse twin needed.
+
+``tanh`` is the one function a compiled loop cannot vectorise through the C library (scalar
+``tanhf`` costs 14 ns an element; numpy's own is fast only with AVX-512).  :func:`tanh32` is
+a rational approximation ``x·P(x²)/Q(x²)`` on ``|x| ≤ 9``, ±1 beyond, whose coefficients were
+fitted by weighted least squares (Loeb's iteration) on Chebyshev nodes of [0, 9]: in float32 it
+is within :data:`TANH_ABS_ERROR` of the true tanh everywhere (``tests/test_kernels.py`` checks
+it on 4 million points against float64 ``np.tanh``).  The per-example norm uses the same H the
+gradient is assembled from, so clipping bounds the vector actually summed (up to float32
+rounding, which the clip margin of :data:`dpcore.models.CLIP_MARGIN_FLOAT32` covers).
+
+The kernels are compiled by numba on first call (about 1.2 s once per machine and CPU; cached on
+disk next to this file, or in numba's own cache folder when that is read-only).
+Results agree with the numpy route (:meth:`dpcore.models.MLP._clipped_numpy`) to float32
+rounding, not bit for bit (docs/spec.md §9.3: the MLP's runs are judged by their repeats).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+__all__ = ["mlp_clipped_block", "csr_rows", "tanh32", "TANH_ABS_ERROR", "ROW_BLOCK"]
+
+#: rows a kernel call's inner loop takes at a time, all R runs over them before the next block:
+#: 64 rows × 103 float32 features = 26 KB of X, read again from L1/L2 by every run
+ROW_BLOCK = 64
+
+#: the approximation's largest error against the exact tanh, in float32 on |x| ≤ 12 (measured 3.0e-7;
+#: numpy's own float32 tanh errs by 6e-8)
+TANH_ABS_ERROR = 5e-7
+
+# tanh(x) ≈ x·P(x²)/Q(x²) on |x| ≤ 9 (tanh(9) = 1 − 3e-8 rounds to 1 in float32)
+_P = (0.999999692510532, 0.13340629945254667, 0.0034488010942180384, 1.988528442827919e-05,
+      1.2437259250264177e-08)
+_Q = (1.0, 0.4667387139054229, 0.02569594232797632, 0.0003211121328756559, 7.383033549853563e-07)
+_CLAMP = 9.0
+
+_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}  # sums reordered into SIMD lanes; no nnan/ninf assumed
+#: compiled on first call for this CPU (numba's cache on disk keeps one entry per CPU name: a new
+#: process loads it in ~0.2 s); ``error_model="numpy"``: a division is a vector division, never a
+#: branch that raises (with the default model no loop with a division is vectorised)
+_jit = functools.partial(numba.njit, nogil=True, cache=True, fastmath=_FASTMATH, error_model="numpy")
+
+
+@_jit(inline="always")
+def _tanh(x):
+    """The approximation of tanh(x) for one float32 (compiled inline into the kernels)."""
+    c = np.float32(_CLAMP)
+    x = min(max(x, -c), c)
+    s = x * x
+    p = np.float32(_P[4])
+    p = p * s + np.float32(_P[3])
+    p = p * s + np.float32(_P[2])
+    p = p * s + np.float32(_P[1])
+    p = p * s + np.float32(_P[0])
+    q = np.float32(_Q[4])
+    q = q * s + np.float32(_Q[3])
+    q = q * s + np.float32(_Q[2])
+    q = q * s + np.float32(_Q[1])
+    q = q * s + np.float32(_Q[0])
+    t = x * p / q
+    return min(max(t, np.float32(-1.0)), np.float32(1.0))
+
+
+def tanh32(x: np.ndarray) -> np.ndarray:
+    """The kernels' tanh of a float32 array (for tests and the numpy route's comparisons)."""
+    return _tanh_array(np.ascontiguousarray(x, dtype=np.float32).ravel()).reshape(np.shape(x))
+
+
+@_jit
+def _tanh_array(x):
+    out = np.empty_like(x)
+    for i in range(x.size):
+        out[i] = _tanh(x[i])
+    return out
+
+
+@_jit
+def _clipped_block(indptr, indices, values, run_rows, y, W1t, b1, w2, b2, clip, weights, lo, hi,
+                  with_grad, with_loss, gW1t, gb1, gw2, gb2, loss):
+    R, d, h = W1t.shape
+    shared_y = y.shape[0] == 1
+    shared_w = weights.shape[0] == 1
+    no_w = weights.shape[1] == 0
+    a = np.empty(h, np.float32)
+    D = np.empty(h, np.float32)
+    for i0 in range(lo, hi, ROW_BLOCK):
+        i1 = min(hi, i0 + ROW_BLOCK)
+        for r in range(R):
+            base = r * run_rows  # run r's rows of per-run data (0: one shared matrix)
+            yr = 0 if shared_y else r
+            wr = 0 if shared_w else r
+            for i in range(i0, i1):
+                w = 1.0 if no_w else weights[wr, i]
+                if w == 0.0 and not with_loss:
+                    continue  # a row the sampler left out adds exactly nothing
+                e0 = indptr[base + i]
+                e1 = indptr[base + i + 1]
+                for k in range(h):
+                    a[k] = b1[r, k]
+                xx = np.float32(0.0)
+                for e in range(e0, e1):
+                    v = values[e]
+                    j = indices[e]
+                    xx += v * v
+                    for k in range(h):
+                        a[k] += v * W1t[r, j, k]
+                out = np.float32(0.0)
+                hh = np.float32(0.0)
+                dd = np.float32(0.0)
+                for k in range(h):
+                    t = _tanh(a[k])
+                    a[k] = t
+                    out += t * w2[r, k]
+                    hh += t * t
+                    dk = w2[r, k] * (np.float32(1.0) - t * t)
+                    D[k] = dk
+                    dd += dk * dk
+                yi = float(y[yr, i])
+                z = yi * (float(out) + float(b2[r]))
+                if with_loss:  # −log σ(z), stably
+                    loss[r] += math.log1p(math.exp(-abs(z))) + max(-z, 0.0)
+                if not with_grad or w == 0.0:
+                    continue
+                g = -yi / (1.0 + math.exp(z)) if z < 700.0 else 0.0
+                sq = g * g * (float(dd) * (float(xx) + 1.0) + float(hh) + 1.0)
+                scale = min(1.0, clip / max(math.sqrt(sq), 1e-300))
+                c = np.float32(scale * w) * np.float32(g)
+                gb2[r] += c
+                for k in range(h):
+                    gb1[r, k] += c * D[k]
+                    gw2[r, k] += c * a[k]
+                for e in range(e0, e1):
+                    cv = c * values[e]
+                    j = indices[e]
+                    for k in range(h):
+                        gW1t[r, j, k] += cv * D[k]
+
+
+def csr_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-zeros of X's rows (2-D, or (R, n, d) taken as R·n rows): ``indptr`` (int64),
+    ``indices`` (int32), ``values`` (float32), in row order, as the kernels read them."""
+    A = np.asarray(X).reshape(-1, X.shape[-1])
+    nz = A != 0
+    indptr = np.zeros(A.shape[0] + 1, np.int64)
+    np.cumsum(nz.sum(axis=1), out=indptr[1:])
+    rows, cols = np.nonzero(nz)
+    return indptr, cols.astype(np.int32), A[rows, cols].astype(np.float32)
+
+
+def mlp_clipped_block(rows, run_rows: int, y, W1t, b1, w2, b2, clip: float, weights, lo: int, hi: int, *,
+                      with_grad: bool = True, with_loss: bool = False):
+    """Rows ``lo:hi`` of one MLP step for every run: ``(gW1t, gb1, gw2, gb2, loss)``.
+
+    ``rows``: :func:`csr_rows` of a shared X (``run_rows`` 0) or of per-run data (R, n, d)
+    (``run_rows`` n); ``y``: (1, n) or (R, n); ``W1t`` (R, d, h) the first layer transposed,
+    ``b1``, ``w2`` (R, h), ``b2`` (R,), all float32, C order; ``weights``: (1, n), (R, n), or
+    (1, 0) for none, float64.  Returns the float32 sums over the rows of the ``clip``-clipped
+    per-example gradients times their weights (``gW1t`` transposed like ``W1t``), and the float64
+    ``Σ −log σ(y·score)`` per run when ``with_loss`` (zeros otherwise).
+    """
+    R, d, h = W1t.shape
+    gW1t = np.zeros((R, d, h), np.float32)
+    gb1 = np.zeros((R, h), np.float32)
+    gw2 = np.zeros((R, h), np.float32)
+    gb2 = np.zeros(R, np.float32)
+    loss = np.zeros(R, np.float64)
+    indptr, indices, values = rows
+    _clipped_block(indptr, indices, values, int(run_rows), y, W1t, b1, w2, b2, float(clip), weights, int(lo),
+                   int(hi), bool(with_grad), bool(with_loss), gW1t, gb1, gw2, gb2, loss)
+    return gW1t, gb1, gw2, gb2, loss

@@ -1,0 +1,149 @@
+"""The compiled MLP kernel (dpcore/kernels.py) against a second route written here.
+
+The second route is the textbook one: every per-example gradient of the one-hidden-layer network
+built explicitly in float64 from its definition (θ = W1, b1, w2, b2; score = w2·tanh(W1x + b1) + b2;
+loss −log σ(y·score)), each clipped to C on its own, weighted, summed.  The kernel never builds a
+per-example gradient (it clips by a norm identity) and runs in float32 with a rational tanh, so the
+two agree to float32 rounding, and the clipping bound holds for the vector actually summed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpcore import kernels, linalg
+from dpcore.models import CLIP_MARGIN_FLOAT32, MLP
+
+#: float32 arithmetic over d + h ≈ 30 terms per entry, and the tanh's 5e-7: a generous 2e-5 relative
+RTOL = 2e-5
+
+
+def test_the_kernels_tanh_is_within_its_stated_error_everywhere():
+    x = np.concatenate([np.linspace(-12, 12, 4_000_001), [-np.inf, np.inf, 0.0, 1e-30, -1e-30, 8.99, 9.01]])
+    got = kernels.tanh32(x.astype(np.float32)).astype(np.float64)
+    exact = np.tanh(x.astype(np.float32).astype(np.float64))
+    assert np.abs(got - exact).max() <= kernels.TANH_ABS_ERROR
+    assert np.abs(got).max() <= 1.0  # never outside tanh's range
+    np.testing.assert_array_equal(kernels.tanh32(-x.astype(np.float32)), -kernels.tanh32(x.astype(np.float32)))
+
+
+def _per_example_float64(theta, X, y, h):
+    """(R, n, p) gradients from the definition, in float64; X (n, d) shared or (R, n, d)."""
+    R, d = theta.shape[0], X.shape[-1]
+    Xr = np.broadcast_to(X, (R, *X.shape[-2:])) if X.ndim == 2 else X
+    yr = np.broadcast_to(y, (R, y.shape[-1])) if y.ndim == 1 else y
+    W1 = theta[:, : h * d].reshape(R, h, d)
+    b1 = theta[:, h * d : h * d + h]
+    w2 = theta[:, h * d + h : h * d + 2 * h]
+    b2 = theta[:, -1]
+    out = []
+    for r in range(R):
+        rows = []
+        for i in range(Xr.shape[1]):
+            x, yi = Xr[r, i], yr[r, i]
+            hid = np.tanh(W1[r] @ x + b1[r])
+            score = w2[r] @ hid + b2[r]
+            g = -yi / (1.0 + np.exp(yi * score))  # d(−log σ(y s))/ds
+            dhid = g * w2[r] * (1.0 - hid**2)
+            rows.append(np.concatenate([np.outer(dhid, x).ravel(), dhid, g * hid, [g]]))
+        out.append(rows)
+    return np.array(out)
+
+
+def _clipped_sum_float64(theta, X, y, h, clip, weights=None):
+    G = _per_example_float64(theta, X, y, h)
+    norms = np.linalg.norm(G, axis=2)
+    scale = np.minimum(1.0, clip / norms)
+    if weights is not None:
+        scale = scale * (weights if weights.ndim == 2 else weights[None, :])
+    return np.einsum("rn,rnp->rp", scale, G)
+
+
+def _problem(seed: int, n=40, d=7, R=3, one_hot=True, per_run=False):
+    rng = np.random.default_rng(seed)
+    if one_hot:  # a one-hot block and two numeric columns: the kernels skip the zeros
+        X = np.zeros((R, n, d) if per_run else (n, d))
+        cats = rng.integers(0, d - 2, size=X.shape[:-1])
+        np.put_along_axis(X, cats[..., None], 1.0, axis=-1)
+        X[..., -2:] = rng.uniform(-1, 1, size=(*X.shape[:-1], 2))
+    else:
+        X = rng.standard_normal((R, n, d) if per_run else (n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=-1, keepdims=True))
+    y = np.where(rng.random((R, n) if per_run else n) < 0.5, -1.0, 1.0)
+    model = MLP()
+    theta = model.init(R, d, rngs=[np.random.default_rng(seed + r) for r in range(R)]) * 3.0
+    return model, theta, X, y
+
+
+@pytest.mark.parametrize("per_run", [False, True], ids=["shared-X", "per-run-X"])
+@pytest.mark.parametrize("one_hot", [True, False], ids=["one-hot", "dense"])
+@pytest.mark.parametrize("clip", [0.05, 1.0, np.inf])
+def test_the_fused_clipped_sum_is_the_sum_of_clipped_per_example_gradients(per_run, one_hot, clip):
+    model, theta, X, y = _problem(3, one_hot=one_hot, per_run=per_run)
+    h = model.width(X.shape[-1])
+    got = model.clipped_grad_sum(theta, X, y, clip)
+    want = _clipped_sum_float64(theta, X, y, h, clip * (1 - CLIP_MARGIN_FLOAT32) if np.isfinite(clip) else np.inf)
+    assert got.dtype == np.float64 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=0, atol=RTOL * np.abs(want).max())
+
+
+@pytest.mark.parametrize("shape", ["shared", "per-run"])
+def test_weights_scale_each_row_and_a_zero_weight_row_adds_nothing(shape):
+    model, theta, X, y = _problem(5)
+    rng = np.random.default_rng(0)
+    weights = rng.integers(0, 2, size=(theta.shape[0], X.shape[0]) if shape == "per-run" else X.shape[0]) * 1.0
+    h = model.width(X.shape[-1])
+    got = model.clipped_grad_sum(theta, X, y, 0.3, weights=weights)
+    want = _clipped_sum_float64(theta, X, y, h, 0.3 * (1 - CLIP_MARGIN_FLOAT32), weights)
+    np.testing.assert_allclose(got, want, rtol=0, atol=RTOL * np.abs(want).max())
+
+
+def test_a_clipped_gradient_never_exceeds_the_clip_norm_the_accountant_uses():
+    """One row at a time, so the sum is that row's clipped gradient: its float64 norm ≤ C, for
+    rows whose gradients are 10³–10⁴ times C (the norm identity's rounding is what the margin covers)."""
+    model, theta, X, y = _problem(7, n=60, R=4)
+    theta *= 30.0
+    C = 0.01
+    worst = 0.0
+    for i in range(X.shape[0]):
+        g = model.clipped_grad_sum(theta, X[i:i + 1], y[i:i + 1], C)
+        worst = max(worst, float(np.linalg.norm(g, axis=1).max()))
+    assert worst <= C
+    assert worst >= C * (1 - 1e-4)  # and the rows are clipped, not vanishing: the check can fail
+
+
+def test_the_loss_from_the_fused_pass_is_the_float64_loss():
+    model, theta, X, y = _problem(11, n=200)
+    _, value = model.clipped_grad_sum_and_loss(theta, X, y, 1.0)
+    np.testing.assert_allclose(value, model.loss(theta, X, y), rtol=1e-6)
+    np.testing.assert_allclose(model.trace_loss(theta, X, y), model.loss(theta, X, y), rtol=1e-6)
+
+
+def test_the_kernel_agrees_with_the_numpy_route_on_adult():
+    """The bundled one-hot data, at the app's Explore setting (R = 5): the kernel and the
+    numpy passes in float64 agree to float32 rounding."""
+    from dpcore import datasets
+
+    ds = datasets.load("adult")
+    model = MLP()
+    theta = model.init(5, ds.d, rngs=[np.random.default_rng(r) for r in range(5)])
+    got = model.clipped_grad_sum(theta, ds.X_train, ds.y_train, 1.0)
+    want = model._clipped_numpy(theta, ds.X_train, ds.y_train, 1.0, None, np.float64, False)[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=RTOL * np.abs(want).max())
+
+
+def test_the_kernel_runs_a_row_block_at_a_time_and_any_chunking_sums_the_same():
+    model, theta, X, y = _problem(13, n=300)
+    h = model.width(X.shape[-1])
+    W1, b1, w2, b2 = (np.ascontiguousarray(a, dtype=np.float32) for a in model.unpack(theta, X.shape[-1]))
+    W1t = np.ascontiguousarray(W1.transpose(0, 2, 1))
+    rows = linalg.nonzero_rows(X)
+    Y = y.astype(np.float32)[None]
+    whole = kernels.mlp_clipped_block(rows, 0, Y, W1t, b1, w2, b2, 0.5, np.zeros((1, 0)), 0, 300)
+    parts = [kernels.mlp_clipped_block(rows, 0, Y, W1t, b1, w2, b2, 0.5, np.zeros((1, 0)), a, b)
+             for a, b in ((0, 7), (7, 150), (150, 300))]
+    for k in range(4):
+        np.testing.assert_allclose(sum(p[k].astype(np.float64) for p in parts), whole[k], rtol=0,
+                                   atol=1e-5 * np.abs(whole[k]).max())
+    assert whole[0].shape == (3, X.shape[1], h)
