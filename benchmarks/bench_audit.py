@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore.audit import audit, one_run_audit  # noqa: E402
+from dpcore.audit import run_audit, one_run_audit  # noqa: E402
 from dpcore.audit import bounds as ab  # noqa: E402
 from dpcore.exceptions import DPCoreError  # noqa: E402
 from dpcore.experiments.run import RunSpec, load_problem  # noqa: E402
@@ -57,7 +57,7 @@ def _seeds(args, make, **kw):
     """Audits of ``make(seed)`` over the seeds, and their wall time."""
     out, t = [], time.perf_counter()
     for seed in range(args.seeds):
-        out.append(audit(make(seed), **kw))
+        out.append(run_audit(make(seed), **kw))
     return out, (time.perf_counter() - t) / args.seeds
 
 
@@ -138,7 +138,7 @@ def default_section(args) -> None:
             cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism=mid, epsilon=2.0, delta=1e-5,
                           clip_norm=clip, seed=seed)
             with planted(bug):
-                r = audit(cfg, trials=args.trials, threat="white-box")
+                r = run_audit(cfg, trials=args.trials, threat="white-box")
             ref = r.refutation or {}
             print(f"  {bug:12s} {mid:15s} clip {clip!s:5s} seed {seed}  {r.verdict:14s} refuted {','.join(r.refuted) or '—':17s} "
                   f"audited {r.epsilon_lower_bound:.4g}  noise check {r.noise_check['epsilon']:.4g}  "
@@ -150,7 +150,7 @@ def default_section(args) -> None:
         for seed in seeds:
             cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism=mid, epsilon=2.0, delta=1e-5,
                           clip_norm=0.1, seed=seed)
-            r = audit(cfg, trials=args.trials, threat="white-box")
+            r = run_audit(cfg, trials=args.trials, threat="white-box")
             ratios.append(r.epsilon_lower_bound / r.epsilon_certified)
             checks.append(r.noise_check["epsilon"] / r.epsilon_certified)
             print(f"  {mid:15s} seed {seed}  certified {r.epsilon_certified:.4f}  audited {r.epsilon_lower_bound:.4f} "
@@ -163,7 +163,7 @@ def default_section(args) -> None:
     print("-- the clip does not bind (C = 10, every per-record gradient has norm ≤ 1) --")
     cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism="gradient-dpgd", epsilon=2.0, delta=1e-5,
                   clip_norm=10.0, seed=133)
-    r = audit(cfg, trials=args.trials, threat="white-box")
+    r = run_audit(cfg, trials=args.trials, threat="white-box")
     print(f"  certified {r.epsilon_certified:.4g}, the data domain's ceiling {r.epsilon_domain_ceiling:.4g}, audited "
           f"{r.epsilon_lower_bound:.4g}, noise check {r.noise_check['epsilon']:.4g}: {r.verdict}  load {_load()}")
     print(f"load at the end: {_load()}")
@@ -181,7 +181,7 @@ def ratio_section(args) -> None:
     for mid in mids:
         after, before, t0 = [], [], time.perf_counter()
         for seed in range(seeds):
-            r = audit(RunSpec(dataset=args.dataset, model=args.model, mechanism=mid, epsilon=2.0, delta=1e-5,
+            r = run_audit(RunSpec(dataset=args.dataset, model=args.model, mechanism=mid, epsilon=2.0, delta=1e-5,
                               seed=seed), trials=args.trials, threat="white-box", measure=False)
             ceil = r.epsilon_attack_ceiling or r.epsilon_certified
             b = _before(r)
@@ -282,7 +282,7 @@ def main() -> None:
     for mid in TIMED:
         cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism=mid)
         t = time.perf_counter()
-        r = audit(cfg, trials=args.trials)
+        r = run_audit(cfg, trials=args.trials)
         sec = time.perf_counter() - t
         print(f"{mid:22s} {sec:7.2f} s   ({2 * args.trials / sec:8.0f} runs/s)   ε_LB = {r.epsilon_lower_bound:.3f}")
 
@@ -296,7 +296,7 @@ def main() -> None:
             cfg = RunSpec(dataset=args.dataset, model=args.model, mechanism=mid,
                           calibration=calibration, c=1.0)
             try:
-                r = audit(cfg, trials=args.trials)
+                r = run_audit(cfg, trials=args.trials)
             except DPCoreError as exc:
                 print(f"{mid:22s} {calibration:11s} skipped: {exc}")
                 continue

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dp_accounting as dpa
 from absl import logging as absl_logging
 
-from dpcore import certify
+from dpcore import certify_noise as certify
 from dpcore.accounting import pld_grid
 
 from peers import run_peer

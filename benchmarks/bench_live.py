@@ -165,8 +165,8 @@ def dpsgd(peer: dict) -> None:
     spec = RunSpec(dataset="adult", mechanism="gradient-dpsgd", batch_size=256, iterations=steps, repeats=1)
     ctx = Context(trace_points=0)
     with one_thread():
-        run(spec, ctx)  # the reference and the calibration are not part of an epoch
-        ours = median_time(lambda: run(spec, ctx))
+        run(spec, ctx=ctx)  # the reference and the calibration are not part of an epoch
+        ours = median_time(lambda: run(spec, ctx=ctx))
     theirs = peer.get("opacus", {}).get("epoch")
     ratio = None if theirs is None else theirs / ours
     row("DP-SGD logistic regression, Adult, s/epoch (1 thread)", f"{ours:.3f}",
@@ -313,7 +313,7 @@ def nscale() -> None:
         spec = RunSpec(dataset="synthetic-classification", mechanism="gradient-dpgd", iterations=100,
                        repeats=5, n=n, d=14)
         load_problem(spec, ctx=ctx)
-        secs.append(statistics.median(run(spec, ctx).seconds for _ in range(3)))
+        secs.append(statistics.median(run(spec, ctx=ctx).seconds for _ in range(3)))
     slope = float(np.polyfit(np.log(ns), np.log(secs), 1)[0])
     row("one DP-GD run (R = 5, T = 100, d = 14), n = 2¹⁶ → 2²⁰, log-log slope",
         f"{slope:.2f} ({secs[0]:.3f} → {secs[-1]:.3f} s)", "linear", "≤ 1.05", slope <= 1.05)
@@ -327,13 +327,13 @@ def mlp(skip_slow: bool) -> None:
             row("MLP, Adult, first run in Explore", "skipped (--skip-slow)", "—", "≤ 10 s", None)
         else:
             t = time.perf_counter()
-            run(spec, ctx)
+            run(spec, ctx=ctx)
             first = time.perf_counter() - t
             row("MLP, Adult, first run on a new machine (an empty cache folder: the shipped exact reference "
                 "read and checked, then T = 100, R = 5)", f"{first:.1f} s", "—", "≤ 10 s", first <= 10)
             heard: list[float] = []
             t = time.perf_counter()
-            run(replace(spec, epsilon=3.0), ctx.with_(on_trace=lambda s, v: heard.append(time.perf_counter() - t)))
+            run(replace(spec, epsilon=3.0), ctx=ctx.with_(on_trace=lambda s, v: heard.append(time.perf_counter() - t)))
             change = time.perf_counter() - t
             # Explore draws the curve at the first point after CURVE_AFTER_SECONDS (pages.common.live_curve)
             first = next((h for h in heard if h >= 0.5), change)

@@ -75,14 +75,14 @@ def part_a(quick: bool) -> None:
     rows = []
     for cfg in cases:
         load_problem(cfg, ctx=CTX)  # data and exact ERM cached before timing
-        batched = run(cfg, CTX)
-        t_b = median_time(lambda: run(cfg, CTX), reps=2)
+        batched = run(cfg, ctx=CTX)
+        t_b = median_time(lambda: run(cfg, ctx=CTX), reps=2)
         singles = []
 
         def one_at_a_time():
             singles.clear()
             for r in range(R):
-                singles.append(run(replace(cfg, repeats=1, seed=cfg.seed + r), CTX))
+                singles.append(run(replace(cfg, repeats=1, seed=cfg.seed + r), ctx=CTX))
 
         t_s = median_time(one_at_a_time, reps=2)
         metric = batched.accuracy
@@ -107,7 +107,7 @@ def part_b(quick: bool) -> None:
 
     def seconds(cfg) -> float:
         load_problem(cfg, ctx=CTX)
-        return statistics.median(run(cfg, CTX).seconds for _ in range(3))
+        return statistics.median(run(cfg, ctx=CTX).seconds for _ in range(3))
 
     sweeps = {
         "n": ("n", [2**k for k in range(10, 22 if not quick else 17, 1 if not quick else 2)]),
@@ -181,17 +181,17 @@ def part_c(quick: bool) -> None:
     rows = []
     for eps, th in zip(epsilons, theirs["rows"]):
         cfg = replace(cfg0, epsilon=eps)
-        ours = run(cfg, CTX)
-        t_batch = median_time(lambda: run(cfg, CTX), reps=2)
+        ours = run(cfg, ctx=CTX)
+        t_batch = median_time(lambda: run(cfg, ctx=CTX), reps=2)
         one = replace(cfg, repeats=1)
-        t_one = median_time(lambda: run(one, CTX), reps=3)
+        t_one = median_time(lambda: run(one, ctx=CTX), reps=3)
         t_dpl = statistics.median(th["seconds"])
         acc = np.array(th["accuracy"])
         rows.append([f"{eps:g}", f"{ours.accuracy.mean():.4f} ± {ours.accuracy.std(ddof=1):.4f}",
                      f"{acc.mean():.4f} ± {acc.std(ddof=1):.4f}",
                      f"{t_one:.3f}", f"{t_batch / seeds:.3f}", f"{t_dpl:.3f}",
                      f"{t_dpl / t_one:.1f}×", f"{t_dpl * seeds / t_batch:.1f}×"])
-    nonpriv = run(replace(cfg0, mechanism="non-private", repeats=1), CTX).accuracy[0]
+    nonpriv = run(replace(cfg0, mechanism="non-private", repeats=1), ctx=CTX).accuracy[0]
     print(f"\n(c) Adult (n = {n}), logistic regression, λ = {lam:g} (diffprivlib C = 1/(λn) = "
           f"{1 / (lam * n):.4g}), data_norm = 1, no intercept (our bias column), {seeds} seeds; "
           f"diffprivlib {theirs['diffprivlib']} on scikit-learn {theirs['sklearn']}; "

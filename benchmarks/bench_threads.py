@@ -42,14 +42,14 @@ def main() -> int:
     print(f"{os.cpu_count()} CPUs; every sample in seconds, with the 1-minute load average before it")
     failed = False
     for name, spec in CASES.items():
-        run(spec, Context())  # the exact reference and the data, once
+        run(spec, ctx=Context())  # the exact reference and the data, once
         for label, ctx in settings.items():
             times = []
             for _ in range(args.samples):
                 load = os.getloadavg()[0]
                 t0 = time.perf_counter()
                 try:
-                    run(spec, ctx)
+                    run(spec, ctx=ctx)
                 except Exception as exc:  # noqa: BLE001 - reported, and the benchmark fails
                     print(f"  {name} | {label}: CRASHED ({exc})")
                     failed = True

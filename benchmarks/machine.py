@@ -1,6 +1,7 @@
 """The environment of a machine without AVX-512, on this one: what a laptop or a class server runs.
 
     python benchmarks/machine.py            # prints `export …` lines for a shell (eval "$(…)")
+    python benchmarks/machine.py --run CMD  # runs CMD under them (CI's last step)
 
 Three libraries pick their code by the CPU, and each has its own switch:
 
@@ -41,5 +42,9 @@ def describe() -> str:
 
 
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["--run"] and len(sys.argv) > 2:
+        os.execvpe(sys.argv[2], sys.argv[2:], {**os.environ, **avx2_environment()})
     for key, value in avx2_environment().items():
         print(f"export {key}={shlex.quote(value)}")

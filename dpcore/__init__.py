@@ -50,21 +50,20 @@ calibration
 
 from ._version import __version__
 from .exceptions import BudgetError, DatasetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
-from . import audit as _audit_package
-from .audit import audit
+from .audit import AuditResult, run_audit
+from .certify import Certificate, certify_noise
+from .estimators import DPLinearRegression, DPLogisticRegression
 from .experiments.baselines import baseline
 from .experiments.context import Context
 from .experiments.run import RunResult, RunSpec, run
 from .experiments.tune import tune
-from .certify import certify  # the function; the module stays sys.modules['dpcore.certify']
 
-# ``audit`` names the function here, which hides the subpackage dpcore.audit wherever it is
-# looked up as an attribute of dpcore, as ``import dpcore.audit.whitebox as wb`` does: the
-# subpackage's modules hang on the function too, so that statement still finds them
-for _module in _audit_package.MODULES:
-    setattr(audit, _module.__name__.rpartition(".")[2], _module)
-del _module, _audit_package
+# No function shadows a module: ``dpcore.audit`` is the audit's subpackage and ``dpcore.certify``
+# the certification module (both callable for one release as the functions that used to hide them,
+# with a DeprecationWarning naming ``run_audit`` and ``certify_noise``).
 
-#: the public face: what a script or a notebook needs (``from dpcore import RunSpec, run``)
-__all__ = ["RunSpec", "RunResult", "run", "Context", "audit", "tune", "baseline", "certify",
+#: the public face: what a script or a notebook needs (``from dpcore import RunSpec, run``); every
+#: callable here takes its first parameter by position and the rest by keyword (tests/test_face.py)
+__all__ = ["RunSpec", "RunResult", "run", "Context", "run_audit", "AuditResult", "tune", "baseline", "certify_noise",
+           "Certificate", "DPLogisticRegression", "DPLinearRegression",
            "BudgetError", "DPCoreError", "DatasetError", "ModelError", "ParameterError", "PrivacyWarning", "__version__"]

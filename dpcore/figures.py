@@ -1,222 +1,54 @@
-"""What every plot over ε must show: which points miss their target ε.
+"""The plotly figures shared by the app's views and the offline report, by what they are for.
 
-A mechanism whose noise certifies less than the ε it is drawn at (a published
-formula that under-calibrates, a heuristic with no guarantee) must never read as
-the winner.  Plots keep the target ε on the axis (that is what the papers
-draw), and every point carries its certified ε in the hover; a point that
-misses its target gets a hollow red ring on top, and a note under the figure
-names the mechanisms and what they really certify.  Used by the app's views
-and by the presets' exported figures.
+The per-view charts are built here: the audit's privacy region, the local-vs-central trade-off,
+the privacy profile, the swept bands, the tuning curves, and their shared axes and reference
+lines.  What every plot over ε must show (which points miss their target ε: the ring, the hover,
+the note under the figure) is :mod:`dpcore.figures_missed`; laying a figure out for a page (its
+title and notes as text, its panels one chart each, its legend as HTML) is
+:mod:`dpcore.figures_screen`.  Every public name of both is importable from here as well.
 """
 
 from __future__ import annotations
 
-import html
 import math
-import re
-from typing import Iterable
 
 import numpy as np
 import plotly.graph_objects as go
 
+from .figures_missed import (
+    MISS_NAME,
+    MISS_RTOL,
+    NOTE_LEAD,
+    figure_note,
+    fmt_epsilon,
+    hover_texts,
+    join_words,
+    mark_missed,
+    misses_target,
+    target_note,
+)
+from .figures_screen import (
+    AXES_ROOM,
+    LEGEND_LINE,
+    NOTE,
+    PANEL_HEIGHT,
+    PLOT_ROOM,
+    legend_entries,
+    legend_html,
+    legend_room,
+    on_screen,
+    panel_columns,
+    panels,
+    without_notes,
+)
 from .mechanisms import short_name
 
 __all__ = ["NOTE", "on_screen", "panels", "panel_columns", "legend_html", "PANEL_HEIGHT", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
            "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
            "band_figure", "REFERENCE_LINE", "readable_axes", "PAID_LINE", "legend_entries", "legend_room",
-           "empty_figure"]
-
-# Calibrations round up by about 1e-9; anything above this relative slack misses.
-MISS_RTOL = 1e-6
-MISS_NAME = "misses its target ε"
-
-
-def misses_target(target, certified) -> bool:
-    """True when the certified ε is above the target (or there is none: ∞, null)."""
-    if target is None or not math.isfinite(float(target)):
-        return False  # the non-private baseline claims nothing
-    if certified is None or not math.isfinite(float(certified)):
-        return True
-    return float(certified) > float(target) * (1 + MISS_RTOL)
-
-
-def fmt_epsilon(value) -> str:
-    if value is None or not math.isfinite(float(value)):
-        return "∞ (no guarantee)"
-    return f"{float(value):.4g}"
-
-
-def hover_texts(targets: Iterable, certs: Iterable) -> list[str]:
-    """Hover lines: 'ε target 1, certified 2.04 — misses its target'."""
-    out = []
-    for t, c in zip(targets, certs):
-        line = f"ε target {fmt_epsilon(t)}, certified {fmt_epsilon(c)}"
-        out.append(line + (" — MISSES ITS TARGET" if misses_target(t, c) else ""))
-    return out
-
-
-def mark_missed(fig, xs, ys, targets, certs, *, legend: bool = True, **where) -> int:
-    """Overlay hollow red rings on the points that miss their target; returns how many.
-
-    ``where`` passes ``row``/``col`` for subplots.
-    """
-    pts = [(x, y, t, c) for x, y, t, c in zip(xs, ys, targets, certs) if misses_target(t, c)]
-    if not pts:
-        return 0
-    already = any(tr.name == MISS_NAME for tr in fig.data)
-    fig.add_trace(go.Scatter(
-        x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", name=MISS_NAME,
-        legendgroup=MISS_NAME, showlegend=legend and not already,
-        marker=dict(symbol="circle-open", size=16, line=dict(width=3, color="#d62728"), color="#d62728"),
-        hovertext=hover_texts([p[2] for p in pts], [p[3] for p in pts]), hoverinfo="text"), **where)
-    return len(pts)
-
-
-def target_note(rows: Iterable[dict], *, group: str = "mechanism", target: str = "epsilon",
-                certified: str = "epsilon_certified", x: str | None = None) -> str | None:
-    """The note under a single chart (Compare, Local vs central, Distributed): every group with
-    points that miss their target, or ``None``.  The rows go through :func:`figure_note`, the one
-    formatter every note is written by (``x``: a swept coordinate other than ε, e.g. ``"skew"``)."""
-    points = [{"series": short_name(r.get(group)) if group == "mechanism" else str(r.get(group)),
-               "mechanism": r.get(group) if group == "mechanism" else None, "calibration": r.get("calibration"),
-               "epsilon": r.get(target), "epsilon_certified": r.get(certified),
-               **({x: r.get(x)} if x else {})} for r in rows]
-    return figure_note(points, x=x)
-
-
-#: The note's first sentence: what a ring means.
-NOTE_LEAD = ("Ringed points miss their target ε: the noise that ran certifies more than the ε they are "
-             "drawn at, so read them as leaking, not as winners.")
-#: How a note names a swept coordinate other than ε ("… with n = 2^7").
-_X_NAMES = {"n": "n", "skew": "u"}
-
-
-def _text(value) -> str:
-    """A name as text: ``None``, NaN and blanks are empty, and a name in parts (a tuple or
-    list: ``("input (Kang)", "(published)")``) joins its non-empty parts with a space, so an
-    empty part never leaves a separator behind."""
-    if isinstance(value, (tuple, list)):
-        return " ".join(p for p in (_text(v) for v in value) if p)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return " ".join(str(value).split())
-
-
-def _certified(value) -> float:
-    """A certified ε as a float: missing (``None``, NaN) is ∞ (no guarantee)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return math.inf
-    return math.inf if math.isnan(v) else v
-
-
-def _fmt_x(key: str, value) -> str:
-    v = float(value)
-    if key == "n" and v >= 4 and v == int(v) and int(v) & (int(v) - 1) == 0:
-        return f"2^{int(v).bit_length() - 1}"  # the papers' n = 2^7 … 2^21
-    return f"{v:g}"
-
-
-def join_words(parts: Iterable[str], last: str = " and ") -> str:
-    """'a', 'a and b', 'a, b and c': the non-empty parts as an English list."""
-    parts = [p for p in (_text(p) for p in parts) if p]
-    return last.join(parts) if len(parts) <= 2 else ", ".join(parts[:-1]) + last + parts[-1]
-
-
-def figure_note(rows: Iterable[dict], *, panels: Iterable[str] | None = None, x: str | None = None,
-                limit: int | None = 4) -> str | None:
-    """The note under a figure: which series have points that miss their target ε, what those
-    points certify, and in which panel; ``None`` when no point misses.
-
-    ``rows``: one dict per point drawn (those that miss and the others), with ``series`` (the
-    legend name, or its parts as a tuple), ``epsilon`` (the target), ``epsilon_certified``
-    (``None``/NaN: ∞) and optionally ``panel`` (the subplot's title), ``mechanism`` and
-    ``calibration`` (two series drawing the same runs are one entry, naming both) and, when
-    ``x`` names a swept coordinate other than ε (``"n"``, ``"skew"``), the point's value of it
-    (``None``: one run drawn flat across the panel).  ``panels``: the figure's panels in order
-    (default: as the rows come).
-
-    The text is generated from the entries, never from pieces of text: one entry per series ×
-    panel × x × target ε (a duplicate keeps the larger certified ε); a series that reads the
-    same in several panels is listed once for them; with more than one panel every number is in
-    a sentence that names its panels ("In every panel: …", "In the Adult (LR) panel: …"); the
-    swept coordinate is named when it takes more than one value; empty name parts leave no
-    separator behind.  At most ``limit`` values per entry (then "…"; ``None``: all).
-    """
-    rows = list(rows)
-    key_x = x if x not in (None, "epsilon") else None
-    given = [] if panels is None else [_text(p) for p in panels]
-    panels = list(dict.fromkeys([*given, *(_text(r.get("panel")) for r in rows)]))
-    show_x = key_x is not None and len({float(r[key_x]) for r in rows if r.get(key_x) is not None}) > 1
-    x_name = _X_NAMES.get(key_x or "", key_x)
-    names: dict[tuple, list[str]] = {}  # a series' runs -> the legend names drawing them
-    drawn: dict[tuple, set] = {}  # (runs, panel) -> every x drawn
-    missed: dict[tuple, dict[tuple, float]] = {}  # (runs, panel) -> (x, target) -> certified
-    for r in rows:
-        mechanism = _text(r.get("mechanism"))
-        name = _text(r.get("series")) or (_text(short_name(mechanism)) if mechanism else "") or "an unnamed series"
-        runs = (mechanism or name, _text(r.get("calibration")))
-        panel = _text(r.get("panel"))
-        xv = float(r[key_x]) if key_x is not None and r.get(key_x) is not None else None
-        drawn.setdefault((runs, panel), set()).add(xv)
-        target, cert = r.get("epsilon"), _certified(r.get("epsilon_certified"))
-        if not misses_target(target, cert):
-            continue
-        if name not in names.setdefault(runs, []):
-            names[runs].append(name)
-        at = missed.setdefault((runs, panel), {})
-        at[xv, float(target)] = max(at.get((xv, float(target)), -math.inf), cert)
-    if not missed:
-        return None
-
-    def number(c: float) -> str:
-        return "∞" if math.isinf(c) else f"{c:.4g}"
-
-    def detail(at: dict[tuple, float], xs: set) -> str:
-        if all(math.isinf(c) for c in at.values()):
-            return "no guarantee at all: certified ε = ∞"
-        shown = {(number(c), t) for (_, t), c in at.items()}
-        if show_x and len(shown) == 1 and len(at) > 1 and {xv for xv, _ in at} == xs:
-            (c, t), = shown  # the same at every x of the panel
-            return f"certified {c} at {t:g} for every {x_name}"
-
-        def at_x(xv) -> str:
-            return f" with {x_name} = {_fmt_x(key_x, xv)}" if show_x and xv is not None else ""
-
-        pairs = [f"{number(c)} at {t:g}{at_x(xv)}" for (xv, t), c in
-                 sorted(at.items(), key=lambda kv: (-math.inf if kv[0][0] is None else kv[0][0], kv[0][1]))]
-        if limit is not None and len(pairs) > limit:
-            pairs = [*pairs[:limit], "…"]
-        return "certified " + ", ".join(pairs)
-
-    # panels -> detail -> the series' names: a series goes with every panel where it reads the
-    # same, and series that read the same there share one entry
-    groups: dict[tuple[str, ...], dict[str, list[str]]] = {}
-    for runs, labels in names.items():
-        same: dict[str, list[str]] = {}  # detail -> the panels where the series reads so
-        for panel in panels:
-            if (runs, panel) in missed:
-                same.setdefault(detail(missed[runs, panel], drawn[runs, panel]), []).append(panel)
-        for text, ps in same.items():
-            entry = groups.setdefault(tuple(ps), {}).setdefault(text, [])
-            entry += [n for n in labels if n not in entry]
-
-    def entries(by_detail: dict[str, list[str]]) -> str:
-        return "; ".join(f"{join_words(labels)} ({text})" for text, labels in by_detail.items())
-
-    if len(panels) == 1:
-        return f"{NOTE_LEAD} The ringed series: {entries(next(iter(groups.values())))}."
-    order = {p: i for i, p in enumerate(panels)}
-
-    def heading(where: tuple[str, ...]) -> str:
-        if len(where) == len(panels):
-            return "In every panel"
-        return f"In the {join_words(p or 'untitled' for p in where)} panel{'s' if len(where) > 1 else ''}"
-
-    sentences = [f"{heading(where)}: {entries(by_detail)}."
-                 for where, by_detail in sorted(groups.items(), key=lambda g: (order[g[0][0]], -len(g[0])))]
-    return " ".join([NOTE_LEAD, *sentences])
+           "empty_figure",
+           # re-exported as well (defined in dpcore.figures_missed, dpcore.figures_screen)
+           "MISS_NAME", "hover_texts", "PLOT_ROOM", "AXES_ROOM", "LEGEND_LINE"]
 
 
 def privacy_region_figure(rec: dict, log_axes: bool = False):
@@ -594,185 +426,3 @@ def released_tuning_figure(rows: list[dict], guess: float | None = None, baselin
                       xaxis_title="ε (certified = spent)", yaxis_title=label)
     readable_axes(fig, xs_all or [1.0], log_x=True, log_y=False)
     return fig
-
-
-#: The ``name`` of an annotation that is a note below a figure (it becomes page text on screen).
-NOTE = "note"
-
-
-def _plain(text: str) -> str:
-    return re.sub(r"<[^>]+>", "", re.sub(r"<br\s*/?>", " — ", text or "")).strip(" —")
-
-
-def without_notes(fig: go.Figure) -> go.Figure:
-    """A copy of ``fig`` without its notes below it (annotations named :data:`NOTE`), for a page
-    that writes the note itself as text (its own :func:`figure_note`); ``fig`` keeps them."""
-    shown = go.Figure(fig)
-    if any(a.name == NOTE for a in shown.layout.annotations):
-        shown.layout.annotations = [a for a in shown.layout.annotations if a.name != NOTE]
-        shown.update_layout(margin=dict(b=10))
-    return shown
-
-
-def on_screen(fig: go.Figure) -> tuple[str, go.Figure, list[str]]:
-    """(title, copy of ``fig``, notes) for a page: the title and the notes below the figure
-    (annotations named :data:`NOTE`) come out of the chart, as plain text the page writes
-    around it (it wraps on a phone; Plotly's does not, and the toolbar covers a title in the
-    chart's corner), and a horizontal legend goes above the plot area, clear of the x-axis
-    title.  A figure with no height of its own is made tall enough for its legend
-    (:func:`legend_room`): on a phone every entry takes a line of its own, and a plot of fixed
-    height would keep what the legend leaves (150 px under ten entries).  The figure itself (for
-    downloads) keeps them all as they were."""
-    shown = go.Figure(fig)
-    text = shown.layout.title.text or ""
-    title = _plain(text)
-    if text:
-        shown.update_layout(title_text=None)
-    notes = [_plain(a.text) for a in shown.layout.annotations if a.name == NOTE]
-    if notes:
-        shown.layout.annotations = [a for a in shown.layout.annotations if a.name != NOTE]
-        shown.update_layout(margin=dict(b=10))
-    legend = shown.layout.legend
-    on_top = legend.orientation == "h"
-    if on_top:
-        shown.update_layout(legend=dict(yanchor="bottom", y=1.02, xanchor="left", x=0))
-    top = 100 if shown.layout.margin.t is None else shown.layout.margin.t  # Plotly's default: 100 px
-    # the title's room, less: what stays up there (a legend, subplot titles) needs at most 40 px
-    shown.update_layout(margin=dict(t=max(28 if on_top else 10, min(top, 40))))
-    if on_top and shown.layout.height is None:
-        shown.update_layout(height=legend_room(shown))
-    return title, shown, notes
-
-
-#: The plot area (px) a chart keeps under a legend of a line per entry, what the axes' ticks and
-#: titles take below it, and the height of a legend's line; Plotly's own default height is 450.
-PLOT_ROOM, AXES_ROOM, LEGEND_LINE = 300, 100, 20
-
-
-def legend_entries(fig: go.Figure) -> int:
-    """How many entries ``fig``'s legend shows (Plotly's rule: a trace is listed unless it says
-    ``showlegend=False``, and a lone trace only when it asks to be)."""
-    if fig.layout.showlegend is False:
-        return 0
-    listed = [t for t in fig.data if t.showlegend is not False]
-    if fig.layout.showlegend is None and len(listed) <= 1 and not any(t.showlegend for t in listed):
-        return 0
-    return len(listed)
-
-
-def legend_room(fig: go.Figure) -> int:
-    """The height that leaves :data:`PLOT_ROOM` px of plot under ``fig``'s legend even on a phone,
-    where each entry wraps to a line of its own (on a wide screen several share a line and the
-    plot gets taller); never less than Plotly's default 450 px.  Chosen on the server, which does
-    not know the screen's width: a legend below the plot would take the same room, and a
-    shorter legend (fewer entries) would hide what the curves are."""
-    return max(450, PLOT_ROOM + AXES_ROOM + LEGEND_LINE * legend_entries(fig))
-
-
-# -- a figure of many panels, one chart a panel (a phone stacks them) ------------------------------
-
-#: the height of one panel drawn on its own (:func:`panels`): a plot a phone shows whole
-PANEL_HEIGHT = 340
-
-
-def _axis_id(name: str) -> str:
-    """``xaxis3`` → ``x3``; ``xaxis`` → ``x``."""
-    return name[0] + name[5:]
-
-
-def panels(fig: go.Figure) -> list[tuple[str, go.Figure]]:
-    """A figure of subplots (``make_subplots``) as one figure per panel, in reading order (top row
-    first, left to right), each with its panel's title (the subplot title, as text for the page),
-    its own axes as the panel had them, its traces and its shapes, and no legend (:func:`legend_html`
-    draws the one legend for all).  Laid out in the page's columns, the panels sit side by side
-    on a wide screen and one under another on a phone, where a figure of six panels squeezed them
-    to 30 px each; the figure itself (its download) keeps the paper's layout.  A figure of one
-    panel is returned as it is."""
-    layout = fig.layout
-    xs = sorted((k for k in layout.to_plotly_json() if k.startswith("xaxis")), key=lambda k: int(k[5:] or 1))
-    if len(xs) <= 1:
-        return [("", fig)]
-    titles = [a for a in layout.annotations if a.xref == "paper" and a.yref == "paper" and a.name != NOTE
-              and a.showarrow is False]
-    found = []
-    for xname in xs:
-        xaxis = layout[xname]
-        yid = xaxis.anchor or "y"
-        yname = "yaxis" + yid[1:]
-        yaxis = layout[yname]
-        xd, yd = list(xaxis.domain or (0, 1)), list(yaxis.domain or (0, 1))
-        xid = _axis_id(xname)
-        centre = (xd[0] + xd[1]) / 2
-        title = next((a.text for a in titles if abs(a.x - centre) < 1e-6 and abs(a.y - yd[1]) < 1e-6), "")
-        one = go.Figure(layout=dict(template=layout.template, showlegend=False, height=PANEL_HEIGHT,
-                                    margin=dict(l=10, r=10, t=10, b=10), hovermode=layout.hovermode,
-                                    font=layout.font))
-        one.update_xaxes(xaxis.to_plotly_json() | {"domain": [0, 1], "anchor": "y"})
-        one.update_yaxes(yaxis.to_plotly_json() | {"domain": [0, 1], "anchor": "x"})
-        for trace in fig.data:
-            if (trace.xaxis or "x") == xid and (trace.yaxis or "y") == yid:
-                one.add_trace(trace)
-                one.data[-1].update(xaxis="x", yaxis="y", showlegend=False)
-        for shape in layout.shapes:
-            xref, yref = shape.xref or "x", shape.yref or "y"
-            if xref.split(" ")[0] == xid and yref.split(" ")[0] == yid:
-                one.add_shape(shape.to_plotly_json() | {"xref": xref.replace(xid, "x", 1),
-                                                        "yref": yref.replace(yid, "y", 1)})
-        found.append((-yd[1], xd[0], _plain(title or ""), one))
-    found.sort(key=lambda f: (round(f[0], 6), f[1]))
-    # a metric row's panels are untitled below the first row (the column's name is above them) and
-    # name their metric on the row's first y-axis only; drawn one under another on a phone, every
-    # panel needs its own title and axis title
-    column_title: dict[float, str] = {}
-    for _, left, title, _ in found:
-        column_title.setdefault(round(left, 6), title)
-    row_title: dict[float, str] = {}
-    for top, _, _, one in found:
-        row_title.setdefault(round(top, 6), one.layout.yaxis.title.text or "")
-    for top, _, _, one in found:
-        if not one.layout.yaxis.title.text and row_title[round(top, 6)]:
-            one.update_yaxes(title_text=row_title[round(top, 6)])
-    return [(title or " — ".join(t for t in (column_title[round(left, 6)], _plain(one.layout.yaxis.title.text or ""))
-                                 if t), one) for _, left, title, one in found]
-
-
-def panel_columns(fig: go.Figure) -> int:
-    """How many panels a row of ``fig`` holds (its distinct x-domains)."""
-    layout = fig.layout
-    return max(1, len({tuple(layout[k].domain or (0, 1)) for k in layout.to_plotly_json() if k.startswith("xaxis")}))
-
-
-_BORDERS = {"dash": "dashed", "longdash": "dashed", "dashdot": "dashed", "longdashdot": "dashed", "dot": "dotted"}
-
-
-def legend_html(fig: go.Figure) -> str:
-    """The legend of ``fig`` (its entries, each drawn as its line and marker are, simply: colour,
-    solid, dashed or dotted, a filled or open dot or diamond) as HTML that wraps at the page's width,
-    for a figure drawn as :func:`panels`, whose charts have none of their own.  Drawn with CSS alone
-    (the page's HTML keeps no SVG); the text takes the page's colour (light and dark themes)."""
-    seen, items = set(), []
-    for trace in fig.data:
-        name = trace.name
-        if not name or trace.showlegend is False or name in seen:
-            continue
-        seen.add(name)
-        line = getattr(trace, "line", None)
-        marker = getattr(trace, "marker", None)
-        colour = html.escape((line.color if line is not None and line.color else None)
-                             or (marker.color if marker is not None and isinstance(marker.color, str) else None)
-                             or "currentColor")
-        mode = trace.mode or "lines"
-        style = _BORDERS.get(line.dash if line is not None and line.dash else "", "solid")
-        stroke = (f'<span style="position:absolute;left:0;right:0;top:6px;border-top:2px {style} {colour}"></span>'
-                  if "lines" in mode else "")
-        symbol = str(getattr(marker, "symbol", "") or "") if marker is not None else ""
-        dot = ""
-        if "markers" in mode or not stroke:
-            fill = "transparent" if "open" in symbol else colour
-            turn = "transform:rotate(45deg);border-radius:1px;" if "diamond" in symbol else "border-radius:50%;"
-            dot = (f'<span style="position:absolute;left:9px;top:2px;width:8px;height:8px;{turn}'
-                   f'background:{fill};border:1.5px solid {colour};box-sizing:border-box"></span>')
-        items.append(f'<span style="display:inline-flex;align-items:center;gap:5px;margin-right:14px;'
-                     f'white-space:nowrap"><span style="position:relative;display:inline-block;width:26px;'
-                     f'height:14px" aria-hidden="true">{stroke}{dot}</span>{html.escape(_plain(name))}</span>')
-    return f'<div style="display:flex;flex-wrap:wrap;row-gap:2px;font-size:0.85rem">{"".join(items)}</div>'

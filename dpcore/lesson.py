@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ._version import __version__
-from .audit import audit
+from .audit import run_audit
 from .cache import code_fingerprint
 from .experiments.context import Context
 from .experiments.run import RunSpec
@@ -95,7 +95,7 @@ def _check_audit(document: Any) -> dict:
 def audit_record(ctx: Context | None = None) -> dict:
     """Step 6: the white-box audit of the leaking setup (:data:`LEAKING_AUDIT`), as a record
     (:meth:`~dpcore.audit.core.AuditResult.to_dict`); kept in ``ctx``'s results cache."""
-    make = lambda: audit(LEAKING_AUDIT, LEAKING_TRIALS, threat=LEAKING_THREAT, ctx=ctx).to_dict()  # noqa: E731
+    make = lambda: run_audit(LEAKING_AUDIT, trials=LEAKING_TRIALS, threat=LEAKING_THREAT, ctx=ctx).to_dict()  # noqa: E731
     if ctx is None or ctx.results_dir is None:
         return make()
     return ctx.results.get_or_make(_audit_key(), make, _check_audit)

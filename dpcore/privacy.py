@@ -10,7 +10,7 @@ a δ, the same way for every mechanism:
   ``μ² = Σ T_k (Δ_k/σ_k)²`` (Dong, Roth & Su 2019), read at δ in closed form;
 * Poisson-sampled Gaussians, and Gaussians composed with randomized response,
   go through dp-accounting's PLD accountant under ``REPLACE_ONE`` (pessimistic,
-  so an upper bound);
+  so an upper bound; :mod:`dpcore.privacy_pld`);
 * pure releases (Gamma-norm "ℓ2-Laplace" noise, randomized response alone, and
   results proved by a published theorem for a given (ε, δ)) add up by basic
   composition;
@@ -40,11 +40,6 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 import dp_accounting as dpa
-import numpy as np
-from dp_accounting.pld import common as _plc
-from dp_accounting.pld import pld_pmf as _pmf
-from dp_accounting.pld import pld_privacy_accountant as _pld
-from dp_accounting.pld import privacy_loss_distribution as _pldist
 from scipy.optimize import brentq
 
 from . import accounting as acc
@@ -66,6 +61,7 @@ from .plan_events import (  # noqa: F401 — the events and the document are par
 )
 from ._version import __version__
 from .exceptions import ParameterError
+from .privacy_pld import PLD_MAX_MU, gdp_mu, pld_or_basic  # noqa: F401 — the PLD route of certify
 
 __all__ = [
     "NEIGHBOURING",
@@ -98,7 +94,6 @@ __all__ = [
     "event_from_json",
 ]
 
-_NR = dpa.NeighboringRelation
 # Relative tolerance of :func:`calibrate`'s root search (the result is then confirmed).
 CALIBRATION_RTOL = 1e-9
 
@@ -115,7 +110,7 @@ def certificate_error(plan: "NoisePlan", delta: float) -> float:
     CPU), else the closed forms' :data:`CLOSED_FORM_TOL` · (1 + ε).  It follows :func:`certify`'s
     routes: a test holds the two together.
 
-    >>> certificate_error(gaussian("a query", 1.0, 2.0), 1e-5)  # GDP, a closed form: 1e-12 · (1 + ε)
+    >>> certificate_error(gaussian("a query", 1.0, 2.0), 1e-5)  # GDP, a closed form: 1e-12 · (1 + ε)  # doctest: +ELLIPSIS
     2.99...e-12
     >>> certificate_error(sampled_gaussian("DP-SGD", 1.0, 1.1, 0.01, 1000), 1e-5)  # the PLD's grid
     0.001
@@ -139,7 +134,7 @@ def certificate_error(plan: "NoisePlan", delta: float) -> float:
     elif all(r.kind == "gaussian" for r in gauss) and sum(r.count for r in rr) <= MAX_EXACT_RR:
         grid = 0.0  # the exact profile of Gaussians and randomized responses
     elif rest >= acc.PLD_MIN_DELTA:
-        grid = 0.05  # _pld_or_basic: the PLD on a grid no coarser than this (or basic composition, exact)
+        grid = 0.05  # pld_or_basic: the PLD on a grid no coarser than this (or basic composition, exact)
     else:  # below the PLD's smallest δ: bounds by routes exact at any δ, some of them parts' PLDs
         grid = max((certificate_error(NoisePlan((r,)), rest) for r in gauss if r.kind == "sampled-gaussian"),
                    default=0.0)
@@ -515,7 +510,7 @@ def certify(plan: NoisePlan, delta: float) -> float:
     elif rest < acc.PLD_MIN_DELTA:
         eps = _tiny_delta_bound(gauss, rr, rest)
     else:
-        eps = _pld_or_basic(gauss, rr, rest)
+        eps = pld_or_basic(gauss, rr, rest)
     return max(worst, eps_fixed + eps)
 
 
@@ -558,29 +553,6 @@ def _tiny_delta_bound(gauss, rr, delta: float) -> float:
 
 #: randomized responses with less ε than this are composed by adding their ε
 FAINT_RR = 1e-9
-#: beyond this μ (ε in the tens of thousands) the PLD's grid would not fit in memory
-PLD_MAX_MU = 300.0
-
-
-def _pld_or_basic(gauss, rr, delta: float) -> float:
-    """ε of composed Gaussian (sampled or not, or a choice among plans) and randomized-response
-    releases by the PLD accountant; with next to no noise, where its grid would not fit in
-    memory, by basic composition instead: the Gaussians as one μ-GDP release (Poisson sampling
-    only helps, so unsampled is an upper bound) plus each response's ε, also an upper bound."""
-    if all(r.kind != "any-of" for r in gauss):
-        mu = gdp_mu(gauss)
-        if mu > PLD_MAX_MU:  # the basic bound only here: certify is on calibration's hot path
-            return acc.gdp_epsilon(mu, delta) + sum(r.count * r.epsilon for r in rr) if math.isfinite(mu) else math.inf
-    return _pld_epsilon(tuple(r.event() for r in gauss + rr), delta)
-
-
-def gdp_mu(gauss) -> float:
-    """μ of composed Gaussian releases, √Σ count·(Δ/σ)²; ∞ where it overflows (noise next to 0)."""
-    try:
-        return math.sqrt(math.fsum(r.count * (r.sensitivity / r.noise) ** 2 for r in gauss))
-    except OverflowError:
-        return math.inf
-
 
 #: at most this many randomized-response releases composed with Gaussians take the exact route
 MAX_EXACT_RR = 64
@@ -613,80 +585,6 @@ def gdp_rr_epsilon(mu: float, rr_epsilons: tuple[float, ...], delta: float) -> f
         hi = hi * 1.01 + 1e-9
     root = brentq(lambda e: math.log(max(profile(e), 1e-320)) - math.log(delta), 0.0, hi, xtol=1e-13, rtol=1e-13)
     return min(hi, root + 2e-13 * (1.0 + root))
-
-
-def _pld_epsilon(events: tuple, delta: float) -> float:
-    """PLD (REPLACE_ONE) of composed events, on a grid relative to the result (weak noise
-    needs no 1e-4 resolution, which would be slow); pessimistic, so an upper bound."""
-    coarse = _pld_run(events, delta, 0.05)
-    grid = min(0.05, 1e-4 * max(1.0, coarse))
-    return min(coarse, _pld_run(events, delta, grid))
-
-
-def _pld_run(events: tuple, delta: float, grid: float) -> float:
-    accountant = _Accountant(_NR.REPLACE_ONE, value_discretization_interval=grid)
-    accountant.compose(dpa.ComposedDpEvent(list(events)))
-    return float(accountant.get_epsilon(delta))
-
-
-class _Accountant(_pld.PLDAccountant):
-    """dp-accounting's PLD accountant, extended (through its own hook) to the events only this
-    module makes: a data-dependent choice among plans (:class:`AnyOfDpEvent`), and, inside
-    one, pure releases (Gamma-norm noise: dominated by randomized response at the same ε, the
-    extremal pure pair) and theorem-proved (ε, δ) releases (dp-accounting's pessimistic PLD of
-    an (ε, δ) guarantee)."""
-
-    #: at most this many dots for a choice's dominating pair (any dots give a dominating
-    #: pair: between two, the true profile is convex in e^ε and lies under the chord)
-    DOTS = 4000
-
-    def _maybe_compose(self, event, count, do_compose):
-        grid = self._value_discretization_interval
-        if isinstance(event, GammaNormDpEvent):
-            eps = 1.0 / event.noise_multiplier if event.noise_multiplier > 0 else math.inf
-            event = dpa.RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(min(eps, 700.0))), 2)
-        elif isinstance(event, EpsilonDeltaDpEvent):
-            if do_compose:
-                params = _plc.DifferentialPrivacyParameters(event.epsilon, event.delta)
-                pld = _pldist.from_privacy_parameters(params, grid)
-                self._pld = self._pld.compose(pld.self_compose(count))
-            return None
-        elif isinstance(event, AnyOfDpEvent):
-            if do_compose:
-                pld = self._dominating(event.events)
-                if pld is None:
-                    self._contains_non_dp_event = True
-                else:
-                    self._pld = self._pld.compose(pld.self_compose(count))
-            return None
-        return super()._maybe_compose(event, count, do_compose)
-
-    def _dominating(self, events):
-        """A PLD that dominates every event of ``events`` (``None``: one of them has no
-        guarantee): connect-the-dots on the pointwise maximum of their privacy profiles, both
-        directions of replace-one included, so one symmetric PLD covers the pair and its reverse."""
-        grid = self._value_discretization_interval
-        plds = []
-        for e in events:
-            inner = _Accountant(self.neighboring_relation, value_discretization_interval=grid)
-            inner.compose(e)
-            if inner._contains_non_dp_event:
-                return None
-            plds.append(inner._pld)
-        top = 0.0
-        for pld in plds:
-            inf_mass = float(pld.get_delta_for_epsilon([math.inf])[0])
-            e = pld.get_epsilon_for_delta(max(1e-15, 2.0 * inf_mass))
-            top = max(top, e if math.isfinite(e) else 100.0)
-        top = max(top, grid)
-        step = max(1, math.ceil(2.0 * top / grid / self.DOTS))
-        rounded = np.arange(-math.ceil(top / grid), math.ceil(top / grid) + step, step, dtype=int)
-        eps = rounded * grid
-        deltas = np.max([np.asarray(p.get_delta_for_epsilon(eps), dtype=float) for p in plds], axis=0)
-        deltas = np.minimum(1.0, np.maximum(0.0, deltas))
-        deltas = np.minimum.accumulate(deltas)  # rounding; a profile never increases
-        pmf = _pmf.create_pmf_pessimistic_connect_dots(grid, rounded, deltas)
-        return _pldist.PrivacyLossDistribution(pmf)
 
 
 # ---------------------------------------------------------------------------

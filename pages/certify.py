@@ -1,19 +1,18 @@
 """Certify a run: a DP-SGD run (or k Gaussian / Laplace releases) as another library describes it,
-certified under add/remove and replace-one side by side (:func:`dpcore.certify`)."""
+certified under add/remove and replace-one side by side (:func:`dpcore.certify_noise`)."""
 
 import math
-import sys
 from urllib.parse import urlencode
 
 import streamlit as st
 
-from dpcore import certify
+from dpcore import certify_noise
+from dpcore.certify import CERTIFY_PARAMS as CP  # the declarations
 from dpcore.exceptions import DPCoreError
 from dpcore.figures import privacy_profile_figure
 from pages.common import choice, declared_number, enter_view, fmt_eps, show_chart
 from pages.links import restore_from_url, write_to_url
 
-CP = sys.modules["dpcore.certify"].CERTIFY_PARAMS  # the declarations (dpcore.certify is the function)
 
 enter_view("certify")
 st.title("Certify a run")
@@ -79,7 +78,7 @@ write_to_url(list(URL_KEYS))
 
 try:
     with st.spinner("certifying…"):
-        cert = certify(mechanism=mechanism, delta=delta, target_epsilon=target, full_curve=True, **args)
+        cert = certify_noise(mechanism=mechanism, delta=delta, target_epsilon=target, full_curve=True, **args)
 except DPCoreError as exc:
     st.error(str(exc))
     st.stop()

@@ -51,7 +51,7 @@ def tune_here(bar) -> dict:
         epsilons = parse_grid("epsilon", eps_text, "the ε grid", 12)
         if not mechs:
             raise DPCoreError("choose at least one mechanism")
-        return tune(dataset, mechs, epsilons, ctx=with_progress(bar)).to_dict()
+        return tune(dataset, mechanisms=mechs, epsilons=epsilons, ctx=with_progress(bar)).to_dict()
     except DPCoreError as exc:
         raise DPCoreError(f"Check the settings: {exc}") from None
 

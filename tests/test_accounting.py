@@ -339,12 +339,12 @@ def test_gaussian_with_randomized_response_at_tiny_delta_is_the_exact_profile(de
 def test_gaussian_with_randomized_response_agrees_with_the_pld_where_both_apply():
     """At δ = 1e-8 the exact profile and dp-accounting's pessimistic PLD give the same ε to its
     discretisation (the exact one never above it)."""
-    from dpcore import privacy
+    from dpcore import privacy, privacy_pld
 
     for sigma, e0 in ((5.0, 0.5), (30.0, 1.0), (2.0, 0.1)):
         events = (privacy.Release("gaussian", "features", 2.0, sigma).event(),
                   privacy.randomized_response("label", e0).event())
-        pld_eps = privacy._pld_epsilon(events, 1e-8)
+        pld_eps = privacy_pld._pld_epsilon(events, 1e-8)
         exact = privacy.gdp_rr_epsilon(2.0 / sigma, (e0,), 1e-8)
         assert exact <= pld_eps + 1e-9 and pld_eps - exact < 2e-3 * max(1.0, exact)
 

@@ -671,7 +671,7 @@ def test_the_time_left_is_estimated_from_the_loop_under_way(monkeypatch):
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from pages import common
+    from pages import progress
 
     shown, clock = [], [100.0]
 
@@ -682,9 +682,9 @@ def test_the_time_left_is_estimated_from_the_loop_under_way(monkeypatch):
         def empty(self):
             shown.append("cleared")
 
-    monkeypatch.setattr(common.st, "empty", Slot)
-    monkeypatch.setattr(common.time, "perf_counter", lambda: clock[0])
-    with common.run_progress(after=2.0) as tell:
+    monkeypatch.setattr(progress.st, "empty", Slot)
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: clock[0])
+    with progress.run_progress(after=2.0) as tell:
         clock[0] = 101.0
         tell(100, 900, "exact reference (L-BFGS)")  # 1 s in: below the threshold, no bar
         assert shown == []
@@ -705,7 +705,7 @@ def test_a_long_run_draws_its_loss_curve_while_it_trains(monkeypatch):
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
-    from pages import common
+    from pages import progress
 
     drawn, clock = [], [100.0]
 
@@ -716,9 +716,9 @@ def test_a_long_run_draws_its_loss_curve_while_it_trains(monkeypatch):
         def empty(self):
             drawn.append("cleared")
 
-    monkeypatch.setattr(common.st, "empty", Slot)
-    monkeypatch.setattr(common.st, "plotly_chart", lambda fig, **kw: drawn.append(fig))
-    with common.live_curve(100, clock=lambda: clock[0]) as on_trace:
+    monkeypatch.setattr(progress.st, "empty", Slot)
+    monkeypatch.setattr(progress.st, "plotly_chart", lambda fig, **kw: drawn.append(fig))
+    with progress.live_curve(100, clock=lambda: clock[0]) as on_trace:
         for t, at in ((0, 100.4), (4, 101.1), (8, 101.3), (12, 101.7), (16, 102.6)):
             clock[0] = at
             steps = np.arange(0, t + 1, 4)
@@ -1365,8 +1365,8 @@ def test_prepare_for_class_computes_every_lesson_step_so_each_then_opens_from_th
 
     for name in ("execute", "execute_many"):  # where a grid trains what its results cache does not hold
         monkeypatch.setattr(sweep, name, lambda *a, **k: pytest.fail("a lesson step trained again"))
-    monkeypatch.setattr(core, "audit", lambda *a, **k: pytest.fail("the lesson's audit ran again"))
-    monkeypatch.setattr(lesson, "audit", lambda *a, **k: pytest.fail("the lesson's audit ran again"))
+    monkeypatch.setattr(core, "run_audit", lambda *a, **k: pytest.fail("the lesson's audit ran again"))
+    monkeypatch.setattr(lesson, "run_audit", lambda *a, **k: pytest.fail("the lesson's audit ran again"))
     monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path))
     from dpcore.experiments.context import Context
 

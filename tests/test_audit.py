@@ -1,12 +1,9 @@
 """Privacy audit (SPEC §5): the statistics, the neighbours, and the three must-haves."""
 
 import doctest
-import importlib
 import json
 import math
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +18,6 @@ from dpcore.audit import (
     THREATS,
     VERDICTS,
     WHITE_BOX_UNAVAILABLE,
-    audit,
     canaries,
     choose_threshold,
     clopper_pearson_upper,
@@ -37,6 +33,7 @@ from dpcore.audit import (
     replace_record,
     resolve_canary,
     roc_points,
+    run_audit,
     size_ceiling,
     summary,
     threats,
@@ -70,26 +67,6 @@ def test_docstring_examples(module):
     result = doctest.testmod(module)  # dpcore.audit.bounds: tests/test_audit_bounds.py
     assert result.attempted > 0, f"{module.__name__} has no docstring examples to run"
     assert result.failed == 0, result
-
-
-def test_the_audit_is_a_package_and_dpcore_audit_is_the_function():
-    """``from dpcore import audit`` gives the function, which hides the subpackage dpcore.audit as
-    an attribute of dpcore; its names and every one of its modules are still importable, by
-    ``from dpcore.audit import …`` and by ``import dpcore.audit.<module> as m``."""
-    import dpcore
-    from dpcore import audit as face
-    from dpcore.audit import audit as function
-    from dpcore.audit import make_canary as from_package
-
-    assert face is function is core.audit is dpcore.audit and callable(face)
-    assert from_package is canaries.make_canary is make_canary
-    modules = sorted(p.stem for p in Path(canaries.__file__).parent.glob("*.py") if p.stem != "__init__")
-    assert modules == sorted(m.__name__.rpartition(".")[2] for m in sys.modules["dpcore.audit"].MODULES)
-    for name in modules:  # what `import dpcore.audit.<name> as m` looks up: dpcore's attributes
-        assert getattr(dpcore.audit, name) is importlib.import_module(f"dpcore.audit.{name}"), name
-    import dpcore.audit.whitebox as wb
-
-    assert wb is whitebox and wb.white_box_scores is whitebox.white_box_scores
 
 
 @pytest.mark.parametrize("n", [1, 7, 250, 1000])
@@ -231,12 +208,12 @@ def test_canaries_are_replace_one_neighbours(kind):
 ])
 def test_bad_input_raises_dpcore_error(kwargs, message):
     with pytest.raises(DPCoreError, match=message):
-        audit(_cfg("non-private"), **kwargs)
+        run_audit(_cfg("non-private"), **kwargs)
 
 
 def test_bad_input_unknown_mechanism_and_statistics():
     with pytest.raises(DPCoreError, match="unknown mechanism"):
-        audit(_cfg("magic"), trials=10)
+        run_audit(_cfg("magic"), trials=10)
     with pytest.raises(ParameterError):
         clopper_pearson_upper(5, 4, 0.95)
     with pytest.raises(ParameterError):
@@ -248,7 +225,7 @@ def test_bad_input_unknown_mechanism_and_statistics():
 
 @pytest.mark.parametrize("score", ["margin", "loss"])
 def test_non_private_baseline_gets_a_large_lower_bound(score):
-    r = audit(_cfg("non-private"), trials=500, score=score)
+    r = run_audit(_cfg("non-private"), trials=500, score=score)
     assert r.epsilon_lower_bound >= 2.0
     assert r.verdict == "no guarantee claimed" and math.isinf(r.epsilon_certified)
     assert r.scores_without.shape == r.scores_with.shape == (500,)
@@ -266,7 +243,7 @@ def test_calibrated_mechanism_is_not_flagged_beyond_alpha(mechanism):
     over, flagged = 0, 0
     for seed in range(audits):
         canary = CANARIES[seed % len(CANARIES)]
-        r = audit(_cfg(mechanism, iterations=10, seed=seed), trials=200, alpha=ALPHA, canary=canary)
+        r = run_audit(_cfg(mechanism, iterations=10, seed=seed), trials=200, alpha=ALPHA, canary=canary)
         assert r.epsilon_certified == pytest.approx(1.0, rel=1e-6)
         over += r.epsilon_lower_bound > r.epsilon_certified
         flagged += r.verdict == "claim not met"
@@ -274,7 +251,7 @@ def test_calibrated_mechanism_is_not_flagged_beyond_alpha(mechanism):
 
 
 def test_under_calibrated_published_run_is_flagged():
-    r = audit(_cfg("gradient-dpgd", calibration="published", c=1e-4, iterations=20), trials=200)
+    r = run_audit(_cfg("gradient-dpgd", calibration="published", c=1e-4, iterations=20), trials=200)
     assert r.verdict == "claim not met"
     assert r.epsilon_lower_bound > r.epsilon_target == 1.0
     # The published formula's claim fails; the proof on the σ that ran still holds.
@@ -287,8 +264,8 @@ def test_under_calibrated_published_run_is_flagged():
 def test_chunking_and_progress_do_not_change_the_result():
     calls = []
     cfg = _cfg("gradient-dpgd", iterations=5, seed=7)
-    a = audit(cfg, trials=30, chunk_size=7, progress=lambda done, total: calls.append((done, total)))
-    b = audit(cfg, trials=30)
+    a = run_audit(cfg, trials=30, chunk_size=7, progress=lambda done, total: calls.append((done, total)))
+    b = run_audit(cfg, trials=30)
     np.testing.assert_allclose(a.scores_without, b.scores_without, rtol=1e-10)
     np.testing.assert_allclose(a.scores_with, b.scores_with, rtol=1e-10)
     assert calls[0] == (0, 60) and calls[-1] == (60, 60)
@@ -300,16 +277,16 @@ def test_chunking_and_progress_do_not_change_the_result():
 def test_large_dataset_is_subsampled_and_says_so():
     cfg = RunSpec(dataset="synthetic-classification", model="logreg", mechanism="output-laplace",
                   n=3000, d=5, seed=1)
-    r = audit(cfg, trials=20, max_rows=400)
+    r = run_audit(cfg, trials=20, max_rows=400)
     assert r.n_train == 400 and r.note and "subsample of 400 of the 3000" in r.note
     assert r.delta == 0.0  # an (ε, 0) mechanism is audited against δ = 0
-    assert audit(cfg, trials=4, max_rows=None).n_train == 3000
+    assert run_audit(cfg, trials=4, max_rows=None).n_train == 3000
 
 
 def test_audit_has_power_yet_stays_below_a_large_certified_epsilon():
     # At ε = 16 the pure-DP output perturbation is weak enough for 1000 runs a side to see the
     # canary (ε_LB > 0), and the bound still respects the certified ε.
-    r = audit(_cfg("output-laplace", epsilon=16.0), trials=1000)
+    r = run_audit(_cfg("output-laplace", epsilon=16.0), trials=1000)
     assert 0 < r.epsilon_lower_bound <= r.epsilon_certified == pytest.approx(16.0)
     assert r.verdict == "not refuted" and r.share_of_claim == pytest.approx(r.epsilon_lower_bound / 16.0)
 
@@ -333,9 +310,9 @@ def test_every_registered_mechanism_can_be_audited(mechanism, threat):
     cfg = _cfg(mechanism, iterations=5, calibration=REGISTRY[mechanism].calibrations[0])
     if (mechanism, threat) in REFUSED:  # refused, with its reason
         with pytest.raises(DPCoreError, match=re.escape(REFUSED[mechanism, threat])):
-            audit(cfg, trials=6, threat=threat)
+            run_audit(cfg, trials=6, threat=threat)
         return
-    r = audit(cfg, trials=6, threat=threat)  # anything else runs: a refusal fails here
+    r = run_audit(cfg, trials=6, threat=threat)  # anything else runs: a refusal fails here
     assert r.verdict in VERDICTS and r.epsilon_lower_bound >= 0 and r.threat == threat
     assert np.all(np.isfinite(r.scores_without) | np.isneginf(r.scores_without))
     json.loads(dumps(r.to_dict()))
@@ -349,7 +326,7 @@ def test_every_registered_mechanism_can_be_audited(mechanism, threat):
 def test_other_models(dataset, model, mechanism, score):
     cfg = RunSpec(dataset=dataset, model=model, mechanism=mechanism, iterations=5, n=120, d=3,
                   lam=1e-3)
-    r = audit(cfg, trials=10, score=score, canary_label=1.0)
+    r = run_audit(cfg, trials=10, score=score, canary_label=1.0)
     assert r.verdict in VERDICTS and r.scores_with.shape == (10,)
 
 
@@ -382,7 +359,7 @@ def test_white_box_audit_of_dp_gd_measures_the_mechanism_and_names_the_noise_che
 
     Seed 1: an exact bound at a mechanism exactly at its claim exceeds the claim with probability α by
     design (seed 0's noise is 2.4 standard deviations low in its sum of squares)."""
-    r = audit(_cfg("gradient-dpgd", epsilon=2.0, seed=1), trials=1000, threat="white-box")
+    r = run_audit(_cfg("gradient-dpgd", epsilon=2.0, seed=1), trials=1000, threat="white-box")
     assert r.threat == "white-box" and r.epsilon_certified == pytest.approx(2.0, rel=1e-6)
     assert r.canary == "wide-pair" and "the mechanism's own code" in r.canary_description
     assert 1.96 <= r.epsilon_lower_bound <= 2.0 and r.verdict == "not refuted" and r.refuted == ()
@@ -407,7 +384,7 @@ def test_the_plain_white_box_audit_reports_its_declared_shift_figure_as_a_noise_
     """measure=False: the attack adds the declared sensitivity to the noise it read; the χ² bound on the
     noise scale is the noise check (labelled, at 0.3α), the audited ε the direct bound, the pooled error
     and the effect size at their shares."""
-    r = audit(_cfg("gradient-dpgd", epsilon=2.0, seed=1), trials=300, threat="white-box", measure=False)
+    r = run_audit(_cfg("gradient-dpgd", epsilon=2.0, seed=1), trials=300, threat="white-box", measure=False)
     names = [(e["name"], e["headline"]) for e in r.estimates]
     assert names == [("direct", True), ("pooled-error", True), ("effect-size", True), ("gaussian-scale", False)]
     assert [e["alpha"] for e in r.estimates] == pytest.approx([0.1 * ALPHA, 0.1 * ALPHA, 0.5 * ALPHA, 0.3 * ALPHA])
@@ -419,7 +396,7 @@ def test_the_plain_white_box_audit_reports_its_declared_shift_figure_as_a_noise_
 def test_white_box_never_exceeds_the_certified_epsilon():
     for mech in ("output-gaussian", "output-bolt-on", "gradient-dpgd", "input-kang", "local-gaussian",
                  "distributed-wddp", "objective-gaussian", "output-laplace", "local-duchi"):
-        r = audit(_cfg(mech, epsilon=1.0, iterations=10, seed=1), trials=400, threat="white-box")
+        r = run_audit(_cfg(mech, epsilon=1.0, iterations=10, seed=1), trials=400, threat="white-box")
         assert r.epsilon_lower_bound <= r.epsilon_certified, mech
         assert "certified" not in r.refuted
 
@@ -449,7 +426,7 @@ def test_white_box_audit_catches_a_quarter_of_the_noise(mechanism):
     # the exact χ² scale bound, which then exceeds the certificate by design (see the DP-GD test)
     cfg = _cfg(mechanism, epsilon=1.0, calibration=cal, noise_scale=0.25, seed=1,
                iterations=5 if cls.family in ("input", "local") else 100)
-    r = audit(cfg, trials=trials, threat="white-box")
+    r = run_audit(cfg, trials=trials, threat="white-box")
     assert r.verdict == "claim not met" and "target" in r.refuted, (r.epsilon_lower_bound_direct,
                                                                      r.epsilon_lower_bound_gdp)
     assert r.epsilon_lower_bound <= r.epsilon_certified  # the certification read the noise that ran
@@ -457,9 +434,9 @@ def test_white_box_audit_catches_a_quarter_of_the_noise(mechanism):
 
 def test_white_box_refuses_what_it_cannot_audit_and_an_infinite_region_is_empty():
     with pytest.raises(ParameterError, match="no white-box audit for input-fukuchi"):
-        audit(_cfg("input-fukuchi"), trials=10, threat="white-box")
+        run_audit(_cfg("input-fukuchi"), trials=10, threat="white-box")
     with pytest.raises(DPCoreError, match="'threat' parameter of audit"):
-        audit(_cfg("gradient-dpgd"), trials=10, threat="grey-box")
+        run_audit(_cfg("gradient-dpgd"), trials=10, threat="grey-box")
     region = privacy_region(privacy.void("raw"), 1.0, 1e-5)
     assert "empty" in region["note"] and set(region["tpr_max_certified"]) == {1.0}
 
@@ -476,7 +453,7 @@ def test_run_seeds_of_audits_never_overlap_whatever_their_sizes():
 
 def test_the_size_ceiling_is_a_perfect_tests_direct_bound_and_is_reported():
     assert size_ceiling(1000, 1e-5, ALPHA) == epsilon_lower_bound(0, 500, 0, 500, 1e-5, ALPHA)
-    r = audit(_cfg("non-private"), trials=100)
+    r = run_audit(_cfg("non-private"), trials=100)
     assert r.at_size_ceiling and r.epsilon_lower_bound == pytest.approx(r.size_ceiling)
     rec = r.to_dict(scores=False)
     assert "ceiling of an audit of 100 runs a side" in summary(rec)
@@ -502,7 +479,7 @@ def test_the_orthogonal_pair_starts_gradient_training_where_both_canaries_are_mi
     with pytest.raises(ParameterError, match="concrete canary"):
         make_canary(ds, "auto")
     # the start is used by the run: with no noise at all the released θ keeps u and v misclassified
-    r = audit(_cfg("gradient-dpgd", epsilon=1.0, iterations=20, noise_scale=1e-9), trials=4)
+    r = run_audit(_cfg("gradient-dpgd", epsilon=1.0, iterations=20, noise_scale=1e-9), trials=4)
     assert r.canary == "orthogonal-pair" and "starts at θ₀ = −10·y(u + v)" in r.canary_description
     assert np.all(r.scores_with > r.scores_without)  # D' pushed θ towards v, D towards u
 
@@ -511,8 +488,8 @@ def test_the_orthogonal_pair_is_the_stronger_black_box_canary_for_dp_gd():
     """Published DP-GD at c = 0.05 (certified ≈ 14): the orthogonal pair with its start sees the
     record where the opposite pair, capped by σ(a) + σ(−a) = 1, sees about half as much."""
     cfg = _cfg("gradient-dpgd", calibration="published", c=0.05, iterations=100)
-    ortho = audit(cfg, trials=500, canary="orthogonal-pair")
-    opposite = audit(cfg, trials=500, canary="opposite-pair")
+    ortho = run_audit(cfg, trials=500, canary="orthogonal-pair")
+    opposite = run_audit(cfg, trials=500, canary="opposite-pair")
     assert ortho.epsilon_lower_bound > opposite.epsilon_lower_bound
     assert ortho.epsilon_gaussian_assumption > 1.3 * opposite.epsilon_gaussian_assumption
     assert ortho.epsilon_lower_bound <= ortho.epsilon_certified
@@ -523,13 +500,13 @@ def test_the_orthogonal_pair_is_the_stronger_black_box_canary_for_dp_gd():
 
 def _e2e(mechanism, trials=300, **kw):
     cfg = _cfg(mechanism, epsilon=2.0, clip_norm=0.2, iterations=20, **kw)  # 0.2 < ½: the pair is clipped
-    return audit(cfg, trials=trials, threat="white-box", end_to_end=True)
+    return run_audit(cfg, trials=trials, threat="white-box", end_to_end=True)
 
 
 def _only_the_measured_audit_catches(mechanism="gradient-dpgd"):
     """The plain white-box audit (measure=False) reads the noise against the *declared* sensitivity, so
     it misses the mutation in place; the measured audit refutes the certificate."""
-    plain = audit(_cfg(mechanism, epsilon=2.0, clip_norm=0.2, iterations=20), trials=300, threat="white-box",
+    plain = run_audit(_cfg(mechanism, epsilon=2.0, clip_norm=0.2, iterations=20), trials=300, threat="white-box",
                   measure=False)
     assert "certified" not in plain.refuted
     r = _e2e(mechanism)
@@ -553,9 +530,9 @@ def test_the_measured_audit_measures_exactly_the_declared_worst_case(mechanism):
     if mechanism == "gradient-dpsgd":  # the record is sampled at the declared rate
         assert sc["rate_lower"] <= sc["sample_rate"] <= sc["rate_upper"]
     with pytest.raises(ParameterError, match="white-box"):
-        audit(_cfg(mechanism), trials=10, end_to_end=True)
+        run_audit(_cfg(mechanism), trials=10, end_to_end=True)
     with pytest.raises(ParameterError, match="noisy-gradient"):
-        audit(_cfg("output-gaussian"), trials=10, threat="white-box", end_to_end=True)
+        run_audit(_cfg("output-gaussian"), trials=10, threat="white-box", end_to_end=True)
 
 
 def test_the_measured_audit_catches_clipping_at_twice_the_declared_norm(monkeypatch):
@@ -633,10 +610,10 @@ def test_the_lessons_words_on_its_audit_hold():
     bad luck, and a second, independent audit confirms it.  If the numbers change, the words must."""
     from dataclasses import replace
 
-    from dpcore.audit import audit, summary
+    from dpcore.audit import run_audit, summary
     from pages.common import LEAKING_AUDIT, LEAKING_THREAT, LEAKING_TRIALS
 
-    shown = audit(replace(LEAKING_AUDIT), LEAKING_TRIALS, threat=LEAKING_THREAT, confirm=True).to_dict(scores=False)
+    shown = run_audit(replace(LEAKING_AUDIT), trials=LEAKING_TRIALS, threat=LEAKING_THREAT, confirm=True).to_dict(scores=False)
     assert shown["refuted"] == ["target"] and shown["canary"] == "wide-pair"
     assert 0.99 * shown["epsilon_certified"] <= shown["epsilon_lower_bound"] <= shown["epsilon_certified"]
     assert shown["epsilon_lower_bound"] > 5 * shown["epsilon_target"]

@@ -11,7 +11,7 @@ from scipy.stats import binom, norm
 
 import dpcore.audit.bounds as ab
 from dpcore.accounting import gdp_delta
-from dpcore.audit import audit
+from dpcore.audit import run_audit
 from dpcore.exceptions import ParameterError
 from dpcore.experiments.run import RunSpec
 
@@ -195,7 +195,7 @@ def test_real_white_box_audits_of_certified_mechanisms_refute_at_most_at_the_nom
         for seed in range(100, 200):
             cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism=mech, epsilon=2.0,
                           delta=1e-5, iterations=10, seed=seed)
-            r = audit(cfg, trials=300, threat="white-box")
+            r = run_audit(cfg, trials=300, threat="white-box")
             claim = min(r.epsilon_certified, r.epsilon_attack_ceiling or math.inf)
             over += r.epsilon_lower_bound > claim or (r.noise_check or {}).get("epsilon", 0.0) > claim
             total += 1
@@ -221,7 +221,7 @@ def test_real_white_box_audits_of_a_certified_mechanism_refute_at_most_at_the_no
     for seed in range(1000, 1000 + audits):
         cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="output-gaussian", epsilon=2.0,
                       delta=1e-5, seed=seed)
-        r = audit(cfg, trials=300, threat="white-box")
+        r = run_audit(cfg, trials=300, threat="white-box")
         assert [e["name"] for e in r.estimates] == ["direct", "pooled-error", "effect-size", "gaussian-scale"]
         claim = min(r.epsilon_certified, r.epsilon_attack_ceiling or math.inf)
         # the verdict's two routes to refuting the certificate: the audited ε and the noise check
@@ -401,7 +401,7 @@ def test_white_box_audits_use_the_chi_square_bound_on_every_coordinate_and_catch
     expected = {"gradient-dpgd": ("gaussian-scale", 2 * 200 * 10), "output-gaussian": ("gaussian-scale", 2 * 200),
                 "objective-gaussian": ("gaussian-scale", 2 * 200), "gradient-dpsgd": ("sampled-gaussian-scale", 2 * 200 * 10)}
     for mech, (name, runs_releases) in expected.items():
-        r = audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism=mech, epsilon=2.0, delta=1e-5,
+        r = run_audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism=mech, epsilon=2.0, delta=1e-5,
                           iterations=10, seed=5), trials=200, threat="white-box", measure=False)
         [e] = [e for e in r.estimates if "scale" in e["name"]]
         assert e["name"] == name and f"{runs_releases * r.d}" in e["detail"].replace(",", ""), e["detail"]
@@ -410,7 +410,7 @@ def test_white_box_audits_use_the_chi_square_bound_on_every_coordinate_and_catch
         claim = min(r.epsilon_certified, r.epsilon_attack_ceiling or math.inf)
         assert 0.9 * claim <= e["epsilon"] <= claim and not e["headline"], (mech, e["detail"])  # the noise check
         assert r.noise_check["epsilon"] == e["epsilon"]
-    half = audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=2.0,
+    half = run_audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=2.0,
                          delta=1e-5, iterations=10, noise_scale=0.5, seed=5), trials=200, threat="white-box",
                  measure=False)
     [e] = [e for e in half.estimates if e["name"] == "gaussian-scale"]

@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import chi2
 
 from dpcore.accounting import gdp_epsilon
-from dpcore.audit import audit
+from dpcore.audit import run_audit
 from dpcore.audit.measured import GAUSSIAN_CHECK_LEVEL, check_noise, measured_bound
 from dpcore.experiments.run import RunSpec
 
@@ -53,20 +53,20 @@ def test_where_the_clip_does_not_bind_the_audit_states_what_the_data_domain_allo
     shift of 20/n that no pair of records makes; the audit reports the domain's ceiling (the shift 2/n at
     the declared noise), an audited ε of records at or below it, and the noise check — which reads the
     certificate's own figure — labelled as such, never the audited ε."""
-    r = audit(_cfg(clip_norm=10.0, seed=3), trials=200, threat="white-box")
+    r = run_audit(_cfg(clip_norm=10.0, seed=3), trials=200, threat="white-box")
     ceiling = r.epsilon_domain_ceiling
     assert ceiling is not None and ceiling < 0.15 * r.epsilon_certified
     assert 0 < r.epsilon_lower_bound <= ceiling and r.verdict == "not refuted"
     assert 0.9 * r.epsilon_certified <= r.noise_check["epsilon"] and not r.noise_check["refutes"]
     assert [e["name"] for e in r.estimates if not e["headline"]] == ["noise-check"]
     # the clip binds: no ceiling below the certificate
-    assert audit(_cfg(clip_norm=0.1, seed=3), trials=20, threat="white-box").epsilon_domain_ceiling is None
+    assert run_audit(_cfg(clip_norm=0.1, seed=3), trials=20, threat="white-box").epsilon_domain_ceiling is None
 
 
 def test_unclipped_dp_gd_is_audited_with_the_wide_pair_near_the_worst_case():
     """No clip (G = 1): the opposite pair would reach half the declared 2G/n; the wide pair from its
     start reaches 0.99 of it, so the audited ε lands near the certificate (it was 0.5× the μ before)."""
-    r = audit(_cfg(seed=4), trials=200, threat="white-box")
+    r = run_audit(_cfg(seed=4), trials=200, threat="white-box")
     assert r.canary == "wide-pair" and r.shift_check["measured"] >= 0.99 * r.shift_check["declared"]
     assert r.shift_check["measured"] <= r.shift_check["declared"] and r.findings == ()
     assert 0.9 * r.epsilon_certified <= r.epsilon_lower_bound <= r.epsilon_certified
@@ -84,7 +84,7 @@ def test_a_noise_that_is_not_gaussian_hides_the_estimators_that_assume_it(monkey
         return out * (s.reshape((-1,) + (1,) * (out.ndim - 1)) if s.ndim == 1 else s)
 
     monkeypatch.setattr(optim.BatchRNG, "normal", laplace_draw)
-    r = audit(_cfg(clip_norm=0.1, seed=5), trials=100, threat="white-box")
+    r = run_audit(_cfg(clip_norm=0.1, seed=5), trials=100, threat="white-box")
     assert not r.noise["gaussian"] and r.noise["excess_kurtosis"] > 1
     shown = {e["name"]: e for e in r.estimates}
     assert shown["measured"]["epsilon"] == 0.0 and shown["measured"]["detail"].startswith("not shown")

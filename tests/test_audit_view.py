@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from dpcore.audit import audit, confirmed, summary
+from dpcore.audit import run_audit, confirmed, summary
 from dpcore.experiments.run import RunSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,11 +25,11 @@ def _spec(seed: int) -> RunSpec:
 def test_the_window_holds_an_unconfirmed_refutation_so_the_view_test_can_fail():
     """The check of the check: without the confirming audit, seed 69 would be a red "claim not met" at
     a correct certificate; the second audit does not confirm it."""
-    first = audit(_spec(UNLUCKY), 100, threat="white-box")
+    first = run_audit(_spec(UNLUCKY), trials=100, threat="white-box")
     assert first.verdict == "claim not met" and "certified" in first.refuted
     ref = first.refutation
     assert 0 < ref["size"] < 0.05 and 1e-4 < ref["chance"] <= 0.05 and not ref["bug"]
-    rec = audit(_spec(UNLUCKY), 100, threat="white-box", confirm=True).to_dict(scores=False)
+    rec = run_audit(_spec(UNLUCKY), trials=100, threat="white-box", confirm=True).to_dict(scores=False)
     assert rec["confirmation"]["confirmed"] == [] and not confirmed(rec)
     line = summary(rec)
     assert "Above the certificate by 0.69 %; a correct certificate is refuted this much or more in about 1 audit" \

@@ -58,7 +58,7 @@ def test_no_shipped_compare_row_sits_above_the_reference():
     base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
                         repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
     ok = [r for r in rows if "error" not in r]
-    ref = baseline(base, row_lambdas(ok, c["lam"]))
+    ref = baseline(base, lams=row_lambdas(ok, c["lam"]))
     assert len(ok) >= 70
     assert not above(ref, ok, "accuracy_mean", "accuracy_std")
     # every row's own non-private model is at or below the one drawn
@@ -71,7 +71,7 @@ def test_no_shipped_tuned_row_sits_above_the_reference(path):
     rows = [r for r in record["rows"] if "error" not in r]
     released = [r for r in record.get("released_rows", []) if "error" not in r]
     ref = baseline(RunSpec(dataset=record["dataset"], model=record["model"]),
-                   [r["setting"].get("lam") for r in rows])
+                   lams=[r["setting"].get("lam") for r in rows])
     metric = "accuracy" if ref.metric == "accuracy" else "rmse"
     assert not above(ref, rows, f"test_{metric}", f"test_{metric}_std")
     assert not above(ref, released, f"test_{metric}", f"test_{metric}_std")
@@ -86,7 +86,7 @@ def test_the_views_default_runs_sit_at_or_below_the_reference():
     lesson = RunSpec(dataset="breast-cancer", iterations=100, repeats=5)  # the lesson's noise sweep
     rows = [r for r in epsilon_sweep(lesson, ["gradient-dpgd"], [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0])
             if "error" not in r]
-    assert not above(baseline(lesson, row_lambdas(rows, lesson.lam)), rows, "accuracy_mean", "accuracy_std")
+    assert not above(baseline(lesson, lams=row_lambdas(rows, lesson.lam)), rows, "accuracy_mean", "accuracy_std")
 
 
 def test_check_of_the_check_a_moved_reference_is_caught():
@@ -160,7 +160,7 @@ def test_no_shipped_paper_figure_point_sits_above_its_panels_reference(path):
             continue  # its own line at λ = 1e-3: the next test, and the figure's note
         if model in ("logreg", "linreg"):
             ref = baseline(RunSpec(dataset=dataset, model=model, n=None if n == -1 else int(n), d=d, noise=noise),
-                           lams)
+                           lams=lams)
         elif len(own):
             best = own.max() if metric == "accuracy" else own.min()
             ref = Baseline(metric, float(best), min(lams), tuple(sorted(lams)), 0.0, None, model)
@@ -198,7 +198,7 @@ def test_a_paper_figures_linear_panel_draws_the_one_reference():
 
     fig, _ = shipped_results("001-fig2").figure_and_points()
     lines = [t for t in fig.data if (t.name or "").startswith("non-private (best λ = ")]
-    ref = baseline(RunSpec(dataset="adult", model="logreg"), (1e-3,))
+    ref = baseline(RunSpec(dataset="adult", model="logreg"), lams=(1e-3,))
     assert lines and any(set(t.y) == {ref.value} for t in lines), [(t.name, set(t.y)) for t in lines]
 
 

@@ -49,7 +49,7 @@ def _measured(mechanism: str, model: str) -> tuple[float, float]:
         tracemalloc.start()
         try:
             tracemalloc.reset_peak()
-            run(spec, CTX)
+            run(spec, ctx=CTX)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -110,7 +110,7 @@ def test_synthetic_data_are_checked_before_they_are_built(monkeypatch):
     tracemalloc.start()
     with pytest.raises(BudgetError, match="the synthetic data alone .* lower d or n"):
         run_mod.run(run_mod.RunSpec(dataset="synthetic-classification", n=2, d=10_000,
-                                    mechanism="non-private"), Context(budget=Budget(memory=2e8)))
+                                    mechanism="non-private"), ctx=Context(budget=Budget(memory=2e8)))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 20e6

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from dpcore import cli
+from dpcore import cli, cli_run, cli_sweep
 from dpcore.cli import main
 from dpcore.experiments.run import RunSpec, run
 
@@ -449,7 +449,7 @@ def test_two_flags_that_set_one_thing_two_ways_are_refused_together(base, one, o
 def test_a_tuned_setting_never_adds_the_other_half_of_a_conflict(capsys, monkeypatch):
     """A tuning of DP-SGD holds a sampling rate (Adult's shipped one does); --batch given
     explicitly wins, and so the tuned rate it conflicts with is left out."""
-    monkeypatch.setattr(cli, "tuned_setting", lambda *a: ({"sample_rate": 0.05, "learning_rate": 2.0}, 1.0))
+    monkeypatch.setattr(cli_run, "tuned_setting", lambda *a: ({"sample_rate": 0.05, "learning_rate": 2.0}, 1.0))
     assert main(["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpsgd", "--tuned", "--batch", "64",
                  "-T", "3", "--repeats", "1", "--json"]) == 0
     config = json.loads(capsys.readouterr().out)["config"]
@@ -459,7 +459,8 @@ def test_a_tuned_setting_never_adds_the_other_half_of_a_conflict(capsys, monkeyp
 @pytest.mark.parametrize("command", ["tune", "tradeoff"])
 @pytest.mark.parametrize("mechanisms", ["", ",,", " , "])
 def test_an_empty_mechanism_list_is_refused_not_read_as_the_default(command, mechanisms, capsys, monkeypatch):
-    monkeypatch.setattr(cli, command, lambda *a, **k: pytest.fail("ran the default mechanisms"))
+    where = {"tune": cli_sweep, "tradeoff": cli_run}[command]  # the module whose command calls it
+    monkeypatch.setattr(where, command, lambda *a, **k: pytest.fail("ran the default mechanisms"))
     assert main([command, "--dataset", "breast-cancer", f"--mechanisms={mechanisms}"]) == 2
     assert "--mechanisms names no mechanism" in _refusal(capsys)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import cli
+from dpcore import cli_common  # where --csv is read (dpcore.cli_common.user_data)
 from clirun import run_cli  # tests/clirun.py
 from dpcore.datasets import from_csv
 from dpcore.datasets.upload import MAX_UPLOAD_BYTES
@@ -93,8 +93,8 @@ def test_a_csv_misuse_is_one_line(own_csv, argv, said, capsys):
 
 
 def test_a_csv_over_the_upload_limit_is_refused_before_it_is_parsed(own_csv, monkeypatch):
-    monkeypatch.setattr(cli, "MAX_UPLOAD_BYTES", own_csv.stat().st_size - 1)
-    monkeypatch.setattr(cli, "from_csv", lambda *a, **k: pytest.fail("parsed a file over the limit"))
+    monkeypatch.setattr(cli_common, "MAX_UPLOAD_BYTES", own_csv.stat().st_size - 1)
+    monkeypatch.setattr(cli_common, "from_csv", lambda *a, **k: pytest.fail("parsed a file over the limit"))
     code, _, err = _cli("run", "--csv", str(own_csv), "--label", "y")
     assert code == 2 and "larger than" in err
 

@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from dpcore import cli
+from dpcore import cli, cli_run, cli_sweep
 from dpcore.cli import main
 
 TUNE = ["tune", "--dataset", "breast-cancer", "--mechanisms", "output-gaussian", "--epsilons", "1",
@@ -58,7 +58,7 @@ def _bad_files(place):
 
 
 def test_tune_refuses_an_out_it_cannot_write_before_tuning(place, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "tune", _never)
+    monkeypatch.setattr(cli_sweep, "tune", _never)
     for path, said in _bad_files(place):
         assert main([*TUNE, "--out", path]) == 2, path
         _one_line(capsys, "--out", said)
@@ -77,7 +77,7 @@ def test_tune_out_makes_its_folder_and_writes_strict_json_and_a_full_device_is_o
 
 
 def test_sweep_refuses_an_out_it_cannot_write_before_sweeping(place, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "run_preset", _never)
+    monkeypatch.setattr(cli_sweep, "run_preset", _never)
     for path, said in [(str(place / "file.json"), "is a file, not a folder"),
                        (str(place / "file.json" / "x"), "a file, not a folder"),
                        ("/proc/dpcore-cannot-write", "cannot be written"), ("", "needs --preset ID and --out DIR")]:
@@ -103,8 +103,8 @@ def test_the_sweep_outputs_checked_are_the_ones_it_writes(place, capsys):
 
 
 def test_prepare_refuses_a_cache_folder_it_cannot_make_before_preparing(place, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "prepare_for_class", _never)
-    monkeypatch.setattr(cli, "ship_references", _never)
+    monkeypatch.setattr(cli_sweep, "prepare_for_class", _never)
+    monkeypatch.setattr(cli_sweep, "ship_references", _never)
     for folder, said in [(place / "file.json", "is a file, not a folder"),
                          (place / "file.json" / "cache", "a file, not a folder"),
                          ("/proc/dpcore-cannot-write", "cannot be written")]:
@@ -171,7 +171,7 @@ RUN = ["run", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "-R"
 
 @pytest.mark.parametrize("command, work", [(RUN, "run"), (TUNE, "tune")], ids=["run", "tune"])
 def test_plan_out_is_refused_before_the_work(place, capsys, monkeypatch, command, work):
-    monkeypatch.setattr(cli, work, _never)
+    monkeypatch.setattr({"run": cli_run, "tune": cli_sweep}[work], work, _never)
     for path, said in _bad_files(place):
         assert main([*command, "--plan-out", path]) == 2, path
         _one_line(capsys, "--plan-out", said)

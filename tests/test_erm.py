@@ -163,12 +163,12 @@ def test_a_context_with_a_folder_keeps_sampled_calibrations_there(tmp_path):
     from dpcore.experiments.run import RunSpec, run
 
     spec = RunSpec(dataset="iris", mechanism="gradient-dpsgd", epsilon=0.7, iterations=20, repeats=2)
-    plain = run(spec, Context())
-    first = run(spec, Context(erm_dir=tmp_path))
+    plain = run(spec, ctx=Context())
+    first = run(spec, ctx=Context(erm_dir=tmp_path))
     files = list(tmp_path.glob("calibration-*.json"))
     assert len(files) == 1
     assert json.loads(files[0].read_text())["noise_multiplier"] == first.extras["noise_multiplier"]
-    again = run(spec, Context(erm_dir=tmp_path))
+    again = run(spec, ctx=Context(erm_dir=tmp_path))
     for r in (first, again):
         assert r.sigma == plain.sigma and r.epsilon_certified == plain.epsilon_certified
         assert np.array_equal(r.accuracy, plain.accuracy) and np.array_equal(r.gap, plain.gap)
@@ -188,15 +188,15 @@ def test_a_run_reports_its_steps_and_the_reference_solve_without_changing_a_numb
         clients = 3 if mechanism.startswith("distributed") else 1
         spec = RunSpec(dataset="iris", mechanism=mechanism, iterations=T, repeats=2,
                        clients=clients if clients > 1 else None)
-        got = run(spec, ctx)
+        got = run(spec, ctx=ctx)
         assert heard[-1][:2] == (clients * T, clients * T)
         assert [d for d, _, _ in heard] == sorted(d for d, _, _ in heard)
         assert len(heard) <= 101 * clients
-        quiet = run(spec, Context())
+        quiet = run(spec, ctx=Context())
         assert np.array_equal(got.gap, quiet.gap) and got.sigma == quiet.sigma
 
     heard.clear()
-    run(RunSpec(dataset="iris", model="mlp", mechanism="gradient-dpgd", iterations=5, lam=2e-3), ctx)
+    run(RunSpec(dataset="iris", model="mlp", mechanism="gradient-dpgd", iterations=5, lam=2e-3), ctx=ctx)
     solve = [h for h in heard if h[2].startswith("exact reference")]
     assert solve and solve[-1][1] == 900 and solve[-1][0] <= 900  # 3 restarts × 300 iterations at most
     assert heard[-1] == (5, 5, "training")
@@ -426,14 +426,14 @@ def test_an_unsolved_mlp_reference_is_counted_in_the_work_budget_before_it_start
     monkeypatch.setattr(experiment, "solve_erm", lambda *a, **k: solves.append(1))
     ctx = Context(erm_dir=tmp_path, budget=budget, trace_points=0)
     with pytest.raises(BudgetError, match="with .* for the exact reference L"):
-        run(spec, ctx)
+        run(spec, ctx=ctx)
     small = Context(erm_dir=tmp_path, budget=Budget(work=solve / 2), trace_points=0)
     with pytest.raises(BudgetError, match="exact reference L\\* behind the gap .* alone"):
-        run(spec, small)
+        run(spec, ctx=small)
     assert not solves and not list(tmp_path.glob("erm-*.json"))
     monkeypatch.undo()
     Context(erm_dir=tmp_path, trace_points=0).store.exact(data, model)  # solved once, under the default budget
-    assert run(spec, Context(erm_dir=tmp_path, budget=budget, trace_points=0)).gap is not None
+    assert run(spec, ctx=Context(erm_dir=tmp_path, budget=budget, trace_points=0)).gap is not None
     monkeypatch.setattr(experiment, "SLOW_REFERENCE_ROWS", 100)
     seconds = solve * experiment.SECONDS_PER_OPERATION
     assert f"up to about {seconds:.0f} s" in experiment.slow_reference(spec, Context(erm_dir=tmp_path / "new"))

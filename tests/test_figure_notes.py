@@ -22,13 +22,13 @@ from dpcore.experiments.presets import wrap_note as _wrap
 from dpcore.figures import (
     NOTE,
     NOTE_LEAD,
-    _plain,
     figure_note,
     misses_target,
     on_screen,
     target_note,
     without_notes,
 )
+from dpcore.figures_screen import _plain
 
 ROOT = Path(__file__).resolve().parent.parent
 

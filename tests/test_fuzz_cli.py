@@ -44,7 +44,7 @@ from hostile import HUGE, SUBNORMAL, declared_values, time_limit  # tests/hostil
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from dpcore import cli
+from dpcore import cli_sweep  # where prepare's work and shipped files are named
 from dpcore.certify import CERTIFY_PARAMS
 from dpcore.cli import MAX_LINE_CHARS, build_parser, main
 from dpcore.mechanisms import REGISTRY
@@ -279,10 +279,10 @@ def _run(argv: list[str], out_dir: str, env: dict | None = None) -> tuple[int, s
         stack.enter_context(mock.patch.dict(os.environ, {"DPCORE_WORK_BUDGET": repr(WORK),
                                                          "DPCORE_MEMORY_BUDGET": repr(MEMORY)}))
         for name in ("prepare_for_class", "prepare_lesson", "ship_references"):
-            stack.enter_context(mock.patch.object(cli, name, lambda *a, **k: []))
-        stack.enter_context(mock.patch.object(cli, "ship_classroom_compare", lambda *a, **k: {"wall_seconds": 0}))
-        stack.enter_context(mock.patch.object(cli, "CLASSROOM_FILE", Path(out_dir, "shipped", "classroom.json")))
-        stack.enter_context(mock.patch.object(cli, "SHIPPED_REFERENCES", Path(out_dir, "shipped", "references")))
+            stack.enter_context(mock.patch.object(cli_sweep, name, lambda *a, **k: []))
+        stack.enter_context(mock.patch.object(cli_sweep, "ship_classroom_compare", lambda *a, **k: {"wall_seconds": 0}))
+        stack.enter_context(mock.patch.object(cli_sweep, "CLASSROOM_FILE", Path(out_dir, "shipped", "classroom.json")))
+        stack.enter_context(mock.patch.object(cli_sweep, "SHIPPED_REFERENCES", Path(out_dir, "shipped", "references")))
         stack.enter_context(mock.patch.dict(os.environ, {k: v.replace(OUT, out_dir) for k, v in env.items()}))
         stack.enter_context(chdir(out_dir))  # a relative output path ("1", "½") lands in the test's folder
         stack.enter_context(time_limit(60))

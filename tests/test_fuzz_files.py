@@ -62,7 +62,7 @@ if __name__ == "__main__":  # run as a script (the campaign): what tests/conftes
     os.environ.setdefault("DPCORE_CACHE_DIR", tempfile.mkdtemp(prefix="dpcore-files-"))
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from dpcore import cli, plan_events  # noqa: E402
+from dpcore import cli_common, plan_events  # noqa: E402
 from dpcore import privacy as P  # noqa: E402
 from dpcore.cli import MAX_PLAN_BYTES  # noqa: E402
 from dpcore.cli_parser import build_parser  # noqa: E402
@@ -554,7 +554,7 @@ def test_check_of_the_check_a_blocking_reader_hangs_on_a_fifo(tmp_path, monkeypa
         with open(path, "rb") as f:
             return f.read(limit + 1)
 
-    monkeypatch.setattr(cli, "read_regular", naive)
+    monkeypatch.setattr(cli_common, "read_regular", naive)  # cli_common.read_input reads every file
     code, out, err = _in_process(case, tmp_path / "unguarded", 2.0)
     assert judge(case, code, out, err)[0].split(":")[0] in ("hang", "crash")
 

@@ -441,14 +441,14 @@ def test_check_of_the_check_a_missing_note_is_caught(monkeypatch):
     the same links are judged silent: the test would catch a note that goes missing."""
     import streamlit.runtime.state.query_params as qp
 
-    import pages.common
+    import pages.widgets  # where the notes are written (pages.common re-exports the public names only)
 
     picked = [Case("explore.py", "ex_epsilon", "below"), Case("explore.py", "ex_mechanism", "unknown"),
               Case("certify.py", "cert_mechanism", "unknown"), Case("certify.py", "cert_q", "above"),
               Case("compare.py", "cmp_paper", "unknown"), Case("local_central.py", "lc_T", "huge"),
               Case("explore.py", "ex_epsilon", REPEATED)]
     assert all(judge(c) is None for c in picked)
-    monkeypatch.setattr(pages.common, "_say_link_changed", lambda *a, **k: None)
+    monkeypatch.setattr(pages.widgets, "_say_link_changed", lambda *a, **k: None)
     monkeypatch.setattr(qp.QueryParams, "get_all", lambda self, key: [self[key]] if key in self else [])
     for c in picked:
         assert (judge(c) or "").startswith("silent"), c.id

@@ -237,9 +237,9 @@ def test_a_context_lends_its_own_pool_and_every_context_shares_one_by_default():
     ctx = Context(pool=CountingPool())
     assert ctx.with_(trace_points=0).pool is ctx.pool  # a copy keeps it
     spec = RunSpec(dataset="adult", mechanism="gradient-dpgd", epsilon=1.0, repeats=2, iterations=5, n=4000)
-    mine = run(spec, ctx)
+    mine = run(spec, ctx=ctx)
     assert ctx.pool.calls > 0 or linalg.THREADS == 1  # the run's sparse products ran on its context's pool
-    other = run(spec, Context())
+    other = run(spec, ctx=Context())
     np.testing.assert_array_equal(mine.accuracy, other.accuracy)  # pools change where, never what
     np.testing.assert_array_equal(mine.gap, other.gap)
 

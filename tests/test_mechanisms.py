@@ -285,9 +285,9 @@ def test_mlp_float32_training_leaves_the_guarantee_and_the_accuracy(monkeypatch,
 
     spec = RunSpec(dataset="breast-cancer", model="mlp", mechanism=mechanism, epsilon=2.0,
                    iterations=40, repeats=4, lam=2e-3)
-    single = run(spec, Context())
+    single = run(spec, ctx=Context())
     monkeypatch.setattr(MLP, "compute_dtype", "float64")
-    double = run(spec, Context())
+    double = run(spec, ctx=Context())
     assert single.sigma == double.sigma and single.epsilon_certified == double.epsilon_certified
     assert abs(single.accuracy.mean() - double.accuracy.mean()) <= 0.01
     np.testing.assert_allclose(single.gap, double.gap, rtol=1e-3, atol=1e-5)

@@ -142,8 +142,8 @@ def test_a_run_tells_its_loss_curve_as_it_grows_without_changing_a_number(mechan
 
     heard = []
     spec = RunSpec(dataset="iris", model=model, mechanism=mechanism, iterations=12, repeats=2, lam=2e-3)
-    got = run(spec, Context(trace_points=5).with_(on_trace=lambda s, t: heard.append((s.copy(), t.copy()))))
-    quiet = run(spec, Context(trace_points=5))
+    got = run(spec, ctx=Context(trace_points=5).with_(on_trace=lambda s, t: heard.append((s.copy(), t.copy()))))
+    quiet = run(spec, ctx=Context(trace_points=5))
     assert np.array_equal(got.gap, quiet.gap) and np.array_equal(got.loss_trace, quiet.loss_trace)
     assert len(heard) == len(got.trace_steps) == 5
     for k, (steps, trace) in enumerate(heard):
@@ -169,11 +169,11 @@ def test_runs_split_across_threads_give_the_bits_of_the_batch(monkeypatch, mecha
     real = optim._split_clipped_sums
     monkeypatch.setattr(optim, "_split_clipped_sums", lambda *a: split_calls.append(1) or real(*a))
     pool = CountingPool()
-    split = run(spec, Context(pool=pool))
+    split = run(spec, ctx=Context(pool=pool))
     assert pool.calls > 0 and bool(split_calls) == (mechanism != "gradient-dpgd")  # the threaded branches ran
     monkeypatch.setattr(models.LogReg, "runs_independent", False)
     monkeypatch.setattr(models._GLM, "_clipped_fused", lambda *a, **k: None)
     with linalg.limit_threads(1):
-        batched = run(spec, Context())
+        batched = run(spec, ctx=Context())
     for a, b in ((split.gap, batched.gap), (split.accuracy, batched.accuracy), (split.loss_trace, batched.loss_trace)):
         np.testing.assert_array_equal(a, b)

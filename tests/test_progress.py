@@ -151,7 +151,7 @@ def test_the_run_bar_shows_the_measured_estimate(monkeypatch):
     """``run_progress`` (Explore's bar) on the same timeline: a new loop is timed from its own
     start, and the words say whether a number is known yet."""
     sys.path.insert(0, str(ROOT))
-    from pages import common
+    from pages import progress
 
     shown, clock = [], Clock(0.0)
 
@@ -162,10 +162,10 @@ def test_the_run_bar_shows_the_measured_estimate(monkeypatch):
         def empty(self):
             pass
 
-    monkeypatch.setattr(common.st, "empty", Slot)
-    monkeypatch.setattr(common.time, "perf_counter", clock)
+    monkeypatch.setattr(progress.st, "empty", Slot)
+    monkeypatch.setattr(progress.time, "perf_counter", clock)
     texts = {}
-    with common.run_progress(after=2.0) as tell:
+    with progress.run_progress(after=2.0) as tell:
         for t, done, total, label, _ in _run_timeline():
             clock.t = t
             tell(done, total, label)

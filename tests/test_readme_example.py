@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 MAX_LINES = 150
@@ -22,12 +24,14 @@ def _blocks(text: str, lang: str) -> list[str]:
     return re.findall(rf"^```{lang}\n(.*?)^```[ \t]*$", text, flags=re.S | re.M)
 
 
-def _example(text: str) -> tuple[str, list[str]]:
-    """The first ```python block, and the lines of the first ```text block after it (what it prints)."""
-    code = _blocks(text, "python")[0]
-    after = text[text.index(code) + len(code):]
-    printed = _blocks(after, "text")[0]
-    return code, [ln.rstrip() for ln in printed.strip("\n").splitlines()]
+def _examples(text: str) -> list[tuple[str, list[str]]]:
+    """Every ```python block, with the lines of the first ```text block after it (what it prints)."""
+    out = []
+    for code in _blocks(text, "python"):
+        after = text[text.index(code) + len(code):]
+        printed = _blocks(after, "text")[0]
+        out.append((code, [ln.rstrip() for ln in printed.strip("\n").splitlines()]))
+    return out
 
 
 def _slug(heading: str) -> str:
@@ -64,13 +68,22 @@ def _broken_links(path: Path, text: str | None = None) -> list[str]:
     return broken
 
 
-def test_the_readme_example_runs_and_prints_what_the_readme_says():
-    """The first Python block, run as a user would from the repository's root, prints exactly the
-    text block the README shows after it (on a small dataset: a few seconds)."""
-    code, expected = _example(README.read_text())
+@pytest.mark.parametrize("which", [0, 1], ids=["run", "event-and-estimator"])
+def test_the_readme_example_runs_and_prints_what_the_readme_says(which):
+    """Each Python block, run as a user would from the repository's root, prints exactly the text
+    block the README shows after it (on small data: a few seconds), with no warning; it imports only
+    the package's face (``from dpcore import …`` of names in ``dpcore.__all__``)."""
+    import dpcore
+
+    examples = _examples(README.read_text())
+    assert len(examples) == 2
+    code, expected = examples[which]
     assert "from dpcore" in code and len(code.strip().splitlines()) <= 10
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ), capture_output=True,
-                          text=True, timeout=120)
+    for names in re.findall(r"^from dpcore import (.+)$", code, flags=re.M):
+        assert {n.strip() for n in names.split(",")} <= set(dpcore.__all__), names
+    assert not re.search(r"^(from dpcore\.|import dpcore)", code, flags=re.M)
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=ROOT, env=dict(os.environ),
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert [ln.rstrip() for ln in done.stdout.strip("\n").splitlines()] == expected, done.stdout
 
@@ -98,5 +111,5 @@ def test_check_of_the_check_a_missing_file_or_heading_is_caught():
             "[ok anchor](#documentation)\n```bash\n[fenced](docs/nowhere.md)\n```\n")
     assert _broken_links(README, text) == ["docs/nowhere.md", "docs/missing.png", "../outside.md",
                                            "docs/spec.md#no-such-heading"]
-    code, printed = _example("x\n```python\nprint(1)\n```\n\n```text\n1\n```\n")
+    (code, printed), = _examples("x\n```python\nprint(1)\n```\n\n```text\n1\n```\n")
     assert code == "print(1)\n" and printed == ["1"]

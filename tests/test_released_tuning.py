@@ -85,8 +85,8 @@ def test_the_choice_tells_its_progress_release_by_release_without_changing_a_num
     heard = []
     spec = RunSpec(dataset="breast-cancer", mechanism="input-kang", epsilon=4.0, repeats=3,
                    options=(("tune_on_release", True),))
-    told = run(spec, Context(progress=lambda done, total, label: heard.append((done, total, label))))
-    quiet = run(spec, Context())
+    told = run(spec, ctx=Context(progress=lambda done, total, label: heard.append((done, total, label))))
+    quiet = run(spec, ctx=Context())
     mine = [(d, t) for d, t, label in heard if "choosing each release" in label]
     assert mine == [(1, 3), (2, 3), (3, 3)]
     assert np.array_equal(told.gap, quiet.gap) and np.array_equal(told.accuracy, quiet.accuracy)
@@ -187,7 +187,7 @@ def test_tune_released_rows_spend_the_certified_epsilon_and_compare_the_same_rel
     assert reg[0]["test_rmse"] > 0 and "rmse_guess" in reg[0]
     with pytest.raises(ParameterError, match="cannot be tuned on them"):
         tune_released("breast-cancer", ["local-duchi"], [1.0])
-    both = tune("breast-cancer", ["input-kang", "objective-chaudhuri"], [4.0], DELTA, final_repeats=2,
+    both = tune("breast-cancer", mechanisms=["input-kang", "objective-chaudhuri"], epsilons=[4.0], delta=DELTA, final_repeats=2,
                 grids={"objective-chaudhuri": {"lam": (1e-3, 1e-2)}})
     assert [r["mechanism"] for r in both.released_rows] == ["input-kang"]
     assert [r["mechanism"] for r in both.rows] == ["objective-chaudhuri"]

@@ -53,7 +53,9 @@ def test_readme_starts_with_the_app_and_the_test_command():
 #: a failed install, the first command of its && list), then run the shipped-file tests again on
 #: generic BLAS kernels
 _CI_AFTER_README = (r'readme_status=\$\?; if \[ "\$readme_status" -ne 0 \]; then exit "\$readme_status"; fi',
-                    r"OPENBLAS_CORETYPE=\w+ python -m pytest -q tests/test_shipped\.py( [^;&|]*)?")
+                    r"OPENBLAS_CORETYPE=\w+ python -m pytest -q tests/test_shipped\.py( [^;&|]*)?",
+                    # ... and as a machine without AVX-512 runs them (benchmarks/machine.py sets the switches)
+                    r"python benchmarks/machine\.py --run python -m pytest -q tests/test_shipped\.py( [^;&|]*)?")
 
 
 def _ci_follows_the_readme(ci: str, tests: str) -> None:

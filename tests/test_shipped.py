@@ -62,7 +62,7 @@ import pytest
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
-from dpcore import accounting, privacy
+from dpcore import accounting, privacy, privacy_pld
 from dpcore.cli import build_parser
 from dpcore.datasets import load as load_dataset
 from dpcore.experiments.context import Context
@@ -143,7 +143,7 @@ assert privacy.CALIBRATION_RTOL == 1e-9, "SIGMA_RTOL's derivation assumes calibr
 #: by far less (a DP-SGD row: 0.9999915219379503 on AVX-512, 0.9999916088859793 on AVX2, 8.7e-8 at
 #: Δ = 1e-3).  Δ is read from the accountant as it certifies (:func:`_accountant_grids`):
 #: ``accounting.pld_grid`` (≥ PLD_DISCRETIZATION = 1e-3) for sampled Gaussians, min(0.05,
-#: 1e-4·max(1, ε)) for other compositions (``privacy._pld_epsilon``).
+#: 1e-4·max(1, ε)) for other compositions (``privacy_pld._pld_epsilon``).
 PLD_GRID_STEPS = 1
 
 #: Loss-based results of convex float64 runs (L*, the gap L(θ) − L*, RMSE, their means over runs),
@@ -458,7 +458,7 @@ def _accountant_grids():
     one step: PLD_GRID_STEPS); empty when every certificate came from a closed form.  The certificates
     ``certify`` remembers are forgotten first: a remembered one would hide the accountant it came from."""
     grids: list[float] = []
-    sampled, composed, run = accounting._sampled_gaussian_pld_epsilon, privacy._pld_epsilon, privacy._pld_run
+    sampled, composed, run = accounting._sampled_gaussian_pld_epsilon, privacy_pld._pld_epsilon, privacy_pld._pld_run
 
     def sampled_spy(noise_multiplier, sample_rate, steps, delta, grid):
         grids.append(grid)
@@ -472,14 +472,14 @@ def _accountant_grids():
             runs.append((value, grid))
             return value
 
-        with mock.patch.object(privacy, "_pld_run", run_spy):
+        with mock.patch.object(privacy_pld, "_pld_run", run_spy):
             eps = composed(events, delta)
         grids.append(max(g for v, g in runs if v == eps))  # the grid of the value returned (the smaller)
         return eps
 
     privacy.certify.cache_clear()
     with mock.patch.object(accounting, "_sampled_gaussian_pld_epsilon", sampled_spy), \
-            mock.patch.object(privacy, "_pld_epsilon", composed_spy):
+            mock.patch.object(privacy_pld, "_pld_epsilon", composed_spy):
         yield grids
 
 
@@ -842,7 +842,7 @@ def test_a_shipped_tuning_row_is_this_codes(path):
         mine = [r["epsilon"] for r in record["rows"] if r["mechanism"] == mech]
         epsilons = mine if REGISTRY[mech].stack_fields else [eps]
         with threadpool_limits(limits=1), _accountant_grids() as grids:  # no oversubscribed cores
-            result = tune(args.dataset, [mech], epsilons, args.delta, model=args.model, repeats=args.repeats,
+            result = tune(args.dataset, mechanisms=[mech], epsilons=epsilons, delta=args.delta, model=args.model, repeats=args.repeats,
                           final_repeats=args.final_repeats, seed=args.seed,
                           validation_fraction=args.validation_fraction, selection_epsilon=args.selection_epsilon)
         fresh = json.loads(json.dumps(result.to_dict()))

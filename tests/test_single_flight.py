@@ -110,7 +110,7 @@ def test_the_process_thread_limits_come_back_after_a_run():
     seen = []
     ctx = Context(progress=lambda done, total, label: seen.append(
         sorted((i["internal_api"], i["num_threads"]) for i in threadpool_info())))
-    run(SPECS[0], ctx)
+    run(SPECS[0], ctx=ctx)
     after = sorted((i["internal_api"], i["num_threads"]) for i in threadpool_info())
     assert after == before
     assert seen and all(n == 1 for api, n in seen[0])  # limited while it worked

@@ -13,6 +13,7 @@ import pytest
 
 from dpcore.experiments import context as context_mod
 from dpcore.experiments import sweep as sweep_mod
+from dpcore.experiments import records
 from dpcore.cli import main
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.presets import EPS_001, LR_004, N_003, PRESETS, auto_delta, get_preset, run_preset
@@ -314,7 +315,7 @@ def test_warm_workers_loads_in_the_background_and_changes_no_number():
     warm = epsilon_sweep(base, ["gradient-dpgd"], [1.0], Context(workers=2))
     assert cold[0]["accuracy_mean"] == pytest.approx(warm[0]["accuracy_mean"], rel=1e-12)
     # a setting the core refuses is not warmed, and says so instead of raising
-    bad = sweep_mod._config_record(RunSpec(dataset="breast-cancer", n=10**6))
+    bad = records.config_record(RunSpec(dataset="breast-cancer", n=10**6))
     assert sweep_mod._warm(bad).startswith("not warmed: ")
 
 
@@ -537,7 +538,7 @@ def test_a_damaged_stored_result_is_computed_again_not_served(kind, tmp_path, ca
     keys = [task_key(s) for s in _SMALL]
     _damage(kind, tmp_path / f"{keys[0]}.json", tmp_path / f"{keys[1]}.json")
     if kind in ONLY_RECOMPUTATION_SEES:  # check of the check: types and ranges alone accept these
-        sweep_mod._check_record(json.loads((tmp_path / f"{keys[0]}.json").read_text()), keys[0], None)
+        records.check_stored_record(json.loads((tmp_path / f"{keys[0]}.json").read_text()), keys[0], None)
     with caplog.at_level("WARNING", logger="dpcore.experiments.sweep"):
         again = _cached_grid(tmp_path)  # returns (a FIFO or /dev/zero would hang or fill memory)
     assert again.attrs["computed"] == 1 and again.attrs["cached"] == len(_SMALL) - 1
@@ -550,9 +551,9 @@ def test_a_record_read_again_is_not_accounted_again_but_a_forged_one_still_is(tm
     """The server remembers the stored records it has verified (by task key and what they claim):
     a second click, or another session, reads them without running their accounting again."""
     _cached_grid(tmp_path)
-    real, calls = sweep_mod.noise_plan, []
-    monkeypatch.setattr(sweep_mod, "noise_plan", lambda *a, **k: calls.append(1) or real(*a, **k))
-    sweep_mod._VERIFIED.clear()
+    real, calls = records.noise_plan, []
+    monkeypatch.setattr(records, "noise_plan", lambda *a, **k: calls.append(1) or real(*a, **k))
+    records.VERIFIED.clear()
     for _ in range(3):
         assert _cached_grid(tmp_path).attrs["cached"] == len(_SMALL)
     assert len(calls) == len(_SMALL)  # once per record, not once per read

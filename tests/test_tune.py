@@ -110,7 +110,7 @@ def test_search_space_refuses_what_it_cannot_tune():
     with pytest.raises(ParameterError, match="MLP"):
         search_space("gradient-dpgd", "mlp")
     with pytest.raises(ParameterError, match="regression"):
-        tune("synthetic-regression", ["gradient-dpgd"], [1.0], model="linreg")
+        tune("synthetic-regression", mechanisms=["gradient-dpgd"], epsilons=[1.0], model="linreg")
     space = search_space("gradient-dpgd")
     assert len(candidates(RunSpec(dataset="adult", mechanism="gradient-dpgd"), space)) == \
         math.prod(len(v) for v in space.values())
@@ -119,7 +119,7 @@ def test_search_space_refuses_what_it_cannot_tune():
 def test_tune_end_to_end_on_small_data():
     grids = {"gradient-dpgd": {"iterations": (20, 100), "learning_rate": (0.5, 2.0)},
              "objective-chaudhuri": {"lam": (1e-3, 1e-2)}}
-    res = tune("breast-cancer", list(grids), [0.5, 4.0], delta=1e-6, repeats=2, final_repeats=4, grids=grids)
+    res = tune("breast-cancer", mechanisms=list(grids), epsilons=[0.5, 4.0], delta=1e-6, repeats=2, final_repeats=4, grids=grids)
     assert len(res.rows) == 4 and not res.errors
     for row in res.rows:
         cands = [c for c in res.candidates if c["mechanism"] == row["mechanism"] and c["epsilon"] == row["epsilon"]]
@@ -168,8 +168,8 @@ def test_compare_can_run_each_mechanism_at_its_shipped_tuning():
 
 def test_a_longer_grid_keeps_every_other_choice():
     grids = {"objective-chaudhuri": {"lam": (1e-3, 1e-2, 3e-2)}, "output-gaussian": {"lam": (1e-4, 1e-2)}}
-    short = tune("breast-cancer", ["objective-chaudhuri"], [1.0], delta=1e-6, final_repeats=2, grids=grids)
-    long = tune("breast-cancer", ["output-gaussian", "objective-chaudhuri"], [0.3, 1.0, 3.0], delta=1e-6,
+    short = tune("breast-cancer", mechanisms=["objective-chaudhuri"], epsilons=[1.0], delta=1e-6, final_repeats=2, grids=grids)
+    long = tune("breast-cancer", mechanisms=["output-gaussian", "objective-chaudhuri"], epsilons=[0.3, 1.0, 3.0], delta=1e-6,
                 final_repeats=2, grids=grids)
     pick = [r for r in long.rows if r["mechanism"] == "objective-chaudhuri" and r["epsilon"] == 1.0]
     assert pick[0]["setting"] == short.rows[0]["setting"]
@@ -260,7 +260,7 @@ def test_no_two_releases_of_a_search_share_a_random_stream(monkeypatch):
     monkeypatch.setattr(tune_mod, "search_plan", plan)
     grids = {"output-laplace": {"lam": (1e-3, 1e-2, 3e-2)},
              "gradient-dpgd": {"iterations": (20,), "learning_rate": (0.5, 2.0)}}
-    res = tune("breast-cancer", list(grids), [1.0], delta=1e-6, repeats=2, final_repeats=3, grids=grids)
+    res = tune("breast-cancer", mechanisms=list(grids), epsilons=[1.0], delta=1e-6, repeats=2, final_repeats=3, grids=grids)
     assert not res.errors and len(res.rows) == 2
     # the final run is certified as any setting the choice could pick, not the one it picked
     assert sorted(finals_seen) == [2, 3]

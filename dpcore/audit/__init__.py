@@ -18,12 +18,16 @@ A certified ε is a proof; an audited ε is evidence.  The modules, by role:
 * :mod:`~dpcore.audit.one_run` – auditing with one training run (Steinke, Nasr & Jagielski 2023).
 
 The audit sits above the experiments (it trains through their ``RunSpec`` and problems;
-nothing in ``dpcore.experiments`` imports it) and below the interfaces.  ``dpcore.audit`` as
-an attribute of the package ``dpcore`` is the function :func:`audit` (``from dpcore import
-audit``); this package's modules are reachable through it too (see ``dpcore/__init__.py``).
+nothing in ``dpcore.experiments`` imports it) and below the interfaces.  The entry point is
+:func:`run_audit` (``from dpcore import run_audit``).  Until the last release ``dpcore.audit`` was
+that function and hid this package; for one release the package can still be called as the
+function was (``dpcore.audit(spec, trials)``), with a ``DeprecationWarning`` naming the new spelling.
 """
 
-from . import bounds, canaries, core, measured, membership, one_run, threats, whitebox
+import sys
+import warnings
+
+from . import bounds, canaries, core, evidence, measured, membership, one_run, threats, whitebox
 from .bounds import ALPHA_SHARES, ASSUMPTIONS, Estimate, clopper_pearson_upper
 from .canaries import (
     CANARIES,
@@ -35,7 +39,7 @@ from .canaries import (
     resolve_canary,
     subsample,
 )
-from .core import AuditResult, audit
+from .core import AuditResult, audit, run_audit
 from .membership import (
     VERDICTS,
     MembershipTest,
@@ -55,8 +59,21 @@ from .one_run import OneRunResult, one_run_audit
 from .threats import STRATEGIES, THREATS
 from .whitebox import WHITE_BOX_UNAVAILABLE
 
-#: the package's modules (``dpcore/__init__.py`` hangs them on the function ``audit``)
-MODULES = (bounds, canaries, core, measured, membership, one_run, threats, whitebox)
+#: the package's modules
+MODULES = (bounds, canaries, core, evidence, measured, membership, one_run, threats, whitebox)
+
+
+class _CallableModule(type(sys.modules[__name__])):
+    """This package, callable for one release as the function ``dpcore.audit`` that used to hide it."""
+
+    def __call__(self, *args, **kwargs):
+        warnings.warn("calling dpcore.audit(spec, trials, ...) is deprecated: call dpcore.run_audit(spec, trials=..., "
+                      "...), whose parameters after the spec are keyword-only", DeprecationWarning, stacklevel=2)
+        return core.run_audit(*args[:1], **dict(zip(("trials", "alpha", "canary", "score", "max_rows", "progress"),
+                                                    args[1:])), **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
     "ALPHA_SHARES",
@@ -75,6 +92,7 @@ __all__ = [
     "MembershipTest",
     "OneRunResult",
     "audit",
+    "run_audit",
     "choose_threshold",
     "confirmed",
     "clopper_pearson_upper",

@@ -51,23 +51,11 @@ from ..experiments.run import (
 from ..mechanisms import Problem, get_mechanism
 from ..optim import BatchRNG
 from ..params import validate
-from .bounds import (
-    ALPHA_SHARES,
-    ASSUMPTIONS,
-    Estimate,
-    effect_size_bound,
-    gaussian_scale_bound,
-    gdp_epsilon_lower,
-    pooled_error_bound,
-    sampled_gaussian_bound,
-    sampled_gaussian_scale_bound,
-    simulation_seed,
-)
+from .bounds import gdp_epsilon_lower
 from .canaries import NEIGHBOURING, resolve_canary, subsample
+from .evidence import Evidence, estimate
 from .membership import (
     NOT_MET,
-    MembershipTest,
-    membership_test,
     privacy_region,
     roc_points,
     size_ceiling,
@@ -76,7 +64,7 @@ from .membership import (
 from .measured import Measured
 from .threats import threat_strategy
 
-__all__ = ["DEFAULT_CHUNK", "RUN_SEED_STRIDE", "AuditResult", "audit"]
+__all__ = ["DEFAULT_CHUNK", "RUN_SEED_STRIDE", "AuditResult", "run_audit", "audit"]
 
 DEFAULT_CHUNK = 250
 #: run r on side s of audit seed S uses seed (2S + s)·RUN_SEED_STRIDE + r (trials ≤ the stride)
@@ -88,7 +76,7 @@ def _check(name: str, value: Any) -> Any:
     return validate(name, value, "audit")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AuditResult:
     """Everything an audit found; the UI formats these, it does not compute.
 
@@ -151,7 +139,7 @@ class AuditResult:
     noise_check: dict[str, Any] | None = None
     noise: dict[str, Any] | None = None  # the measured audit's checks of the noise (shape, independence)
     findings: tuple[str, ...] = ()  # measured facts that refute the certificate's premise
-    # a refutation's size and chance (see core._refutation); None when nothing is refuted
+    # a refutation's size and chance (see _refutation); None when nothing is refuted
     refutation: dict[str, Any] | None = None
     epsilon_domain_ceiling: float | None = None  # the ε the data domain allows at the declared noise
     # a second, independent audit (fresh seed) run to confirm a refutation (audit(confirm=True))
@@ -161,7 +149,7 @@ class AuditResult:
         """The attack's empirical ROC on all runs (at most ``points`` points).
 
         >>> from dpcore.experiments.run import RunSpec
-        >>> r = audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="non-private"), trials=100)
+        >>> r = run_audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="non-private"), trials=100)
         >>> roc = r.roc(points=5)
         >>> sorted(roc), len(roc["fpr"]) == len(roc["tpr"]) <= 5
         (['fpr', 'tpr'], True)
@@ -180,7 +168,7 @@ class AuditResult:
         >>> import json
         >>> from dpcore.experiments.run import RunSpec
         >>> from dpcore.jsonutil import dumps
-        >>> r = audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="non-private"), trials=100)
+        >>> r = run_audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="non-private"), trials=100)
         >>> record = json.loads(dumps(r.to_dict()))
         >>> record["verdict"], record["epsilon_certified"], len(record["scores"]["with_canary"])
         ('no guarantee claimed', None, 100)
@@ -262,15 +250,15 @@ def _run_seeds(seed: int, side: int, trials: int) -> np.ndarray:
 
 
 @in_context_pool
-def audit(
-    config: RunSpec,
+def run_audit(
+    spec: RunSpec,
+    *,
     trials: int,
     alpha: float = 0.05,
     canary: str = "auto",
     score: str = "margin",
     max_rows: int | None = 5000,
     progress: Callable[[int, int], None] | None = None,
-    *,
     threat: str = "black-box",
     canary_label: float = 1.0,
     chunk_size: int = DEFAULT_CHUNK,
@@ -282,13 +270,13 @@ def audit(
 ) -> AuditResult:
     """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
 
-    ``config`` names the dataset, model, mechanism and every setting as for
+    ``spec`` names the dataset, model, mechanism and every setting as for
     :func:`dpcore.experiments.run.run` (its ``repeats`` is ignored; ``seed`` seeds the canary,
     the subsample and the runs).  Runs go through the mechanism in batched chunks of
     ``chunk_size``; ``progress(done, total)``, ``total = 2·trials``, is called before the first
     and after every chunk (black-box: after each side of it).  More than ``max_rows`` training
     rows are audited on a seeded subsample of that many (``note`` says so).  ``dataset``: a
-    user's own data in place of ``config.dataset``; ``ctx``: where the full data's exact
+    user's own data in place of ``spec.dataset``; ``ctx``: where the full data's exact
     solution comes from (by default :func:`~dpcore.experiments.context.default_context`).
 
     The threat model is a strategy of :data:`dpcore.audit.threats.STRATEGIES`: ``"black-box"``
@@ -334,48 +322,58 @@ def audit(
     >>> from dpcore.experiments.run import RunSpec
     >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=1.0,
     ...               delta=1e-5, iterations=10)
-    >>> r = audit(cfg, trials=50)
+    >>> r = run_audit(cfg, trials=50)
     >>> r.verdict, r.threat, r.canary, r.scores_without.shape, r.scores_with.shape
     ('not refuted', 'black-box', 'orthogonal-pair', (50,), (50,))
     >>> bool(0.0 <= r.epsilon_lower_bound <= r.size_ceiling), bool(0.99 < r.epsilon_certified <= 1.0)
     (True, True)
-    >>> blind = audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="non-private"), trials=100)
+    >>> blind = run_audit(RunSpec(dataset="breast-cancer", model="logreg", mechanism="non-private"), trials=100)
     >>> blind.verdict, blind.false_positives + blind.false_negatives   # the exact minimiser: told apart
     ('no guarantee claimed', 0)
     """
     t_start = time.perf_counter()
     trials, alpha, canary, score, strategy, chunk_size, max_rows = _arguments(
-        config, trials, alpha, canary, score, threat, chunk_size, max_rows, end_to_end, progress)
-    mechanism = get_mechanism(config.mechanism)
+        spec, trials, alpha, canary, score, threat, chunk_size, max_rows, end_to_end, progress)
+    mechanism = get_mechanism(spec.mechanism)
     canary = resolve_canary(canary, mechanism)
-    problem, model, note = _audited_problem(config, dataset, max_rows, ctx)
-    mechanism.check(problem, config)
+    problem, model, note = _audited_problem(spec, dataset, max_rows, ctx)
+    mechanism.check(problem, spec)
     # every run of both sides is trained, a chunk at a time: refuse what would not fit or finish
-    check_budget(dataclasses.replace(config, repeats=min(chunk_size, trials)), problem.dataset, model, mechanism,
+    check_budget(dataclasses.replace(spec, repeats=min(chunk_size, trials)), problem.dataset, model, mechanism,
                  runs=2 * trials, what="the iterations or the trials")
-    attack = _attack(strategy, measure, mechanism, problem, model, config, canary, canary_label, score)
-    message = delta_warning(config.delta, attack.problem.n)
+    attack = _attack(strategy, measure, mechanism, problem, model, spec, canary, canary_label, score)
+    message = delta_warning(spec.delta, attack.problem.n)
     caught = [message] if mechanism.private and message else []
     if progress is not None:
         progress(0, 2 * trials)
-    seeds = (_run_seeds(config.seed, 0, trials), _run_seeds(config.seed, 1, trials))
-    first = mechanism.run(attack.problem, config, BatchRNG([int(seeds[0][0])]))
-    eps_certified = first.certified(config.delta)[0]
+    seeds = (_run_seeds(spec.seed, 0, trials), _run_seeds(spec.seed, 1, trials))
+    first = mechanism.run(attack.problem, spec, BatchRNG([int(seeds[0][0])]))
+    eps_certified = first.certified(spec.delta)[0]
     caught += attack.measure(seeds, alpha)
     scores = _score_runs(attack, seeds, chunk_size, progress, caught)
-    delta = 0.0 if mechanism.notion == "(ε, 0)" else float(config.delta)
-    evidence = _estimate(attack, scores, delta, alpha, config.seed)
-    result = _result(config, mechanism, attack, first, eps_certified, evidence, alpha, note, caught, t_start)
+    delta = 0.0 if mechanism.notion == "(ε, 0)" else float(spec.delta)
+    evidence = estimate(attack, scores, delta, alpha, spec.seed)
+    result = _result(spec, mechanism, attack, first, eps_certified, evidence, alpha, note, caught, t_start)
     if confirm and result.verdict == NOT_MET:
-        again = audit(dataclasses.replace(config, seed=confirmation_seed(config.seed)), trials, alpha, canary, score,
-                      max_rows, progress, threat=threat, canary_label=canary_label, chunk_size=chunk_size,
-                      dataset=dataset, ctx=ctx, end_to_end=end_to_end, measure=measure)
+        again = run_audit(dataclasses.replace(spec, seed=confirmation_seed(spec.seed)), trials=trials, alpha=alpha,
+                          canary=canary, score=score, max_rows=max_rows, progress=progress, threat=threat,
+                          canary_label=canary_label, chunk_size=chunk_size, dataset=dataset, ctx=ctx,
+                          end_to_end=end_to_end, measure=measure)
         confirmed = tuple(c for c in result.refuted if c in again.refuted)
         result = dataclasses.replace(result, confirmation={
             "seed": again.config.seed, "verdict": again.verdict, "refuted": list(again.refuted),
             "epsilon_lower_bound": again.epsilon_lower_bound, "confirmed": list(confirmed),
             "noise_check": again.noise_check, "findings": list(again.findings), "refutation": again.refutation})
     return result
+
+
+def audit(config: RunSpec, trials: int, alpha: float = 0.05, canary: str = "auto", score: str = "margin",
+          max_rows: int | None = 5000, progress: Callable[[int, int], None] | None = None, **options) -> AuditResult:
+    """The old spelling of :func:`run_audit` (its parameters by position), kept for one release."""
+    warnings.warn("dpcore.audit.audit(config, trials, ...) is renamed dpcore.run_audit(spec, trials=..., ...): "
+                  "every parameter after the spec is keyword-only", DeprecationWarning, stacklevel=2)
+    return run_audit(config, trials=trials, alpha=alpha, canary=canary, score=score, max_rows=max_rows,
+                     progress=progress, **options)
 
 
 def confirmation_seed(seed: int) -> int:
@@ -453,92 +451,6 @@ def _score_runs(attack, seeds, chunk_size: int, progress, caught: list[str]) -> 
     return scores
 
 
-@dataclass(frozen=True)
-class _Evidence:
-    """What the scores showed: the membership test, the estimators whose maximum is the audited ε
-    (``headline``), the ones reported beside it (``labelled``), and the δ and direct share of α used."""
-
-    scores: tuple[np.ndarray, np.ndarray]
-    test: MembershipTest
-    headline: list[Estimate]
-    labelled: tuple | None
-    delta: float
-    alpha_direct: float
-    makers: list = field(default_factory=list)  # (name, share of α, estimate at a given α)
-
-
-def _makers(attack, scores, delta: float, seed: int) -> tuple[str, list]:
-    """The estimators the threat's scores allow, as ``(name, share of α, estimate at a given α)``,
-    and the row of :data:`~dpcore.audit.bounds.ALPHA_SHARES` they come from (see :func:`audit`)."""
-    s0, s1 = scores
-    if getattr(attack, "measured", False):
-        share = ALPHA_SHARES["measured"]
-        return "measured", [
-            ("direct", share["direct"], lambda a: _direct(s0, s1, delta, a, attack.noise)),
-            ("measured", share["measured"], lambda a: attack.measured_estimate(delta, a)),
-            ("noise-check", share["noise-check"], lambda a: attack.noise_check_estimate(delta, a))]
-    gdp = attack.gaussian is not None and delta > 0  # the two score distributions are Gaussian shifts
-    sampled = attack.sampled if delta > 0 else None  # Poisson-sampled Gaussian sums
-    # the attack read the Gaussian noise itself and added the declared shift: the χ² scale bound
-    noise_ss = attack.noise_ss if (gdp and attack.ceiling_mu is not None) or sampled is not None else None
-    row = "gaussian" if gdp else "sampled-gaussian" if sampled is not None else "other"
-    if row != "other" and noise_ss is not None:
-        row += "-declared-shift"
-    share = ALPHA_SHARES[row]
-    noise = getattr(attack, "noise", None)  # the audit's own check of the noise it read, where it reads it
-    out = [("direct", share["direct"], lambda a: _direct(s0, s1, delta, a, noise))]
-    if gdp:  # threshold 0: the log-likelihood-ratio scores are symmetric about it
-        g0, g1 = attack.gaussian
-        fp, fn = int(np.sum(g0 > 0.0)), int(np.sum(g1 <= 0.0))
-        out.append(("pooled-error", share["pooled-error"],
-                    lambda a: pooled_error_bound(fp, g0.size, fn, g1.size, delta, a)))
-        out.append(("effect-size", share["effect-size"], lambda a: effect_size_bound(g0, g1, delta, a)))
-        if noise_ss is not None:  # the noise check: labelled, never the audited ε
-            out.append(("gaussian-scale", share["gaussian-scale"],
-                        lambda a: gaussian_scale_bound(*noise_ss, attack.ceiling_mu, delta, a)))
-    if sampled is not None:
-        q, steps, z = sampled
-        if noise_ss is not None:
-            out.append(("sampled-gaussian-scale", share["sampled-gaussian-scale"],
-                        lambda a: sampled_gaussian_scale_bound(*noise_ss, z, q, steps, delta, a)))
-        else:
-            # the simulation's seed: fresh for this audit, fixed by its seed and its scores
-            sim = simulation_seed([seed], s0, s1)
-            out.append(("sampled-gaussian", share["sampled-gaussian"],
-                        lambda a: sampled_gaussian_bound(s0, s1, z, q, steps, delta, a, seed=sim)))
-    if noise is not None and not noise.passed:  # hide what assumes Gaussian noise or independent runs
-        why = "not shown: " + noise.why_not()
-        out = [out[0]] + [(name, sh, _hidden(name, why)) for name, sh, _ in out[1:]]
-    return row, out
-
-
-def _hidden(name: str, why: str):
-    """An estimator the audit's own check of the noise hides: 0, saying why."""
-    return lambda a: Estimate(name, 0.0, a, ASSUMPTIONS.get(name, ""), None, why)
-
-
-def _direct(s0, s1, delta: float, a: float, noise=None) -> Estimate:
-    """The direct bound at α = ``a``; not shown where the audit found its runs repeating (``noise``, a
-    :class:`~dpcore.audit.measured.NoiseCheck`): its one assumption, independent runs, is then false."""
-    if noise is not None and not noise.independent:
-        return Estimate("direct", 0.0, a, ASSUMPTIONS["direct"], None, "not shown: " + noise.why_not())
-    test = membership_test(s0, s1, delta, a)
-    return Estimate("direct", test.epsilon_lower_bound, a, ASSUMPTIONS["direct"], None,
-                    f"{test.false_positives} false positives of {test.n_without}, "
-                    f"{test.false_negatives} false negatives of {test.n_with}")
-
-
-def _estimate(attack, scores, delta: float, alpha: float, seed: int) -> _Evidence:
-    """Every estimator the threat's scores allow, each at its share of α (see :func:`audit`)."""
-    s0, s1 = scores
-    row, makers = _makers(attack, scores, delta, seed)
-    a = alpha * ALPHA_SHARES[row]["direct"]
-    test = membership_test(s0, s1, delta, a)
-    estimates = [make(alpha * share) for name, share, make in makers]
-    labelled = attack.labelled_estimates(s0, s1, delta, alpha)
-    return _Evidence(scores, test, estimates, labelled, delta, a, makers)
-
-
 #: the chances a refutation reports are searched down to this (smaller reads "less than 1 in 10¹²")
 SMALLEST_CHANCE = 1e-12
 
@@ -580,7 +492,7 @@ NOISE_CHECKS = ("gaussian-scale", "sampled-gaussian-scale", "noise-check")
 BUG_CHANCE = 1e-4
 
 
-def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev: _Evidence, alpha: float,
+def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev: Evidence, alpha: float,
             note: str | None, caught: list[str], t_start: float) -> AuditResult:
     """The verdict on the two claims, and everything the audit found."""
     checks = [e for e in ev.headline if e.name in NOISE_CHECKS]
@@ -672,7 +584,7 @@ def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev:
     )
 
 
-def _refutation(ev: _Evidence, alpha: float, eps_lb: float, target: float, certified: float, noise_check,
+def _refutation(ev: Evidence, alpha: float, eps_lb: float, target: float, certified: float, noise_check,
                 findings: list[str], refuted: tuple[str, ...]) -> dict[str, Any] | None:
     """How large a refutation is and how likely under a correct claim: for each refuted claim, the
     evidence that refutes it by the most, its size (how far above the claim) and its chance (the

@@ -115,7 +115,7 @@ def lambdas_for(spec: RunSpec, lams=()) -> tuple[float, ...]:
     return lambdas_searched(spec.model, (*lams, own))
 
 
-def baseline(spec: RunSpec, lams=(), ctx: Context | None = None, dataset=None) -> Baseline:
+def baseline(spec: RunSpec, *, lams=(), ctx: Context | None = None, dataset=None) -> Baseline:
     """The non-private reference for ``spec``'s data and model (its dataset, model, ``n``,
     ``d``, ``noise``; the mechanism and its settings do not enter), the best over
     :func:`lambdas_searched` of ``lams`` and ``spec.lam``.  ``dataset``: a user's own
@@ -125,7 +125,7 @@ def baseline(spec: RunSpec, lams=(), ctx: Context | None = None, dataset=None) -
     base = RunSpec(dataset=spec.dataset, model=spec.model, mechanism="non-private", repeats=1, seed=0,
                    n=spec.n, d=spec.d, noise=spec.noise)
     quiet = ctx.with_(progress=None, on_trace=None)
-    found = [(lam, run(replace(base, lam=lam), quiet, dataset=dataset)) for lam in searched]
+    found = [(lam, run(replace(base, lam=lam), ctx=quiet, dataset=dataset)) for lam in searched]
     first = found[0][1]
     if first.task == "classification":
         lam, best = max(found, key=lambda f: (f[1].accuracy_nonprivate, -f[0]))

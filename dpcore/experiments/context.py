@@ -90,7 +90,7 @@ class Budget:
 __all__ = ["Budget", "Context", "Progress", "DEFAULT_TRACE_POINTS", "default_context", "cache_dir", "shared_context"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Context:
     """Execution settings of a run or a grid of runs.
 

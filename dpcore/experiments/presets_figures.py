@@ -238,7 +238,7 @@ def _panel_reference(sub, metric: str, base: dict):
 def _reference(dataset: str, model: str, n, d, noise, lams: tuple):
     spec = RunSpec(dataset=dataset, model=model, n=None if n is None else int(n), d=None if d is None else int(d),
                    noise=noise)
-    return baseline(spec, lams, shared_context())
+    return baseline(spec, lams=lams, ctx=shared_context())
 
 
 def _with_guess(df: pd.DataFrame) -> pd.DataFrame:

@@ -16,8 +16,8 @@ import numbers
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from dataclasses import KW_ONLY, asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,10 @@ from ..params import check_conflicts, validate
 from ..privacy import NoisePlan
 from .context import DEFAULT_STACK_RUNS, DEFAULT_TRACE_POINTS, DEFAULT_WORK_BUDGET, Budget, Context, default_context
 
+
+if TYPE_CHECKING:  # the event type, for annotations only
+    import dp_accounting as dpa
+
 __all__ = ["RunSpec", "RunResult", "run", "run_many", "run_outcomes", "stack_groups", "load_problem", "noise_plan",
            "problem_data", "delta_warning", "row_norm_warning", "slow_reference"]
 
@@ -41,6 +45,7 @@ class RunSpec:
     """Every setting of one run; ``None`` means "the model's or mechanism's default"."""
 
     dataset: str = "breast-cancer"
+    _: KW_ONLY  # every setting after the dataset by name
     model: str = "logreg"
     mechanism: str = "non-private"
     epsilon: float = 1.0
@@ -98,6 +103,22 @@ class RunSpec:
         declared = REGISTRY[self.mechanism].options.get(key) if self.mechanism in REGISTRY else None
         return declared.default if declared is not None and declared.default is not None else default
 
+    def dp_event(self, *, ctx: Context | None = None, dataset=None) -> "dpa.DpEvent":
+        """This run's privacy as one dp-accounting ``DpEvent``, in its units for ``REPLACE_ONE``
+        neighbours (the relation every certificate here states), so any accountant can take it:
+        the noise its mechanism declares (:func:`noise_plan`), without training.  Mechanisms whose
+        releases dp-accounting has no event for use this package's (``GammaNormDpEvent``,
+        ``DisjointPartsDpEvent``, :mod:`dpcore.privacy`), which its PLD accountant does not take.
+
+        >>> import dp_accounting as dpa
+        >>> spec = RunSpec("breast-cancer", mechanism="gradient-dpgd", epsilon=1.0, delta=1e-5)
+        >>> accountant = dpa.pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE)
+        >>> eps = accountant.compose(spec.dp_event()).get_epsilon(1e-5)
+        >>> 0.99 < eps <= 1.0 + 1e-3    # the certified calibration: ε = 1 up to the PLD's grid
+        True
+        """
+        return noise_plan(self, ctx, dataset=dataset).event()
+
     def label(self) -> str:
         """One line naming the run: what it runs, on what, at which (ε, δ) (an exported plan's label)."""
         return (f"{self.mechanism} on {self.dataset} ({self.model}), ε = {self.epsilon:g}, δ = {self.delta:g}, "
@@ -113,7 +134,7 @@ class RunSpec:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunResult:
     config: RunSpec
     dataset_name: str
@@ -411,13 +432,13 @@ def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = 
             f"{what}")
 
 
-def run(config: RunSpec, ctx: Context | None = None, *, dataset=None) -> RunResult:
-    """Run ``config.repeats`` batched runs of one mechanism and measure them.
+def run(spec: RunSpec, *, ctx: Context | None = None, dataset=None) -> RunResult:
+    """Run ``spec.repeats`` batched runs of one mechanism and measure them.
 
     ``ctx``: how to execute (default: :func:`~dpcore.experiments.context.default_context`).
     ``dataset`` overrides the registry lookup with the user's own data.
     """
-    (result,) = run_many([config], ctx, dataset=dataset)
+    (result,) = run_many([spec], ctx, dataset=dataset)
     return result
 
 

@@ -103,7 +103,7 @@ def prepare_for_class(ctx: Context, *, mlp: bool = True,
         t0 = time.time()
         load_problem(RunSpec(dataset=dataset, model=model), ctx=ctx)
         if model != "mlp":  # and the λ grid every view's non-private line searches (its references stored)
-            baseline(RunSpec(dataset=dataset, model=model), (), ctx)
+            baseline(RunSpec(dataset=dataset, model=model), lams=(), ctx=ctx)
         finished(f"exact reference{'' if model == 'mlp' else 's over the λ grid'}, {dataset} ({model})", t0)
     t0 = time.time()
     shipped = shipped_classroom_compare()

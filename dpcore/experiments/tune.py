@@ -217,7 +217,7 @@ def _setting(spec: RunSpec, space: dict[str, tuple]) -> dict[str, Any]:
     return {k: getattr(spec, k) for k in sorted(space)}
 
 
-def tune(dataset: str | Dataset, mechanisms: Sequence[str], epsilons: Sequence[float], delta: float | None = None, *,
+def tune(dataset: str | Dataset, *, mechanisms: Sequence[str], epsilons: Sequence[float], delta: float | None = None,
          model: str = "logreg", repeats: int = 1, final_repeats: int = 10, seed: int = 0,
          validation_fraction: float = 0.2, selection_epsilon: float | None = None,
          grids: dict[str, dict[str, tuple]] | None = None, ctx: Context | None = None) -> TuneResult:

@@ -1,0 +1,91 @@
+"""What :mod:`dpcore.certify` and :mod:`dpcore.certify_plans` share: the parameters of a description,
+declared once (the command line and the view read these), the accountants a run can come from with
+their Rényi orders, the ε(δ) curve's δ's, and how an ε is written.
+
+>>> checked_param("delta", 1e-5), checked_param("target_epsilon", None), format_epsilon(float("inf"))
+(1e-05, None, '∞')
+>>> sorted(ACCOUNTANTS) == sorted(CERTIFY_PARAMS["accountant"].constraint.values)
+True
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .params import Interval, Options, Param, check
+
+__all__ = [
+    "ADD_REMOVE",
+    "REPLACE",
+    "OPACUS_ORDERS",
+    "TF_ORDERS",
+    "ACCOUNTANTS",
+    "CERTIFY_PARAMS",
+    "CURVE_DELTAS",
+    "FULL_CURVE_DELTAS",
+    "checked_param",
+    "format_epsilon",
+]
+
+ADD_REMOVE, REPLACE = "add-remove", "replace-one"
+
+#: Rényi orders of Opacus' RDPAccountant (opacus/accountants/rdp.py, DEFAULT_ALPHAS)
+OPACUS_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)))
+#: Rényi orders of TF Privacy's compute_dp_sgd_privacy (compute_dp_sgd_privacy_lib.py)
+# TF Privacy 0.9.0's compute_dp_sgd_privacy (benchmarks/bench_certify.py calls it and compares)
+TF_ORDERS = tuple([1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5] + list(range(5, 64)) + [128, 256, 512])
+
+#: the accountants a run can come from: (library and method, the analysis, its Rényi orders or None)
+ACCOUNTANTS: dict[str, tuple[str, str, tuple | None]] = {
+    "opacus-rdp": ("Opacus RDPAccountant (Rényi DP, Poisson sampling, add/remove)", "rdp", OPACUS_ORDERS),
+    "opacus-prv": ("Opacus PRVAccountant (privacy random variables: the PLD, add/remove)", "pld", None),
+    "opacus-gdp": (("Opacus GaussianAccountant (Gaussian DP by the central limit theorem: an approximation, "
+                   "not a bound)"), "clt", None),
+    "tf-privacy-rdp": ("TF Privacy compute_dp_sgd_privacy (Rényi DP through dp-accounting, add/remove)", "rdp",
+                       TF_ORDERS),
+    "jax-privacy": ("JAX Privacy (dp-accounting's RdpAccountant by default, add/remove)", "rdp", None),
+    "dp-accounting-pld": ("dp-accounting PLDAccountant (privacy-loss distribution, add/remove)", "pld", None),
+}
+
+#: the parameters of a description, declared once (the command line and the view read these)
+CERTIFY_PARAMS: dict[str, Param] = {p.name: p for p in [
+    Param("mechanism", Options(("dp-sgd", "gaussian", "laplace")), "dp-sgd",
+          "dp-sgd: Poisson- or shuffle-sampled Gaussian steps; gaussian / laplace: k plain releases"),
+    Param("accountant", Options(tuple(ACCOUNTANTS)), "opacus-rdp", "the library and method the run was accounted with"),
+    Param("sampling", Options(("poisson", "shuffled")), "poisson", "how batches were drawn"),
+    # (steps end at 1e5: past it, with q near 1, the inverse question takes minutes.)  z below 1e-3 certifies nothing a class would call private; above 1e4 it is ε ≈ 0 anyway
+    Param("noise_multiplier", Interval(float, 1e-3, 1e4, "both"), 1.0,
+          "noise multiplier z = noise std / clipping norm", 0.3, 20.0, log_scale=True),
+    # below q = 1e-6 (a million records a record) the inverse question grows slow; q > 1 is no rate
+    Param("sample_rate", Interval(float, 1e-6, 1.0, "both"), 0.01, "sampling rate q (batch / dataset size)",
+          1e-5, 1.0, log_scale=True),
+    Param("batch_size", Interval(int, 1, 10**9, "both"), 256, "expected batch size", 1, 100_000),
+    Param("dataset_size", Interval(int, 1, 10**10, "both"), 60_000, "number of records n", 1, 10**8),
+    Param("steps", Interval(int, 1, 10**5, "both"), 1000, "optimisation steps T", 1, 10**5, log_scale=True),
+    Param("epochs", Interval(float, 1e-6, 1e5, "both"), None, "epochs (steps = ⌈epochs / q⌉)", 0.01, 1000.0),
+    Param("sigma", Interval(float, 1e-6, 1e6, "both"), 1.0, "noise std σ (Gaussian) or scale b (Laplace)",
+          0.01, 100.0, log_scale=True),
+    Param("sensitivity", Interval(float, 1e-6, 1e6, "both"), 1.0,
+          "add/remove sensitivity Δ (L2 for Gaussian, L1 for Laplace); replace-one uses 2Δ", 0.01, 100.0,
+          log_scale=True),
+    Param("compositions", Interval(int, 1, 10**5, "both"), 1, "number k of releases", 1, 10**5, log_scale=True),
+    Param("delta", Interval(float, 1e-100, 1.0, "neither"), 1e-5, "δ", 1e-12, 1e-2, log_scale=True),
+    # beyond ε = 100 nothing is private; the inverse there only costs time (the PLD of z ≈ 0.1)
+    Param("target_epsilon", Interval(float, 1e-4, 100.0, "both"), None, "the ε the inverse question asks for",
+          0.01, 100.0, log_scale=True),
+]}
+
+#: the ε(δ) curve's δ's (text), and with --json / ``full=True`` the full list
+CURVE_DELTAS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10)
+FULL_CURVE_DELTAS = tuple(10.0 ** (-k / 2) for k in range(2, 31))  # 1e-1 … 1e-15
+
+
+def checked_param(name: str, value: Any, owner: str = "certify") -> Any:
+    """``value`` checked against the declaration ``name`` of :data:`CERTIFY_PARAMS` (``None`` stays ``None``)."""
+    return None if value is None else check(CERTIFY_PARAMS[name], value, owner)
+
+
+def format_epsilon(x: float | None) -> str:
+    """An ε as the certificates print it (``∞``: nothing proven)."""
+    return "∞" if x is None or not math.isfinite(x) else f"{x:.4g}"

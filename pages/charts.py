@@ -1,0 +1,178 @@
+"""Figures and tables on the page: Plotly charts readable at any width (their title and notes as
+page text), a paper figure's panels in rows, the loss curve of a run, and the downloads of a
+view's table, figure and noise plan."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dpcore.exceptions import DPCoreError
+from dpcore.figures import (REFERENCE_LINE, figure_note, legend_html, on_screen, panel_columns, panels, target_note,
+                            without_notes)
+from dpcore.experiments.run import RunSpec, noise_plan
+from dpcore.jsonutil import dumps
+from dpcore.privacy import dp_events_list
+from pages.appstate import app_context, user_dataset
+
+
+def missed_target_note(rows, target: str = "epsilon", x: str | None = None) -> None:
+    """Under a plot: which mechanisms miss their target, and by how much (``x``: the swept
+    coordinate when it is not ε, e.g. ``"skew"``), written by the one note formatter."""
+    note = target_note(rows, target=target, x=x)
+    if note:
+        st.warning(note)
+
+
+def loss_figure(rec: dict, title: str = "Training objective on the data the optimiser saw") -> go.Figure | None:
+    """Every repeat's training objective against the step, with L* when the record has it, and
+    the *released* model's objective L* + gap (mean ± sd over runs) at the last step: the loss
+    of the model whose gap the view reports.  Where noise is added after training (output
+    perturbation) it stands apart from the curve, and the title says so."""
+    trace, steps = rec.get("loss_trace"), rec.get("trace_steps")
+    if not trace:
+        return None
+    arr = np.asarray(trace, dtype=float)
+    fig = go.Figure()
+    for r in range(arr.shape[1]):
+        fig.add_trace(go.Scatter(x=steps, y=arr[:, r], mode="lines", name=f"run {r + 1}",
+                                 line=dict(width=1)))
+    star, gap = rec.get("loss_star"), rec.get("gap_mean")
+    if star is not None:
+        # under its line: the released model's label sits above its point, at L* + gap ≥ L*
+        fig.add_hline(y=star, annotation_text="L* (non-private optimum)", annotation_position="bottom right",
+                      **REFERENCE_LINE)
+    if star is not None and gap is not None and math.isfinite(gap):
+        released = star + gap
+        end = float(np.nanmean(arr[-1])) if np.isfinite(arr[-1]).any() else math.nan
+        apart = not math.isfinite(end) or abs(released - end) > 1e-6 * max(1.0, abs(released))
+        fig.add_trace(go.Scatter(
+            x=[steps[-1]], y=[released], mode="markers", name="released model",
+            marker=dict(symbol="diamond", size=11, color="#d62728"),
+            error_y=dict(type="data", array=[rec.get("gap_std") or 0.0], visible=True),
+            hovertext=[f"the released model: L(θ) = L* + gap = {released:.4g} (mean over runs)"
+                       + ("; the curve is the training before the noise added at the end" if apart else "")],
+            hoverinfo="text"))
+        fig.add_annotation(x=steps[-1], y=released, text="released model" + (" (after its noise)" if apart else ""),
+                           showarrow=False, xanchor="right", yanchor="bottom", font=dict(color="#d62728"))
+        if apart:
+            title = "Training objective before the noise, and the released model's (◆, after it)"
+    fig.update_layout(title=title, xaxis_title="step t",
+                      yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
+    return fig
+
+
+def drawn(results):
+    """(figure, the figure as the page shows it (``on_screen``'s title, copy and notes, with its
+    panels one chart each: for :func:`show_panels`), its note): the note under the figure is written
+    by :func:`figure_note` from the points drawn (the figure keeps it, wrapped, for the download; on
+    screen it is page text, which wraps by itself)."""
+    fig, points = results.figure_and_points()
+    title, shown, notes = on_screen(without_notes(fig))
+    return fig, (title, shown, notes, legend_html(shown), panel_columns(shown), panels(shown)), figure_note(**points)
+
+
+#: the most panels side by side (:func:`show_panels`)
+MAX_PANELS_A_ROW = 3
+
+
+def show_panels(prepared) -> None:
+    """A figure of many panels as :func:`drawn` prepared it: its title, its one legend (wrapping at
+    the page's width), then its panels in rows of columns as the paper lays them out; on a phone
+    (Streamlit stacks columns below 640 px) one panel a row, each as wide as the screen."""
+    title, shown, notes, legend, columns, charts = prepared
+    if len(charts) <= 1:
+        show_chart(prepared=(title, shown, notes))
+        return
+    if title:
+        st.markdown(f"**{_escape(title)}**")
+    st.html(legend)
+    # a row of the paper in rows of at most MAX_PANELS_A_ROW (5 → 3 + 2), so that a panel keeps
+    # ~250 px of plot in the wide layout beside the sidebar
+    per = math.ceil(columns / math.ceil(columns / MAX_PANELS_A_ROW))
+    for row in range(0, len(charts), columns):
+        paper_row = charts[row:row + columns]
+        for start in range(0, len(paper_row), per):
+            for col, (name, chart) in zip(st.columns(per), paper_row[start:start + per]):
+                with col:
+                    if name:
+                        st.caption(f"**{_escape(name)}**")
+                    st.plotly_chart(chart, width="stretch")
+    for note in notes:
+        st.markdown(f":red[{_escape(note)}]")
+
+
+#: a record's non-private model is the exact one at that row's own λ; the line the views draw is
+#: the best over a λ grid (pages.cached.reference_for): a downloaded table names its column so
+#: that the two are not read as one number (a new user found 0.8423 in the file, 0.8467 drawn)
+ROW_LAMBDA_COLUMNS = {"accuracy_nonprivate": "accuracy_nonprivate_at_this_rows_lambda",
+                      "rmse_nonprivate": "rmse_nonprivate_at_this_rows_lambda"}
+
+
+def table_csv(rows) -> bytes:
+    """A view's table as the CSV file it downloads (:data:`ROW_LAMBDA_COLUMNS` renamed)."""
+    return pd.DataFrame(rows).rename(columns=ROW_LAMBDA_COLUMNS).to_csv(index=False).encode()
+
+
+def download_table(rows, name: str, key: str, label: str = "Download table (CSV)") -> None:
+    """The table as CSV (:func:`table_csv`), written when the button is clicked (not on every run
+    of the page: a paper figure's table took half of the view's time, for every student who opened it)."""
+    st.download_button(label, lambda: table_csv(rows), file_name=f"{name}.csv", mime="text/csv", key=key)
+
+
+def download_plan(config: RunSpec, key: str) -> None:
+    """The run's noise plan as dp-accounting events (the file ``run --plan-out`` writes and
+    ``certify --plan`` reads), written when the button is clicked; nothing where the mechanism
+    declares no plan before training (non-private, the distributed mechanisms)."""
+    try:
+        plan = noise_plan(config, app_context(), dataset=user_dataset(config.dataset))
+    except (DPCoreError, NotImplementedError):
+        return
+    st.download_button("Download noise plan (dp-accounting events, JSON)",
+                       lambda: dumps(dp_events_list([(config.label(), plan, config.delta)]), indent=1).encode(),
+                       file_name=f"noise-plan-{config.mechanism}.json", mime="application/json", key=key,
+                       help="`python -m dpcore certify --plan FILE` certifies it again; dp-accounting composes its "
+                            "events (docs/certify.md)")
+
+
+def client_bars(sizes) -> None:
+    """Records per client as bars, clients numbered from 1 as in the tables."""
+    st.bar_chart({"client": list(range(1, len(sizes) + 1)), "records": list(sizes)}, x="client", y="records",
+                 x_label="client", y_label="records")
+
+
+def show_chart(fig=None, width: str = "stretch", key: str | None = None, *, prepared=None) -> None:
+    """A chart, readable at any width (:func:`dpcore.figures.on_screen`): its title as text above
+    it, its notes (red) below it, a horizontal legend above the plot.  ``prepared``: what
+    ``on_screen`` made of a figure every session shows alike (:func:`drawn`), made once: the
+    copy it makes checks every property of every trace, most of a session's work on a shipped
+    figure (30 sessions opening Paper figures at once: 63 % of the server's time)."""
+    title, shown, notes = prepared if prepared is not None else on_screen(fig)
+    if title:
+        st.markdown(f"**{_escape(title)}**")
+    st.plotly_chart(shown, width=width, key=key)
+    for note in notes:
+        st.markdown(f":red[{_escape(note)}]")
+
+
+def plain_markdown(text: str) -> str:
+    """Markdown-safe: text from the core (a figure's title, an estimator's detail) written as a page's,
+    its ``*``, ``_``, ``$`` and brackets shown as themselves."""
+    return _escape(text)
+
+
+def _escape(text: str) -> str:
+    """Markdown-safe: a figure's text written as a page's."""
+    return "".join("\\" + c if c in "\\`*_{}[]$#<>|" else c for c in text)
+
+
+def download_figure(fig, name: str, key: str) -> None:
+    """The figure as a self-contained HTML file: plotly.js is embedded, so it opens offline.
+    It is written when the button is clicked (a callable, which Streamlit runs then), not at
+    every rerun: the file embeds plotly.js (4.8 MB, 55 ms to write)."""
+    st.download_button("Download plot (HTML)", lambda: fig.to_html(include_plotlyjs=True).encode(),
+                       file_name=f"{name}.html", mime="text/html", key=key)
