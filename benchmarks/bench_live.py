@@ -578,7 +578,7 @@ def main() -> None:
          "batched": batched, "dense": dense_step, "nscale": nscale, "mlp": lambda: mlp(args.skip_slow),
          "cli_mlp": cli_mlp, "compare": compare, "workers": compare_workers,
          "presets": lambda: presets(args.presets), "explore": explore, "server": lambda: server(args.sessions),
-         "classroom": lambda: classroom(args.students), "kang": kang}[part]()
+         "classroom": lambda: classroom(args.students)}[part]()
     widths = [max(len(r[i]) for r in ROWS + [HEADER]) for i in range(len(HEADER))]
     print(f"\n{which}: {describe()}")
     for r in [HEADER, ["-" * w for w in widths], *ROWS]:

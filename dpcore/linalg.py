@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk as _syrk
 
 from . import kernels
 
@@ -400,18 +401,25 @@ def _map_run_rows(theta: np.ndarray, X: np.ndarray, fn):
 def weighted_grams(W: np.ndarray, X: np.ndarray) -> np.ndarray:
     """``Xᵀ diag(w_r) X`` for every row w_r of W, (R, p, p)."""
     twin = _twin(X)
-    if twin is None and X.nbytes >= DENSE_BLOCK_BYTES:
-        # block by block: each block's weighted copy stays in cache instead of a copy of all of
-        # X per run (Adult's dense shape, one thread: 22 against 30 ms a Hessian)
-        rows = max(256, GRAM_BLOCK_TARGET // max(1, X.shape[1] * X.itemsize))
-        H = np.zeros((W.shape[0], X.shape[1], X.shape[1]))
-        for lo in range(0, X.shape[0], rows):
-            A = X[lo:lo + rows]
-            for r, w in enumerate(W):
-                H[r] += (A * w[lo:lo + rows, None]).T @ A
-        return H
-    if twin is None:
+    if twin is None and (X.nbytes < DENSE_BLOCK_BYTES or (W < 0).any()):
+        # small (it stays in the caches: the plain product), or weights of either sign
         return np.stack([(X * w[:, None]).T @ X for w in W])
+    if twin is None:
+        # (√w·X)ᵀ(√w·X) by BLAS's symmetric rank-k update: half the multiply-adds of the general
+        # product; block by block, so each block's weighted copy stays in cache instead of a copy
+        # of all of X per run (Adult's dense shape, one thread: 30 → 22 ms a Hessian by blocking,
+        # → 15 ms by the symmetric update)
+        rows = max(256, GRAM_BLOCK_TARGET // max(1, X.shape[1] * X.itemsize))
+        out = np.empty((W.shape[0], X.shape[1], X.shape[1]))
+        for r, w in enumerate(W):
+            root = np.sqrt(w)
+            U = np.zeros((X.shape[1], X.shape[1]), order="F")
+            for lo in range(0, X.shape[0], rows):
+                block = X[lo:lo + rows] * root[lo:lo + rows, None]  # C order: its transpose is BLAS's layout
+                U = _syrk(1.0, block.T, beta=1.0, c=U, trans=0, lower=0, overwrite_c=1)
+            upper = np.triu(U)
+            out[r] = upper + np.triu(upper, 1).T
+        return out
     blocks, j, k = twin.pairs()
     Wt = np.ascontiguousarray(W.T)
     upper = np.empty((j.size, W.shape[0]))

@@ -93,9 +93,10 @@ def test_large_dense_matrices_take_the_blocked_pass(monkeypatch):
 
 
 def test_large_dense_matrices_build_hessians_block_by_block(monkeypatch):
-    """Above DENSE_BLOCK_BYTES a dense X's weighted Grams Xᵀ diag(w_r) X are summed over row
-    blocks (no weighted copy of all of X per run): equal to the plain product to rounding, and
-    really blocked (a block smaller than X); below the threshold, the plain product's bits."""
+    """Above DENSE_BLOCK_BYTES a dense X's weighted Grams Xᵀ diag(w_r) X are symmetric rank-k updates
+    summed over row blocks (no weighted copy of all of X per run): equal to the plain product to
+    rounding, exactly symmetric, and really blocked (a block smaller than X); below the threshold, and
+    for weights of either sign, the plain product's bits."""
     rng = np.random.default_rng(5)
     X = rng.standard_normal((9_000, 12)) / 4
     W = rng.random((3, X.shape[0]))
@@ -106,6 +107,9 @@ def test_large_dense_matrices_build_hessians_block_by_block(monkeypatch):
     blocked = linalg.weighted_grams(W, X)
     np.testing.assert_allclose(blocked, plain, rtol=1e-12, atol=1e-12)
     assert not np.array_equal(blocked, plain)  # summed in four blocks, not in one product
+    np.testing.assert_array_equal(blocked, blocked.transpose(0, 2, 1))
+    signed = W - 0.5
+    np.testing.assert_array_equal(linalg.weighted_grams(signed, X), np.stack([(X * w[:, None]).T @ X for w in signed]))
 
 
 def test_dense_and_small_matrices_get_no_twin():
