@@ -179,7 +179,8 @@ class _DPLinearModel(BaseEstimator):
                     "(a fitted StandardScaler) are not covered.",
                     PrivacyWarning, stacklevel=4,
                 )
-            return _onto_ball(raw, norms)
+            raw /= np.maximum(norms, 1.0)[:, None]  # the private copy, in place: _onto_ball's numbers
+            return raw
         if outside:
             raise DatasetError(
                 f"a training row has norm {norms.max():.4g} > 1{where}: the sensitivity bounds "

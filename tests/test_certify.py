@@ -41,7 +41,7 @@ def test_the_docstrings_run():
 
 @pytest.mark.parametrize("z, q, T, delta", SETTINGS)
 def test_add_remove_is_dp_accountings_pld_and_at_most_the_rdp_figure(z, q, T, delta):
-    c = dpcore.certify(noise_multiplier=z, sample_rate=q, steps=T, delta=delta)
+    c = dpcore.certify_noise(noise_multiplier=z, sample_rate=q, steps=T, delta=delta)
     # second route: dp-accounting's PLDAccountant, add/remove, on a finer grid than ours (1e-4)
     pld = dpa.pld.PLDAccountant(NR.ADD_OR_REMOVE_ONE, value_discretization_interval=1e-4)
     pld.compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), T))
@@ -57,7 +57,7 @@ def test_add_remove_is_dp_accountings_pld_and_at_most_the_rdp_figure(z, q, T, de
 
 @pytest.mark.parametrize("z, q, T, delta", SETTINGS)
 def test_replace_one_is_the_projects_certificate_and_never_below_add_remove(z, q, T, delta):
-    c = dpcore.certify(noise_multiplier=z, sample_rate=q, steps=T, delta=delta)
+    c = dpcore.certify_noise(noise_multiplier=z, sample_rate=q, steps=T, delta=delta)
     assert c.replace_one == acc.sampled_gaussian_epsilon(z, q, T, delta)  # bit-identical
     assert c.replace_one == P.certify(P.sampled_gaussian("g", 1.0, z, q, T), delta)
     assert c.replace_one >= c.add_remove
@@ -81,7 +81,7 @@ def _hand_check(eps: float, mu: float, delta: float) -> bool:
 
 @pytest.mark.parametrize("sigma, sens, k, delta", [(2.0, 1.0, 10, 1e-5), (5.0, 0.5, 100, 1e-6), (1.0, 1.0, 1, 1e-3)])
 def test_plain_gaussian_composition_by_hand(sigma, sens, k, delta):
-    c = dpcore.certify(mechanism="gaussian", sigma=sigma, sensitivity=sens, compositions=k, delta=delta)
+    c = dpcore.certify_noise(mechanism="gaussian", sigma=sigma, sensitivity=sens, compositions=k, delta=delta)
     mu = math.sqrt(k) * sens / sigma
     assert _hand_check(c.add_remove, mu, delta)
     assert _hand_check(c.replace_one, 2 * mu, delta)  # replace-one: 2Δ
@@ -94,7 +94,7 @@ def test_plain_gaussian_composition_by_hand(sigma, sens, k, delta):
 
 def test_the_hand_check_catches_a_wrong_answer():
     mu, delta = math.sqrt(10) / 2.0, 1e-5
-    right = dpcore.certify(mechanism="gaussian", sigma=2.0, compositions=10, delta=delta).add_remove
+    right = dpcore.certify_noise(mechanism="gaussian", sigma=2.0, compositions=10, delta=delta).add_remove
     assert _hand_check(right, mu, delta)
     assert not _hand_check(right * 0.99, mu, delta)  # too small: δ(ε) > δ
     assert not _hand_check(right * 1.01, mu, delta)  # not the smallest
@@ -103,35 +103,35 @@ def test_the_hand_check_catches_a_wrong_answer():
 
 
 def test_laplace_composition_never_exceeds_the_pure_epsilon():
-    c = dpcore.certify(mechanism="laplace", sigma=2.0, sensitivity=1.0, compositions=10, delta=1e-5)
+    c = dpcore.certify_noise(mechanism="laplace", sigma=2.0, sensitivity=1.0, compositions=10, delta=1e-5)
     assert c.add_remove <= 5.0 + 1e-12 and c.replace_one <= 10.0 + 1e-12
     assert c.add_remove < c.replace_one
-    one = dpcore.certify(mechanism="laplace", sigma=1.0, compositions=1, delta=1e-5)
+    one = dpcore.certify_noise(mechanism="laplace", sigma=1.0, compositions=1, delta=1e-5)
     assert one.add_remove == pytest.approx(1.0, abs=2e-3)  # one Laplace release: ε = Δ/b, tight
 
 
 def test_the_inverse_question_meets_the_target_and_no_less_noise_does():
-    c = dpcore.certify(noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5, target_epsilon=1.5)
+    c = dpcore.certify_noise(noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5, target_epsilon=1.5)
     z_ar, z_rp = c.inverse["add-remove"], c.inverse["replace-one"]
     assert z_ar < z_rp
     assert cert_mod.dpsgd_profile(z_ar, 0.01, 1000, "add-remove")(1e-5) <= 1.5
     assert cert_mod.dpsgd_profile(z_ar * 0.999, 0.01, 1000, "add-remove")(1e-5) > 1.5
     assert acc.sampled_gaussian_epsilon(z_rp, 0.01, 1000, 1e-5) <= 1.5
     assert acc.sampled_gaussian_epsilon(z_rp * 0.999, 0.01, 1000, 1e-5) > 1.5
-    g = dpcore.certify(mechanism="gaussian", compositions=4, target_epsilon=1.0, delta=1e-5)
+    g = dpcore.certify_noise(mechanism="gaussian", compositions=4, target_epsilon=1.0, delta=1e-5)
     sigma = g.inverse["add-remove"]
     assert acc.gaussian_epsilon(1.0, sigma, 4, 1e-5) <= 1.0 < acc.gaussian_epsilon(1.0, sigma * 0.999, 4, 1e-5)
     assert g.inverse["replace-one"] == pytest.approx(2 * sigma, rel=1e-5)
 
 
 def test_batch_and_epochs_say_the_rate_and_the_steps():
-    a = dpcore.certify(noise_multiplier=1.1, batch_size=256, dataset_size=60_000, epochs=2, delta=1e-5)
-    b = dpcore.certify(noise_multiplier=1.1, sample_rate=256 / 60_000, steps=math.ceil(2 * 60_000 / 256), delta=1e-5)
+    a = dpcore.certify_noise(noise_multiplier=1.1, batch_size=256, dataset_size=60_000, epochs=2, delta=1e-5)
+    b = dpcore.certify_noise(noise_multiplier=1.1, sample_rate=256 / 60_000, steps=math.ceil(2 * 60_000 / 256), delta=1e-5)
     assert a.add_remove == b.add_remove and a.description["steps"] == 469
 
 
 def test_shuffled_batches_are_certified_without_amplification():
-    c = dpcore.certify(noise_multiplier=2.0, sample_rate=0.01, steps=1000, sampling="shuffled", delta=1e-5)
+    c = dpcore.certify_noise(noise_multiplier=2.0, sample_rate=0.01, steps=1000, sampling="shuffled", delta=1e-5)
     assert c.add_remove == acc.gaussian_epsilon(1.0, 2.0, 10, 1e-5)  # 10 epochs, one release each
     assert c.replace_one == acc.gaussian_epsilon(2.0, 2.0, 10, 1e-5)
     assert c.library_epsilon == c.rdp < c.add_remove  # the libraries' Poisson figure is no proof here
@@ -141,7 +141,7 @@ def test_shuffled_batches_are_certified_without_amplification():
 def test_each_accountant_names_its_method():
     seen = {}
     for name, (label, method, _) in cert_mod.ACCOUNTANTS.items():
-        c = dpcore.certify(noise_multiplier=1.0, sample_rate=0.01, steps=300, delta=1e-5, accountant=name)
+        c = dpcore.certify_noise(noise_multiplier=1.0, sample_rate=0.01, steps=300, delta=1e-5, accountant=name)
         assert c.library.startswith(label)
         seen[method] = c.library_epsilon
     assert seen["pld"] < seen["rdp"]
@@ -162,7 +162,7 @@ def test_each_accountant_names_its_method():
 ])
 def test_invalid_descriptions_are_refused(kwargs, words):
     with pytest.raises(ParameterError, match=words):
-        dpcore.certify(**kwargs)
+        dpcore.certify_noise(**kwargs)
 
 
 @pytest.mark.parametrize("argv", [
@@ -274,7 +274,7 @@ def test_the_view_shows_both_relations_as_the_package_certifies_them():
 
     at = _view().run()
     assert not at.exception
-    c = dpcore.certify(noise_multiplier=1.1, sample_rate=0.004, epochs=60.0, delta=1e-5, full_curve=True)
+    c = dpcore.certify_noise(noise_multiplier=1.1, sample_rate=0.004, epochs=60.0, delta=1e-5, full_curve=True)
     shown = _metrics(at)
     assert shown["ε add/remove"] == fmt_eps(c.add_remove) and shown["ε replace-one"] == fmt_eps(c.replace_one)
     assert shown["as opacus-rdp reports"] == fmt_eps(c.library_epsilon)
@@ -298,7 +298,7 @@ def test_the_views_link_reproduces_it_and_the_inverse_question():
     again.run()
     assert not again.exception and _metrics(again) == _metrics(at)
     (answer,) = [md.value for md in again.markdown if md.value.startswith("**For ε = 1")]
-    g = dpcore.certify(mechanism="gaussian", sigma=2.0, compositions=10, target_epsilon=1.0, delta=1e-5)
+    g = dpcore.certify_noise(mechanism="gaussian", sigma=2.0, compositions=10, target_epsilon=1.0, delta=1e-5)
     assert f"{g.inverse['add-remove']:.3g}" in answer
 
 
@@ -360,16 +360,16 @@ def test_an_installed_opacus_reports_its_own_figure_and_is_named(monkeypatch):
                                              GaussianAccountant=Accountant)
     monkeypatch.setitem(sys.modules, "opacus", fake)
     monkeypatch.setitem(sys.modules, "opacus.accountants", fake.accountants)
-    c = dpcore.certify(noise_multiplier=1.1, sample_rate=0.004, steps=500, delta=1e-5, accountant="opacus-prv")
+    c = dpcore.certify_noise(noise_multiplier=1.1, sample_rate=0.004, steps=500, delta=1e-5, accountant="opacus-prv")
     assert c.library_epsilon == 1.2345 and "computed by Opacus 9.9, installed here" in c.library
     assert seen == {"history": [(1.1, 0.004, 500)], "delta": 1e-5}
     # the certified figures never come from the library
     assert c.add_remove != 1.2345 and c.replace_one != 1.2345
     # TF Privacy's figure is dp-accounting's code with its orders: never imported
-    c = dpcore.certify(noise_multiplier=1.1, sample_rate=0.004, steps=500, delta=1e-5, accountant="tf-privacy-rdp")
+    c = dpcore.certify_noise(noise_multiplier=1.1, sample_rate=0.004, steps=500, delta=1e-5, accountant="tf-privacy-rdp")
     assert c.library_epsilon == cert_mod.rdp_epsilon(1.1, 0.004, 500, 1e-5, cert_mod.TF_ORDERS)
     monkeypatch.setitem(sys.modules, "opacus", None)  # not installed: import fails
-    c = dpcore.certify(noise_multiplier=1.1, sample_rate=0.004, steps=500, delta=1e-5, accountant="opacus-rdp")
+    c = dpcore.certify_noise(noise_multiplier=1.1, sample_rate=0.004, steps=500, delta=1e-5, accountant="opacus-rdp")
     assert c.library_epsilon == cert_mod.rdp_epsilon(1.1, 0.004, 500, 1e-5, cert_mod.OPACUS_ORDERS)
     assert "Opacus is not installed" in c.library
 
@@ -383,7 +383,7 @@ def test_tf_privacy_s_orders_are_its_compute_dp_sgd_privacy_s():
 def test_the_profile_marks_the_delta_asked_for_and_labels_delta_in_powers_of_ten():
     from dpcore.figures import privacy_profile_figure
 
-    c = dpcore.certify(noise_multiplier=1.1, sample_rate=0.004, steps=2000, delta=3e-6)
+    c = dpcore.certify_noise(noise_multiplier=1.1, sample_rate=0.004, steps=2000, delta=3e-6)
     fig = privacy_profile_figure(c.curve, 3e-6)
     marked = [t for t in fig.data if t.showlegend is False]
     assert sorted(t.y[0] for t in marked) == sorted([c.add_remove, c.replace_one])
@@ -398,7 +398,7 @@ def test_the_views_privacy_profile_never_rises_with_delta(z, q, steps):
     7.32 at 1e-12 and 4.97 at 3.2e-13 under replace-one. An (ε, δ) guarantee holds at every larger
     δ, so a curve that rises with δ states less than is proven at a smaller δ: both relations'
     columns, over the whole curve the view draws (29 δ's from 0.1 to 1e-15), never rise with δ."""
-    from dpcore.certify import certify as certify_fn
+    from dpcore.certify import certify_noise as certify_fn
 
     curve = certify_fn(noise_multiplier=z, sample_rate=q, steps=steps, delta=1e-5, full_curve=True).curve
     curve = sorted(curve, key=lambda c: c["delta"])  # smallest δ first: ε must not grow from here on
