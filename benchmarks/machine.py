@@ -45,6 +45,9 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] == ["--run"] and len(sys.argv) > 2:
-        os.execvpe(sys.argv[2], sys.argv[2:], {**os.environ, **avx2_environment()})
+        # "python" is this interpreter (the one with the project's dependencies), never whichever
+        # python comes first on PATH when the environment is not activated
+        command = [sys.executable if sys.argv[2] == "python" else sys.argv[2], *sys.argv[3:]]
+        os.execvpe(command[0], command, {**os.environ, **avx2_environment()})
     for key, value in avx2_environment().items():
         print(f"export {key}={shlex.quote(value)}")

@@ -111,9 +111,10 @@ def _row_norms(X: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("ij,ij->i", X, X))
 
 
-def _onto_ball(X: np.ndarray, norms: np.ndarray) -> np.ndarray:
-    """Every row with ‖x‖ > 1 scaled onto the unit sphere (fit and predict alike), the others left."""
-    return X / np.maximum(norms, 1.0)[:, None]
+def _onto_ball(X: np.ndarray, norms: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Every row with ‖x‖ > 1 scaled onto the unit sphere (fit and predict alike), the others left;
+    ``out=X`` scales a private copy in place (a fit: one 30 MB allocation less on Adult)."""
+    return np.divide(X, np.maximum(norms, 1.0)[:, None], out=out)
 
 
 class _DPLinearModel(BaseEstimator):
@@ -179,8 +180,7 @@ class _DPLinearModel(BaseEstimator):
                     "(a fitted StandardScaler) are not covered.",
                     PrivacyWarning, stacklevel=4,
                 )
-            raw /= np.maximum(norms, 1.0)[:, None]  # the private copy, in place: _onto_ball's numbers
-            return raw
+            return _onto_ball(raw, norms, out=raw)
         if outside:
             raise DatasetError(
                 f"a training row has norm {norms.max():.4g} > 1{where}: the sensitivity bounds "

@@ -31,7 +31,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["mlp_clipped_block", "csr_rows", "tanh32", "TANH_ABS_ERROR", "ROW_BLOCK"]
+__all__ = ["mlp_clipped_block", "tanh32", "TANH_ABS_ERROR", "ROW_BLOCK"]
 
 #: rows a kernel call's inner loop takes at a time, all R runs over them before the next block:
 #: 64 rows × 103 float32 features = 26 KB of X, read again from L1/L2 by every run
@@ -149,22 +149,11 @@ def _clipped_block(indptr, indices, values, run_rows, y, W1t, b1, w2, b2, clip, 
                         gW1t[r, j, k] += cv * D[k]
 
 
-def csr_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The non-zeros of X's rows (2-D, or (R, n, d) taken as R·n rows): ``indptr`` (int64),
-    ``indices`` (int32), ``values`` (float32), in row order, as the kernels read them."""
-    A = np.asarray(X).reshape(-1, X.shape[-1])
-    nz = A != 0
-    indptr = np.zeros(A.shape[0] + 1, np.int64)
-    np.cumsum(nz.sum(axis=1), out=indptr[1:])
-    rows, cols = np.nonzero(nz)
-    return indptr, cols.astype(np.int32), A[rows, cols].astype(np.float32)
-
-
 def mlp_clipped_block(rows, run_rows: int, y, W1t, b1, w2, b2, clip: float, weights, lo: int, hi: int, *,
                       with_grad: bool = True, with_loss: bool = False):
     """Rows ``lo:hi`` of one MLP step for every run: ``(gW1t, gb1, gw2, gb2, loss)``.
 
-    ``rows``: :func:`csr_rows` of a shared X (``run_rows`` 0) or of per-run data (R, n, d)
+    ``rows``: :func:`dpcore.linalg.nonzero_rows` of a shared X (``run_rows`` 0) or of per-run data (R, n, d)
     (``run_rows`` n); ``y``: (1, n) or (R, n); ``W1t`` (R, d, h) the first layer transposed,
     ``b1``, ``w2`` (R, h), ``b2`` (R,), all float32, C order; ``weights``: (1, n), (R, n), or
     (1, 0) for none, float64.  Returns the float32 sums over the rows of the ``clip``-clipped

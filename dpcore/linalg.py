@@ -35,8 +35,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk as _syrk
 
-from . import kernels
-
 __all__ = ["share", "single", "row_norms", "nonzero_rows", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "rows_of", "weighted_grams",
            "limit_threads", "using_pool", "thread_pool", "map_chunks", "MAX_DENSITY", "THREADS", "BLOCKS", "DENSE_BLOCK_BYTES"]
 
@@ -217,11 +215,21 @@ def single(X: np.ndarray) -> np.ndarray:
     return _derived(X, "float32", lambda A: A.astype(np.float32))
 
 
+def _csr_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-zeros of X's rows (2-D, or (R, n, d) taken as R·n rows)."""
+    A = np.asarray(X).reshape(-1, X.shape[-1])
+    nz = A != 0
+    indptr = np.zeros(A.shape[0] + 1, np.int64)
+    np.cumsum(nz.sum(axis=1), out=indptr[1:])
+    rows, cols = np.nonzero(nz)
+    return indptr, cols.astype(np.int32), A[rows, cols].astype(np.float32)
+
+
 def nonzero_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The non-zeros of every row, as the compiled kernels read them
-    (:func:`dpcore.kernels.csr_rows`: ``indptr``, ``indices``, float32 ``values``); once per
-    shared matrix, made afresh for other arrays (per-run data, gathered mini-batches)."""
-    return _derived(X, "nonzero_rows", kernels.csr_rows)
+    """The non-zeros of every row (2-D X, or (R, n, d) taken as R·n rows), as the compiled kernels
+    of :mod:`dpcore.kernels` read them: ``indptr`` (int64), ``indices`` (int32), float32 ``values``,
+    in row order; once per shared matrix, made afresh for other arrays (per-run data, mini-batches)."""
+    return _derived(X, "nonzero_rows", _csr_rows)
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
