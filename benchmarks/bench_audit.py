@@ -81,7 +81,7 @@ def _before(r) -> float:
     if any(e["name"] == "sampled-gaussian-scale" for e in r.estimates):
         q, steps, z = _sampled_params(r)
         kept.append(ab.sampled_gaussian_bound(s0, s1, z, q, steps, r.delta, 0.9 * r.alpha,
-                                              seed=ab.simulation_seed([r.config.seed], s0, s1)).epsilon)
+                                              seed=ab.simulation_seed([r.spec.seed], s0, s1)).epsilon)
     else:
         kept.append(ab.effect_size_bound(s0, s1, r.delta, 0.8 * r.alpha).epsilon)
     return max(kept)
@@ -90,7 +90,7 @@ def _before(r) -> float:
 def _sampled_params(r) -> tuple[float, int, float]:
     """(q, steps, z) of a white-box DP-SGD audit: its plan's sampling rate, step count and noise
     multiplier (noise over the clipping norm, half the declared sensitivity)."""
-    out = get_mechanism(r.config.mechanism).run(load_problem(r.config, None, None), r.config, BatchRNG([0]))
+    out = get_mechanism(r.spec.mechanism).run(load_problem(r.spec, None, None), r.spec, BatchRNG([0]))
     rel = out.plan.releases
     return float(rel[0].sample_rate), int(sum(x.count for x in rel)), float(rel[0].noise / (rel[0].sensitivity / 2))
 

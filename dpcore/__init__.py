@@ -46,6 +46,14 @@ gap
 calibration
     ``published`` (the paper's formula, constant ``c``) or ``certified`` (the
     smallest noise whose certified ε meets the target).
+
+Examples
+--------
+>>> from dpcore import RunSpec, run
+>>> spec = RunSpec("breast-cancer", mechanism="gradient-dpgd", epsilon=1.0, repeats=3)
+>>> result = run(spec)
+>>> len(result.accuracy), result.epsilon_certified <= spec.epsilon
+(3, True)
 """
 
 from ._version import __version__

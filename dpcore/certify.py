@@ -216,7 +216,30 @@ def _smallest_noise(eps_of: Callable[[float], float], target: float, start: floa
 
 @dataclass(frozen=True, kw_only=True)
 class Certificate:
-    """What :func:`certify_noise` finds.  ε's are floats (``inf``: nothing proven)."""
+    """What :func:`certify_noise` finds.  ε's are floats (``inf``: nothing proven).
+
+    Attributes
+    ----------
+    mechanism : str
+        ``"dp-sgd"``, ``"gaussian"`` or ``"laplace"``; ``description`` its parameters as read.
+    delta : float
+        The δ the ε's are stated at.
+    add_remove, replace_one : float
+        The tight (PLD) ε under each neighbouring relation.
+    rdp : float
+        The Rényi-DP route's ε (dp-accounting), an upper bound on ``add_remove``.
+    accountant, library, library_epsilon : str, str, float
+        The library the run came from and the ε it reports, recomputed here.
+    curve : list
+        ε(δ) at other δ's; ``inverse`` the smallest noise for a ``target_epsilon``.
+
+    Examples
+    --------
+    >>> from dpcore import certify_noise
+    >>> c = certify_noise(sigma=2.0, mechanism="gaussian", compositions=10, delta=1e-5)
+    >>> c.add_remove < c.replace_one, round(c.add_remove, 2)
+    (True, 7.51)
+    """
 
     mechanism: str
     description: dict
@@ -270,15 +293,43 @@ def certify_noise(noise_multiplier: float | None = None, *, sample_rate: float |
                   full_curve: bool = False) -> Certificate:
     """Certify a DP-SGD run (or k Gaussian / Laplace releases) as another library describes it.
 
-    DP-SGD: ``noise_multiplier`` z, the rate q as ``sample_rate`` or ``batch_size`` /
-    ``dataset_size``, ``steps`` or ``epochs`` (steps = ⌈epochs / q⌉), ``sampling`` poisson or
-    shuffled, ``accountant`` the library the run came from.  ``mechanism="gaussian"`` or
-    ``"laplace"``: ``compositions`` releases of noise ``sigma`` (σ or the Laplace scale b) and
-    add/remove ``sensitivity`` Δ (replace-one: 2Δ, the triangle inequality).  ``target_epsilon``
-    adds the inverse: the smallest noise giving that ε at ``delta`` under each relation (without
-    ``noise_multiplier`` / ``sigma``, only that).  Refuses an invalid description
-    (:class:`~dpcore.exceptions.ParameterError`, one line).
+    Parameters
+    ----------
+    noise_multiplier : float, optional
+        DP-SGD's z (noise standard deviation over the clipping norm).
+    sample_rate, batch_size, dataset_size : float, int, int, optional
+        The rate q, as ``sample_rate`` or as ``batch_size`` / ``dataset_size``.
+    steps, epochs : int, float, optional
+        The length, as steps or as epochs (steps = ⌈epochs / q⌉).
+    sampling : str
+        ``"poisson"`` or ``"shuffled"``.
+    delta : float
+        The δ to state ε at.
+    accountant : str
+        The library the run came from (``"opacus-rdp"``, …): its own figure is recomputed beside ours.
+    mechanism : str
+        ``"dp-sgd"``, ``"gaussian"`` or ``"laplace"``.
+    sigma, sensitivity, compositions : float, float, int
+        A plain composition: ``compositions`` releases of noise ``sigma`` (σ, or the Laplace scale
+        b) and add/remove ``sensitivity`` Δ (replace-one: 2Δ, the triangle inequality).
+    target_epsilon : float, optional
+        Adds the inverse: the smallest noise giving that ε at ``delta`` under each relation
+        (without ``noise_multiplier`` / ``sigma``, only that).
+    full_curve : bool
+        ε at more δ's.
 
+    Returns
+    -------
+    Certificate
+        The add/remove and replace-one ε's, the Rényi route's, the library's figure, and ε(δ).
+
+    Raises
+    ------
+    ParameterError
+        An invalid description, in one line.
+
+    Examples
+    --------
     >>> c = certify_noise(noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5, accountant="opacus-rdp")
     >>> c.add_remove < c.replace_one and c.add_remove <= c.rdp <= c.library_epsilon * 1.001
     True

@@ -15,11 +15,10 @@ from typing import Any, Sequence
 from . import shipped
 from .cli_common import (all_refused, check_output, eps_text, mechanism_list, print_progress, user_data,
                          write_plans, writing)
-from .erm import SHIPPED_REFERENCES
 from .exceptions import DPCoreError
 from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
-from .experiments.studies import CLASSROOM_FILE, prepare_for_class, ship_classroom_compare, ship_references
+from .experiments.studies import classroom_file, prepare_for_class, ship_classroom_compare, ship_references
 from .experiments.sweep import environment
 from .experiments.tune import DEFAULT_MECHANISMS, tune
 from .jsonutil import dumps
@@ -169,9 +168,9 @@ def cmd_prepare(args) -> Any:
     for sub in ("", "erm", "results"):
         check_output(str(cache_dir() / sub), what, folder=True)
     if args.ship:  # the shipped files of the repository
-        check_output(str(CLASSROOM_FILE), "--ship")
+        check_output(str(classroom_file()), "--ship")
         if not args.no_mlp:
-            check_output(str(SHIPPED_REFERENCES), "--ship", folder=True)
+            check_output(str(shipped.folder_of("references")), "--ship", folder=True)
     started = time.time()
     ctx = shared_context(progress=print_progress, workers=None, results_dir=cache_dir() / "results")
 
@@ -185,9 +184,9 @@ def cmd_prepare(args) -> Any:
     done += prepare_for_class(ctx, mlp=not args.no_mlp, tell=tell)
     done += prepare_lesson(ctx, tell=tell)  # every step of the lesson, so each opens at once
     if args.ship:  # computed afresh (no result cache), so the record's time is the computation's
-        shipped = ship_classroom_compare(shared_context(progress=print_progress, workers=None))
-        done.append({"what": f"Compare's first preset, computed afresh into {CLASSROOM_FILE}",
-                     "seconds": shipped["wall_seconds"]})
+        made = ship_classroom_compare(shared_context(progress=print_progress, workers=None))
+        done.append({"what": f"Compare's first preset, computed afresh into {classroom_file()}",
+                     "seconds": made["wall_seconds"]})
     record = {"cache": str(cache_dir()), "prepared": done, "seconds": round(time.time() - started, 1)}
     if args.json:
         return record

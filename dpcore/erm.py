@@ -30,18 +30,21 @@ from ._version import __version__
 from . import models as _models
 from .accounting import CalibrationTable
 from . import shipped
-from .datasets import DATA_DIR
-from .exceptions import ModelError
+from .datasets import data_folder
+from .exceptions import ModelError, moved_attributes
 from .cache import DiskCache, Memo
 from .models import LinReg, LogReg, MLP, Model
 from .optim import step_reporter
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["ErmSolution", "solve_erm", "LazySolution", "known_start", "ReferenceStore", "GRAD_TOL",
-           "SHIPPED_REFERENCES"]
+__all__ = ["ErmSolution", "solve_erm", "LazySolution", "known_start", "ReferenceStore", "GRAD_TOL"]
 
 GRAD_TOL = 1e-10
+#: ``SHIPPED_REFERENCES`` was a module attribute in 0.1.0 (now each store's data folder)
+__getattr__ = moved_attributes(__name__, {"SHIPPED_REFERENCES": (
+    "dpcore.shipped.folder_of('references') or ReferenceStore(...).shipped_path(...)",
+    lambda: shipped.folder_of("references"))})
 #: a stored solution's gradient norm, recomputed on the data, may differ from the solver's by
 #: rounding; above this it is not an optimum (the gap it would cause: ‖∇‖²/2λ ≤ 5e-10 at λ = 1e-3)
 STORED_GRAD_TOL = 1e-6
@@ -409,12 +412,6 @@ class LazySolution:
         return getattr(self._solution, name)
 
 
-#: exact references shipped with the project (``python -m dpcore prepare --ship``): the slow ones
-#: a class opens first (the MLP's on Adult: minutes of multi-start L-BFGS).  A store whose own
-#: folder has no answer reads one here, checked like any stored solution (its loss recomputed,
-#: its gradient that of an optimum), so a new machine's first MLP run does not solve for minutes.
-SHIPPED_REFERENCES = DATA_DIR / "references"
-
 #: exact solutions kept on disk: at most this many bytes of ``erm-*.json`` in a folder (an MLP
 #: solution on Adult is about 0.3 MB, a linear one a few kB), checked every few solves
 ERM_FOLDER_BYTES = 256 * 2**20
@@ -434,9 +431,16 @@ class ReferenceStore:
     keeps the folder and starts with an empty memory.
     """
 
-    def __init__(self, folder=None, size: int = 32):
+    def __init__(self, folder=None, size: int = 32, data_dir=None):
         self.folder = None if folder is None else Path(folder)
         self.size = int(size)
+        #: the data folder whose ``references/`` holds the exact references shipped with the project
+        #: (``python -m dpcore prepare --ship``): the slow ones a class opens first (the MLP's on
+        #: Adult, minutes of multi-start L-BFGS).  When this store's own folder has no answer it reads
+        #: one there, checked like any stored solution (its loss recomputed, its gradient that of an
+        #: optimum), so a new machine's first MLP run does not solve for minutes.  Default:
+        #: :func:`dpcore.datasets.data_folder` when the store is made.
+        self.data_dir = data_folder(data_dir)
         self._memo = Memo(self.size)  # the app's sessions share one store, each on its own thread
         self.disk = DiskCache(self.folder, prefix="erm-", folder_bytes=ERM_FOLDER_BYTES, prune_every=20,
                               what="cached ERM solution", log=__name__)
@@ -444,7 +448,7 @@ class ReferenceStore:
         self.calibrations = CalibrationTable(self.folder)
 
     def __reduce__(self):
-        return (ReferenceStore, (self.folder, self.size))
+        return (ReferenceStore, (self.folder, self.size, self.data_dir))
 
     def __repr__(self) -> str:
         return f"ReferenceStore(folder={self.folder!r}, held={len(self._memo)})"
@@ -462,10 +466,9 @@ class ReferenceStore:
         """The file that keeps this pair's exact solution (``None`` without a folder)."""
         return self.disk.path(_disk_key(dataset, model))
 
-    @staticmethod
-    def shipped_path(dataset, model: Model) -> Path:
-        """Where :data:`SHIPPED_REFERENCES` holds this pair's exact solution, if it ships one."""
-        return SHIPPED_REFERENCES / f"erm-{_disk_key(dataset, model)}.json"
+    def shipped_path(self, dataset, model: Model) -> Path:
+        """Where the data folder (:attr:`data_dir`) holds this pair's exact solution, if it ships one."""
+        return shipped.folder_of("references", self.data_dir) / f"erm-{_disk_key(dataset, model)}.json"
 
     def holds(self, dataset, model: Model) -> bool:
         """Whether :meth:`exact` would answer at once (from memory, from disk, or shipped)."""

@@ -44,7 +44,7 @@ from .exceptions import DPCoreError
 from .jsonutil import read_regular, write_atomic
 
 __all__ = ["KINDS", "MANIFEST", "ShippedFileError", "kind_of", "read_bytes", "read_json", "read_csv",
-           "record", "manifest_problems", "relative", "path_of", "digest", "shipped_files"]
+           "record", "manifest_problems", "relative", "folder_of", "path_of", "digest", "shipped_files"]
 
 #: the manifest's name in the data folder
 MANIFEST = "MANIFEST.json"
@@ -99,6 +99,15 @@ def relative(path: str | os.PathLike, folder: str | os.PathLike | None = None) -
         except (ValueError, OSError):
             return None
     return rel if kind_of(rel) else None
+
+
+def folder_of(kind: str, folder: str | os.PathLike | None = None) -> Path:
+    """Where a kind of shipped file lives in the data folder ``folder`` (default :func:`data_folder`).
+
+    >>> folder_of("tuned", "/srv/class/data")
+    PosixPath('/srv/class/data/tuned')
+    """
+    return Path(data_folder(folder)) / KINDS[kind].folder
 
 
 def path_of(relpath: str, folder: str | os.PathLike | None = None) -> Path:

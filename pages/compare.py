@@ -134,7 +134,7 @@ compared_for = (dataset, model, tuple(mechs), tuple(epsilons), delta, T, lam, re
 if st.session_state.get("_cmp_rows_for") != compared_for and all(
         st.session_state.get(k) == v for k, v in PRESETS[CLASSROOM].items()):
     # the first preset's settings (its button, or a link to them): its shipped rows at once
-    shipped = shipped_classroom_compare()
+    shipped = shipped_classroom_compare(ctx=app_context())
     if shipped is not None:
         st.session_state["cmp_rows"], st.session_state["cmp_shipped"] = shipped
         st.session_state["_cmp_rows_for"] = compared_for

@@ -9,7 +9,7 @@ from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
-    choice, enter_view, show_chart, glossary_link, shared_audit, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error, skew_refusal,
+    app_context, choice, enter_view, show_chart, glossary_link, shared_audit, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error, skew_refusal,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -40,7 +40,8 @@ with st.sidebar:
     cls = REGISTRY[mechanism]
     epsilon = param_widget("epsilon", "ex_epsilon", label="ε (privacy budget)")
     try:
-        tuned = None if user_dataset(dataset) is not None else tuned_setting(dataset, model, mechanism, epsilon)
+        tuned = None if user_dataset(dataset) is not None else tuned_setting(dataset, model, mechanism, epsilon,
+                                                                                 data_dir=app_context().data_dir)
     except ShippedFileError as exc:  # the shipped tuning is refused: the untuned settings, and why
         tuned = None
         st.warning(f"No tuned settings are offered: {exc}")

@@ -4,9 +4,10 @@ import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.shipped import ShippedFileError
-from dpcore.experiments.presets import PRESETS, RESULTS_DIR, rerun, shipped_ids
+from dpcore.experiments.presets import PRESETS, rerun, shipped_ids
+from dpcore.shipped import folder_of
 from pages.common import (
-    choice, CACHE_DIR, WORKERS, download_figure, download_table, drawn, enter_view, load_shipped,
+    app_context, choice, CACHE_DIR, WORKERS, download_figure, download_table, drawn, enter_view, load_shipped,
     progress_reporter, show_panels,
 )
 from pages.links import restore_from_url, write_to_url
@@ -29,7 +30,9 @@ st.caption("Every panel of a seed paper's figure, on the paper's axes (ε, n, sk
            "missed its target.")
 
 ids = list(PRESETS)
-SHIPPED = shipped_ids()
+RESULTS = folder_of("results", app_context().data_dir)  # where this server reads the shipped results
+OUT = f"{RESULTS.parent.name}/{RESULTS.name}"
+SHIPPED = shipped_ids(RESULTS)
 URL_KEYS = {"fig_preset": SHIPPED[0] if SHIPPED else ids[0], "fig_rerun_size": "quick", "fig_rerun_cal": "certified"}
 restore_from_url(URL_KEYS)
 st.session_state.setdefault("fig_preset", URL_KEYS["fig_preset"])  # a shipped figure first
@@ -46,7 +49,7 @@ preset = PRESETS[preset_id]
 if shipped is None:
     st.info(f"The full-size results of **{preset_id}** are not shipped yet ({len(preset.tasks())} "
             f"configurations × {preset.repeats} repeats). Compute them with\n\n"
-            f"`python -m dpcore sweep --preset {preset_id} --out {RESULTS_DIR.parent.name}/{RESULTS_DIR.name}`\n\n"
+            f"`python -m dpcore sweep --preset {preset_id} --out {OUT}`\n\n"
             "(resumable; add `--quick` for a rehearsal in seconds) and reload this page.")
     st.stop()
 
@@ -57,7 +60,7 @@ if shipped.published is not None:
                 "target. " + shipped.provenance(published=True))
 else:
     st.caption("The papers' published calibrations are not shipped for this figure; "
-               f"`python -m dpcore sweep --preset {preset_id} --out {RESULTS_DIR.parent.name}/{RESULTS_DIR.name} "
+               f"`python -m dpcore sweep --preset {preset_id} --out {OUT} "
                "--calibration published` adds them (dotted lines).")
 if "error" in shipped.table:
     for message in sorted(set(shipped.table["error"].dropna())):

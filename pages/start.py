@@ -3,7 +3,7 @@ import time
 import streamlit as st
 
 from dpcore.experiments.presets import shipped_ids
-from dpcore.shipped import ShippedFileError
+from dpcore.shipped import ShippedFileError, folder_of
 from dpcore.experiments.studies import prepare_for_class
 from dpcore.lesson import prepare_lesson
 from pages.common import app_context, enter_view, load_shipped, progress_reporter
@@ -107,7 +107,8 @@ if st.button("Prepare for class", key="start_prepare"):
         ctx = app_context().with_(progress=progress_reporter(st.progress(0.0)))
         done = prepare_for_class(ctx, mlp=with_mlp, tell=lambda what, seconds: st.write(f"{what}: {seconds:.1f} s"))
         done += prepare_lesson(ctx, tell=lambda what, seconds: st.write(f"{what}: {seconds:.1f} s"))
-        for first in shipped_ids()[:1]:  # this server's first paper figure, drawn once for every session
+        # this server's first paper figure, drawn once for every session
+        for first in shipped_ids(folder_of("results", ctx.data_dir))[:1]:
             t0 = time.time()
             try:
                 load_shipped(first)

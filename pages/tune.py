@@ -14,7 +14,7 @@ from dpcore.figures import released_tuning_figure, tuning_figure
 from dpcore.mechanisms import REGISTRY, short_name
 from dpcore.params import parse_grid
 from pages.common import (
-    bounded_slider, choice, enter_view, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
+    app_context, bounded_slider, choice, enter_view, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
 )
 from pages.links import linked_result, restore_from_url, write_to_url
 
@@ -57,7 +57,7 @@ def tune_here(bar) -> dict:
 
 
 try:
-    shipped = shipped_tuning(dataset, "logreg")
+    shipped = shipped_tuning(dataset, "logreg", data_dir=app_context().data_dir)
     refused = None
 except ShippedFileError as exc:  # not the file shipped, or not this code's certificates: never drawn
     shipped, refused = None, exc

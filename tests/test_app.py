@@ -122,12 +122,12 @@ def test_compare_opens_the_classroom_preset_at_once_from_its_shipped_rows(monkey
     assert any("Shown at once: computed ahead and shipped with the app (72 configurations" in i.value for i in at.info)
     shown = at.session_state["cmp_rows"]
     assert {r["mechanism"] for r in shown} == set(studies.CLASSROOM_COMPARE["mechanisms"])
-    assert json.loads(studies.CLASSROOM_FILE.read_text())["rows"] == json.loads(json.dumps(shown))
+    assert json.loads(studies.classroom_file().read_text())["rows"] == json.loads(json.dumps(shown))
 
-    doc = json.loads(studies.CLASSROOM_FILE.read_text())
+    doc = json.loads(studies.classroom_file().read_text())
     doc["record"]["setting"]["repeats"] = 3  # computed for another definition of the preset
     assert studies.shipped_classroom_compare(_write(doc)) is None
-    doc = json.loads(studies.CLASSROOM_FILE.read_text())
+    doc = json.loads(studies.classroom_file().read_text())
     doc["record"]["keys"][5] = "0" * 24  # one run computed by other code (a changed mechanism)
     assert studies.shipped_classroom_compare(_write(doc)) is None
     del doc["record"]["keys"]  # or by code that did not say which
@@ -632,20 +632,21 @@ def test_shipped_results_need_both_files_listed_in_the_manifest(tmp_path):
     """A preset's shipped results are its table and its record, both listed in the data folder's
     manifest (dpcore.shipped): one alone is not a figure, and an unlisted file is refused."""
     from dpcore import shipped
-    from dpcore.experiments.presets import RESULTS_DIR, shipped_results
+    from dpcore.experiments.presets import shipped_results
 
+    shipped_results_dir = shipped.folder_of("results")
     results = tmp_path / "results"
     results.mkdir()
     assert shipped_results("004-fig1", folder=results) is None
-    shutil.copy(RESULTS_DIR / "004-fig1.csv", results / "004-fig1.csv")
+    shutil.copy(shipped_results_dir / "004-fig1.csv", results / "004-fig1.csv")
     assert shipped_results("004-fig1", folder=results) is None  # no record of how it was made
-    shutil.copy(RESULTS_DIR / "004-fig1.json", results / "004-fig1.json")
+    shutil.copy(shipped_results_dir / "004-fig1.json", results / "004-fig1.json")
     with pytest.raises(shipped.ShippedFileError, match="not in the manifest"):
         shipped_results("004-fig1", folder=results)
     assert shipped.record([results / "004-fig1.csv", results / "004-fig1.json"], tmp_path) == \
         ["results/004-fig1.csv", "results/004-fig1.json"]
     got = shipped_results("004-fig1", folder=results)
-    assert got is not None and len(got.table) == len(pd.read_csv(RESULTS_DIR / "004-fig1.csv"))
+    assert got is not None and len(got.table) == len(pd.read_csv(shipped_results_dir / "004-fig1.csv"))
 
 
 def test_the_provenance_says_what_the_last_run_computed_and_whether_a_budget_was_raised():
@@ -761,19 +762,17 @@ def test_paper_figures_refuse_a_table_with_a_refusal_the_code_does_not_give(tmp_
     from dpcore import shipped
     from dpcore.experiments import presets
 
-    results = tmp_path / "results"
+    results = tmp_path / "results"  # a data folder of the test's own (tmp_path), as DPCORE_DATA_DIR gives a server
     results.mkdir()
     for ext in ("csv", "json"):
-        shutil.copy(presets.RESULTS_DIR / f"004-fig1.{ext}", results / f"004-fig1.{ext}")
+        shutil.copy(shipped.folder_of("results") / f"004-fig1.{ext}", results / f"004-fig1.{ext}")
     table = pd.read_csv(results / "004-fig1.csv", low_memory=False)
     table["error"] = table["error"].astype(object)
     table.loc[0, "error"] = "refused for the test: use at most 64 repeats"
     table.to_csv(results / "004-fig1.csv", index=False)
     shipped.record([results / "004-fig1.csv", results / "004-fig1.json"], tmp_path)
-    monkeypatch.setattr(presets, "RESULTS_DIR", results)
-    shipped_results = presets.shipped_results
-    monkeypatch.setattr(presets, "shipped_results", lambda p, **kw: shipped_results(p, folder=results, **kw))
-    st.cache_resource.clear()
+    monkeypatch.setenv("DPCORE_DATA_DIR", str(tmp_path))
+    st.cache_resource.clear()  # a new server: its context's data folder is tmp_path
     try:
         at = _page("figures.py")
         at.query_params["fig_preset"] = "004-fig1"
@@ -907,9 +906,10 @@ def test_a_chart_on_screen_writes_its_title_and_notes_as_page_text():
 
 
 def test_paper_figures_rerun_here_computes_the_figure_again_without_touching_the_shipped_files():
-    from dpcore.experiments.presets import RESULTS_DIR
+    from dpcore.shipped import folder_of
 
-    shipped = {p: p.stat().st_mtime_ns for p in RESULTS_DIR.glob("004-u-m32*")}
+    shipped_results_dir = folder_of("results")
+    shipped = {p: p.stat().st_mtime_ns for p in shipped_results_dir.glob("004-u-m32*")}
     at = _page("figures.py")
     at.query_params["fig_preset"] = "004-u-m32"
     at.run()
@@ -925,7 +925,7 @@ def test_paper_figures_rerun_here_computes_the_figure_again_without_touching_the
     assert any("certified" in h for t in rerun for h in t.get("hovertext", []))
     note = next(m.value for m in at.markdown if m.value.startswith("**Re-run:**"))
     assert "× 2 repeats (a quick rehearsal" in note and "--quick --calibration published" in note
-    assert {p: p.stat().st_mtime_ns for p in RESULTS_DIR.glob("004-u-m32*")} == shipped
+    assert {p: p.stat().st_mtime_ns for p in shipped_results_dir.glob("004-u-m32*")} == shipped
 
 
 def test_progress_says_the_time_spent_and_estimates_the_rest():
@@ -1179,7 +1179,7 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     grids = []
     monkeypatch.setattr(studies, "baseline", lambda spec, lams, ctx: grids.append((spec.dataset, spec.model)))
     monkeypatch.setattr(studies, "classroom_compare", lambda ctx: compared.append(ctx) or [{}] * 72)
-    monkeypatch.setattr(studies, "shipped_classroom_compare", lambda: None)  # as if shipped for other code
+    monkeypatch.setattr(studies, "shipped_classroom_compare", lambda ctx=None: None)  # as if shipped for other code
     from dpcore import lesson
     lessons = []
     monkeypatch.setattr(lesson, "prepare_lesson", lambda ctx, tell: lessons.append(ctx) or tell("lesson steps", 0.5)
@@ -1212,11 +1212,11 @@ def test_prepare_verifies_the_shipped_classroom_rows_instead_of_recomputing_them
     computed = []
     monkeypatch.setattr(studies, "classroom_compare", lambda ctx: computed.append(1) or [{}] * 72)
     import json
-    keys = json.loads(studies.CLASSROOM_FILE.read_text())["record"]["keys"]
-    monkeypatch.setattr(studies, "classroom_keys", lambda: keys)  # this code's (test_tune checks the real keys)
+    keys = json.loads(studies.classroom_file().read_text())["record"]["keys"]
+    monkeypatch.setattr(studies, "classroom_keys", lambda data_dir=None: keys)  # this code's (test_tune checks the real keys)
     done = studies.prepare_for_class(Context())
     assert computed == [] and "shipped with the app for this code" in done[0]["what"]
-    monkeypatch.setattr(studies, "classroom_keys", lambda: ["0" * 24] * 72)  # the code changed
+    monkeypatch.setattr(studies, "classroom_keys", lambda data_dir=None: ["0" * 24] * 72)  # the code changed
     done = studies.prepare_for_class(Context())
     assert computed == [1] and done[0]["what"] == "Compare's first preset (72 configurations)"
 

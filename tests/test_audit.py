@@ -589,7 +589,7 @@ def test_one_run_audit_is_below_the_certificate_and_catches_an_under_noised_run(
     ok = one_run_audit(_cfg("gradient-dpgd", epsilon=2.0, iterations=50), canaries=400)
     assert 0 <= ok.epsilon_lower_bound <= ok.epsilon_certified == pytest.approx(2.0, rel=1e-6)
     assert ok.n_train == D.load("breast-cancer").n + 400 and 150 < ok.included < 250
-    assert ok.config.clip_norm == 0.1 and any("clipped at C = 0.1" in n for n in ok.notes)
+    assert ok.spec.clip_norm == 0.1 and any("clipped at C = 0.1" in n for n in ok.notes)
     # one guess count, planned from the claim alone (the same for any run of it), at the full α
     assert ok.guesses == planned_guesses(400, ok.epsilon_certified, 1e-5, ALPHA) and ok.alpha == ALPHA
     assert ok.epsilon_lower_bound == one_run_epsilon(400, ok.guesses, ok.correct, 1e-5, ALPHA)

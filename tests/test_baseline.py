@@ -17,7 +17,7 @@ from dpcore import datasets
 from dpcore.experiments.baselines import LAMBDA_GRID, Baseline, baseline, lambdas_searched, row_lambdas
 from dpcore.experiments.run import RunSpec, run
 from dpcore.experiments.studies import CLASSROOM_COMPARE, compare_base, epsilon_sweep, shipped_classroom_compare
-from dpcore.experiments.tune import TUNED_DIR
+from dpcore.shipped import folder_of
 
 
 def above(ref: Baseline, rows, mean: str, band: str) -> list[str]:
@@ -65,7 +65,7 @@ def test_no_shipped_compare_row_sits_above_the_reference():
     assert all(r["accuracy_nonprivate"] <= ref.value for r in ok)
 
 
-@pytest.mark.parametrize("path", sorted(TUNED_DIR.glob("*.json")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(folder_of("tuned").glob("*.json")), ids=lambda p: p.stem)
 def test_no_shipped_tuned_row_sits_above_the_reference(path):
     record = json.loads(path.read_text())
     rows = [r for r in record["rows"] if "error" not in r]
@@ -125,9 +125,11 @@ def test_local_vs_central_draws_the_reference_and_explains_a_model_below_guessin
 
 
 def _preset_tables():
-    from dpcore.experiments.presets import RESULTS_DIR
+    from dpcore.shipped import folder_of
 
-    return sorted(RESULTS_DIR.glob("0*.csv"))
+    shipped_results_dir = folder_of("results")
+
+    return sorted(shipped_results_dir.glob("0*.csv"))
 
 
 @pytest.mark.parametrize("path", _preset_tables(), ids=lambda p: p.stem)

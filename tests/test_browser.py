@@ -87,7 +87,7 @@ LAYOUT_CHECK = """() => {
     const full = plot._fullLayout || {};
     // a figure of many panels squeezed (six panels of 30 px on a phone), titles or ticks printed over
     // each other, ticks or legend entries off the screen
-    Object.keys(full).filter(k => /^xaxis\d*$/.test(k) && full[k] && full[k]._length !== undefined).forEach(k => {
+    Object.keys(full).filter(k => /^xaxis\\d*$/.test(k) && full[k] && full[k]._length !== undefined).forEach(k => {
       if (full[k]._length < 120) problems.push(`chart ${i}: a panel only ${Math.round(full[k]._length)} px wide`);
     });
     const titles = [...plot.querySelectorAll('.annotation, .g-gtitle')].map(a => a.getBoundingClientRect())

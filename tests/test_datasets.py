@@ -88,19 +88,17 @@ def test_synthetic_scales_to_two_to_the_21():
 
 
 def test_missing_file_message(tmp_path, monkeypatch):
-    monkeypatch.setattr(D, "DATA_DIR", tmp_path)
     with pytest.raises(DatasetError, match="missing"):
-        D.verify_file(D.DATASETS["breast-cancer"].files[0])
+        D.verify_file(D.DATASETS["breast-cancer"].files[0], data_dir=tmp_path)
 
 
 def test_altered_file_message(tmp_path, monkeypatch):
     f = D.DATASETS["breast-cancer"].files[0]
-    shutil.copy(D.DATA_DIR / f.filename, tmp_path / f.filename)
+    shutil.copy(D.data_folder() / f.filename, tmp_path / f.filename)
     with open(tmp_path / f.filename, "ab") as fh:
         fh.write(b"x")
-    monkeypatch.setattr(D, "DATA_DIR", tmp_path)
     with pytest.raises(DatasetError, match="altered or corrupted"):
-        D.verify_file(f)
+        D.verify_file(f, data_dir=tmp_path)
 
 
 def test_unknown_dataset():
@@ -211,21 +209,21 @@ def test_a_label_left_empty_after_the_preview_rows_keeps_its_classes():
 
 def test_loads_are_cached_per_data_folder(tmp_path, monkeypatch):
     """The folder is part of every loader's cache key: a load from another folder (given, or
-    DATA_DIR reassigned on the package) is never answered from the bundled folder's cache."""
+    ``DPCORE_DATA_DIR`` set, read at each call) is never answered from the bundled folder's cache."""
     f = D.DATASETS["breast-cancer"].files[0]
     bundled, sub = D.load("breast-cancer"), D.load("breast-cancer", subsample=100)  # cached now
     copy = tmp_path / "copy"
     copy.mkdir()
-    shutil.copy(D.DATA_DIR / f.filename, copy / f.filename)
+    shutil.copy(D.data_folder() / f.filename, copy / f.filename)
     again = D.load("breast-cancer", data_dir=copy)
     assert again is not bundled
     np.testing.assert_array_equal(again.X_train, bundled.X_train)
-    assert D.load("breast-cancer", data_dir=D.DATA_DIR) is bundled  # the same folder: the same entry
+    assert D.load("breast-cancer", data_dir=D.data_folder()) is bundled  # the same folder: the same entry
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(DatasetError, match="missing"):
         D.load("breast-cancer", data_dir=empty)
-    monkeypatch.setattr(D, "DATA_DIR", empty)  # the package's attribute, read at each call
+    monkeypatch.setenv("DPCORE_DATA_DIR", str(empty))  # the environment, read at each call
     with pytest.raises(DatasetError, match="missing"):
         D.load("breast-cancer")
     with pytest.raises(DatasetError, match="missing"):

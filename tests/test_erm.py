@@ -320,16 +320,15 @@ def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path,
     from dpcore.experiments.studies import ship_references
 
     ds, model = D.load("iris"), MLP(lam=2e-3)
-    shipped = tmp_path / "references"
-    monkeypatch.setattr(erm, "SHIPPED_REFERENCES", shipped)
+    shipped = tmp_path / "references"  # a data folder of the test's own: tmp_path
     monkeypatch.setattr("dpcore.experiments.studies.SHIPPED_REFERENCE_PAIRS", (("iris", "mlp"),))
     shipped.mkdir()
     (shipped / "erm-of-an-older-code.json").write_text("{}")
     monkeypatch.setattr("dpcore.experiments.studies.problem_data",
                         lambda spec, dataset=None: (ds, model))  # the pair at this test's λ
-    done = ship_references()
+    done = ship_references(folder=shipped)
     (path,) = shipped.glob("erm-*.json")  # the older code's file is gone
-    assert path == ReferenceStore.shipped_path(ds, model) and "iris (mlp)" in done[0]["what"]
+    assert path == ReferenceStore(data_dir=tmp_path).shipped_path(ds, model) and "iris (mlp)" in done[0]["what"]
     first = json.loads(path.read_text())
 
     def no_solve(*a, **k):
@@ -337,7 +336,7 @@ def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path,
 
     with monkeypatch.context() as m:
         m.setattr(erm, "solve_erm", no_solve)
-        store = ReferenceStore()  # no folder of its own
+        store = ReferenceStore(data_dir=tmp_path)  # no folder of its own
         assert store.holds(ds, model)
         got = store.exact(ds, model)
     np.testing.assert_array_equal(got.theta, np.array(first["theta"]))
@@ -347,18 +346,18 @@ def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path,
     path.write_text(json.dumps({**first, "theta": theta.tolist(), "loss": float(value[0]),
                                 "grad_norm": float(np.linalg.norm(grad))}))
     with caplog.at_level("WARNING", logger="dpcore.erm"):  # edited, not listed: the manifest refuses it
-        solved = ReferenceStore().exact(ds, model)
+        solved = ReferenceStore(data_dir=tmp_path).exact(ds, model)
     np.testing.assert_array_equal(solved.theta, np.array(first["theta"]))
     assert any("not the file that was shipped" in r.getMessage() for r in caplog.records)
     caplog.clear()
     shipped_files.record([path], tmp_path)  # listed as a maintainer's edit would be: its own check refuses it
     with caplog.at_level("WARNING", logger="dpcore.erm"):
-        solved = ReferenceStore().exact(ds, model)
+        solved = ReferenceStore(data_dir=tmp_path).exact(ds, model)
     np.testing.assert_array_equal(solved.theta, np.array(first["theta"]))
     assert any("not an optimum" in r.getMessage() for r in caplog.records)
     path.write_text("{torn")
-    assert ReferenceStore().exact(ds, model).loss == pytest.approx(first["loss"], rel=1e-12)
-    assert not ReferenceStore().holds(ds, MLP(lam=3e-3))  # another λ ships nothing
+    assert ReferenceStore(data_dir=tmp_path).exact(ds, model).loss == pytest.approx(first["loss"], rel=1e-12)
+    assert not ReferenceStore(data_dir=tmp_path).holds(ds, MLP(lam=3e-3))  # another λ ships nothing
 
 
 def test_the_shipped_references_are_this_codes_and_read_without_a_solve(monkeypatch):
@@ -369,6 +368,7 @@ def test_the_shipped_references_are_this_codes_and_read_without_a_solve(monkeypa
     from dpcore import erm
     from dpcore.experiments.run import RunSpec, problem_data
     from dpcore.experiments.studies import SHIPPED_REFERENCE_PAIRS
+    from dpcore.shipped import folder_of
 
     def no_solve(*a, **k):
         raise AssertionError("solved: the shipped reference is missing or stale; run `python -m dpcore "
@@ -378,11 +378,11 @@ def test_the_shipped_references_are_this_codes_and_read_without_a_solve(monkeypa
     monkeypatch.setattr(erm, "solve_erm", no_solve)
     for dataset, model in SHIPPED_REFERENCE_PAIRS:
         data, m = problem_data(RunSpec(dataset=dataset, model=model))
-        assert ReferenceStore.shipped_path(data, m).exists(), "run `python -m dpcore prepare --ship`"
+        assert ReferenceStore().shipped_path(data, m).exists(), "run `python -m dpcore prepare --ship`"
         sol = ReferenceStore().exact(data, m)
         assert sol.grad_norm <= erm.LOCAL_GRAD_TOL
-    assert sorted(p.name for p in erm.SHIPPED_REFERENCES.glob("erm-*.json")) == sorted(
-        ReferenceStore.shipped_path(*problem_data(RunSpec(dataset=d, model=m))).name
+    assert sorted(p.name for p in folder_of("references").glob("erm-*.json")) == sorted(
+        ReferenceStore().shipped_path(*problem_data(RunSpec(dataset=d, model=m))).name
         for d, m in SHIPPED_REFERENCE_PAIRS)
 
 

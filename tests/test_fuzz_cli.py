@@ -270,7 +270,7 @@ def out_dir(tmp_path_factory):
 
 def _run(argv: list[str], out_dir: str, env: dict | None = None) -> tuple[int, str, str]:
     """``main(argv)`` in this process under the fuzzing budgets and a time limit, with
-    ``prepare``'s work stubbed and its shipped files moved to ``out_dir``; returns (exit code,
+    ``prepare``'s work stubbed (it checks the data folder's shipped files are writable, writes nothing); returns (exit code,
     stdout, stderr)."""
     argv = [a.replace(OUT, out_dir) for a in argv]
     env = {"DPCORE_CACHE_DIR": f"{out_dir}/cache", **(env or {})}
@@ -281,8 +281,6 @@ def _run(argv: list[str], out_dir: str, env: dict | None = None) -> tuple[int, s
         for name in ("prepare_for_class", "prepare_lesson", "ship_references"):
             stack.enter_context(mock.patch.object(cli_sweep, name, lambda *a, **k: []))
         stack.enter_context(mock.patch.object(cli_sweep, "ship_classroom_compare", lambda *a, **k: {"wall_seconds": 0}))
-        stack.enter_context(mock.patch.object(cli_sweep, "CLASSROOM_FILE", Path(out_dir, "shipped", "classroom.json")))
-        stack.enter_context(mock.patch.object(cli_sweep, "SHIPPED_REFERENCES", Path(out_dir, "shipped", "references")))
         stack.enter_context(mock.patch.dict(os.environ, {k: v.replace(OUT, out_dir) for k, v in env.items()}))
         stack.enter_context(chdir(out_dir))  # a relative output path ("1", "½") lands in the test's folder
         stack.enter_context(time_limit(60))

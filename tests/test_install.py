@@ -162,16 +162,16 @@ PACKAGE_CHECK = textwrap.dedent("""
     classroom = shipped.read_json("results/compare-classroom.json")  # the manifest's check, whatever its keys
     print(json.dumps({
         "sys_path": sys.path, "dpcore": dpcore.__file__,
-        "data_dir": str(datasets.DATA_DIR), "results_dir": str(presets.RESULTS_DIR),
-        "tuned_dir": str(tune.TUNED_DIR), "classroom_file": str(studies.CLASSROOM_FILE),
-        "classroom_exists": studies.CLASSROOM_FILE.exists(), "classroom_rows": len(classroom["rows"]),
+        "data_dir": str(datasets.data_folder()), "results_dir": str(shipped.folder_of("results")),
+        "tuned_dir": str(shipped.folder_of("tuned")), "classroom_file": str(studies.classroom_file()),
+        "classroom_exists": studies.classroom_file().exists(), "classroom_rows": len(classroom["rows"]),
         "classroom_keys": studies.classroom_keys(),
         "presets": list(presets.PRESETS), "shipped_ids": presets.shipped_ids(),
         "fig_preset": fig.record["preset"]["id"], "fig_rows": len(fig.table),
         "fig_published_rows": None if fig.published is None else len(fig.published),
         "tuning_rows": len(tuning["rows"]),
         "manifest_problems": shipped.manifest_problems(),
-        "manifest_files": sorted(json.loads((datasets.DATA_DIR / "MANIFEST.json").read_text())["files"]),
+        "manifest_files": sorted(json.loads((datasets.data_folder() / "MANIFEST.json").read_text())["files"]),
     }))
 """)
 

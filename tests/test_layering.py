@@ -38,7 +38,7 @@ LAYERS = [
     ("figures", ["dpcore.figures", "dpcore.figures_missed", "dpcore.figures_screen", "dpcore.report"]),  # charts name mechanisms by their short names
     # the experiments: how runs execute, one run, grids of runs, studies that arrange grids
     ("execution", ["dpcore.experiments.context", "dpcore.experiments.progress"]),
-    ("runs", ["dpcore.experiments.run"]),
+    ("runs", ["dpcore.experiments.result", "dpcore.experiments.run"]),
     ("grids", ["dpcore.experiments.records", "dpcore.experiments.sweep", "dpcore.experiments.grid", "dpcore.experiments.baselines",
                "dpcore.experiments.tune"]),
     ("studies", ["dpcore.experiments.studies", "dpcore.experiments.presets*", "dpcore.experiments"]),

@@ -225,7 +225,7 @@ def test_a_stack_of_configurations_gives_each_ones_own_result(mechanism):
     stacked = run_many(specs)
     for spec, got in zip(specs, stacked):
         alone = run(spec)
-        assert got.config == spec and got.seeds == alone.seeds
+        assert got.spec == spec and got.seeds == alone.seeds
         assert got.sigma == alone.sigma and got.epsilon_certified == alone.epsilon_certified
         np.testing.assert_allclose(got.gap, alone.gap, rtol=1e-9, atol=1e-13)
         np.testing.assert_allclose(got.accuracy, alone.accuracy, atol=1.5 / got.n_train)
@@ -272,7 +272,7 @@ def test_stack_groups_keep_other_settings_apart_and_refusals_to_their_spec(monke
     out = run_outcomes(specs)
     assert isinstance(out[1], ParameterError)
     assert all(not isinstance(o, Exception) for i, o in enumerate(out) if i != 1)
-    assert [o.config for i, o in enumerate(out) if i != 1] == [s for i, s in enumerate(specs) if i != 1]
+    assert [o.spec for i, o in enumerate(out) if i != 1] == [s for i, s in enumerate(specs) if i != 1]
 
 
 @pytest.mark.parametrize("mechanism", ["gradient-dpgd", "gradient-dpsgd"])

@@ -180,9 +180,12 @@ def _shipped_row(table, config):
 
 
 def _shipped_tables():
-    from dpcore.experiments.presets import PRESETS, RESULTS_DIR
+    from dpcore.experiments.presets import PRESETS
+    from dpcore.shipped import folder_of
 
-    return [p.stem for p in sorted(RESULTS_DIR.glob("*.csv")) if p.stem.removesuffix("-published") in PRESETS]
+    shipped_results_dir = folder_of("results")
+
+    return [p.stem for p in sorted(shipped_results_dir.glob("*.csv")) if p.stem.removesuffix("-published") in PRESETS]
 
 
 @pytest.mark.parametrize("stem", _shipped_tables())
@@ -193,11 +196,14 @@ def test_a_shipped_table_s_certificates_are_its_tasks_plans(stem):
     certificate per mechanism, so a changed calibration cannot hide in a row it does not pick."""
     import pandas as pd
 
-    from dpcore.experiments.presets import RESULTS_DIR, get_preset, task_plans
+    from dpcore.experiments.presets import get_preset, task_plans
+    from dpcore.shipped import folder_of
+
+    shipped_results_dir = folder_of("results")
 
     calibration = "published" if stem.endswith("-published") else None
     tasks = get_preset(stem.removesuffix("-published")).tasks(calibration=calibration)
-    table = pd.read_csv(RESULTS_DIR / f"{stem}.csv").drop_duplicates("task")
+    table = pd.read_csv(shipped_results_dir / f"{stem}.csv").drop_duplicates("task")
     first = {}
     for t in sorted(tasks, key=lambda t: t.config.epsilon):
         first.setdefault((t.config.mechanism, t.config.dataset, t.config.model), t)

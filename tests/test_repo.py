@@ -133,7 +133,7 @@ def test_pip_install_gives_the_package_its_data_and_the_dpcore_command(tmp_path)
     module = subprocess.run([sys.executable, "-m", "dpcore", "datasets", "--json"], cwd=ROOT,
                             capture_output=True, text=True, check=True)
     assert json.loads(installed(str(site / "bin" / "dpcore"), "datasets", "--json")) == json.loads(module.stdout)
-    where = installed(sys.executable, "-c", "import dpcore.datasets as d; print(d.__file__, d.DATA_DIR)").split()
+    where = installed(sys.executable, "-c", "import dpcore.datasets as d; print(d.__file__, d.data_folder())").split()
     assert Path(where[0]).is_relative_to(site) and Path(where[1]) == site / "dpcore" / "_data"
     out = installed(str(site / "bin" / "dpcore"), "run", "--dataset", "breast-cancer",
                     "--mechanism", "gradient-dpgd", "--json")

@@ -66,17 +66,17 @@ from dpcore import accounting, privacy, privacy_pld
 from dpcore.cli import build_parser
 from dpcore.datasets import load as load_dataset
 from dpcore.experiments.context import Context
-from dpcore.experiments.presets import PRESETS, RESULTS_DIR
+from dpcore.experiments.presets import PRESETS
+from dpcore.shipped import folder_of
 from dpcore.experiments.run import RunSpec, noise_plan, problem_data, stack_groups
 from dpcore.experiments.studies import (
     CLASSROOM_COMPARE,
-    CLASSROOM_FILE,
+    classroom_file,
     classroom_compare,
     compare_base,
 )
 from dpcore.experiments.sweep import Task, bundles, execute_many, task_cost, tidy_rows
 from dpcore.experiments.tune import (
-    TUNED_DIR,
     TuneResult,
     candidates,
     search_space,
@@ -107,6 +107,8 @@ STALE_RELEASED: dict[str, str] = {}
 
 #: one store for the module, one BLAS thread as a preset's run has: references solved once (Bank, KDD Cup)
 CTX = Context(threads=1, trace_points=0)
+#: the bundled data folder's shipped files, which this file checks
+RESULTS_DIR, TUNED_DIR, CLASSROOM_FILE = folder_of("results"), folder_of("tuned"), classroom_file()
 #: the stored table's columns that are no result: the task's key (it hashes the source) and its timing
 NOT_COMPARED = ("task", "task_seconds", "seconds")
 
@@ -903,7 +905,7 @@ def test_every_shipped_distributed_row_reports_the_local_epsilon_the_code_certif
     Paper figures view's provenance shows it).  Every row of every shipped table, not one per file."""
     import pandas as pd
 
-    from dpcore.experiments.presets import RESULTS_DIR, shipped_results
+    from dpcore.experiments.presets import shipped_results
     from dpcore.partition import RECORD_SPLITS
 
     seen = 0

@@ -370,11 +370,11 @@ def _read_shipped_results(folder: Path) -> Read:
 
 
 def _read_shipped_tuning(folder: Path) -> Read:
-    return _refusal(lambda: tune.shipped_tuning("adult", "logreg"))
+    return _refusal(lambda: tune.shipped_tuning("adult", "logreg", data_dir=folder))
 
 
 def _read_tuned_setting(folder: Path) -> Read:  # the command line's --tuned and Explore's
-    return _refusal(lambda: tune.tuned_setting("adult", "logreg", "gradient-dpsgd", 1.0))
+    return _refusal(lambda: tune.tuned_setting("adult", "logreg", "gradient-dpsgd", 1.0, data_dir=folder))
 
 
 def _read_compare_tuned_grid(folder: Path) -> Read:  # Compare's tuned grid (epsilon_sweep's plan)
@@ -382,7 +382,7 @@ def _read_compare_tuned_grid(folder: Path) -> Read:  # Compare's tuned grid (eps
                                 calibration="certified", lam=1e-3)
 
     def shown():
-        rows, _, _ = studies._sweep_plan(base, ["gradient-dpsgd"], [1.0], None, None, True)
+        rows, _, _ = studies._sweep_plan(base, ["gradient-dpsgd"], [1.0], None, None, True, folder)
         return rows if "tuned_at" in rows[0] else None
     return _refusal(shown)
 
@@ -402,11 +402,10 @@ def _read_reference(folder: Path, caplog) -> Read:
     data, model = _mlp_problem()
     caplog.clear()
     with pytest.MonkeyPatch.context() as mp, caplog.at_level(logging.INFO, logger="dpcore"):
-        mp.setattr(erm, "SHIPPED_REFERENCES", folder / "references")
         # the name the file was shipped under (it hashes the package's source, edited as this runs)
         mp.setattr(erm, "_disk_key", lambda dataset, model: REFERENCE_KEY)
         mp.setattr(erm, "solve_erm", lambda *a, **k: SOLVED_AGAIN)  # a refusal solves again: seen, not run
-        sol = erm.ReferenceStore(None).exact(data, model)  # no folder of its own: the shipped file or a solve
+        sol = erm.ReferenceStore(None, data_dir=folder).exact(data, model)  # no folder of its own: shipped or solved
     return Read(None if sol is SOLVED_AGAIN else sol, _logged(caplog))
 
 
@@ -422,20 +421,20 @@ READERS: dict[str, Callable[..., Read]] = {
 
 @pytest.fixture
 def folder(tmp_path, monkeypatch) -> Path:
-    """A data folder holding a copy of each target (and its companions), listed in its own manifest;
-    every reader pointed at it."""
-    data = tmp_path / "data"
+    """A data folder holding the bundled datasets (linked) and a copy of each target (and its
+    companions), listed in its own manifest: the readers are given it (``data_dir=``), the views find it
+    as a server started with ``DPCORE_DATA_DIR`` would (their context's data folder)."""
+    data = _linked_datasets(tmp_path / "data")
     rels = list(dict.fromkeys([t.rel for t in TARGETS.values()] + [f"results/{PRESET}.json", f"results/{PRESET}.csv"]))
     for rel in rels:
         (data / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(SOURCE / rel, data / rel)
     assert shipped.record([data / rel for rel in rels], data) == rels
-    monkeypatch.setattr(tune, "TUNED_DIR", data / "tuned")
-    monkeypatch.setattr(presets, "RESULTS_DIR", data / "results")
+    monkeypatch.setenv("DPCORE_DATA_DIR", str(data))
     # the task keys Compare's first preset was computed under: they hash the package's source (which
     # changes under this test as it is edited), so the reader is shown the file's own keys and decides
     # by its content alone (the reference's name, likewise: _read_reference)
-    monkeypatch.setattr(studies, "classroom_keys", lambda: list(_classroom_keys()))
+    monkeypatch.setattr(studies, "classroom_keys", lambda data_dir=None: list(_classroom_keys()))
     return data
 
 
@@ -544,17 +543,12 @@ def fresh_server():
 
 
 def _figures(folder: Path, monkeypatch) -> AppTest:
-    real = presets.shipped_results
-    monkeypatch.setattr(presets, "shipped_results", lambda p, **kw: real(p, folder=folder / "results", **kw))
     at = _page("figures.py")
     at.query_params["fig_preset"] = PRESET
     return at.run()
 
 
 def _compare(folder: Path, monkeypatch) -> AppTest:
-    real = studies.shipped_classroom_compare
-    monkeypatch.setattr(studies, "shipped_classroom_compare",
-                        lambda path=None: real(folder / "results" / "compare-classroom.json"))
     at = _page("compare.py").run()
     at.button(key="preset_All central mechanisms, Adult (8 ε × 5 repeats)").click().run()
     return at
@@ -636,14 +630,19 @@ def test_the_view_shows_the_untouched_file(page, folder, monkeypatch, fresh_serv
 # ---------------------------------------------------------------------------------- command line
 
 
-def _cli_data_folder(tmp_path: Path) -> Path:
-    """A data folder for a subprocess (``DPCORE_DATA_DIR``): the bundled datasets linked, the shipped
-    files copied, and the tuning listed as it is here."""
-    data = tmp_path / "cli-data"
+def _linked_datasets(data: Path) -> Path:
+    """A new data folder ``data`` with the bundled datasets linked into it (their checksums are the code's)."""
     data.mkdir()
     for p in SOURCE.iterdir():
         if p.name.endswith((".csv.gz", ".csv.xz")) or p.name == "README.md":
             (data / p.name).symlink_to(p)
+    return data
+
+
+def _cli_data_folder(tmp_path: Path) -> Path:
+    """A data folder for a subprocess (``DPCORE_DATA_DIR``): the bundled datasets linked, the shipped
+    files copied, and the tuning listed as it is here."""
+    data = _linked_datasets(tmp_path / "cli-data")
     for sub in ("results", "tuned", "references"):
         shutil.copytree(SOURCE / sub, data / sub)
     shutil.copyfile(SOURCE / shipped.MANIFEST, data / shipped.MANIFEST)

@@ -453,10 +453,13 @@ def test_run_grid_table_has_the_documented_schema_and_matches_single_runs():
 
 def test_a_rerun_never_writes_into_the_shipped_results(tmp_path):
     from dpcore.exceptions import ParameterError
-    from dpcore.experiments.presets import RESULTS_DIR, rerun
+    from dpcore.experiments.presets import rerun
+    from dpcore.shipped import folder_of
+
+    shipped_results_dir = folder_of("results")
 
     with pytest.raises(ParameterError, match="never writes into data/results"):
-        rerun("003-fig1", RESULTS_DIR)
+        rerun("003-fig1", shipped_results_dir)
     got = rerun("003-fig1", tmp_path, quick=True, workers=1)
     assert (tmp_path / "003-fig1-quick.csv").exists() and len(got.table) == got.record["tasks"] * 2
     assert got.record["command"] == f"python -m dpcore sweep --preset 003-fig1 --out {tmp_path} --quick"

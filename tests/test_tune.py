@@ -316,7 +316,7 @@ def test_the_shipped_classroom_comparison_is_what_the_code_computes_now():
     import json
     import math
 
-    from dpcore.experiments.studies import CLASSROOM_FILE, classroom_compare, shipped_classroom_compare
+    from dpcore.experiments.studies import classroom_compare, classroom_file, shipped_classroom_compare
     from dpcore.jsonutil import to_jsonable
 
     shipped = shipped_classroom_compare()
@@ -331,4 +331,4 @@ def test_the_shipped_classroom_comparison_is_what_the_code_computes_now():
         for k in ("accuracy_mean", "gap_mean", "sigma", "epsilon_certified", "accuracy_nonprivate"):
             a, b = row.get(k), old.get(k)
             assert (a is None and b is None) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-15), (row["mechanism"], k)
-    assert json.loads(CLASSROOM_FILE.read_text())["record"]["command"] == "python -m dpcore prepare --ship"
+    assert json.loads(classroom_file().read_text())["record"]["command"] == "python -m dpcore prepare --ship"

@@ -43,6 +43,7 @@ from ..exceptions import ParameterError, PrivacyWarning
 from ..experiments.context import Context, in_context_pool
 from ..experiments.run import (
     RunSpec,
+    SpecOf,
     check_budget,
     delta_warning,
     load_problem,
@@ -77,17 +78,40 @@ def _check(name: str, value: Any) -> Any:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AuditResult:
-    """Everything an audit found; the UI formats these, it does not compute.
+class AuditResult(SpecOf):
+    """Everything an audit found (:func:`run_audit`); the UI formats these, it does not compute.
 
-    ``scores_without`` / ``scores_with``: the score of every run on ``D`` /
-    ``D'`` (first halves chose the threshold, second halves were counted).
-    ``false_positives`` of ``n_without`` and ``false_negatives`` of ``n_with``
-    are the evaluation counts; ``fpr_upper``/``fnr_upper`` their
-    Clopper–Pearson bounds at confidence ``1 − α/2``.
+    Attributes
+    ----------
+    spec : RunSpec
+        The audited spec (``config`` is its 0.1.0 name, deprecated).
+    epsilon_target, epsilon_certified : float
+        The ε asked for, and what the noise that ran certifies.
+    epsilon_lower_bound : float
+        The audited ε: an empirical lower bound at confidence 1 − α, never a guarantee.
+    verdict : str
+        One of :data:`dpcore.audit.VERDICTS` ("not refuted", "claim not met", …); ``refuted``
+        names what refuted the claim.
+    scores_without, scores_with : numpy.ndarray
+        The score of every run on ``D`` / ``D'`` (first halves chose the threshold, second
+        halves were counted).
+    false_positives, n_without, false_negatives, n_with : int
+        The evaluation counts; ``fpr_upper`` / ``fnr_upper`` their Clopper–Pearson bounds at
+        confidence 1 − α/2.
+    estimates : tuple of dict
+        Every estimator's ε with its share of α and its assumption.
+
+    Examples
+    --------
+    >>> from dpcore import RunSpec, run_audit
+    >>> result = run_audit(RunSpec("iris", mechanism="output-gaussian", epsilon=1.0), trials=100)
+    >>> result.verdict, result.spec.mechanism, result.scores_with.shape
+    ('not refuted', 'output-gaussian', (100,))
+    >>> result.epsilon_lower_bound <= result.epsilon_certified <= result.epsilon_target
+    True
     """
 
-    config: RunSpec
+    spec: RunSpec
     mechanism_name: str
     dataset_name: str
     n_train: int
@@ -176,12 +200,12 @@ class AuditResult:
         False
         """
         out: dict[str, Any] = {
-            "dataset": self.config.dataset,
+            "dataset": self.spec.dataset,
             "dataset_name": self.dataset_name,
-            "model": self.config.model,
-            "mechanism": self.config.mechanism,
+            "model": self.spec.model,
+            "mechanism": self.spec.mechanism,
             "mechanism_name": self.mechanism_name,
-            "calibration": self.config.calibration,
+            "calibration": self.spec.calibration,
             "epsilon_target": self.epsilon_target,
             "epsilon_certified": self.epsilon_certified,
             "epsilon_lower_bound": self.epsilon_lower_bound,
@@ -230,7 +254,7 @@ class AuditResult:
             "epsilon_domain_ceiling": self.epsilon_domain_ceiling,
             "confirmation": self.confirmation,
             "roc": self.roc(),
-            "config": self.config.to_dict(),
+            "config": self.spec.to_dict(),
         }
         if scores:
             out["scores"] = {"without_canary": [float(v) for v in self.scores_without],
@@ -270,15 +294,52 @@ def run_audit(
 ) -> AuditResult:
     """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
 
-    ``spec`` names the dataset, model, mechanism and every setting as for
-    :func:`dpcore.experiments.run.run` (its ``repeats`` is ignored; ``seed`` seeds the canary,
-    the subsample and the runs).  Runs go through the mechanism in batched chunks of
-    ``chunk_size``; ``progress(done, total)``, ``total = 2·trials``, is called before the first
-    and after every chunk (black-box: after each side of it).  More than ``max_rows`` training
-    rows are audited on a seeded subsample of that many (``note`` says so).  ``dataset``: a
-    user's own data in place of ``spec.dataset``; ``ctx``: where the full data's exact
-    solution comes from (by default :func:`~dpcore.experiments.context.default_context`).
+    Parameters
+    ----------
+    spec : RunSpec
+        The dataset, model, mechanism and every setting, as for :func:`dpcore.run` (its
+        ``repeats`` is ignored; ``seed`` seeds the canary, the subsample and the runs).
+    trials : int
+        Runs on each side of the neighbouring pair.
+    alpha : float
+        The audit's error probability: the verdict holds with confidence 1 − α (split below).
+    canary, canary_label, score : str, float, str
+        The black-box attack: which record tells ``D`` from ``D'`` (``"auto"``: the mechanism's
+        choice), its label, and how a released model is scored on it.
+    max_rows : int or None
+        More training rows than this are audited on a seeded subsample of that many (``note``
+        says so).
+    progress : callable, optional
+        ``progress(done, total)``, ``total = 2·trials``: before the first chunk and after every
+        chunk (black-box: after each side of it).
+    threat : str
+        ``"black-box"`` or ``"white-box"`` (:data:`dpcore.audit.threats.STRATEGIES`).
+    chunk_size : int
+        Runs trained as one batch.
+    dataset : Dataset, optional
+        A user's own data in place of ``spec.dataset``.
+    ctx : Context, optional
+        Where the full data's exact solution comes from (default:
+        :func:`~dpcore.experiments.context.default_context`).
+    end_to_end, measure, confirm : bool
+        The white-box options below; ``confirm`` audits again with a fresh seed when the verdict
+        is "claim not met".
 
+    Returns
+    -------
+    AuditResult
+        The audited ε (an empirical lower bound, never a guarantee) beside the certified ε, the
+        verdict, the counts and every score.
+
+    Raises
+    ------
+    ParameterError
+        An audit setting out of range, or a threat the mechanism cannot be audited under.
+    BudgetError
+        The audit's runs exceed the context's budget (refused before any work).
+
+    Notes
+    -----
     The threat model is a strategy of :data:`dpcore.audit.threats.STRATEGIES`: ``"black-box"``
     scores the released model on the canary (``canary``, ``canary_label``, ``score``);
     ``"white-box"`` every release along the way (:mod:`dpcore.audit.whitebox`);
@@ -319,6 +380,8 @@ def run_audit(
 
     References: Jagielski, Ullman & Oprea 2020, Alg. 2; Nasr et al. 2023.
 
+    Examples
+    --------
     >>> from dpcore.experiments.run import RunSpec
     >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=1.0,
     ...               delta=1e-5, iterations=10)
@@ -361,7 +424,7 @@ def run_audit(
                           end_to_end=end_to_end, measure=measure)
         confirmed = tuple(c for c in result.refuted if c in again.refuted)
         result = dataclasses.replace(result, confirmation={
-            "seed": again.config.seed, "verdict": again.verdict, "refuted": list(again.refuted),
+            "seed": again.spec.seed, "verdict": again.verdict, "refuted": list(again.refuted),
             "epsilon_lower_bound": again.epsilon_lower_bound, "confirmed": list(confirmed),
             "noise_check": again.noise_check, "findings": list(again.findings), "refutation": again.refutation})
     return result
@@ -531,7 +594,7 @@ def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev:
         arr.setflags(write=False)
     test, problem, ceiling_mu = ev.test, attack.problem, attack.ceiling_mu
     return AuditResult(
-        config=config,
+        spec=config,
         mechanism_name=mechanism.name,
         dataset_name=problem.dataset.name,
         n_train=problem.n,

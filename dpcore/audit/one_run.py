@@ -41,7 +41,7 @@ from .. import streams
 from ..erm import LazySolution
 from ..exceptions import ParameterError
 from ..experiments.context import in_context_pool
-from ..experiments.run import RunSpec, check_budget, problem_data
+from ..experiments.run import RunSpec, SpecOf, check_budget, problem_data
 from ..mechanisms import Problem, get_mechanism
 from ..optim import BatchRNG
 from ..params import PARAMS, validate
@@ -56,7 +56,7 @@ MAX_CANARIES = int(PARAMS["canaries"].constraint.high)
 
 
 @dataclass(frozen=True)
-class OneRunResult:
+class OneRunResult(SpecOf):
     """What a one-run audit found (:func:`one_run_audit`); :meth:`to_dict` is the command line's record.
 
     >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=1.0,
@@ -70,7 +70,7 @@ class OneRunResult:
     False
     """
 
-    config: RunSpec
+    spec: RunSpec
     mechanism_name: str
     canaries: int
     included: int
@@ -88,14 +88,14 @@ class OneRunResult:
 
     def to_dict(self, scores: bool = False) -> dict[str, Any]:
         out = {
-            "mode": "one-run", "dataset": self.config.dataset, "model": self.config.model,
-            "mechanism": self.config.mechanism, "mechanism_name": self.mechanism_name,
-            "calibration": self.config.calibration, "canaries": self.canaries, "included": self.included,
+            "mode": "one-run", "dataset": self.spec.dataset, "model": self.spec.model,
+            "mechanism": self.spec.mechanism, "mechanism_name": self.mechanism_name,
+            "calibration": self.spec.calibration, "canaries": self.canaries, "included": self.included,
             "n_train": self.n_train, "epsilon_target": self.epsilon_target,
             "epsilon_certified": self.epsilon_certified, "epsilon_lower_bound": self.epsilon_lower_bound,
             "guesses": self.guesses, "correct": self.correct, "alpha": self.alpha,
             "confidence": 1.0 - self.alpha,
-            "seconds": self.seconds, "notes": list(self.notes), "config": self.config.to_dict(),
+            "seconds": self.seconds, "notes": list(self.notes), "config": self.spec.to_dict(),
         }
         if scores and self.scores is not None:
             out["scores"] = {"in": [float(v) for v in self.scores[self.members]],
@@ -126,7 +126,7 @@ def one_run_audit(config: RunSpec, canaries: int = 1000, alpha: float = 0.05, ma
     >>> cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="gradient-dpgd", epsilon=1.0,
     ...               delta=1e-5, iterations=10)
     >>> r = one_run_audit(cfg, canaries=100)
-    >>> r.canaries, r.n_train - r.canaries, r.config.clip_norm   # 546 records and a canary slot each
+    >>> r.canaries, r.n_train - r.canaries, r.spec.clip_norm   # 546 records and a canary slot each
     (100, 546, 0.1)
     >>> r.guesses % 2 == 0 and 0 <= r.correct <= r.guesses <= r.canaries   # k 'in' and k 'out' guesses
     True
@@ -182,7 +182,7 @@ def one_run_audit(config: RunSpec, canaries: int = 1000, alpha: float = 0.05, ma
                  f"bound were the claim ε = {claim:.3g} exact, fixed before the run, so the bound keeps its "
                  f"full confidence {1 - alpha:g}")
     return OneRunResult(
-        config=config, mechanism_name=mechanism.name, canaries=int(canaries), included=int(members.sum()),
+        spec=config, mechanism_name=mechanism.name, canaries=int(canaries), included=int(members.sum()),
         n_train=problem.n, epsilon_target=float(config.epsilon), epsilon_certified=float(eps_certified),
         epsilon_lower_bound=one_run_epsilon(canaries, r, correct, delta, alpha), guesses=r, correct=correct, alpha=alpha,
         seconds=time.perf_counter() - t0, notes=tuple(notes),

@@ -23,11 +23,11 @@ The package by role: :mod:`~.base` (the :class:`Dataset` and :class:`DatasetSpec
 bundled files, their checksums, :data:`DATASETS` and :func:`load`), :mod:`~.upload` (user CSVs,
 :func:`from_csv`) and :mod:`~.synthetic` (the generators).  Everything is imported from here.
 
-:data:`DATA_DIR` is the folder the loaders read when they are given none; it is looked up at
-each call, so reassigning it here redirects them (and their caches are kept per folder).
+The loaders read :func:`data_folder` when they are given no ``data_dir`` (``DPCORE_DATA_DIR`` when
+set, looked up at each call; their caches are kept per folder).
 """
 
-from ..exceptions import DatasetError
+from ..exceptions import DatasetError, moved_attributes
 from .base import DataFile, Dataset, DatasetSpec
 from .preprocess import (
     MAX_ABS_VALUE,
@@ -40,7 +40,6 @@ from .preprocess import (
     normalize_rows,
 )
 from .registry import (
-    BUNDLED_DIR,
     DATASETS,
     data_folder,
     default_data_dir,
@@ -60,15 +59,14 @@ from .upload import (
     from_csv,
 )
 
-#: the folder of the bundled files that :func:`load` and :func:`verify_file` read when not given
-#: a ``data_dir`` (``DPCORE_DATA_DIR`` when set); read at each call, so reassigning it redirects them
-DATA_DIR = BUNDLED_DIR
+#: ``DATA_DIR`` and ``BUNDLED_DIR`` were module attributes in 0.1.0: reading one still works, warns
+#: and gives :func:`data_folder`'s answer (reassigning one redirects nothing: pass ``data_dir=``)
+__getattr__ = moved_attributes(__name__, {name: ("dpcore.datasets.data_folder()", data_folder)
+                                          for name in ("DATA_DIR", "BUNDLED_DIR")})
 
 __all__ = [
-    "BUNDLED_DIR",
     "CSV_MISSING",
     "DATASETS",
-    "DATA_DIR",
     "MAX_ABS_VALUE",
     "MAX_CATEGORIES",
     "MAX_CELL_CHARS",

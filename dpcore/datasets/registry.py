@@ -1,9 +1,9 @@
 """The registry: the bundled files and their checksums, how each dataset is built from its file,
 and :func:`load`, cached per process and per data folder.
 
-The folder a loader reads is its ``data_dir`` argument, or else :data:`dpcore.datasets.DATA_DIR`
-looked up at each call (so that reassigning it, e.g. in a test, redirects every loader).  The
-folder is part of every cache key: a load from one folder is never answered from another's.
+The folder a loader reads is its ``data_dir`` argument, or else :func:`data_folder` at that call
+(``DPCORE_DATA_DIR`` when set, else the bundled files).  The folder is part of every cache key: a
+load from one folder is never answered from another's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import hashlib
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from .preprocess import from_dataframe, train_test_rows
 from .synthetic import SYNTHETIC_SPECS
 
 __all__ = [
-    "BUNDLED_DIR",
     "DATASETS",
     "data_folder",
     "default_data_dir",
@@ -49,17 +47,20 @@ def default_data_dir() -> Path:
     return installed if installed.is_dir() else package.parent / "data"
 
 
-#: the folder of the bundled files, fixed at import: ``DPCORE_DATA_DIR`` when set, else
-#: :func:`default_data_dir`; ``dpcore.datasets.DATA_DIR`` starts as this folder
-BUNDLED_DIR = Path(os.environ.get("DPCORE_DATA_DIR") or default_data_dir())
-
-
 def data_folder(data_dir: str | os.PathLike | None = None) -> Path:
-    """The folder a loader reads: ``data_dir`` when given, else ``dpcore.datasets.DATA_DIR``
-    as it is at this call (the package's attribute, not a copy taken at import)."""
+    """The data folder (the bundled datasets and the shipped results, tunings and references):
+    ``data_dir`` when given, else ``DPCORE_DATA_DIR`` as the environment has it at this call,
+    else :func:`default_data_dir`.  Nothing keeps a copy: a :class:`~dpcore.experiments.context.Context`
+    takes its :attr:`~dpcore.experiments.context.Context.data_dir` from here when it is made.
+
+    >>> data_folder("/tmp/elsewhere")
+    PosixPath('/tmp/elsewhere')
+    >>> (data_folder() / "MANIFEST.json").is_file()
+    True
+    """
     if data_dir is not None:
         return Path(data_dir)
-    return Path(getattr(sys.modules.get(__package__), "DATA_DIR", BUNDLED_DIR))
+    return Path(os.environ.get("DPCORE_DATA_DIR") or default_data_dir())
 
 
 # --------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from threadpoolctl import ThreadpoolController
 
 from .. import linalg
 from ..cache import DiskCache, Memo
+from ..datasets import data_folder
 from ..erm import ReferenceStore
 from ..exceptions import ParameterError
 from ..optim import DEFAULT_TRACE_POINTS, Progress, TraceListener
@@ -92,38 +93,71 @@ __all__ = ["Budget", "Context", "Progress", "DEFAULT_TRACE_POINTS", "default_con
 
 @dataclass(frozen=True, kw_only=True)
 class Context:
-    """Execution settings of a run or a grid of runs.
+    """Execution settings of a run or a grid of runs: how, never what.
 
-    ``workers``: local worker processes for a grid (1 runs in this process;
-    ``None``: one per CPU).  ``scheduler``: a Dask scheduler address or
-    ``Client``, in place of local workers.  ``threads``: BLAS threads per task
-    (``None``: one; parallel work goes through the context's own pool and worker
-    processes, while the library's own choice, a thread per core, spins against them and
-    against the other sessions: on a loaded 2-core machine a DP-GD step on a dense
-    30–50 MB matrix ran 4–50× slower than with one thread).  ``erm_dir``: where exact solutions are kept on disk (shared by
-    processes); ``results_dir``: where a grid keeps each finished spec's result
-    (content-keyed JSON: an interrupted grid resumes, a repeated one trains
-    nothing); ``None`` keeps nothing on disk.  ``trace_points``: loss-curve
-    points each run records (``None``: the optimisers' default for one run;
-    none in a grid, where nothing plots a curve and the extra loss evaluations
-    would cost up to a quarter of a run).  ``progress(done, total, label)`` hears how far work
-    is: a grid reports its finished configurations; a single run (:func:`run`) its
-    optimisation steps and, when it must solve one, the exact reference's solver
-    iterations (a hundred reports at most per loop; it never changes a number); a grid also tells a
-    callback whose attribute ``takes_work`` is true ``work=(done, total)`` in the work budget's units
-    (:meth:`tell`), so that its time left weighs a minutes-long configuration above a
-    milliseconds-long one (:class:`~dpcore.experiments.progress.TimeLeft`).  ``on_trace(steps,
-    trace)``: a single run's loss curve so far, each time it gains a point (the gradient and
-    input-perturbation optimisers tell it; a view draws the curve while the run trains).  ``store``: the
-    exact solutions and other noise-free results this context has computed.  ``pool``: the
-    threads its sparse products share (:func:`dpcore.linalg.using_pool`, entered by
-    :meth:`active`); by default the one pool every context of the process shares, so that
-    sessions and grids take turns on :data:`~dpcore.linalg.THREADS` threads instead of each
-    bringing its own.  ``results``, ``memo``: the grid results' disk cache (over ``results_dir``) and
-    a memory memo of whatever a caller keys (the app's run records), on the cache layer
-    (:mod:`dpcore.cache`).  ``budget``: what one run may use (:class:`Budget`; by default the
-    environment's, read when the context is made); ``stack_runs``: at most this many runs train as
-    one stacked batch.  These are the package's whole execution policy: no module keeps a switch.
+    No field changes a number (the equality tests check this for workers, threads and caches).
+    These are the package's whole execution policy and its folders: no module keeps a switch or a
+    path.
+
+    Parameters
+    ----------
+    workers : int or None
+        Local worker processes for a grid (1 runs in this process; ``None``: one per CPU).
+    scheduler : str or dask.distributed.Client, optional
+        A Dask scheduler address or client, in place of local workers.
+    threads : int or None
+        BLAS threads per task (``None``: one).  Parallel work goes through the context's own
+        pool and worker processes; a library's own thread per core spins against them and the
+        other sessions (on a loaded 2-core machine a DP-GD step on a dense 30–50 MB matrix ran
+        4–50× slower than with one thread).
+    erm_dir : path-like, optional
+        Where exact solutions are kept on disk, shared by processes (``None``: memory only).
+    results_dir : path-like, optional
+        Where a grid keeps each finished spec's result (content-keyed JSON: an interrupted grid
+        resumes, a repeated one trains nothing).
+    trace_points : int or None
+        Loss-curve points each run records (``None``: the optimisers' default for one run, none
+        in a grid, where nothing plots a curve).
+    progress : callable, optional
+        ``progress(done, total, label)`` hears how far work is: a grid's finished configurations,
+        a run's optimisation steps and its exact reference's solver iterations (a hundred reports
+        at most per loop).  A callback whose attribute ``takes_work`` is true also hears
+        ``work=(done, total)`` in the work budget's units (:meth:`tell`).
+    on_trace : callable, optional
+        ``on_trace(steps, trace)``: a single run's loss curve so far, each time it gains a point.
+    store : ReferenceStore, optional
+        The exact solutions and other noise-free results this context has computed (made from
+        ``erm_dir`` and ``data_dir`` when not given).
+    pool : concurrent.futures.ThreadPoolExecutor, optional
+        The threads its sparse products share (:func:`dpcore.linalg.using_pool`, entered by
+        :meth:`active`); by default the one pool every context of the process shares.
+    results, memo : DiskCache, Memo, optional
+        The grid results' disk cache (over ``results_dir``) and a memory memo of whatever a
+        caller keys (the app's run records).
+    budget : Budget
+        What one run may use (by default the environment's ``DPCORE_MEMORY_BUDGET`` and
+        ``DPCORE_WORK_BUDGET``, read when the context is made).
+    stack_runs : int
+        At most this many runs train as one stacked batch.
+    data_dir : path-like
+        The data folder its readers take shipped files from (``results/``, ``tuned/``,
+        ``references/``, each checked against its ``MANIFEST.json``); by default
+        :func:`dpcore.datasets.data_folder` when the context is made (``DPCORE_DATA_DIR`` when set).
+
+    Raises
+    ------
+    ParameterError
+        ``workers`` or ``stack_runs`` below 1, ``trace_points`` below 0.
+
+    Examples
+    --------
+    >>> from dpcore import Context, RunSpec, run
+    >>> ctx = Context(threads=1, trace_points=5)
+    >>> result = run(RunSpec("iris", mechanism="gradient-dpgd", iterations=40, repeats=2), ctx=ctx)
+    >>> result.loss_trace.shape                      # (trace points, repeats)
+    (5, 2)
+    >>> ctx.with_(workers=2).store is ctx.store      # a copy shares the stores of its folders
+    True
     """
 
     workers: int | None = 1
@@ -140,9 +174,10 @@ class Context:
     memo: Memo = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
     budget: Budget = field(default_factory=Budget.from_environment)
     stack_runs: int = DEFAULT_STACK_RUNS
+    data_dir: Path = field(default_factory=data_folder)
 
     def __post_init__(self) -> None:
-        for name in ("erm_dir", "results_dir"):
+        for name in ("erm_dir", "results_dir", "data_dir"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Path):
                 object.__setattr__(self, name, Path(value))
@@ -152,8 +187,9 @@ class Context:
             raise ParameterError(f"trace_points must be ≥ 0, got {self.trace_points}")
         if int(self.stack_runs) < 1:
             raise ParameterError(f"stack_runs must be at least 1, got {self.stack_runs}")
-        if self.store is None or (self.erm_dir is not None and self.store.folder != self.erm_dir):
-            object.__setattr__(self, "store", ReferenceStore(self.erm_dir))
+        if self.store is None or (self.erm_dir is not None and self.store.folder != self.erm_dir) \
+                or self.store.data_dir != self.data_dir:
+            object.__setattr__(self, "store", ReferenceStore(self.erm_dir, data_dir=self.data_dir))
         if self.pool is None:
             object.__setattr__(self, "pool", shared_pool())
         if self.results is None or self.results.folder != self.results_dir:
@@ -184,6 +220,8 @@ class Context:
             changes.setdefault("store", None)
         if "results_dir" in changes and changes["results_dir"] != self.results_dir:
             changes.setdefault("results", None)
+        if "data_dir" in changes and Path(changes["data_dir"]) != self.data_dir:
+            changes.setdefault("store", None)
         return replace(self, **changes)
 
     def tell(self, done: int, total: int, label: str, work: tuple[float, float] | None = None) -> None:

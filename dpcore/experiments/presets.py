@@ -27,10 +27,9 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import datasets as _datasets
 from .. import shipped
 from ..datasets import get_spec
-from ..exceptions import DPCoreError, ParameterError
+from ..exceptions import DPCoreError, ParameterError, moved_attributes
 from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism
 from ..params import check, validate
@@ -53,7 +52,7 @@ from ..privacy import CLOSED_FORM_TOL
 from .sweep import check_table, environment, results_fingerprint
 
 __all__ = ["EPS_001", "EPS_002", "EPS_004", "LR_004", "N_003", "PRESETS", "QUICK_ROWS", "QUICK_ROWS_DISTRIBUTED",
-           "RESULTS_DIR", "Preset", "ShippedResults", "auto_delta", "get_preset", "rerun", "run_preset",
+           "Preset", "ShippedResults", "auto_delta", "get_preset", "rerun", "run_preset",
            "shipped_ids", "shipped_results", "with_overrides", "wrap_note"]
 
 
@@ -200,8 +199,10 @@ def task_plans(tasks, ctx: Context | None = None) -> dict[str, Any]:
 #: ``<id>.json`` (the command, the code version, timings) per preset; made by
 #: ``python -m dpcore sweep --preset ID --out data/results`` (see data/results/README.md).
 #: In the data folder (``data/results`` in a checkout, ``dpcore/_data/results`` in an installed package),
-#: read only through :mod:`dpcore.shipped`'s rule.
-RESULTS_DIR = _datasets.DATA_DIR / "results"
+#: read only through :mod:`dpcore.shipped`'s rule (:func:`dpcore.shipped.folder_of` ``("results")``;
+#: ``RESULTS_DIR``, a module attribute in 0.1.0, still reads for one release, with a warning).
+__getattr__ = moved_attributes(__name__, {"RESULTS_DIR": ("dpcore.shipped.folder_of('results')",
+                                                          lambda: shipped.folder_of("results"))})
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,7 @@ class ShippedResults:
 
 def _shipped_files(preset_id: str, folder: Path | None) -> tuple[Path, Path] | None:
     """A preset's shipped table and record, when both are there."""
-    folder = RESULTS_DIR if folder is None else Path(folder)
+    folder = shipped.folder_of("results") if folder is None else Path(folder)
     csv, rec = folder / f"{preset_id}.csv", folder / f"{preset_id}.json"
     return (csv, rec) if os.path.lexists(csv) and os.path.lexists(rec) else None
 
@@ -350,7 +351,7 @@ def rerun(preset_id: str, folder, *, quick: bool = True, calibration: str = "cer
     Returns the run as :class:`ShippedResults`, its record's command the equivalent command line."""
     preset = get_preset(preset_id)
     folder = Path(folder)
-    if folder.resolve() == RESULTS_DIR.resolve():
+    if folder.resolve() == shipped.folder_of("results").resolve():
         raise ParameterError("a re-run never writes into data/results/: choose another folder")
     override = None if calibration == "certified" else calibration
     command = shlex.join(["python", "-m", "dpcore", "sweep", "--preset", preset.id, "--out", str(folder)]
@@ -364,8 +365,11 @@ def shipped_results(preset_id: str, folder: Path | None = None, ctx: Context | N
     """The shipped full-size results of a preset (``None`` when there are none), every number
     verified (:func:`_read_verified`); :class:`~dpcore.shipped.ShippedFileError` when a file is
     not what was shipped or its numbers are not this code's.  ``ctx``: whose calibration table the
-    recomputed certificates use (the app's keeps them on disk)."""
+    recomputed certificates use (the app's keeps them on disk), and whose data folder
+    (:attr:`~dpcore.experiments.context.Context.data_dir`) holds the results when ``folder`` is not given."""
     preset = get_preset(preset_id)
+    if folder is None:
+        folder = shipped.folder_of("results", None if ctx is None else ctx.data_dir)
     files = _shipped_files(preset.id, folder)
     if files is None:
         return None

@@ -16,7 +16,7 @@ import numbers
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, asdict, dataclass, field, fields, replace
+from dataclasses import KW_ONLY, asdict, dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,24 +25,84 @@ from .. import datasets as _datasets
 from ..erm import MLP_MAX_ITER, MLP_RESTARTS, reference_passes, solve_erm
 from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
-from ..metrics import accuracy, optimality_gap, rmse, summarize
+from ..metrics import accuracy, optimality_gap, rmse
 from ..models import make_model
 from ..optim import BatchRNG, run_seeds
 from ..params import check_conflicts, validate
 from ..privacy import NoisePlan
+from .result import RunResult, SpecOf
 from .context import DEFAULT_STACK_RUNS, DEFAULT_TRACE_POINTS, DEFAULT_WORK_BUDGET, Budget, Context, default_context
 
 
 if TYPE_CHECKING:  # the event type, for annotations only
     import dp_accounting as dpa
 
-__all__ = ["RunSpec", "RunResult", "run", "run_many", "run_outcomes", "stack_groups", "load_problem", "noise_plan",
+__all__ = ["RunSpec", "RunResult", "SpecOf", "run", "run_many", "run_outcomes", "stack_groups", "load_problem", "noise_plan",
            "problem_data", "delta_warning", "row_norm_warning", "slow_reference"]
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Every setting of one run; ``None`` means "the model's or mechanism's default"."""
+    """Every setting of one run: what to compute, never how (that is a :class:`Context`'s).
+
+    Frozen, validated against :data:`dpcore.params.PARAMS` when made, and hashable: its content is
+    the key of every result cache.  ``None`` means "the model's or the mechanism's default".
+
+    Parameters
+    ----------
+    dataset : str
+        A registered dataset id (``python -m dpcore datasets``), the only positional parameter.
+    model : str
+        ``"logreg"``, ``"linreg"`` or ``"mlp"``.
+    mechanism : str
+        A mechanism id of :data:`dpcore.mechanisms.REGISTRY` (``"non-private"`` by default).
+    epsilon, delta : float
+        The target (ε, δ); the run reports the ε its noise certifies beside it.
+    iterations : int
+        T, the optimiser's steps (or a mechanism's rounds).
+    repeats : int
+        R independent runs, trained as one batch (run ``r`` draws from seed ``seed + r``).
+    seed : int
+        The first run's seed.
+    calibration : str
+        ``"certified"`` (the smallest noise whose certified ε meets the target) or ``"published"``
+        (the paper's formula with constant ``c``).
+    c, noise_scale : float
+        The published formula's constant; a factor on the noise (an audit's under-noised run).
+    lam, learning_rate, batch_size, sample_rate, clip_norm, radius : float or int, optional
+        The model's and optimiser's settings (λ, η, the batch, q, C, the parameter ball's radius).
+    clients, skew : int or float, optional
+        The distributed mechanisms' number of clients and the skew of their sizes.
+    n, d, noise : int or float, optional
+        Training rows (a seeded subsample of bundled data, or the size of synthetic data); a
+        synthetic dataset's dimension and label noise.
+    options : tuple of (str, value) pairs
+        Mechanism-specific extras its ``options`` declare.
+    stream : tuple of int
+        Extra words of the runs' random stream, so that separate releases sharing a seed (a
+        tuning's candidates and its final run) never share noise.
+
+    Raises
+    ------
+    ParameterError
+        A setting outside its declared range, in one line naming it and what to change.
+
+    See Also
+    --------
+    run : train and measure the runs a spec describes.
+    RunSpec.dp_event : the spec's privacy as a dp-accounting event, without training.
+
+    Examples
+    --------
+    >>> from dpcore import RunSpec
+    >>> spec = RunSpec("iris", mechanism="gradient-dpgd", epsilon=1.0, iterations=50, repeats=3)
+    >>> spec.label()
+    'gradient-dpgd on iris (logreg), ε = 1, δ = 1e-05, T = 50, seed 0'
+    >>> RunSpec("iris", epsilon=-1)
+    Traceback (most recent call last):
+      ...
+    dpcore.exceptions.ParameterError: The 'epsilon' parameter of run must be a float in [0.0001, 1000]. Got -1 instead.
+    """
 
     dataset: str = "breast-cancer"
     _: KW_ONLY  # every setting after the dataset by name
@@ -131,101 +191,6 @@ class RunSpec:
             out["stream"] = list(self.stream)
         else:
             del out["stream"]  # a plain run's record (and its cache key) stays what it always was
-        return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunResult:
-    config: RunSpec
-    dataset_name: str
-    mechanism_name: str
-    task: str
-    n_train: int
-    d: int
-    p: int
-    seeds: list[int]
-    accuracy: np.ndarray | None  # (R,) test accuracy (classification)
-    rmse: np.ndarray | None  # (R,) test RMSE (regression)
-    gap: np.ndarray  # (R,) optimality gap on the training data
-    loss_star: float
-    accuracy_nonprivate: float | None
-    rmse_nonprivate: float | None
-    sigma: float | None
-    epsilon_target: float
-    epsilon_certified: float
-    epsilon_local: float
-    seconds: float
-    erm_method: str
-    erm_certified: bool
-    loss_trace: np.ndarray | None = None
-    trace_steps: np.ndarray | None = None
-    client_sizes: list[int] | None = None
-    warnings: list[str] = field(default_factory=list)
-    extras: dict[str, Any] = field(default_factory=dict)
-    #: what one run released, for certification and composition (not in :meth:`to_dict`)
-    plan: NoisePlan | None = None
-    #: the test accuracy (RMSE) of always answering the training split's majority class (mean)
-    accuracy_guess: float | None = None
-    rmse_guess: float | None = None
-    guess_class: str | None = None  # the class guessing answers, named
-    #: (R,) which runs diverged (non-finite parameters or loss); left out of every mean
-    diverged: np.ndarray | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The command line's JSON record (SPEC §7); infinite ε become ``null`` on output."""
-        out: dict[str, Any] = {
-            "dataset": self.config.dataset,
-            "dataset_name": self.dataset_name,
-            "model": self.config.model,
-            "mechanism": self.config.mechanism,
-            "mechanism_name": self.mechanism_name,
-            "task": self.task,
-            "calibration": self.config.calibration,
-            "n_train": self.n_train,
-            "d": self.d,
-            "p": self.p,
-            "repeats": len(self.seeds),
-            "sigma": self.sigma,
-            "epsilon_target": self.epsilon_target,
-            "epsilon_certified": self.epsilon_certified,
-            "epsilon_local": self.epsilon_local,
-            "loss_star": self.loss_star,
-            "erm_method": self.erm_method,
-            "erm_certified_optimum": self.erm_certified,
-            "accuracy_nonprivate": self.accuracy_nonprivate,
-            "rmse_nonprivate": self.rmse_nonprivate,
-            "accuracy_guess": self.accuracy_guess,
-            "rmse_guess": self.rmse_guess,
-            "guess_class": self.guess_class,
-            "seconds": self.seconds,
-            "client_sizes": self.client_sizes,
-            "warnings": list(self.warnings),
-            "config": self.config.to_dict(),
-        }
-        metrics = {"gap": self.gap}
-        if self.accuracy is not None:
-            metrics["accuracy"] = self.accuracy
-        if self.rmse is not None:
-            metrics["rmse"] = self.rmse
-        for name, values in metrics.items():
-            s = summarize(values)
-            out[f"{name}_mean"] = s["mean"]
-            out[f"{name}_std"] = s["std"]
-            out[f"{name}_ci95"] = [s["ci_low"], s["ci_high"]]
-        runs = []
-        out["diverged_runs"] = 0 if self.diverged is None else int(np.sum(self.diverged))
-        for r, seed in enumerate(self.seeds):
-            row = {"seed": seed, "gap": float(self.gap[r])}
-            if self.diverged is not None and self.diverged[r]:
-                row["diverged"] = True
-            if self.accuracy is not None:
-                row["accuracy"] = float(self.accuracy[r])
-            if self.rmse is not None:
-                row["rmse"] = float(self.rmse[r])
-            runs.append(row)
-        out["runs"] = runs
-        for k, v in self.extras.items():
-            out.setdefault(k, v)
         return out
 
 
@@ -435,8 +400,39 @@ def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = 
 def run(spec: RunSpec, *, ctx: Context | None = None, dataset=None) -> RunResult:
     """Run ``spec.repeats`` batched runs of one mechanism and measure them.
 
-    ``ctx``: how to execute (default: :func:`~dpcore.experiments.context.default_context`).
-    ``dataset`` overrides the registry lookup with the user's own data.
+    Parameters
+    ----------
+    spec : RunSpec
+        What to run: dataset, model, mechanism, (ε, δ), T, R and every other setting.
+    ctx : Context, optional
+        How to execute: threads, stores, progress and loss-curve listeners, the work budget
+        (default: :func:`~dpcore.experiments.context.default_context`, one per process, which keeps
+        each dataset's exact solution between calls).
+    dataset : Dataset, optional
+        The user's own data (:func:`dpcore.datasets.from_csv`) in place of ``spec.dataset``.
+
+    Returns
+    -------
+    RunResult
+        The runs' accuracy (or RMSE), optimality gap and target, certified and local ε.
+
+    Raises
+    ------
+    ParameterError
+        A setting the mechanism cannot run, in one line saying what to change.
+    BudgetError
+        The run's memory or work estimate exceeds the context's budget (refused before any work).
+    ModelError
+        A model, mechanism and data combination that cannot work.
+
+    Examples
+    --------
+    >>> from dpcore import RunSpec, run
+    >>> result = run(RunSpec("iris", mechanism="output-gaussian", epsilon=0.5, repeats=4))
+    >>> len(result.seeds), result.epsilon_target
+    (4, 0.5)
+    >>> round(result.accuracy_nonprivate, 3)       # the exact (non-private) solution, for scale
+    0.933
     """
     (result,) = run_many([spec], ctx, dataset=dataset)
     return result
@@ -583,7 +579,7 @@ def _result(config: RunSpec, mechanism, problem: Problem, out, seeds: list[int],
         acc_np, err_np = None, float(rmse(model, star, ds.X_test, ds.y_test)[0])
         guess = {"rmse_guess": ds.guessing}
     return RunResult(
-        config=config,
+        spec=config,
         dataset_name=ds.name,
         mechanism_name=mechanism.name,
         task=ds.task,

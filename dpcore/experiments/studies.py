@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import datasets as _datasets
 from .. import erm, shipped
-from ..exceptions import DPCoreError, ParameterError
+from ..exceptions import DPCoreError, ParameterError, moved_attributes
 from ..jsonutil import write_atomic
 from ..privacy import certificate_error, certify, same_certificate
 from ..mechanisms import REGISTRY, get_mechanism
@@ -45,7 +44,7 @@ _LOG = logging.getLogger(__name__)
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
            "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
-           "CLASSROOM_FILE", "classroom_keys", "ship_classroom_compare", "shipped_classroom_compare", "check_classroom_rows", "PREPARE_REFERENCES",
+           "classroom_file", "classroom_keys", "ship_classroom_compare", "shipped_classroom_compare", "check_classroom_rows", "PREPARE_REFERENCES",
            "SHIPPED_REFERENCE_PAIRS", "ship_references",
            "prepare_for_class"]
 
@@ -106,7 +105,7 @@ def prepare_for_class(ctx: Context, *, mlp: bool = True,
             baseline(RunSpec(dataset=dataset, model=model), lams=(), ctx=ctx)
         finished(f"exact reference{'' if model == 'mlp' else 's over the λ grid'}, {dataset} ({model})", t0)
     t0 = time.time()
-    shipped = shipped_classroom_compare()
+    shipped = shipped_classroom_compare(ctx=ctx)
     if shipped is not None:  # verified, not recomputed: its task keys are this code's (the cache's rule)
         finished(f"Compare's first preset ({len(shipped[0])} configurations): shipped with the app for "
                  "this code, nothing to compute", t0)
@@ -116,20 +115,33 @@ def prepare_for_class(ctx: Context, *, mlp: bool = True,
     return done
 
 
-#: the Compare view's first preset, computed ahead and shipped (``python -m dpcore prepare --ship``):
-#: the preset opens at once on a new machine, before anything is computed or cached there
-CLASSROOM_FILE = _datasets.DATA_DIR / "results" / "compare-classroom.json"
+def classroom_file(data_dir=None) -> Path:
+    """Where the data folder ``data_dir`` (default :func:`dpcore.datasets.data_folder`) holds the Compare
+    view's first preset, computed ahead and shipped (``python -m dpcore prepare --ship``): the preset
+    opens at once on a new machine, before anything is computed or cached there.
+
+    >>> classroom_file("/srv/class/data").as_posix()
+    '/srv/class/data/results/compare-classroom.json'
+    """
+    return shipped.folder_of("results", data_dir) / "compare-classroom.json"
 
 
-def classroom_keys() -> list[str]:
+#: ``CLASSROOM_FILE``, a module attribute in 0.1.0, still reads for one release, with a warning
+__getattr__ = moved_attributes(__name__, {"CLASSROOM_FILE": ("dpcore.experiments.studies.classroom_file()",
+                                                             classroom_file)})
+
+
+def classroom_keys(data_dir=None) -> list[str]:
     """The task keys of :data:`CLASSROOM_COMPARE`'s runs (:func:`~dpcore.experiments.sweep.task_key`:
     each spec and the code that computes it), which the shipped file must carry to be shown: the
     one rule by which the results cache reads its entries, so a changed mechanism, accountant or
-    tuned setting never shows old shipped rows."""
+    tuned setting never shows old shipped rows.  ``data_dir``: the data folder whose tunings set the
+    runs (default :func:`dpcore.datasets.data_folder`)."""
     c = CLASSROOM_COMPARE
     base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
                         repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
-    _, specs, _ = _sweep_plan(base, list(c["mechanisms"]), list(c["epsilons"]), None, None, c["tuned"])
+    _, specs, _ = _sweep_plan(base, list(c["mechanisms"]), list(c["epsilons"]), None, None, c["tuned"],
+                              data_dir)
     return [task_key(spec) for spec in specs]
 
 
@@ -137,29 +149,33 @@ def _setting_record() -> dict[str, Any]:
     return json.loads(json.dumps(CLASSROOM_COMPARE))  # tuples as lists, as the file holds them
 
 
-def ship_classroom_compare(ctx: Context | None = None, path: Path = CLASSROOM_FILE) -> dict[str, Any]:
-    """Compute :data:`CLASSROOM_COMPARE` and write its rows with their provenance to ``path``."""
+def ship_classroom_compare(ctx: Context | None = None, path: Path | None = None) -> dict[str, Any]:
+    """Compute :data:`CLASSROOM_COMPARE` and write its rows with their provenance to ``path`` (default:
+    :func:`classroom_file` of the context's data folder)."""
+    data_dir = None if ctx is None else ctx.data_dir
+    path = classroom_file(data_dir) if path is None else Path(path)
     started = time.time()
     rows = classroom_compare(ctx)
     record = {"setting": _setting_record(), "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(started)),
               "wall_seconds": round(time.time() - started, 1), "workers": 1 if ctx is None else ctx.n_workers,
               "environment": environment(), "command": "python -m dpcore prepare --ship",
-              "keys": classroom_keys()}
+              "keys": classroom_keys(data_dir)}
     write_atomic(Path(path), {"record": record, "rows": rows})
-    shipped.record([path])  # the manifest lists it (when it is the data folder's)
+    shipped.record([path], data_dir)  # the manifest lists it (when it is the data folder's)
     return record
 
 
-#: the exact references shipped in :data:`~dpcore.erm.SHIPPED_REFERENCES` (``prepare --ship``): the
+#: the exact references shipped in the data folder's ``references/`` (``prepare --ship``): the
 #: slow ones of :data:`PREPARE_REFERENCES`, whose solve takes minutes on a new machine
 SHIPPED_REFERENCE_PAIRS = tuple(pair for pair in PREPARE_REFERENCES if pair[1] == "mlp")
 
 
 def ship_references(progress=None, folder: Path | None = None) -> list[dict[str, Any]]:
     """Solve (or find, when current) the exact references of :data:`SHIPPED_REFERENCE_PAIRS` into
-    ``folder`` (:data:`~dpcore.erm.SHIPPED_REFERENCES`), and remove the files of earlier code
-    there (their keys include the solver's and the models' source, so no reader would find them)."""
-    folder = Path(erm.SHIPPED_REFERENCES if folder is None else folder)
+    ``folder`` (default: the data folder's ``references/``, :func:`dpcore.shipped.folder_of`), and remove
+    the files of earlier code there (their keys include the solver's and the models' source, so no
+    reader would find them)."""
+    folder = shipped.folder_of("references") if folder is None else Path(folder)
     store, keep, done = erm.ReferenceStore(folder), set(), []
     for dataset, model in SHIPPED_REFERENCE_PAIRS:
         started = time.time()
@@ -181,13 +197,16 @@ def ship_references(progress=None, folder: Path | None = None) -> list[dict[str,
     return done
 
 
-def shipped_classroom_compare(path: Path = CLASSROOM_FILE) -> tuple[list[dict], str] | None:
+def shipped_classroom_compare(path: Path | None = None, *, ctx: Context | None = None
+                              ) -> tuple[list[dict], str] | None:
     """The shipped rows of :data:`CLASSROOM_COMPARE` and one sentence of provenance, or ``None`` (the
     view then computes them, with progress) when the file is missing, is not the one shipped
     (:mod:`dpcore.shipped`'s rule: logged), was computed for another definition of the preset or by
     other code (its task keys are not :func:`classroom_keys`), or holds a number out of its range or a
-    certificate this code does not recompute (:func:`check_classroom_rows`)."""
-    path = Path(path)
+    certificate this code does not recompute (:func:`check_classroom_rows`).  ``path``: default
+    :func:`classroom_file` of ``ctx``'s data folder."""
+    data_dir = None if ctx is None else ctx.data_dir
+    path = classroom_file(data_dir) if path is None else Path(path)
     try:
         doc = shipped.read_json(f"{path.parent.name}/{path.name}", path.parent.parent)
         if doc is None:
@@ -195,10 +214,10 @@ def shipped_classroom_compare(path: Path = CLASSROOM_FILE) -> tuple[list[dict], 
         record, rows = doc["record"], doc["rows"]
         if record["setting"] != _setting_record() or not isinstance(rows, list) or not rows:
             return None
-        if record.get("keys") != classroom_keys():  # computed by other code, or for other runs
+        if record.get("keys") != classroom_keys(data_dir):  # computed by other code, or for other runs
             _LOG.info("the shipped %s is for other code (run `python -m dpcore prepare --ship`)", path.name)
             return None
-        check_classroom_rows(rows)
+        check_classroom_rows(rows, data_dir)
         env = record.get("environment", {})
         note = (f"computed ahead and shipped with the app ({len(rows)} configurations, "
                 f"{record.get('started', '?')[:10]}, dpcore {env.get('dpcore', '?')} at "
@@ -221,14 +240,15 @@ _CLASSROOM_RANGES = {"epsilon": (0.0, math.inf), "tuned_at": (0.0, math.inf),
                      "gap_mean": (-math.inf, math.inf), "gap_std": (0.0, math.inf)}
 
 
-def check_classroom_rows(rows: list[dict]) -> None:
+def check_classroom_rows(rows: list[dict], data_dir=None) -> None:
     """Raise ``ValueError`` unless ``rows`` are :data:`CLASSROOM_COMPARE`'s, row for row (mechanism,
     ε and calibration of its specs), every number of its type and range (accuracies in [0, 1], an
     interval around its mean), and every certified ε the one this code certifies for its spec."""
     c = CLASSROOM_COMPARE
     base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
                         repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
-    planned, specs, where = _sweep_plan(base, list(c["mechanisms"]), list(c["epsilons"]), None, None, c["tuned"])
+    planned, specs, where = _sweep_plan(base, list(c["mechanisms"]), list(c["epsilons"]), None, None, c["tuned"],
+                                        data_dir)
     if len(rows) != len(planned):
         raise ValueError(f"{len(rows)} rows for the preset's {len(planned)}")
     spec_of = {id(w): s for w, s in zip(where, specs)}
@@ -308,7 +328,7 @@ def _fill(row: dict[str, Any], summary: Mapping[str, Any], keys: Sequence[str]) 
 
 
 def _sweep_plan(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[float],
-                per_mechanism: Mapping[str, Mapping] | None, dataset, tuned: bool
+                per_mechanism: Mapping[str, Mapping] | None, dataset, tuned: bool, data_dir=None
                 ) -> tuple[list[dict], list[RunSpec], list[dict]]:
     """:func:`epsilon_sweep`'s rows (refusals filled in), the specs it runs and the row of each."""
     rows: list[dict] = []
@@ -318,7 +338,8 @@ def _sweep_plan(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[flo
         for eps in epsilons:
             row: dict[str, Any] = {"mechanism": mech, "epsilon": float(eps)}
             rows.append(row)
-            found = tuned_row(base.dataset, base.model, mech, float(eps)) if tuned and dataset is None else None
+            found = tuned_row(base.dataset, base.model, mech, float(eps), data_dir=data_dir) \
+                if tuned and dataset is None else None
             extra = {**(found["setting"] if found else {}), **dict((per_mechanism or {}).get(mech, {}))}
             if found:
                 row["tuned_at"] = float(found["epsilon"])
@@ -353,7 +374,8 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
     there is one; ``per_mechanism`` still has the last word.  ``partial(rows)``: the rows
     finished so far (refusals included), each time one more is, while the rest computes.
     """
-    rows, specs, where = _sweep_plan(base, mechanisms, epsilons, per_mechanism, dataset, tuned)
+    rows, specs, where = _sweep_plan(base, mechanisms, epsilons, per_mechanism, dataset, tuned,
+                                     None if ctx is None else ctx.data_dir)
 
     def filled(row, summary):
         _fill(row, summary, _SWEEP_KEYS)

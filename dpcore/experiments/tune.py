@@ -59,7 +59,7 @@ import numpy as np
 from .. import datasets as _datasets
 from ..datasets import Dataset
 from .. import streams
-from ..exceptions import ParameterError
+from ..exceptions import ParameterError, moved_attributes
 from ..mechanisms import REGISTRY
 from ..metrics import summarize
 from ..params import validate
@@ -71,15 +71,18 @@ from ..privacy import (CLOSED_FORM_TOL, NoisePlan, any_of, certificate_error, ce
 from .context import Context, default_context
 from .run import RunResult, RunSpec, noise_plan, run_outcomes
 
-__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "TUNED_DIR", "shipped_tuning", "check_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
+__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "shipped_tuning", "check_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
            "epsilon_for_accuracy", "choose", "search_cost", "search_plan", "YU_2020_ADULT"]
 
 #: What ``dpcore tune`` tunes unless told otherwise: the central mechanisms of the comparison.
 DEFAULT_MECHANISMS = ("output-laplace", "output-gaussian", "output-bolt-on", "objective-chaudhuri",
                       "objective-gaussian", "gradient-dpgd", "gradient-dpsgd")
 
-#: The shipped tuning records (``dpcore tune --out``), one JSON per dataset and model.
-TUNED_DIR = _datasets.DATA_DIR / "tuned"
+#: The shipped tuning records (``dpcore tune --out``), one JSON per dataset and model, live in the data
+#: folder's ``tuned/`` (:func:`dpcore.shipped.folder_of`); ``TUNED_DIR``, a module attribute in 0.1.0,
+#: still reads for one release, with a warning.
+__getattr__ = moved_attributes(__name__, {"TUNED_DIR": ("dpcore.shipped.folder_of('tuned')",
+                                                        lambda: shipped.folder_of("tuned"))})
 
 #: Families whose runs release one flat privacy event (composable across candidates).
 TUNABLE_FAMILIES = ("output", "objective", "gradient")
@@ -185,7 +188,8 @@ def validation_positions(n: int, fraction: float, seed: int) -> tuple[np.ndarray
 
 @dataclass
 class TuneResult:
-    """Per (mechanism, ε): the chosen setting and what it costs."""
+    """Per (mechanism, ε): the chosen setting and what it costs (:func:`tune`; :meth:`to_dict` is the
+    shipped record's form)."""
 
     dataset: str
     model: str
@@ -224,13 +228,57 @@ def tune(dataset: str | Dataset, *, mechanisms: Sequence[str], epsilons: Sequenc
     """Tune each mechanism at each ε on a validation split and train the choice on the whole
     training split (module docstring: how the choice is made and what it costs).
 
-    ``repeats``: runs per candidate on the validation split (each is a release the search
-    pays for); ``final_repeats``: runs of the chosen setting on the test split, for its
-    accuracy (one of them is the released model; the others only measure the spread).
-    ``delta`` defaults to 1/n² (Yu et al.'s choice).  Classification only: the choice
-    scores correct validation predictions.  ``grids`` replaces a mechanism's
-    :func:`search_space` (its values are checked when the candidates are built).  ``dataset``: a
-    registered id, or a user's own :class:`~dpcore.datasets.Dataset` (solved afresh, never cached).
+    Parameters
+    ----------
+    dataset : str or Dataset
+        A registered id, or a user's own :class:`~dpcore.datasets.Dataset` (solved afresh, never
+        cached).  Classification only: the choice scores correct validation predictions.
+    mechanisms : sequence of str
+        Mechanism ids to tune (:data:`DEFAULT_MECHANISMS` is the comparison's).
+    epsilons : sequence of float
+        The target ε's; each (mechanism, ε) gets its own search.
+    delta : float, optional
+        Default 1/n² (Yu et al.'s choice).
+    model : str
+        ``"logreg"`` (the default) or another classification model.
+    repeats : int
+        Runs per candidate on the validation split (each is a release the search pays for).
+    final_repeats : int
+        Runs of the chosen setting on the test split, for its accuracy (one of them is the
+        released model; the others only measure the spread).
+    seed : int
+        Seeds the validation split, the candidates' runs and the final runs.
+    validation_fraction : float
+        The share of the training split held out to score the candidates.
+    selection_epsilon : float, optional
+        The ε of the private choice among the candidates (the exponential mechanism on their
+        correct validation predictions); ``None``: the target ε.
+    grids : dict, optional
+        Replaces a mechanism's :func:`search_space` (its values are checked when the candidates
+        are built).
+    ctx : Context, optional
+        How to execute (default: :func:`~dpcore.experiments.context.default_context`).
+
+    Returns
+    -------
+    TuneResult
+        Per (mechanism, ε): the chosen setting, its test accuracy, and the certified ε of the whole
+        search (``epsilon_spent``) beside the ε of the final run alone.
+
+    Raises
+    ------
+    ParameterError
+        A regression dataset, no ε, or a setting out of its range.
+
+    Examples
+    --------
+    >>> from dpcore import tune
+    >>> result = tune("iris", mechanisms=["output-gaussian"], epsilons=[1.0], final_repeats=3)
+    >>> row = result.rows[0]
+    >>> row["mechanism"], row["epsilon"], sorted(row["setting"])
+    ('output-gaussian', 1.0, ['lam'])
+    >>> row["epsilon_spent"] > row["epsilon"]        # the search released every candidate
+    True
     """
     ctx = default_context() if ctx is None else ctx
     own = dataset if isinstance(dataset, Dataset) else None  # a user's: solved afresh, never kept
@@ -492,8 +540,8 @@ def epsilon_for_accuracy(rows: Sequence[dict[str, Any]], target: float) -> list[
     return out
 
 
-def _tuned_path(dataset: str, model: str):
-    return TUNED_DIR / f"{dataset}-{model}.json"
+def _tuned_path(dataset: str, model: str, data_dir=None) -> Path:
+    return shipped.folder_of("tuned", data_dir) / f"{dataset}-{model}.json"
 
 
 #: a tuning row's numbers: (low, high); ``None`` stands for an infinite ε
@@ -609,12 +657,13 @@ def _read_tuned(dataset: str, model: str, folder: str, stamp: str) -> dict[str, 
                                        f"`{shipped.KINDS['tuned'].made_by}`") from None
 
 
-def shipped_tuning(dataset: str, model: str = "logreg") -> dict[str, Any] | None:
+def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None) -> dict[str, Any] | None:
     """The shipped tuning record of a dataset and model (:meth:`TuneResult.to_dict` plus its
     provenance), or ``None`` when none is shipped; read by :mod:`dpcore.shipped`'s rule and
     :func:`check_tuning`, :class:`~dpcore.shipped.ShippedFileError` (one line) when it is not what
-    was shipped or its certificates are not this code's."""
-    path = _tuned_path(dataset, model)
+    was shipped or its certificates are not this code's.  ``data_dir``: the data folder (a context's
+    :attr:`~dpcore.experiments.context.Context.data_dir`; default :func:`dpcore.datasets.data_folder`)."""
+    path = _tuned_path(dataset, model, data_dir)
     try:
         st = path.stat()
         stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
@@ -625,10 +674,10 @@ def shipped_tuning(dataset: str, model: str = "logreg") -> dict[str, Any] | None
     return _read_tuned(dataset, model, str(path.parent), stamp)
 
 
-def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float) -> dict[str, Any] | None:
+def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float, *, data_dir=None) -> dict[str, Any] | None:
     """The shipped tuning's row of ``mechanism`` at the tuned ε closest to ``epsilon`` (on a
     log scale): its setting, its ε and what its search spent; ``None`` when nothing was tuned."""
-    record = shipped_tuning(dataset, model)
+    record = shipped_tuning(dataset, model, data_dir=data_dir)
     if record is None:
         return None
     rows = [r for r in record.get("rows", []) + record.get("released_rows", [])
@@ -638,8 +687,14 @@ def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float) -> dict[
     return min(rows, key=lambda r: abs(math.log(r["epsilon"]) - math.log(epsilon)))
 
 
-def tuned_setting(dataset: str, model: str, mechanism: str, epsilon: float) -> tuple[dict[str, Any], float] | None:
+def tuned_setting(dataset: str, model: str, mechanism: str, epsilon: float, *,
+                  data_dir=None) -> tuple[dict[str, Any], float] | None:
     """The shipped tuned setting of ``mechanism`` at the tuned ε closest to ``epsilon`` (on a
-    log scale), with that ε; ``None`` when nothing was tuned for it."""
-    row = tuned_row(dataset, model, mechanism, epsilon)
+    log scale), with that ε; ``None`` when nothing was tuned for it.
+
+    >>> setting, tuned_at = tuned_setting("adult", "logreg", "gradient-dpgd", 1.0)
+    >>> setting["iterations"], setting["clip_norm"], tuned_at
+    (800, 0.5, 1.0)
+    """
+    row = tuned_row(dataset, model, mechanism, epsilon, data_dir=data_dir)
     return None if row is None else (dict(row["setting"]), float(row["epsilon"]))
