@@ -556,13 +556,13 @@ def test_a_record_read_again_is_not_accounted_again_but_a_forged_one_still_is(tm
     _cached_grid(tmp_path)
     real, calls = records.noise_plan, []
     monkeypatch.setattr(records, "noise_plan", lambda *a, **k: calls.append(1) or real(*a, **k))
-    records.VERIFIED.clear()
+    server = Context(workers=1, results_dir=tmp_path, trace_points=0)  # one server's context, fresh
     for _ in range(3):
-        assert _cached_grid(tmp_path).attrs["cached"] == len(_SMALL)
+        assert run_grid(_SMALL, server.with_(trace_points=0)).attrs["cached"] == len(_SMALL)
     assert len(calls) == len(_SMALL)  # once per record, not once per read
     keys = [task_key(s) for s in _SMALL]
     _damage("a smaller certified ε", tmp_path / f"{keys[0]}.json", None)
-    assert _cached_grid(tmp_path).attrs["computed"] == 1  # a new claim is checked, and refused
+    assert run_grid(_SMALL, server).attrs["computed"] == 1  # a new claim is checked, and refused
     assert len(calls) == len(_SMALL) + 1
 
 

@@ -51,6 +51,8 @@ DEFAULT_MEMORY_BUDGET = 4 * 2**30  # bytes
 DEFAULT_WORK_BUDGET = 2e11  # weighted multiply-adds: up to about 6 minutes on 2 cores (bench_budget.py)
 #: at most this many runs (all configurations' repeats) train as one stacked batch
 DEFAULT_STACK_RUNS = 200
+#: stored records whose certificates a context remembers having verified
+VERIFIED_RECORDS = 8192
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,11 @@ class Context:
     results, memo : DiskCache, Memo, optional
         The grid results' disk cache (over ``results_dir``) and a memory memo of whatever a
         caller keys (the app's run records).
+    verified : Memo, optional
+        The stored records (results, shipped tables) whose certificates this context has
+        recomputed, by task key and what they claim: a record read again (a second click, another
+        session) is the same function of the same code, so its accounting is not run again.  A
+        copy made by :meth:`with_` shares it.
     budget : Budget
         What one run may use (by default the environment's ``DPCORE_MEMORY_BUDGET`` and
         ``DPCORE_WORK_BUDGET``, read when the context is made).
@@ -172,6 +179,7 @@ class Context:
     pool: Any = field(default=None, compare=False, repr=False)
     results: DiskCache = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
     memo: Memo = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    verified: Memo = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
     budget: Budget = field(default_factory=Budget.from_environment)
     stack_runs: int = DEFAULT_STACK_RUNS
     data_dir: Path = field(default_factory=data_folder)
@@ -198,6 +206,8 @@ class Context:
                 prune_every=PRUNE_EVERY, what="stored result", log="dpcore.experiments.sweep"))
         if self.memo is None:
             object.__setattr__(self, "memo", Memo(size=256))
+        if self.verified is None:
+            object.__setattr__(self, "verified", Memo(size=VERIFIED_RECORDS))
 
     @contextlib.contextmanager
     def active(self):

@@ -18,15 +18,14 @@ from typing import Any
 
 import pandas as pd
 
-from ..cache import Memo
-from ..exceptions import DPCoreError
+from ..exceptions import DPCoreError, moved_attributes
 from ..jsonutil import dumps
 from ..mechanisms import get_mechanism
 from ..privacy import certificate_error, certify, same_certificate
-from .context import Context
+from .context import Context, default_context
 from .run import RunSpec, noise_plan, problem_data
 
-__all__ = ["CONFIG_COLUMNS", "RESULT_COLUMNS", "RESULT_FIELDS", "RUN_FIELDS", "VERIFIED", "check_record",
+__all__ = ["CONFIG_COLUMNS", "RESULT_COLUMNS", "RESULT_FIELDS", "RUN_FIELDS", "check_record",
            "check_stored_record", "check_table", "config_from_record", "config_record"]
 
 
@@ -65,18 +64,19 @@ def check_record(key: str, config: RunSpec | None, ctx: Context | None = None) -
         if config is not None:
             result = rec["result"]
             claims = (key, "error" in result, *(result.get(f) for f in _CERTIFICATE_CLAIMS))
-            VERIFIED.get(claims, lambda: _check_certificate(result, config, ctx))
+            (ctx or default_context()).verified.get(claims, lambda: _check_certificate(result, config, ctx))
         return rec
     return check
 
 
 #: what :func:`_check_certificate` reads of a stored result (with whether it holds an "error")
 _CERTIFICATE_CLAIMS = ("error", "epsilon_certified", "n_train", "epsilon_target")
-#: the records this process has verified, by their task key (the configuration and the code) and
-#: what they claim: a record read again (a second click, another session) is the same function of
-#: the same code, so its accounting is not run again (0.7 s of the 0.8 s a cached 72-run grid took
-#: to read).  A check that fails is not remembered.
-VERIFIED = Memo(size=8192)
+#: The records a context has verified are its :attr:`~dpcore.experiments.context.Context.verified`,
+#: by task key (the configuration and the code) and what they claim: a record read again (a second
+#: click, another session) is the same function of the same code, so its accounting is not run again
+#: (0.7 s of the 0.8 s a cached 72-run grid took to read).  A check that fails is not remembered.
+#: ``VERIFIED``, the module-level memo of 0.1.0, still reads for one release (the default context's).
+__getattr__ = moved_attributes(__name__, {"VERIFIED": ("Context.verified", lambda: default_context().verified)})
 
 
 _NUMBER = (int, float)
@@ -225,7 +225,7 @@ def check_table(table: pd.DataFrame, configs: Sequence[dict[str, Any]], ctx: Con
                           else float(first[f])) for f in ("epsilon_certified", "epsilon_target")}
             result["n_train"] = None if pd.isna(first.get("n_train")) else int(first["n_train"])
         claims = (key, "check_table", *(result.get(f) for f in _CERTIFICATE_CLAIMS))
-        VERIFIED.get(claims, lambda: _check_certificate(result, config, ctx))
+        (ctx or default_context()).verified.get(claims, lambda: _check_certificate(result, config, ctx))
     absent = set(by_key) - set(table["task"])
     if absent:
         raise ValueError(f"{len(absent)} configurations of its record have no rows")
