@@ -21,6 +21,7 @@ shipped one is stale); ``--presets`` adds the full
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -44,6 +45,7 @@ from dpcore import datasets, linalg  # noqa: E402
 from dpcore.estimators import DPLogisticRegression  # noqa: E402
 from dpcore.experiments.context import Context  # noqa: E402
 from dpcore.experiments.run import RunSpec, load_problem, run  # noqa: E402
+from dpcore.experiments.tune import tuned_setting, with_setting  # noqa: E402
 from dpcore.models import LogReg  # noqa: E402
 from dpcore.optim import BatchRNG, gradient_descent  # noqa: E402
 from bench_sweep import median_time  # noqa: E402
@@ -81,7 +83,7 @@ def _adult_npz(tmp: str) -> tuple[str, datasets.Dataset]:
 # -- the peers' side, run in their own interpreter -----------------------------------------
 
 _PEER = r"""
-import json, sys, time, statistics, warnings
+import gc, json, sys, time, statistics, warnings
 import numpy as np
 cfg = json.loads(sys.argv[2])
 d = np.load(sys.argv[1])
@@ -134,6 +136,7 @@ if "diffprivlib" in cfg:
                                          random_state=s, max_iter=10000, tol=tol)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
+                    gc.collect()  # as timeit does: a collection the process owes is not the fit's
                     t = time.perf_counter(); clf.fit(X, y); secs.append(time.perf_counter() - t)
                 accs.append(float(clf.score(Xt, yt)))
             rows.append({"epsilon": eps, "tol": tol, "seconds": statistics.median(secs),
@@ -210,11 +213,14 @@ def fit(peer: dict) -> None:
     theirs = {(r["epsilon"], r["tol"]): r for r in peer.get("diffprivlib", {}).get("rows", [])}
     with one_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        DPLogisticRegression(mechanism="objective-chaudhuri", epsilon=1.0, lam=1e-3, fit_intercept=False,
+                             random_state=0).fit(X, y)  # the compiled kernels loaded from their cache, once
         for eps in (0.1, 1.0):
             secs, accs = [], []
             for seed in range(5):
                 est = DPLogisticRegression(mechanism="objective-chaudhuri", epsilon=eps, lam=1e-3,
                                            fit_intercept=False, random_state=seed)
+                gc.collect()  # on both sides, as timeit does: a collection the process owes is not the fit's
                 t = time.perf_counter()
                 est.fit(X, y)
                 secs.append(time.perf_counter() - t)
@@ -224,9 +230,35 @@ def fit(peer: dict) -> None:
             peer_txt = "—" if default is None else (
                 f"diffprivlib {default['seconds']:.3f} s at tol 1e-4 (accuracy {default['accuracy']:.4f}), "
                 f"{exact['seconds']:.3f} s at tol 1e-10 (accuracy {exact['accuracy']:.4f})")
+            est = DPLogisticRegression(mechanism="objective-chaudhuri", epsilon=eps, lam=1e-3,
+                                       fit_intercept=False, random_state=0)
+            where = _where_time_goes(lambda: est.fit(X, y), {"Hessians": "hessian", "gradient passes": "loss_and_grad"})
+            met = None if exact is None else ours <= exact["seconds"]
             row(f"DPLogisticRegression.fit, objective perturbation, Adult, ε = {eps:g}, λ = 1e-3 (1 thread)",
                 f"{ours:.3f} s to ‖∇‖ ≤ 1e-12, accuracy {np.mean(accs):.4f}", peer_txt,
-                "≤ diffprivlib at equal tolerance", None if exact is None else ours <= exact["seconds"])
+                "≤ diffprivlib at equal tolerance", met, "" if met else f"one fit, profiled: {where}")
+
+
+def _where_time_goes(fn, parts: dict[str, str]) -> str:
+    """One call of ``fn`` under cProfile: the time inside each named function (its calls and their
+    cumulative seconds; ``parts`` maps a label to a function name) and the rest, as one phrase."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    t = time.perf_counter()
+    prof.enable()
+    fn()
+    prof.disable()
+    whole = time.perf_counter() - t
+    stats = pstats.Stats(prof).stats  # {(file, line, name): (calls, prim, tottime, cumtime, callers)}
+    out, inside = [], 0.0
+    for label, name in parts.items():
+        hits = [v for k, v in stats.items() if k[2] == name]
+        calls, cum = sum(v[1] for v in hits), max((v[3] for v in hits), default=0.0)
+        inside += cum
+        out.append(f"{label} {cum * 1e3:.0f} ms ({calls} calls)")
+    return ", ".join(out) + f", the rest {max(0.0, whole - inside) * 1e3:.0f} ms of {whole * 1e3:.0f} ms (profiled)"
 
 
 def _gemm_peak() -> float:
@@ -378,6 +410,12 @@ def compare() -> None:
             workers = "workers warmed while the view is open" if warm else "cold workers"
             what = f"Compare \"all central mechanisms\" ({len(rows)} configurations, Adult, {workers}, {how})"
             work = sum(r.get("seconds") or 0.0 for r in rows)  # each configuration's one-thread compute
+            by_mech: dict[str, float] = {}
+            for r in rows:
+                by_mech[r["mechanism"]] = by_mech.get(r["mechanism"], 0.0) + (r.get("seconds") or 0.0)
+            heavy = sorted(by_mech.items(), key=lambda kv: -kv[1])[:3]
+            split = "; its work by mechanism: " + ", ".join(f"{m} {s:.1f} s" for m, s in heavy) + \
+                f", the other {len(by_mech) - len(heavy)} {work - sum(s for _, s in heavy):.1f} s"
             # the tuned grid is the app's default, whose goals issue #44 set; the untuned one #19's
             goal_first, goal_whole = (1, 8) if tuned else (2, 5)
             row(f"{what}: first curve drawn", f"{first[0]:.1f} s", "—", f"≤ {goal_first} s",
@@ -385,7 +423,8 @@ def compare() -> None:
             row(f"{what}: whole figure", f"{sec:.1f} s",
                 f"limit: its one-thread work {work:.0f} s on {cores} cores = {work / cores:.1f} s",
                 f"≤ {goal_whole} s", sec <= goal_whole,
-                "" if sec <= goal_whole or work / cores <= goal_whole else "the limit is above the goal")
+                "" if sec <= goal_whole else ("the limit is above the goal" if work / cores > goal_whole
+                                              else "above the limit by the workers' start and hand-offs") + split)
             if warm:
                 row(f"{what}: again (shared result cache)", f"{again:.2f} s", "—", "instant (≤ 0.5 s)", again <= 0.5)
 
@@ -535,7 +574,24 @@ def explore() -> None:
     row("Explore, new ε, input-kang at its shipped free tuning (Adult, R = 5; each release fits 4 settings to "
         "T = 400 in float32)", f"{sec:.2f} s",
         f"limit: the grids' {grid / 1e9:.0f} GB of reads (5 releases × 400 steps × 2 passes) at "
-        f"{rate / 1e9:.1f} GB/s = {grid / rate:.1f} s", "≤ 1 s", sec <= 1)
+        f"{rate / 1e9:.1f} GB/s = {grid / rate:.1f} s", "≤ 2 s (#58)", sec <= 2,
+        "" if sec <= 2 else _kang_profile())
+
+
+def _kang_profile() -> str:
+    """Where one run of input perturbation at its shipped free tuning spends its time, its releases
+    one after the other (a profile sees one thread), the exact reference already held."""
+    spec = with_setting(RunSpec(dataset="adult", mechanism="input-kang", epsilon=0.7, repeats=5),
+                        tuned_setting("adult", "logreg", "input-kang", 0.7)[0])
+    ctx = Context(trace_points=0)
+
+    def once():
+        with linalg.limit_threads(1):
+            run(spec, ctx=ctx)
+
+    once()
+    return "one run at ε = 0.7 on one thread: " + _where_time_goes(
+        once, {"fitting the candidates and the chosen setting (fit_grid)": "fit_grid", "scoring them": "score"})
 
 
 def _read_rate(nbytes: int) -> float:

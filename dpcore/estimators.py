@@ -32,6 +32,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
+from . import linalg
 from .datasets import Dataset
 from .erm import LazySolution
 from .exceptions import DatasetError, ParameterError, PrivacyWarning
@@ -190,8 +191,7 @@ class _DPLinearModel(BaseEstimator):
 
     def _fit_dp(self, X: np.ndarray, y_pm: np.ndarray, config, mechanism, seed: int) -> np.ndarray:
         """Build the problem on ``(X, y_pm)`` and run one private training; returns θ."""
-        Xa = self._training_rows(X)
-        Xa.setflags(write=False)
+        Xa = linalg.share(self._training_rows(X))  # read-only; a sparse twin when mostly zeros (one-hot)
         y_pm = np.array(y_pm, dtype=np.float64)
         y_pm.setflags(write=False)
         names = tuple(str(f) for f in getattr(self, "feature_names_in_",

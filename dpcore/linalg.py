@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk as _syrk
 
-__all__ = ["share", "single", "row_norms", "nonzero_rows", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "rows_of", "weighted_grams",
+__all__ = ["share", "run_groups", "single", "row_norms", "nonzero_rows", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "rows_of", "weighted_grams",
            "limit_threads", "using_pool", "thread_pool", "map_chunks", "MAX_DENSITY", "THREADS", "BLOCKS", "DENSE_BLOCK_BYTES"]
 
 #: Above this share of non-zeros, BLAS on the dense matrix is as fast or faster
@@ -113,18 +113,18 @@ def _row_blocks(M: sp.csr_array) -> list[tuple[int, int, sp.csr_array]]:
 
 class _Twin:
     """The CSR copy of one matrix X: row blocks (with their transposes, views) for the GLM
-    pass and, built on first use, the pair matrix behind :func:`weighted_grams`."""
+    pass; the CSR itself for the compiled kernels (:func:`csr_of`)."""
 
     def __init__(self, X: np.ndarray):
         self.ref = weakref.ref(X)
         csr = sp.csr_array(X)
+        csr.sort_indices()  # the compiled kernels read each row's indices in increasing order
         self.shape = X.shape
         # each block's transpose as a CSC view of the same arrays, not a CSR copy: scipy's
         # CSC product is faster for the gradient's Σ coef·x (Adult, R = 5: 1.0 against 1.7 ms;
         # R = 40: 4.1 against 9.5 ms) and sums each output in the same order (the same bits)
         self.blocks = [(a, b, A, A.T) for a, b, A in _row_blocks(csr)]
         self.csr = csr
-        self._pairs = None
         self._rows: dict = {}  # row slices in a dtype (the MLP's chunks, float32)
 
     def rows(self, rows: slice | None, dtype) -> sp.csr_array:
@@ -137,30 +137,6 @@ class _Twin:
                 got = got.astype(dtype)
                 self._rows[key] = got
             return got
-
-    def pairs(self):
-        """``K`` with ``K[(j,k), i] = x_ij·x_ik`` for j ≤ k (non-empty pairs only), so that
-        ``(K wᵀ)`` holds the upper triangle of ``Xᵀ diag(w) X``: one sparse product for
-        all R Hessians instead of R.  Adult: 3.8 M entries, 46 MB, built in ~0.35 s."""
-        with _pairs_lock:
-            if self._pairs is None:
-                self._pairs = self._build_pairs()
-        return self._pairs
-
-    def _build_pairs(self):
-        csr, (n, p) = self.csr, self.shape
-        per_row = np.diff(csr.indptr)
-        row = np.repeat(np.arange(n, dtype=np.int32), per_row)  # row of every stored entry
-        # entry e pairs with itself and the later entries of its row
-        count = per_row[row] - (np.arange(csr.nnz) - csr.indptr[row])
-        first = np.repeat(np.arange(csr.nnz), count)
-        second = first + np.arange(first.size) - np.repeat(np.cumsum(count) - count, count)
-        pair = csr.indices[first].astype(np.int64) * p + csr.indices[second]
-        # COO → CSR keeps each pair's rows in increasing order: no sort, no duplicates
-        K = sp.csr_array((csr.data[first] * csr.data[second], (pair, row[first])), shape=(p * p, n))
-        used = np.flatnonzero(np.diff(K.indptr))
-        j, k = np.divmod(used, p)
-        return _row_blocks(K[used]), j, k
 
 
 def share(X: np.ndarray) -> np.ndarray:
@@ -238,6 +214,13 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     return _derived(X, "row_norms", lambda A: np.linalg.norm(A, axis=-1))
 
 
+def csr_of(X: np.ndarray):
+    """The CSR rows (float64, sorted indices) of a shared X with a sparse twin, else ``None``: what
+    the compiled mini-batch kernels read in place (:func:`dpcore.kernels.sampled_margins`)."""
+    twin = _twin(X)
+    return None if twin is None else twin.csr
+
+
 def is_sparse(X: np.ndarray) -> bool:
     """Whether products with ``X`` go through its sparse twin."""
     return _twin(X) is not None
@@ -259,6 +242,16 @@ def margins(theta: np.ndarray, X: np.ndarray) -> np.ndarray:
 
     _map(block, twin.blocks)
     return np.ascontiguousarray(out.T)
+
+
+def run_groups(runs: int) -> list[range]:
+    """The runs ``0 … runs − 1`` in :data:`THREADS` contiguous groups, one per pool thread.
+
+    >>> run_groups(5) if THREADS == 2 else [range(0, 2), range(2, 5)]
+    [range(0, 2), range(2, 5)]
+    """
+    cut = np.linspace(0, runs, min(runs, THREADS) + 1).round().astype(int)
+    return [range(a, b) for a, b in zip(cut[:-1], cut[1:])]
 
 
 def map_chunks(fn, items) -> list:
@@ -407,37 +400,23 @@ def _map_run_rows(theta: np.ndarray, X: np.ndarray, fn):
 
 
 def weighted_grams(W: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """``Xᵀ diag(w_r) X`` for every row w_r of W, (R, p, p)."""
-    twin = _twin(X)
-    if twin is None and (X.nbytes < DENSE_BLOCK_BYTES or (W < 0).any()):
+    """``Xᵀ diag(w_r) X`` for every row w_r of W, (R, p, p), by dense products (a matrix with a
+    sparse twin has its Grams from its rows' pairs of non-zeros: :func:`dpcore.kernels.csr_grams`)."""
+    if X.nbytes < DENSE_BLOCK_BYTES or (W < 0).any():
         # small (it stays in the caches: the plain product), or weights of either sign
         return np.stack([(X * w[:, None]).T @ X for w in W])
-    if twin is None:
-        # (√w·X)ᵀ(√w·X) by BLAS's symmetric rank-k update: half the multiply-adds of the general
-        # product; block by block, so each block's weighted copy stays in cache instead of a copy
-        # of all of X per run (Adult's dense shape, one thread: 30 → 22 ms a Hessian by blocking,
-        # → 15 ms by the symmetric update)
-        rows = max(256, GRAM_BLOCK_TARGET // max(1, X.shape[1] * X.itemsize))
-        out = np.empty((W.shape[0], X.shape[1], X.shape[1]))
-        for r, w in enumerate(W):
-            root = np.sqrt(w)
-            U = np.zeros((X.shape[1], X.shape[1]), order="F")
-            for lo in range(0, X.shape[0], rows):
-                block = X[lo:lo + rows] * root[lo:lo + rows, None]  # C order: its transpose is BLAS's layout
-                U = _syrk(1.0, block.T, beta=1.0, c=U, trans=0, lower=0, overwrite_c=1)
-            upper = np.triu(U)
-            out[r] = upper + np.triu(upper, 1).T
-        return out
-    blocks, j, k = twin.pairs()
-    Wt = np.ascontiguousarray(W.T)
-    upper = np.empty((j.size, W.shape[0]))
-
-    def block(b):
-        lo, hi, K = b
-        upper[lo:hi] = K @ Wt
-
-    _map(block, blocks)
-    H = np.zeros((W.shape[0], X.shape[1], X.shape[1]))
-    H[:, j, k] = upper.T
-    H[:, k, j] = upper.T
-    return H
+    # (√w·X)ᵀ(√w·X) by BLAS's symmetric rank-k update: half the multiply-adds of the general
+    # product; block by block, so each block's weighted copy stays in cache instead of a copy
+    # of all of X per run (Adult's dense shape, one thread: 30 → 22 ms a Hessian by blocking,
+    # → 15 ms by the symmetric update)
+    rows = max(256, GRAM_BLOCK_TARGET // max(1, X.shape[1] * X.itemsize))
+    out = np.empty((W.shape[0], X.shape[1], X.shape[1]))
+    for r, w in enumerate(W):
+        root = np.sqrt(w)
+        U = np.zeros((X.shape[1], X.shape[1]), order="F")
+        for lo in range(0, X.shape[0], rows):
+            block = X[lo:lo + rows] * root[lo:lo + rows, None]  # C order: its transpose is BLAS's layout
+            U = _syrk(1.0, block.T, beta=1.0, c=U, trans=0, lower=0, overwrite_c=1)
+        upper = np.triu(U)
+        out[r] = upper + np.triu(upper, 1).T
+    return out

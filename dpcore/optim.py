@@ -102,19 +102,20 @@ class BatchRNG:
                 out[r] *= scale
                 out[r] += center
 
-        linalg.map_chunks(some, _run_groups(len(self.gens)))
+        linalg.map_chunks(some, linalg.run_groups(len(self.gens)))
         return out
 
     def sample_batch(self, n: int, batch_size: int) -> np.ndarray:
-        """Uniform mini-batch without replacement per run, (R, B) indices."""
-        return np.stack([g.choice(n, size=batch_size, replace=False) for g in self.gens])
+        """Uniform mini-batch without replacement per run, (R, B) indices, each run's in increasing
+        order (a batch is a set; read in row order, its rows stream through the cache)."""
+        return np.stack([np.sort(g.choice(n, size=batch_size, replace=False)) for g in self.gens])
 
     def poisson_batch(self, n: int, rate: float) -> tuple[np.ndarray, np.ndarray]:
         """Poisson sampling (each row independently with probability ``rate``).
 
         Drawn as a Binomial(n, rate) size then a uniform subset of that size,
-        which has the same distribution.  Returns padded indices (R, B_max) and
-        a 0/1 weight mask of the same shape.
+        which has the same distribution.  Returns padded indices (R, B_max), each
+        run's in increasing order, and a 0/1 weight mask of the same shape.
         """
         sizes = [int(g.binomial(n, rate)) for g in self.gens]
         bmax = max(1, max(sizes))
@@ -122,7 +123,7 @@ class BatchRNG:
         mask = np.zeros((len(self.gens), bmax))
         for r, (g, k) in enumerate(zip(self.gens, sizes)):
             if k:
-                idx[r, :k] = g.choice(n, size=k, replace=False)
+                idx[r, :k] = np.sort(g.choice(n, size=k, replace=False))
                 mask[r, :k] = 1.0
         return idx, mask
 
@@ -241,12 +242,6 @@ def gradient_descent(
     return OptResult(theta, np.array(trace).reshape(len(steps), theta.shape[0]), np.array(steps))
 
 
-def _run_groups(runs: int) -> list[range]:
-    """The runs in :data:`~dpcore.linalg.THREADS` contiguous groups, one per pool thread."""
-    cut = np.linspace(0, runs, min(runs, linalg.THREADS) + 1).round().astype(int)
-    return [range(a, b) for a, b in zip(cut[:-1], cut[1:])]
-
-
 #: the mini-batches' bytes a step gathers from which :func:`sgd` splits the runs across the
 #: pool (below it, thread hand-offs cost more than they save: an audit's 1,000 runs of a
 #: 10-feature dataset stay one batched call)
@@ -272,7 +267,7 @@ def _split_clipped_sums(model: Model, theta, X, y, idx, weights, clip: float, no
     call (the stacked products are one product per run), with the gathers (on Adult, R = 20,
     q = 0.05: 30 MB a step) and the products on both cores."""
     return np.concatenate(linalg.map_chunks(
-        lambda runs: _clipped_sums(model, theta, X, y, idx, weights, clip, norms, runs), _run_groups(len(idx))))
+        lambda runs: _clipped_sums(model, theta, X, y, idx, weights, clip, norms, runs), linalg.run_groups(len(idx))))
 
 
 def sgd(
@@ -321,10 +316,13 @@ def sgd(
             idx, weights = rngs.poisson_batch(n, sample_rate)
         clip = np.inf if clip_norm is None else clip_norm
         norms = linalg.row_norms(X) if X.ndim == 2 and np.isfinite(clip) else None  # held per shared X
-        if model.runs_independent and len(idx) > 1 and idx.size * X.shape[-1] * 8 >= SPLIT_GATHER_BYTES:
-            g_sum = _split_clipped_sums(model, theta, X, y, idx, weights, clip, norms)
-        else:
-            g_sum = _clipped_sums(model, theta, X, y, idx, weights, clip, norms, range(len(idx)))
+        # a shared X's sparse twin: the batches read in place by the compiled kernels; else gathered
+        g_sum = model.sampled_clipped_sum(theta, X, y, idx, weights, clip, norms, linalg.run_groups(len(idx))) \
+            if X.ndim == 2 else None
+        if g_sum is None:
+            split = model.runs_independent and len(idx) > 1 and idx.size * X.shape[-1] * 8 >= SPLIT_GATHER_BYTES
+            g_sum = _split_clipped_sums(model, theta, X, y, idx, weights, clip, norms) if split else \
+                _clipped_sums(model, theta, X, y, idx, weights, clip, norms, range(len(idx)))
         grad = g_sum / denom + model.lam * theta
         theta = _noisy_step(model, theta, grad, t, learning_rate, noise_std, grad_hook, rngs)
         if average:

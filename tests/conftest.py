@@ -33,3 +33,16 @@ threadpool_limits(limits=1)
 from pages.boot import serialize_syntax_trees  # noqa: E402
 
 serialize_syntax_trees()
+
+# Streamlit's script runner (AppTest) makes each page run as ``__main__`` and leaves it there; a later
+# test in the same worker that spawns processes (Dask's nannies, loky) would have each child import
+# that page as its main module.  Every test gets back the main module it started with.
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _the_real_main_module():
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main

@@ -147,3 +147,128 @@ def test_the_kernel_runs_a_row_block_at_a_time_and_any_chunking_sums_the_same():
         np.testing.assert_allclose(sum(p[k].astype(np.float64) for p in parts), whole[k], rtol=0,
                                    atol=1e-5 * np.abs(whole[k]).max())
     assert whole[0].shape == (3, X.shape[1], h)
+
+
+# ---------------------------------------------------------------------------------------------
+# a GLM's mini-batches read in place (DP-SGD on a shared one-hot matrix)
+
+
+def _sparse_shared(n=4000, d=40, seed=0):
+    """A shared matrix with a sparse twin: a few dense columns and one-hot blocks, rows in the ball."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((n, d))
+    X[:, :4] = rng.normal(size=(n, 4))
+    for lo in range(4, d, 9):
+        X[np.arange(n), rng.integers(lo, min(lo + 9, d), size=n)] = 1.0
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    linalg.share(X)
+    assert linalg.is_sparse(X), "the test matrix must take the sparse route"
+    return X, np.where(rng.random(n) < 0.4, 1.0, -1.0), rng
+
+
+def _textbook_glm(model, theta, X, y, idx, clip, weights):
+    """Σ_b w_rb · clip_C(∇ℓ(θ_r; x_i, y_i)), i = idx[r, b], built per example from the loss's
+    derivative written here: logistic ℓ = log(1 + e^{−y z}), ℓ' = −y/(1 + e^{y z}); squared
+    ℓ = (z − y)²/2, ℓ' = z − y."""
+    out = np.zeros_like(theta)
+    for r in range(theta.shape[0]):
+        for b, i in enumerate(idx[r]):
+            z = theta[r] @ X[i]
+            d = -y[i] / (1.0 + np.exp(y[i] * z)) if model.id == "logreg" else z - y[i]
+            g = d * X[i]
+            g = g * min(1.0, clip / np.linalg.norm(g)) if np.isfinite(clip) else g
+            out[r] += (1.0 if weights is None else weights[r, b]) * g
+    return out
+
+
+@pytest.mark.parametrize("model_id", ["logreg", "linreg"])
+@pytest.mark.parametrize("clip", [0.05, 1.0, np.inf])
+@pytest.mark.parametrize("poisson", [False, True])
+def test_the_sampled_clipped_sum_is_the_textbook_sum_of_each_runs_batch(model_id, clip, poisson):
+    from dpcore.models import make_model
+    from dpcore.optim import BatchRNG
+    from dpcore.linalg import run_groups as _run_groups
+
+    model = make_model(model_id, lam=1e-3)
+    X, y, rng = _sparse_shared()
+    R = 5
+    theta = rng.normal(size=(R, X.shape[1])) * 3
+    rngs = BatchRNG(list(range(R)))
+    idx, weights = rngs.poisson_batch(X.shape[0], 0.02) if poisson else (rngs.sample_batch(X.shape[0], 64), None)
+    got = model.sampled_clipped_sum(theta, X, y, idx, weights, clip, None, _run_groups(R))
+    want = _textbook_glm(model, theta, X, y, idx, clip, weights)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    # the gathered route the kernels replace, on the same batches
+    gathered = np.stack([model.clipped_grad_sum(theta[r:r + 1], X[idx[r]], y[idx[r]], clip,
+                                                None if weights is None else weights[r:r + 1])[0]
+                         for r in range(R)])
+    np.testing.assert_allclose(got, gathered, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+def test_a_sampled_sum_is_none_without_a_sparse_twin_and_padding_adds_nothing():
+    from dpcore.models import LogReg
+    from dpcore.linalg import run_groups as _run_groups
+
+    X, y, rng = _sparse_shared()
+    theta = rng.normal(size=(2, X.shape[1]))
+    dense = np.array(X)  # a writable copy: no twin
+    assert LogReg().sampled_clipped_sum(theta, dense, y, np.zeros((2, 3), int), None, 1.0, None, _run_groups(2)) is None
+    idx = np.array([[5, 9, 0, 0], [7, 0, 0, 0]])
+    mask = np.array([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    got = LogReg().sampled_clipped_sum(theta, X, y, idx, mask, 1.0, None, _run_groups(2))
+    want = LogReg().sampled_clipped_sum(theta, X, y, idx[:, :2], mask[:, :2], 1.0, None, _run_groups(2))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dpsgd_on_a_shared_sparse_matrix_takes_the_in_place_route_and_trains_as_the_gathered_one(monkeypatch):
+    """The optimiser itself: the same run with the kernels and with the route they replace (the
+    model's sampled sum switched off) ends at the same parameters to rounding."""
+    from dpcore import optim
+    from dpcore.models import LogReg
+
+    X, y, _ = _sparse_shared()
+    model = LogReg(lam=1e-3)
+
+    def train():
+        return optim.sgd(model, X, y, np.zeros((3, X.shape[1])), iterations=60, learning_rate=1.0,
+                         rngs=optim.BatchRNG([0, 1, 2]), sample_rate=0.02, clip_norm=0.5, noise_std=0.01).theta
+
+    calls = []
+    real = LogReg.sampled_clipped_sum
+    monkeypatch.setattr(LogReg, "sampled_clipped_sum", lambda self, *a: calls.append(1) or real(self, *a))
+    fast = train()
+    assert len(calls) == 60
+    monkeypatch.setattr(LogReg, "sampled_clipped_sum", lambda self, *a: None)
+    np.testing.assert_allclose(fast, train(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_the_grams_from_a_rows_pairs_of_non_zeros_are_the_dense_products(signed):
+    """``Xᵀ diag(w_r) X`` built pair by pair from the CSR rows (Newton's Hessians on one-hot data)
+    against the dense product written here, for several runs, zero and negative weights, and rows
+    with one non-zero or none."""
+    from dpcore.linalg import run_groups
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 30)) * (rng.random((3000, 30)) < 0.15)
+    X[:7] = 0.0  # empty rows
+    X[7:20, 1:] = 0.0  # one non-zero
+    csr = __import__("scipy.sparse", fromlist=["csr_array"]).csr_array(X)
+    W = rng.random((3, X.shape[0]))
+    W[:, ::5] = 0.0
+    if signed:
+        W -= 0.5
+    got = kernels.csr_grams(csr, W, run_groups(3))
+    want = np.stack([(X * w[:, None]).T @ X for w in W])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13 * np.abs(want).max())
+    np.testing.assert_array_equal(got, got.transpose(0, 2, 1))  # exactly symmetric
+
+
+def test_newtons_hessian_on_a_sparse_matrix_takes_the_compiled_grams():
+    from dpcore.models import LogReg
+
+    X, y, rng = _sparse_shared()
+    theta = rng.normal(size=(2, X.shape[1]))
+    model = LogReg(lam=1e-3)
+    dense = np.array(X)  # no twin: the dense products
+    np.testing.assert_allclose(model.hessian(theta, X, y), model.hessian(theta, dense, y), rtol=1e-12, atol=1e-15)

@@ -154,10 +154,11 @@ def test_a_run_tells_its_loss_curve_as_it_grows_without_changing_a_number(mechan
 
 @pytest.mark.parametrize("mechanism, clip", [("gradient-dpsgd", None), ("input-dbdp", None), ("gradient-dpgd", 0.3)])
 def test_runs_split_across_threads_give_the_bits_of_the_batch(monkeypatch, mechanism, clip):
-    """The GLMs' mini-batch sums run the runs in groups on the pool's threads (their rows gathered
-    there), and DP-GD's clipped sum goes block by block through the sparse twin: both must be
-    the bits of the batched two-pass path, which a model that does not declare its runs
-    independent takes."""
+    """The GLMs' mini-batch sums run the runs in groups on the pool's threads: on a shared sparse X
+    (DP-SGD on Adult) read in place by the compiled kernels, on per-run data (input perturbation's
+    releases) gathered there; DP-GD's clipped sum goes block by block through the sparse twin.  Each
+    must be the bits of the same computation on one thread, the batched two-pass path where a
+    model does not declare its runs independent."""
     from dpcore import linalg, models, optim
     from dpcore.experiments.context import Context
     from dpcore.experiments.run import RunSpec, run
@@ -165,12 +166,16 @@ def test_runs_split_across_threads_give_the_bits_of_the_batch(monkeypatch, mecha
 
     spec = RunSpec(dataset="adult", mechanism=mechanism, epsilon=2.0, repeats=3, iterations=25, clip_norm=clip)
     monkeypatch.setattr(optim, "SPLIT_GATHER_BYTES", 0)  # the split even for these small batches
-    split_calls = []
+    split_calls, in_place = [], []
     real = optim._split_clipped_sums
     monkeypatch.setattr(optim, "_split_clipped_sums", lambda *a: split_calls.append(1) or real(*a))
+    sampled = models._GLM.sampled_clipped_sum
+    monkeypatch.setattr(models._GLM, "sampled_clipped_sum",
+                        lambda self, *a: (lambda got: in_place.append(got is not None) or got)(sampled(self, *a)))
     pool = CountingPool()
     split = run(spec, ctx=Context(pool=pool))
-    assert pool.calls > 0 and bool(split_calls) == (mechanism != "gradient-dpgd")  # the threaded branches ran
+    assert pool.calls > 0  # the threaded branches ran: the kernels on the shared matrix, the split elsewhere
+    assert any(in_place) == (mechanism == "gradient-dpsgd") and bool(split_calls) == (mechanism == "input-dbdp")
     monkeypatch.setattr(models.LogReg, "runs_independent", False)
     monkeypatch.setattr(models._GLM, "_clipped_fused", lambda *a, **k: None)
     with linalg.limit_threads(1):
