@@ -12,6 +12,13 @@ every module of the core and the views' shared code while the others wait on one
 that every import is a lookup.  This module imports only the standard library at its own import,
 so importing it cannot race.
 
+Every view calls :func:`load_core` too, first thing, before it imports the core: on a new server
+Streamlit runs a requested view straight from the ``pages/`` folder (its older multipage mode) until
+``app.py`` has run once and declared the navigation, so six sessions opening ``/explore`` on a new
+server each ran ``pages/explore.py`` without ``app.py`` and broke each other's imports (a deadlock
+between module locks, then "partially initialized module" on every page; two new servers in three).
+``tests/test_concurrency.py`` checks that every view of ``app.py``'s navigation starts so.
+
 It also makes Python's syntax trees one thread's at a time (:func:`serialize_syntax_trees`).  On
 Python 3.11 two threads building ``ast`` objects at once can break each other (CPython
 gh-106905: the converter keeps its recursion depth per interpreter, not per thread, and a garbage

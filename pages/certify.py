@@ -1,6 +1,10 @@
 """Certify a run: a DP-SGD run (or k Gaussian / Laplace releases) as another library describes it,
 certified under add/remove and replace-one side by side (:func:`dpcore.certify_noise`)."""
 
+from pages.boot import load_core
+
+load_core()  # before the core: a new server can run a view before app.py (pages/boot.py)
+
 import math
 from urllib.parse import urlencode
 

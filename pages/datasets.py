@@ -1,3 +1,6 @@
+from pages.boot import load_core
+
+load_core()  # before the core: a new server can run a view before app.py (pages/boot.py)
 
 import pandas as pd
 import streamlit as st

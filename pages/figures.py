@@ -1,5 +1,9 @@
 """Paper figures: each seed figure, whole, from the full-size results shipped with the app."""
 
+from pages.boot import load_core
+
+load_core()  # before the core: a new server can run a view before app.py (pages/boot.py)
+
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError

@@ -1,3 +1,7 @@
+from pages.boot import load_core
+
+load_core()  # before the core: a new server can run a view before app.py (pages/boot.py)
+
 import time
 
 import streamlit as st

@@ -429,3 +429,32 @@ def test_no_view_uses_streamlit_magic_which_the_server_turns_off():
     for view in views:
         tree = magic.add_magic(view.read_text(), str(view))
         assert "transparent_write" not in ast.unparse(tree), view.name
+
+
+def _starts_with_the_core(source: str) -> bool:
+    """Whether a view's first statements (after its docstring) import and call ``load_core``."""
+    import ast
+
+    body = ast.parse(source).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return (len(body) >= 2 and isinstance(body[0], ast.ImportFrom) and body[0].module == "pages.boot"
+            and [a.name for a in body[0].names] == ["load_core"] and isinstance(body[1], ast.Expr)
+            and isinstance(body[1].value, ast.Call) and getattr(body[1].value.func, "id", "") == "load_core"
+            and not body[1].value.args)
+
+
+def test_every_view_loads_the_core_before_it_imports_it():
+    """A new server runs a requested view straight from ``pages/`` until app.py has run once
+    (pages/boot.py): each view of app.py's navigation must take the core's lock itself, first."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    views = re.findall(r'st\.Page\("(pages/\w+\.py)"', (root / "app.py").read_text())
+    assert len(views) >= 13
+    assert [v for v in views if not _starts_with_the_core((root / v).read_text())] == []
+    # the check of the check: a view that imports the core first, or calls the lock after an import
+    assert not _starts_with_the_core('"""A view."""\nfrom dpcore import run\nfrom pages.boot import load_core\nload_core()\n')
+    assert not _starts_with_the_core("import math\nfrom pages.boot import load_core\nload_core()\n")
+    assert _starts_with_the_core('"""A view."""\nfrom pages.boot import load_core\n\nload_core()\nimport math\n')
