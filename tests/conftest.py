@@ -24,7 +24,13 @@ if "DPCORE_CACHE_DIR" not in os.environ:
 # wants more threads asks for them (Context(threads=…), threadpool_limits).
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
-from threadpoolctl import threadpool_limits  # noqa: E402
+try:  # the suite runs in the environment of the README's command; another Python says so in one line
+    from threadpoolctl import threadpool_limits  # noqa: E402
+except ModuleNotFoundError as _missing:  # pragma: no cover - a wrong interpreter, not a test
+    import pytest as _pytest
+
+    _pytest.exit(f"{_missing}: run the suite with the Python of the README's environment "
+                 "(python -m pip install -r requirements-dev.txt), e.g. .venv-ci/bin/python -m pytest", returncode=4)
 
 threadpool_limits(limits=1)
 
