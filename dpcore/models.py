@@ -183,15 +183,40 @@ class _GLM(Model):
     def d2phi(self, z, y):
         raise NotImplementedError
 
+    #: the compiled coefficients' loss (:func:`dpcore.kernels.glm_coef`), or ``None`` for none
+    kernel: ClassVar[int | None] = None
+
+    def _sparse_pass(self, theta, X, y, clip: float, with_grad: bool, with_loss: bool):
+        """One pass over a shared X's sparse twin in the products' layout
+        (:func:`~dpcore.linalg.map_sparse_rows`): each block's summed losses (``with_loss``) and
+        its coefficients, clipped to ``clip`` when finite, by the compiled
+        :func:`~dpcore.kernels.glm_coef`; ``None`` for other data or a model without the kernel."""
+        if self.kernel is None or X.ndim != 2 or y.ndim != 1:
+            return None
+        norms = _row_norms(X) if np.isfinite(clip) else None
+
+        def block(z, rows):
+            yr = y[rows]
+            aux = np.sum(self.phi(z, yr[:, None]), axis=0) if with_loss else None
+            coef = kernels.glm_coef(z, yr, self.kernel, clip, None if norms is None else norms[rows]) \
+                if with_grad else None
+            return coef, aux
+
+        return linalg.map_sparse_rows(theta, X, block)
+
     def data_loss(self, theta, X, y):
-        fused = linalg.map_rows(theta, X, lambda z, rows: (
-            None, np.sum(self.phi(z, linalg.rows_of(y, rows)), axis=-1)))
+        fused = self._sparse_pass(theta, X, y, np.inf, False, True)
+        if fused is None:
+            fused = linalg.map_rows(theta, X, lambda z, rows: (
+                None, np.sum(self.phi(z, linalg.rows_of(y, rows)), axis=-1)))
         if fused is not None:
             return sum(fused[1]) / X.shape[-2]
         return np.mean(self.phi(_margins(theta, X), y), axis=-1)
 
     def grad(self, theta, X, y):
-        fused = linalg.map_rows(theta, X, lambda z, rows: (self.dphi(z, linalg.rows_of(y, rows)), None))
+        fused = self._sparse_pass(theta, X, y, np.inf, True, False)
+        if fused is None:
+            fused = linalg.map_rows(theta, X, lambda z, rows: (self.dphi(z, linalg.rows_of(y, rows)), None))
         if fused is not None:
             return fused[0] / X.shape[-2] + self.lam * theta
         z = _margins(theta, X)
@@ -200,8 +225,10 @@ class _GLM(Model):
 
     def loss_and_grad(self, theta, X, y):
         reg = self.penalty(theta)
-        fused = linalg.map_rows(theta, X, lambda z, rows: (
-            self.dphi(z, linalg.rows_of(y, rows)), np.sum(self.phi(z, linalg.rows_of(y, rows)), axis=-1)))
+        fused = self._sparse_pass(theta, X, y, np.inf, True, True)
+        if fused is None:
+            fused = linalg.map_rows(theta, X, lambda z, rows: (
+                self.dphi(z, linalg.rows_of(y, rows)), np.sum(self.phi(z, linalg.rows_of(y, rows)), axis=-1)))
         if fused is not None:
             return sum(fused[1]) / X.shape[-2] + reg, fused[0] / X.shape[-2] + self.lam * theta
         z = _margins(theta, X)
@@ -255,23 +282,12 @@ class _GLM(Model):
 
     def _clipped_fused(self, theta, X, y, clip_norm, weights, with_loss: bool):
         """The clipped sum (and the rows' summed losses per block) in one pass over a shared X's
-        sparse twin, block by block on the pool, ``None`` for other data.  The blocks'
-        products are the ones :func:`~dpcore.linalg.margins` and
-        :func:`~dpcore.linalg.weighted_rows` make and the rest is elementwise, so the sum has
-        the bits of the two-pass path (and the loss those of :meth:`data_loss`), with no
-        (R, n) array between the passes and the elementwise work on the pool's threads
-        (DP-GD with clipping, Adult, R = 30: the elementwise part was a third of a step)."""
-        if weights is not None or X.ndim != 2 or not linalg.is_sparse(X) or not np.isfinite(clip_norm):
+        sparse twin, block by block on the pool (:meth:`_sparse_pass`), ``None`` for other data:
+        no (R, n) array between the two products, and the elementwise work compiled, on the
+        pool's threads (DP-GD with clipping, Adult, R = 30: in numpy it was a third of a step)."""
+        if weights is not None or not np.isfinite(clip_norm):
             return None
-        norms = _row_norms(X)
-
-        def block(z, rows):
-            yr = linalg.rows_of(y, rows)
-            coef = self.dphi(z, yr)
-            coef *= _clip_scale(coef, norms[rows], clip_norm)
-            return coef, (np.sum(self.phi(z, yr), axis=-1) if with_loss else None)
-
-        return linalg.map_rows(theta, X, block)
+        return self._sparse_pass(theta, X, y, clip_norm, True, with_loss)
 
     def hessian(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Hessian of :meth:`loss` per run, (R, p, p); ``X`` shared, (n, p)."""
@@ -290,6 +306,7 @@ class LogReg(_GLM):
 
     id: ClassVar[str] = "logreg"
     name: ClassVar[str] = "Logistic regression"
+    kernel: ClassVar[int | None] = kernels.GLM_LOGISTIC
 
     @property
     def lipschitz(self) -> float:
@@ -339,6 +356,7 @@ class LinReg(_GLM):
 
     id: ClassVar[str] = "linreg"
     name: ClassVar[str] = "Linear regression"
+    kernel: ClassVar[int | None] = kernels.GLM_SQUARED
     task: ClassVar[str] = "regression"
 
     def __post_init__(self) -> None:

@@ -1,6 +1,8 @@
-"""The compiled MLP kernel (dpcore/kernels.py) against a second route written here.
+"""The compiled kernels (dpcore/kernels.py) against a second route written here: the MLP's step,
+DP-SGD's in-place mini-batch sums, Newton's sparse Grams, and the GLMs' coefficients with their
+exponential.
 
-The second route is the textbook one: every per-example gradient of the one-hidden-layer network
+For the MLP the second route is the textbook one: every per-example gradient of the network
 built explicitly in float64 from its definition (θ = W1, b1, w2, b2; score = w2·tanh(W1x + b1) + b2;
 loss −log σ(y·score)), each clipped to C on its own, weighted, summed.  The kernel never builds a
 per-example gradient (it clips by a norm identity) and runs in float32 with a rational tanh, so the
@@ -9,11 +11,14 @@ two agree to float32 rounding, and the clipping bound holds for the vector actua
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 import pytest
 
 from dpcore import kernels, linalg
-from dpcore.models import CLIP_MARGIN_FLOAT32, MLP
+from dpcore.models import CLIP_MARGIN_FLOAT32, MLP, make_model
 
 #: float32 arithmetic over d + h ≈ 30 terms per entry, and the tanh's 5e-7: a generous 2e-5 relative
 RTOL = 2e-5
@@ -272,3 +277,103 @@ def test_newtons_hessian_on_a_sparse_matrix_takes_the_compiled_grams():
     model = LogReg(lam=1e-3)
     dense = np.array(X)  # no twin: the dense products
     np.testing.assert_allclose(model.hessian(theta, X, y), model.hessian(theta, dense, y), rtol=1e-12, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------
+# a GLM's compiled coefficients (kernels.glm_coef) and their exponential (kernels.exp)
+
+#: float64's unit roundoff
+U = 2.0**-53
+
+
+def test_the_kernels_exp_is_within_two_ulp_of_the_exact_exponential_and_clamps_where_stated():
+    x = np.concatenate([np.linspace(-708.0, 709.0, 2_000_001), np.random.default_rng(7).standard_normal(10**6) * 30,
+                        [0.0, -0.0, 1e-300, -1e-300, 0.5 * np.log(2), -0.5 * np.log(2)]])
+    exact = np.array([math.exp(v) for v in x])  # glibc's exp: correctly rounded in practice (< 1 ulp)
+    rel = np.abs(kernels.exp(x) - exact) / exact
+    assert rel.max() <= 3 * U  # measured 2.0 u: the reduction's and Horner's roundings
+    # outside [−708, 709] the argument is clamped (e^x stays a normal number): what glm_coef relies on
+    np.testing.assert_array_equal(kernels.exp(np.array([-1000.0, -708.0, 709.0, 1000.0, np.inf])),
+                                  kernels.exp(np.array([-708.0, -708.0, 709.0, 709.0, 709.0])))
+    assert kernels.exp(np.array([0.0]))[0] == 1.0
+
+
+def _coef_textbook(z, y, kind, clip, norms):
+    """φ'(z, y) of the logistic loss log(1 + e^{−yz}) (−y·σ(−yz)) or the squared loss ½(y − z)²
+    (z − y), each clipped on its own to ‖coef·x‖ ≤ C: one element at a time, with math's functions."""
+    out = np.empty_like(z)
+    for i in range(z.shape[0]):
+        for r in range(z.shape[1]):
+            if kind == kernels.GLM_LOGISTIC:
+                t = y[i] * z[i, r]
+                c = 0.0 * y[i] if t > 709 else -y[i] / (1.0 + math.exp(t))
+            else:
+                c = z[i, r] - y[i]
+            if math.isfinite(clip):
+                size = abs(c) * norms[i]
+                c = c * (clip / size if size > clip else 1.0)
+            out[i, r] = c
+    return out
+
+
+@pytest.mark.parametrize("kind", [kernels.GLM_LOGISTIC, kernels.GLM_SQUARED])
+@pytest.mark.parametrize("clip", [math.inf, 0.5, 1e-3])
+@pytest.mark.parametrize("runs", [1, 7, 25])
+def test_glm_coefficients_are_the_textbook_derivative_clipped_one_example_at_a_time(kind, clip, runs):
+    rng = np.random.default_rng(runs)
+    n = 3 * kernels.GLM_ROWS + 5  # several blocks of rows and a ragged last one
+    z = rng.standard_normal((n, runs)) * 4
+    z[:3] = [[800.0], [-800.0], [0.0]]  # e^{yz} overflowing and underflowing, and a tie
+    y = rng.choice([-1.0, 1.0], n) if kind == kernels.GLM_LOGISTIC else rng.uniform(-1, 1, n)
+    norms = rng.uniform(0, 1, n)
+    norms[5] = 0.0  # a zero row: never clipped
+    want = _coef_textbook(z, y, kind, clip, norms)
+    got = kernels.glm_coef(z.copy(), y, kind, clip, norms)
+    np.testing.assert_allclose(got, want, rtol=4 * U, atol=1e-300)
+    if math.isfinite(clip):
+        assert (np.abs(got) * norms[:, None] <= clip * (1 + 4 * U)).all()  # the bound the accountant uses
+
+
+def test_glm_coefficients_work_in_place_and_copy_what_is_not_c_order():
+    z = np.arange(12.0).reshape(3, 4)
+    assert kernels.glm_coef(z, np.ones(3), kernels.GLM_SQUARED) is z
+    np.testing.assert_array_equal(z, np.arange(12.0).reshape(3, 4) - 1.0)
+    zf = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    got = kernels.glm_coef(zf, np.ones(3), kernels.GLM_SQUARED)
+    assert got is not zf and got.flags.c_contiguous
+    np.testing.assert_array_equal(zf, np.arange(12.0).reshape(3, 4))  # the input left alone
+    np.testing.assert_array_equal(got, np.arange(12.0).reshape(3, 4) - 1.0)
+
+
+@pytest.mark.parametrize("model_id", ["logreg", "linreg"])
+def test_the_sparse_glm_pass_is_the_numpy_two_pass_route_within_rounding_on_any_threads(model_id):
+    """On Adult (a sparse twin) the GLM's gradient, loss and clipped sum take the products' layout and
+    the compiled coefficients (:meth:`_GLM._sparse_pass`); a model without the kernel takes the numpy
+    passes of ``linalg.map_rows``.  They agree to rounding (the sums' order and e^x's last bits), and
+    the compiled route gives the same bits on the pool and on one thread."""
+    from dpcore import datasets
+    from dpcore.experiments.context import Context
+
+    ds = datasets.load("adult")
+    X, y = ds.X_train, ds.y_train
+    model = make_model(model_id, lam=1e-4)
+    numpy_route = dataclasses.replace(model)
+    object.__setattr__(numpy_route, "kernel", None)  # this instance only: the numpy passes
+    theta = np.random.default_rng(3).standard_normal((6, X.shape[1])) * 0.3
+    calls = []
+    real = kernels.glm_coef
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kernels, "glm_coef", lambda *a: calls.append(1) or real(*a))
+        with Context().active():
+            pooled = (model.grad(theta, X, y), *model.loss_and_grad(theta, X, y), model.data_loss(theta, X, y),
+                      model.clipped_grad_sum(theta, X, y, 0.5), *model.clipped_grad_sum_and_loss(theta, X, y, 0.5))
+    assert len(calls) == 4 * linalg.BLOCKS  # four passes with coefficients, each block through the kernel
+    with linalg.limit_threads(1):
+        alone = (model.grad(theta, X, y), *model.loss_and_grad(theta, X, y), model.data_loss(theta, X, y),
+                 model.clipped_grad_sum(theta, X, y, 0.5), *model.clipped_grad_sum_and_loss(theta, X, y, 0.5))
+    two_pass = (numpy_route.grad(theta, X, y), *numpy_route.loss_and_grad(theta, X, y),
+                numpy_route.data_loss(theta, X, y), numpy_route.clipped_grad_sum(theta, X, y, 0.5),
+                *numpy_route.clipped_grad_sum_and_loss(theta, X, y, 0.5))
+    for a, b, c in zip(pooled, alone, two_pass):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, c, rtol=1e-13, atol=1e-15)

@@ -157,8 +157,8 @@ def test_runs_split_across_threads_give_the_bits_of_the_batch(monkeypatch, mecha
     """The GLMs' mini-batch sums run the runs in groups on the pool's threads: on a shared sparse X
     (DP-SGD on Adult) read in place by the compiled kernels, on per-run data (input perturbation's
     releases) gathered there; DP-GD's clipped sum goes block by block through the sparse twin.  Each
-    must be the bits of the same computation on one thread, the batched two-pass path where a
-    model does not declare its runs independent."""
+    must be the bits of the same computation on one thread: the batched path where a model does
+    not declare its runs independent, DP-GD's fixed blocks in turn."""
     from dpcore import linalg, models, optim
     from dpcore.experiments.context import Context
     from dpcore.experiments.run import RunSpec, run
@@ -177,7 +177,6 @@ def test_runs_split_across_threads_give_the_bits_of_the_batch(monkeypatch, mecha
     assert pool.calls > 0  # the threaded branches ran: the kernels on the shared matrix, the split elsewhere
     assert any(in_place) == (mechanism == "gradient-dpsgd") and bool(split_calls) == (mechanism == "input-dbdp")
     monkeypatch.setattr(models.LogReg, "runs_independent", False)
-    monkeypatch.setattr(models._GLM, "_clipped_fused", lambda *a, **k: None)
     with linalg.limit_threads(1):
         batched = run(spec, ctx=Context())
     for a, b in ((split.gap, batched.gap), (split.accuracy, batched.accuracy), (split.loss_trace, batched.loss_trace)):
