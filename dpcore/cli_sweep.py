@@ -162,15 +162,15 @@ def cmd_prepare(args) -> Any:
     """Fill the app's cache folder (``DPCORE_CACHE_DIR``) with what a class will open first
     (:func:`~dpcore.experiments.studies.prepare_for_class`, then every step of the lesson:
     :func:`~dpcore.lesson.prepare_lesson`); a second call finds everything and
-    returns at once.  ``--ship`` also recomputes Compare's shipped classroom rows and (unless
-    ``--no-mlp``) the shipped exact references (:func:`~dpcore.experiments.studies.ship_references`)."""
+    returns at once.  ``--ship`` also recomputes Compare's shipped classroom rows and the shipped
+    exact references (:func:`~dpcore.experiments.studies.ship_references`; the MLP's unless
+    ``--no-mlp``)."""
     what = "the cache folder" + (" (DPCORE_CACHE_DIR)" if os.environ.get("DPCORE_CACHE_DIR") else "")
     for sub in ("", "erm", "results"):
         check_output(str(cache_dir() / sub), what, folder=True)
     if args.ship:  # the shipped files of the repository
         check_output(str(classroom_file()), "--ship")
-        if not args.no_mlp:
-            check_output(str(shipped.folder_of("references")), "--ship", folder=True)
+        check_output(str(shipped.folder_of("references")), "--ship", folder=True)
     started = time.time()
     ctx = shared_context(progress=print_progress, workers=None, results_dir=cache_dir() / "results")
 
@@ -178,7 +178,7 @@ def cmd_prepare(args) -> Any:
         print(f"  {what}: {seconds} s", file=sys.stderr, flush=True)
 
     # the shipped references first, so that the app's cache below reads them instead of solving again
-    done = ship_references(progress=print_progress) if args.ship and not args.no_mlp else []
+    done = ship_references(progress=print_progress, mlp=not args.no_mlp) if args.ship else []
     for part in done:
         tell(part["what"], part["seconds"])
     done += prepare_for_class(ctx, mlp=not args.no_mlp, tell=tell)

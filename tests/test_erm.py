@@ -322,13 +322,14 @@ def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path,
     ds, model = D.load("iris"), MLP(lam=2e-3)
     shipped = tmp_path / "references"  # a data folder of the test's own: tmp_path
     monkeypatch.setattr("dpcore.experiments.studies.SHIPPED_REFERENCE_PAIRS", (("iris", "mlp"),))
+    monkeypatch.setattr("dpcore.experiments.studies.SHIPPED_REFERENCE_GRIDS", ())
     shipped.mkdir()
     (shipped / "erm-of-an-older-code.json").write_text("{}")
     monkeypatch.setattr("dpcore.experiments.studies.problem_data",
                         lambda spec, dataset=None: (ds, model))  # the pair at this test's λ
     done = ship_references(folder=shipped)
     (path,) = shipped.glob("erm-*.json")  # the older code's file is gone
-    assert path == ReferenceStore(data_dir=tmp_path).shipped_path(ds, model) and "iris (mlp)" in done[0]["what"]
+    assert path == ReferenceStore(data_dir=tmp_path).shipped_path(ds, model) and "iris (mlp, λ = 0.002)" in done[0]["what"]
     first = json.loads(path.read_text())
 
     def no_solve(*a, **k):
@@ -361,29 +362,36 @@ def test_a_shipped_reference_is_read_checked_and_never_trusted_blindly(tmp_path,
 
 
 def test_the_shipped_references_are_this_codes_and_read_without_a_solve(monkeypatch):
-    """data/references holds the exact solution of every slow pair the app opens first, under the
-    key this code computes (the solver's and the models' source are in it): a change to either
-    fails this until `python -m dpcore prepare --ship` ships them again.  Read by a fresh store,
-    checked, never solved."""
+    """data/references holds the exact solution of every slow pair the app opens first (the MLP's on
+    Adult) and of Adult's logistic regression at every λ Compare's tuned settings use, under the key
+    this code computes (the solver's and the models' source are in it): a change to either fails this
+    until `python -m dpcore prepare --ship` ships them again.  Read by a fresh store, checked, never
+    solved."""
     from dpcore import erm
-    from dpcore.experiments.run import RunSpec, problem_data
-    from dpcore.experiments.studies import SHIPPED_REFERENCE_PAIRS
+    from dpcore.experiments.baselines import LAMBDA_GRID
+    from dpcore.experiments.run import problem_data
+    from dpcore.experiments.studies import SHIPPED_REFERENCE_GRIDS, SHIPPED_REFERENCE_PAIRS, shipped_reference_specs
+    from dpcore.experiments.tune import shipped_tuning
     from dpcore.shipped import folder_of
 
     def no_solve(*a, **k):
         raise AssertionError("solved: the shipped reference is missing or stale; run `python -m dpcore "
                              "prepare --ship`")
 
-    assert SHIPPED_REFERENCE_PAIRS == (("adult", "mlp"),)
+    assert SHIPPED_REFERENCE_PAIRS == (("adult", "mlp"),) and SHIPPED_REFERENCE_GRIDS == (("adult", "logreg"),)
+    specs = shipped_reference_specs()
+    assert len(specs) == 1 + len(LAMBDA_GRID)
+    tuned = {row["setting"]["lam"] for row in shipped_tuning("adult", "logreg")["rows"]
+             if isinstance(row.get("setting"), dict) and "lam" in row["setting"]}
+    assert tuned and tuned <= {s.lam for s in specs}  # every λ the tuned settings run is shipped
     monkeypatch.setattr(erm, "solve_erm", no_solve)
-    for dataset, model in SHIPPED_REFERENCE_PAIRS:
-        data, m = problem_data(RunSpec(dataset=dataset, model=model))
+    for spec in specs:
+        data, m = problem_data(spec)
         assert ReferenceStore().shipped_path(data, m).exists(), "run `python -m dpcore prepare --ship`"
         sol = ReferenceStore().exact(data, m)
-        assert sol.grad_norm <= erm.LOCAL_GRAD_TOL
+        assert sol.grad_norm <= erm.stored_grad_tol(m)
     assert sorted(p.name for p in folder_of("references").glob("erm-*.json")) == sorted(
-        ReferenceStore().shipped_path(*problem_data(RunSpec(dataset=d, model=m))).name
-        for d, m in SHIPPED_REFERENCE_PAIRS)
+        ReferenceStore().shipped_path(*problem_data(spec)).name for spec in specs)
 
 
 def test_the_mlp_reference_takes_no_more_evaluations_than_its_budget_counts(monkeypatch):

@@ -33,7 +33,7 @@ from ..privacy import certificate_error, certify, same_certificate
 from ..mechanisms import REGISTRY, get_mechanism
 from ..params import validate
 from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scaling_plan
-from .baselines import baseline
+from .baselines import LAMBDA_GRID, baseline
 from .context import Context
 from .grid import run_grid, summaries
 from .tune import tuned_row, with_setting
@@ -45,7 +45,7 @@ _LOG = logging.getLogger(__name__)
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
            "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
            "classroom_file", "classroom_keys", "ship_classroom_compare", "shipped_classroom_compare", "check_classroom_rows", "PREPARE_REFERENCES",
-           "SHIPPED_REFERENCE_PAIRS", "ship_references",
+           "SHIPPED_REFERENCE_PAIRS", "SHIPPED_REFERENCE_GRIDS", "shipped_reference_specs", "ship_references",
            "prepare_for_class"]
 
 DEFAULT_NOISE_GRID = tuple(float(s) for s in np.geomspace(0.05, 20.0, 9))
@@ -168,32 +168,48 @@ def ship_classroom_compare(ctx: Context | None = None, path: Path | None = None)
 #: the exact references shipped in the data folder's ``references/`` (``prepare --ship``): the
 #: slow ones of :data:`PREPARE_REFERENCES`, whose solve takes minutes on a new machine
 SHIPPED_REFERENCE_PAIRS = tuple(pair for pair in PREPARE_REFERENCES if pair[1] == "mlp")
+#: (dataset, model) pairs whose exact references ship at every λ of
+#: :data:`~dpcore.experiments.baselines.LAMBDA_GRID`: the λ's Compare's tuned settings use (Adult's
+#: five references, half a second of Newton each, were a new machine's first Compare's first wait)
+SHIPPED_REFERENCE_GRIDS = (("adult", "logreg"),)
 
 
-def ship_references(progress=None, folder: Path | None = None) -> list[dict[str, Any]]:
-    """Solve (or find, when current) the exact references of :data:`SHIPPED_REFERENCE_PAIRS` into
+def shipped_reference_specs() -> list[RunSpec]:
+    """The configurations whose exact references ship (:func:`ship_references`): each pair of
+    :data:`SHIPPED_REFERENCE_PAIRS` at its model's default λ, each of :data:`SHIPPED_REFERENCE_GRIDS`
+    at every λ of the grid."""
+    return [RunSpec(dataset=d, model=m) for d, m in SHIPPED_REFERENCE_PAIRS] + [
+        RunSpec(dataset=d, model=m, lam=lam) for d, m in SHIPPED_REFERENCE_GRIDS for lam in LAMBDA_GRID]
+
+
+def ship_references(progress=None, folder: Path | None = None, *, mlp: bool = True) -> list[dict[str, Any]]:
+    """Solve (or find, when current) the exact references of :func:`shipped_reference_specs` into
     ``folder`` (default: the data folder's ``references/``, :func:`dpcore.shipped.folder_of`), and remove
     the files of earlier code there (their keys include the solver's and the models' source, so no
-    reader would find them)."""
+    reader would find them).  ``mlp=False`` (``prepare --ship --no-mlp``) leaves the MLP's references
+    unsolved: a current file is kept, a stale one removed."""
     folder = shipped.folder_of("references") if folder is None else Path(folder)
     store, keep, done = erm.ReferenceStore(folder), set(), []
-    for dataset, model in SHIPPED_REFERENCE_PAIRS:
+    for spec in shipped_reference_specs():
         started = time.time()
-        data, m = problem_data(RunSpec(dataset=dataset, model=model))
+        data, m = problem_data(spec)
+        if m.id == "mlp" and not mlp:
+            keep.add(store.path(data, m).name)  # its key, computed without a solve
+            continue
         sol = store.exact(data, m, progress=progress)
         path = store.path(data, m)
         if not path.exists():
-            raise ParameterError(f"the {model} reference on {dataset} ended with a gradient norm of "
-                                 f"{sol.grad_norm:.3g}, too large to ship: it would not be read back")
+            raise ParameterError(f"the {m.id} reference on {spec.dataset} (λ = {m.lam:g}) ended with a gradient "
+                                 f"norm of {sol.grad_norm:.3g}, too large to ship: it would not be read back")
         keep.add(path.name)
-        done.append({"what": f"exact reference, {dataset} ({model}), shipped in {folder}",
+        done.append({"what": f"exact reference, {spec.dataset} ({m.id}, λ = {m.lam:g}), shipped in {folder}",
                      "seconds": round(time.time() - started, 1)})
     gone = []
     for old in folder.glob("erm-*.json"):
         if old.name not in keep:
             old.unlink()
             gone.append(f"{folder.name}/{old.name}")
-    shipped.record([folder / name for name in keep], folder.parent, remove=gone)
+    shipped.record([folder / name for name in keep if (folder / name).exists()], folder.parent, remove=gone)
     return done
 
 
