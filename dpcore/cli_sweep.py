@@ -18,7 +18,8 @@ from .cli_common import (all_refused, check_output, eps_text, mechanism_list, pr
 from .exceptions import DPCoreError
 from .experiments.context import cache_dir, shared_context
 from .experiments.presets import PRESETS, get_preset, run_preset, with_overrides
-from .experiments.studies import classroom_file, prepare_for_class, ship_classroom_compare, ship_references
+from .experiments.studies import (classroom_file, prepare_for_class, ship_calibrations, ship_classroom_compare,
+                                  ship_references)
 from .experiments.sweep import environment
 from .experiments.tune import DEFAULT_MECHANISMS, tune
 from .jsonutil import dumps
@@ -171,6 +172,7 @@ def cmd_prepare(args) -> Any:
     if args.ship:  # the shipped files of the repository
         check_output(str(classroom_file()), "--ship")
         check_output(str(shipped.folder_of("references")), "--ship", folder=True)
+        check_output(str(shipped.folder_of("calibrations")), "--ship", folder=True)
     started = time.time()
     ctx = shared_context(progress=print_progress, workers=None, results_dir=cache_dir() / "results")
 
@@ -179,6 +181,8 @@ def cmd_prepare(args) -> Any:
 
     # the shipped references first, so that the app's cache below reads them instead of solving again
     done = ship_references(progress=print_progress, mlp=not args.no_mlp) if args.ship else []
+    if args.ship:  # the classroom preset's noise calibrations, which a new machine then only re-certifies
+        done.append(ship_calibrations())
     for part in done:
         tell(part["what"], part["seconds"])
     done += prepare_for_class(ctx, mlp=not args.no_mlp, tell=tell)

@@ -444,8 +444,9 @@ class ReferenceStore:
         self._memo = Memo(self.size)  # the app's sessions share one store, each on its own thread
         self.disk = DiskCache(self.folder, prefix="erm-", folder_bytes=ERM_FOLDER_BYTES, prune_every=20,
                               what="cached ERM solution", log=__name__)
-        #: sampled-Gaussian noise calibrations, kept in the same folder (``calibration-*.json``)
-        self.calibrations = CalibrationTable(self.folder)
+        #: sampled-Gaussian noise calibrations, kept in the same folder (``calibration-*.json``), and
+        #: read from the data folder's ``calibrations/`` when shipped there (re-certified on reading)
+        self.calibrations = CalibrationTable(self.folder, shipped=functools.partial(shipped_calibration, self.data_dir))
 
     def __reduce__(self):
         return (ReferenceStore, (self.folder, self.size, self.data_dir))
@@ -495,13 +496,19 @@ class ReferenceStore:
             shipped=_listed(self.shipped_path(dataset, model)))
 
 
+def shipped_calibration(data_dir, key: str) -> Path | None:
+    """The calibration ``key`` shipped in ``data_dir``'s ``calibrations/`` (``prepare --ship``: those of
+    Compare's classroom preset), if the manifest lists it; the table re-certifies it when it reads it."""
+    return _listed(shipped.folder_of("calibrations", data_dir) / f"calibration-{key}.json")
+
+
 def _listed(path: Path) -> Path | None:
     """``path`` if it holds the shipped file the manifest lists (:mod:`dpcore.shipped`'s rule; the
-    cache layer then checks the solution itself), else ``None`` (logged: the pair is solved here)."""
+    cache layer then checks its content itself), else ``None`` (logged: it is computed here)."""
     try:
         return path if shipped.read_bytes(f"{path.parent.name}/{path.name}", path.parent.parent) else None
     except shipped.ShippedFileError as exc:
-        logging.getLogger(__name__).warning("%s; solving it here instead", exc)
+        logging.getLogger(__name__).warning("%s; computing it here instead", exc)
         return None
 
 

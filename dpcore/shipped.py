@@ -1,4 +1,5 @@
-"""The one rule by which every shipped file is read: ``data/results``, ``data/tuned``, ``data/references``.
+"""The one rule by which every shipped file is read: ``data/results``, ``data/tuned``, ``data/references``,
+``data/calibrations``.
 
 A number shipped with the package is shown only after four checks, in this order (the readers of each
 kind add the last two; the contract is §9, "Reproducibility contract", of ``docs/spec.md``):
@@ -68,6 +69,7 @@ KINDS: dict[str, Kind] = {
                     "python -m dpcore prepare --ship)"),
     "tuned": Kind("tuned", (".json",), 2 * 2**20, "python -m dpcore tune … --out data/tuned/DATASET-MODEL.json"),
     "references": Kind("references", (".json",), 4 * 2**20, "python -m dpcore prepare --ship"),
+    "calibrations": Kind("calibrations", (".json",), 2**16, "python -m dpcore prepare --ship"),
 }
 #: the manifest itself: one entry per shipped file (a few hundred bytes each)
 MAX_MANIFEST_BYTES = 2**20
@@ -170,7 +172,7 @@ def read_bytes(relpath: str, folder: str | os.PathLike | None = None) -> bytes |
     there.  Raises :class:`ShippedFileError` (one line) for anything else."""
     kind = kind_of(relpath)
     if kind is None:
-        raise ValueError(f"{relpath!r} is not a shipped file's place (results/, tuned/, references/)")
+        raise ValueError(f"{relpath!r} is not a shipped file's place ({', '.join(k + '/' for k in KINDS)})")
     folder = Path(data_folder(folder))
     path = folder / relpath
     made_by = KINDS[kind].made_by

@@ -394,6 +394,85 @@ def test_the_shipped_references_are_this_codes_and_read_without_a_solve(monkeypa
         ReferenceStore().shipped_path(*problem_data(spec)).name for spec in specs)
 
 
+def test_a_shipped_calibration_is_re_certified_on_reading_and_never_trusted_blindly(tmp_path, monkeypatch, caplog):
+    """A store with no folder of its own reads a sampled Gaussian's noise multiplier shipped in the data
+    folder's calibrations/ instead of searching for it, after certifying the event at it (and at 1 % less
+    noise, which must not certify); an edited file, or a listed one whose multiplier under-noises, is
+    calibrated again.  The table travels to worker processes with its shipped folder."""
+    import pickle
+
+    from dpcore import accounting, shipped as shipped_files
+
+    event = (1.0, 1e-5, 0.02, 10)  # ε, δ, q, T: a calibration of a few PLD constructions
+    folder = tmp_path / "calibrations"
+    z = accounting.CalibrationTable(folder).sampled_gaussian(*event)  # written there, as ship_calibrations does
+    (path,) = folder.glob("calibration-*.json")
+    shipped_files.record([path], tmp_path)
+    calls = []
+    real = accounting.calibrate_sampled_gaussian
+    monkeypatch.setattr(accounting, "calibrate_sampled_gaussian", lambda *a: calls.append(a) or real(*a))
+    store = ReferenceStore(data_dir=tmp_path)  # no folder of its own: the shipped file or a search
+    assert store.calibrations.sampled_gaussian(*event) == z and calls == []
+    assert pickle.loads(pickle.dumps(store)).calibrations.sampled_gaussian(*event) == z and calls == []
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "noise_multiplier": z * 0.9}))  # edited, not listed: refused by the manifest
+    with caplog.at_level("WARNING"):
+        assert ReferenceStore(data_dir=tmp_path).calibrations.sampled_gaussian(*event) == z
+    assert len(calls) == 1 and any("not the file that was shipped" in r.getMessage() for r in caplog.records)
+    shipped_files.record([path], tmp_path)  # listed as a maintainer's edit would be: the certificate refuses it
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert ReferenceStore(data_dir=tmp_path).calibrations.sampled_gaussian(*event) == z
+    assert len(calls) == 2 and any("certifies" in r.getMessage() for r in caplog.records)
+    path.write_text(json.dumps({**record, "noise_multiplier": z * 1.5}))  # too much noise: refused as well
+    shipped_files.record([path], tmp_path)
+    assert ReferenceStore(data_dir=tmp_path).calibrations.sampled_gaussian(*event) == z and len(calls) == 3
+
+
+def test_the_shipped_calibrations_are_compares_classroom_preset_and_this_codes(monkeypatch):
+    """data/calibrations holds the noise multiplier of every sampled Gaussian of Compare's classroom
+    preset, tuned (as the view opens) and untuned, and of the shipped tunings' rows (which reading a
+    tuning re-certifies), under the key this code computes (the accountant's source is in it), and
+    nothing else: a fresh store plans every configuration of the preset, and reads the tunings,
+    without one PLD search.  A change to the accountant fails this until `python -m dpcore prepare --ship`."""
+    from dpcore import accounting
+    from dpcore.exceptions import DPCoreError
+    from dpcore.experiments.context import Context
+    from dpcore.experiments.run import noise_plan
+    from dpcore.experiments import tune
+    from dpcore.experiments.studies import CLASSROOM_COMPARE, _sweep_plan, compare_base
+    from dpcore.shipped import folder_of
+
+    def no_search(*a):
+        raise AssertionError(f"calibrated {a}: the shipped calibration is missing or stale; run "
+                             "`python -m dpcore prepare --ship`")
+
+    monkeypatch.setattr(accounting, "calibrate_sampled_gaussian", no_search)
+    tune._read_tuned.cache_clear()  # memos of pure functions, cleared so that the tunings are read here
+    tune._certified_for.cache_clear()
+    c = CLASSROOM_COMPARE
+    base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
+                        repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
+    ctx = Context()
+    planned = 0
+    for tuned in (True, False):
+        for spec in _sweep_plan(base, c["mechanisms"], c["epsilons"], None, None, tuned)[1]:
+            try:
+                noise_plan(spec, ctx)
+                planned += 1
+            except DPCoreError:
+                pass
+    for path in sorted(folder_of("tuned").glob("*.json")):  # read and checked by a fresh context's store
+        doc = tune.shipped_tuning(*path.stem.rsplit("-", 1))
+        for row in doc["rows"] + doc.get("released_rows", []):  # the same plans, in this test's table
+            if "error" not in row:
+                noise_plan(tune.tuned_spec(doc, row), ctx)
+    asked = ctx.store.calibrations.asked
+    assert planned > 100 and len(asked) >= 16  # DP-SGD's and Bassily et al.'s at every ε, at least
+    assert sorted(p.name for p in folder_of("calibrations").glob("calibration-*.json")) == sorted(
+        f"calibration-{key}.json" for key in asked)
+
+
 def test_the_mlp_reference_takes_no_more_evaluations_than_its_budget_counts(monkeypatch):
     """The work budget prices the MLP's exact reference as restarts × iterations ×
     ``LBFGS_EVALS_PER_ITERATION`` passes over the data: L-BFGS's real count of objective-and-gradient

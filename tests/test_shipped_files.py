@@ -644,7 +644,7 @@ def _cli_data_folder(tmp_path: Path) -> Path:
     """A data folder for a subprocess (``DPCORE_DATA_DIR``): the bundled datasets linked, the shipped
     files copied, and the tuning listed as it is here."""
     data = _linked_datasets(tmp_path / "cli-data")
-    for sub in ("results", "tuned", "references"):
+    for sub in (kind.folder for kind in shipped.KINDS.values()):
         shutil.copytree(SOURCE / sub, data / sub)
     shutil.copyfile(SOURCE / shipped.MANIFEST, data / shipped.MANIFEST)
     shipped.record([data / "tuned" / "adult-logreg.json"], data)

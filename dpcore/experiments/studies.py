@@ -15,8 +15,10 @@ tidy table into the rows its view shows:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import shutil
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +38,7 @@ from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scali
 from .baselines import LAMBDA_GRID, baseline
 from .context import Context
 from .grid import run_grid, summaries
-from .tune import tuned_row, with_setting
+from .tune import tuned_row, tuned_spec, with_setting
 from .run import RunSpec, load_problem, noise_plan, problem_data
 from .sweep import environment, task_key
 
@@ -45,7 +47,7 @@ _LOG = logging.getLogger(__name__)
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
            "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
            "classroom_file", "classroom_keys", "ship_classroom_compare", "shipped_classroom_compare", "check_classroom_rows", "PREPARE_REFERENCES",
-           "SHIPPED_REFERENCE_PAIRS", "SHIPPED_REFERENCE_GRIDS", "shipped_reference_specs", "ship_references",
+           "SHIPPED_REFERENCE_PAIRS", "SHIPPED_REFERENCE_GRIDS", "shipped_reference_specs", "ship_references", "ship_calibrations",
            "prepare_for_class"]
 
 DEFAULT_NOISE_GRID = tuple(float(s) for s in np.geomspace(0.05, 20.0, 9))
@@ -204,13 +206,55 @@ def ship_references(progress=None, folder: Path | None = None, *, mlp: bool = Tr
         keep.add(path.name)
         done.append({"what": f"exact reference, {spec.dataset} ({m.id}, λ = {m.lam:g}), shipped in {folder}",
                      "seconds": round(time.time() - started, 1)})
+    _ship_only(folder, "erm-", keep)
+    return done
+
+
+def _ship_only(folder: Path, prefix: str, names: set[str]) -> set[str]:
+    """List in the manifest the files ``names`` of ``folder`` that exist, and remove its other
+    ``prefix*.json`` files (an earlier code's: no reader would find them) from it and from the
+    manifest; returns the names listed."""
+    keep = {name for name in names if (folder / name).exists()}
     gone = []
-    for old in folder.glob("erm-*.json"):
+    for old in folder.glob(f"{prefix}*.json"):
         if old.name not in keep:
             old.unlink()
             gone.append(f"{folder.name}/{old.name}")
-    shipped.record([folder / name for name in keep if (folder / name).exists()], folder.parent, remove=gone)
-    return done
+    shipped.record([folder / name for name in sorted(keep)], folder.parent, remove=gone)
+    return keep
+
+
+def ship_calibrations(folder: Path | None = None) -> dict[str, Any]:
+    """Calibrate the sampled Gaussians of Compare's classroom preset (tuned, as the view opens, and
+    untuned: the noise multipliers of DP-SGD and Bassily et al.'s SGD at every ε, 0.2–0.8 s of PLD
+    search each) and those of the shipped tunings' rows (whose certificates a reader of a tuning
+    recomputes) into ``folder`` (default: the data folder's ``calibrations/``), list them in the
+    manifest and remove the files of earlier code there (their keys hash the accountant's source).
+    A reader re-certifies each file it reads (two PLD evaluations), so a new machine's first Compare
+    checks these multipliers instead of searching for them."""
+    folder = shipped.folder_of("calibrations") if folder is None else Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    ctx = Context(erm_dir=folder, workers=1, data_dir=folder.parent)  # its table writes into ``folder``
+    c = CLASSROOM_COMPARE
+    base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
+                        repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
+    specs = [spec for tuned in (True, False)
+             for spec in _sweep_plan(base, c["mechanisms"], c["epsilons"], None, None, tuned, folder.parent)[1]]
+    for path in sorted(shipped.folder_of("tuned", folder.parent).glob("*.json")):  # what reading a tuning re-certifies
+        doc = shipped.read_json(f"tuned/{path.name}", folder.parent)
+        for row in doc.get("rows", []) + doc.get("released_rows", []):
+            if "error" not in row:
+                with contextlib.suppress(DPCoreError, TypeError, KeyError, ValueError):  # the check refuses those
+                    specs.append(tuned_spec(doc, row))
+    for spec in specs:
+        with contextlib.suppress(DPCoreError):  # a refused configuration calibrates nothing (its row says why)
+            noise_plan(spec, ctx)
+    with contextlib.suppress(OSError):
+        shutil.rmtree(folder / ".locks")
+    keep = _ship_only(folder, "calibration-", {f"calibration-{key}.json" for key in ctx.store.calibrations.asked})
+    return {"what": f"{len(keep)} noise calibrations of Compare's classroom preset, shipped in {folder}",
+            "seconds": round(time.time() - started, 1)}
 
 
 def shipped_classroom_compare(path: Path | None = None, *, ctx: Context | None = None

@@ -71,7 +71,7 @@ from ..privacy import (CLOSED_FORM_TOL, NoisePlan, any_of, certificate_error, ce
 from .context import Context, default_context
 from .run import RunResult, RunSpec, noise_plan, run_outcomes
 
-__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "shipped_tuning", "check_tuning", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
+__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "shipped_tuning", "check_tuning", "tuned_spec", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
            "epsilon_for_accuracy", "choose", "search_cost", "search_plan", "YU_2020_ADULT"]
 
 #: What ``dpcore tune`` tunes unless told otherwise: the central mechanisms of the comparison.
@@ -619,8 +619,8 @@ def check_tuning(doc: Any, dataset: str, model: str) -> dict[str, Any]:
     return doc
 
 
-def _tuned_spec(doc: dict[str, Any], row: dict[str, Any]) -> RunSpec:
-    """The final run a tuning row describes (its plan does not depend on the repeats or the seed)."""
+def tuned_spec(doc: dict[str, Any], row: dict[str, Any]) -> RunSpec:
+    """The final run a tuning row describes, whose certificate :func:`check_tuning` recomputes."""
     return with_setting(RunSpec(dataset=doc["dataset"], model=doc["model"], mechanism=row["mechanism"],
                                 epsilon=float(row["epsilon"]), delta=float(doc["delta"])), row["setting"])
 
@@ -634,7 +634,7 @@ def _certified_for(spec: RunSpec) -> tuple[float, float]:
 
 def _check_row_certificate(doc: dict[str, Any], row: dict[str, Any]) -> None:
     try:
-        spec = _tuned_spec(doc, row)
+        spec = tuned_spec(doc, row)
         certified, error = _certified_for(spec)
     except (DPCoreError, TypeError, NotImplementedError) as exc:
         raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']!r}: its setting is not one this code runs "
