@@ -104,6 +104,9 @@ def choice(kind: str, label: str, options, *, key: str, container=st, fallback=N
     replaced value is said on the page.  ``kw`` go to the widget."""
     options = list(options)
     keep_choice(key, options, label, fallback)
+    if key in st.session_state:  # the held value wins; a default beside it only makes Streamlit warn
+        for default in ("index", "value", "default"):
+            kw.pop(default, None)
     return getattr(container, kind)(label, options, key=key, **kw)
 
 

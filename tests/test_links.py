@@ -8,6 +8,8 @@ must be the same, bit for bit.  A check of the check drops one control from the 
 
 from __future__ import annotations
 
+import logging
+
 from pathlib import Path
 
 import json
@@ -447,3 +449,16 @@ def test_a_result_for_other_settings_is_said_and_leaves_the_link():
     at.number_input(key="lc_R").set_value(2).run()
     assert any("computed for earlier settings" in w.value for w in at.warning)
     assert "lc_shown" not in _link(at)
+
+
+def test_a_link_sets_a_choice_without_streamlits_duplicate_default_warning(monkeypatch, caplog):
+    """A link's value of a choice goes into Session State before the widget is made; the widget then
+    gets no default beside it (``pages.widgets.choice``), else Streamlit logs 'created with a default
+    value but also had its value set via the Session State API' for the view."""
+    from streamlit.elements.lib import policies
+
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)  # Streamlit says it once a process
+    with caplog.at_level(logging.WARNING):
+        at = _open({"_page": "explore.py", "ex_dataset": "breast-cancer", "ex_mechanism": "output-gaussian"})
+    assert not at.exception and at.session_state["ex_mechanism"] == "output-gaussian"
+    assert not [r for r in caplog.records if "created with a default value" in r.getMessage()]
