@@ -274,7 +274,7 @@ GLM_LOGISTIC, GLM_SQUARED = 0, 1
 _LOG2E = 1.4426950408889634
 _LN2_HI = 0.693147180369123816490  # ln 2 split so that k·_LN2_HI is exact for |k| < 2¹¹ (Cody–Waite)
 _LN2_LO = 1.90821492927058770002e-10
-_SHIFTER = 6755399441055744.0  # 1.5·2⁵²: t + it rounds t to an integer, held in the low mantissa bits
+_SHIFTER = 6755399441055744.0  # 1.5·2⁵²: an integer k added to it is held in its low mantissa bits
 _SHIFTER_BITS = 0x4338000000000000  # its bits as an int64
 # e^r on |r| ≤ ln2/2 by its Taylor series to r¹³ (the remainder r¹⁴/14! < 2e-18 there)
 _E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = (
@@ -290,8 +290,8 @@ def _exp_into(x, out, kf):
     is one only with AVX-512.  Within 2 ulp of the exact exponential (``tests/test_kernels.py``)."""
     for i in range(x.size):
         t = min(max(x[i], -708.0), 709.0)
-        s = t * _LOG2E + _SHIFTER
-        k = s - _SHIFTER
+        k = np.floor(t * _LOG2E + 0.5)  # the nearest integer to t/ln 2 (a rounding instruction, no call)
+        s = k + _SHIFTER  # k in the low mantissa bits (exact: |k| < 2¹¹; no reassociation can move it)
         r = (t - k * _LN2_HI) - k * _LN2_LO
         p = ((((((((((((_E13 * r + _E12) * r + _E11) * r + _E10) * r + _E9) * r + _E8) * r + _E7) * r + _E6)
                   * r + _E5) * r + _E4) * r + _E3) * r + _E2) * r + _E1) * r + _E0
@@ -359,4 +359,3 @@ def glm_coef(z: np.ndarray, y: np.ndarray, kind: int, clip: float = math.inf,
     scratch = GLM_ROWS * max(1, z.shape[1])
     _glm_coef(z, y, int(kind), float(clip), norms, np.empty(scratch), np.empty(scratch))
     return z
-
