@@ -542,7 +542,8 @@ class CalibrationTable:
 
     A calibration costs 5–30 PLD constructions (0.1–0.8 s); checking one costs two PLD
     evaluations (0.02–0.09 s).  Where the folder has no answer, the file shipped with the package
-    for the event (:attr:`shipped`: Compare's classroom preset's calibrations) is read instead.  So every answer read back is **re-certified** before it is used: if
+    for the event (:attr:`shipped`: Compare's classroom preset's calibrations) is read instead.
+    So every answer read back is **re-certified** before it is used: if
     :func:`sampled_gaussian_epsilon` at the stored multiplier exceeds the target (a
     corrupted, edited or stale file), the entry is discarded and calibrated again, so a
     table can never under-noise; nor over-noise: an entry whose multiplier, 1 % smaller,

@@ -332,21 +332,16 @@ def map_rows(theta: np.ndarray, X: np.ndarray, fn):
     if X.ndim == 3:  # per run: worth it when each run's rows fill a block (small data stay batched)
         large = X.nbytes >= DENSE_BLOCK_BYTES and X[0].nbytes >= RUN_BLOCK_TARGET
         return _map_run_rows(theta, X, fn) if large else None
-    twin = _twin(X)
-    if twin is None:
+    if _twin(X) is None:
         if X.ndim != 2 or X.nbytes < DENSE_BLOCK_BYTES:
             return None
         return _map_dense_rows(theta, X, fn)
-    T = np.ascontiguousarray(theta.T)
 
-    def block(b):
-        lo, hi, A, AT = b
-        coef, aux = fn(np.ascontiguousarray((A @ T).T), slice(lo, hi))
-        return (None if coef is None else AT @ np.ascontiguousarray(coef.T)), aux
+    def transposed(z, rows):  # fn sees (R, n_b), as on the other paths
+        coef, aux = fn(np.ascontiguousarray(z.T), rows)
+        return (None if coef is None else np.ascontiguousarray(coef.T)), aux
 
-    parts = _map(block, twin.blocks)
-    total = _sum_in_order([g for g, _ in parts])
-    return (None if total is None else np.ascontiguousarray(total.T)), [aux for _, aux in parts]
+    return map_sparse_rows(theta, X, transposed)
 
 
 def map_sparse_rows(theta: np.ndarray, X: np.ndarray, fn):
