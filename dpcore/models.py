@@ -37,17 +37,23 @@ def _weighted_rows(coef: np.ndarray, X: np.ndarray) -> np.ndarray:
     return linalg.weighted_rows(coef, X)
 
 
-def _clip_scale(coef: np.ndarray, norms: np.ndarray, clip_norm: float) -> np.ndarray:
-    """``min(1, C / max(|coef|·‖x‖, 1e-300))`` per run and row: the factor that clips each
-    per-example gradient ``coef·x`` of a GLM to norm C, computed in one array in place (the
-    same operations in the same order as the expression, so the same bits, without its four
-    temporaries)."""
-    scale = np.abs(coef)
-    scale *= norms
-    np.maximum(scale, 1e-300, out=scale)
-    np.divide(clip_norm, scale, out=scale)
-    np.minimum(scale, 1.0, out=scale)
-    return scale
+def _clipped(coef: np.ndarray, norms, clip_norm: float, weights) -> np.ndarray:
+    """``coef · min(1, C/max(|coef|·‖x‖, 1e-300)) · weights`` in place of ``coef`` (``norms()``: each
+    coefficient's row norm ‖x‖, asked only when C is finite; ``weights``: a 0/1 padding mask or ``None``).
+    The clip factor is one array computed in place: the expression's operations in its order, so its
+    bits, without its four temporaries."""
+    if np.isfinite(clip_norm):
+        scale = np.abs(coef)
+        scale *= norms()
+        np.maximum(scale, 1e-300, out=scale)
+        np.divide(clip_norm, scale, out=scale)
+        np.minimum(scale, 1.0, out=scale)
+        if weights is not None:
+            scale *= weights
+        coef *= scale
+    elif weights is not None:
+        coef *= weights
+    return coef
 
 
 def _row_norms(X: np.ndarray) -> np.ndarray:
@@ -191,7 +197,7 @@ class _GLM(Model):
         (:func:`~dpcore.linalg.map_sparse_rows`): each block's summed losses (``with_loss``) and
         its coefficients, clipped to ``clip`` when finite, by the compiled
         :func:`~dpcore.kernels.glm_coef`; ``None`` for other data or a model without the kernel."""
-        if self.kernel is None or X.ndim != 2 or y.ndim != 1:
+        if self.kernel is None or y.ndim != 1 or not linalg.is_sparse(X):
             return None
         norms = _row_norms(X) if np.isfinite(clip) else None
 
@@ -246,13 +252,9 @@ class _GLM(Model):
         fused = None if row_norms is not None else self._clipped_fused(theta, X, y, clip_norm, weights, False)
         if fused is not None:
             return fused[0]
-        coef = self.dphi(_margins(theta, X), y)
-        if not np.isfinite(clip_norm):  # nothing clipped: min(1, ∞/‖g‖) = 1 for every row
-            return _weighted_rows(coef if weights is None else coef * weights, X)
-        scale = _clip_scale(coef, _row_norms(X) if row_norms is None else row_norms, clip_norm)
-        if weights is not None:
-            scale *= weights
-        return _weighted_rows(coef * scale, X)
+        coef = self.dphi(_margins(theta, X), y)  # C = ∞: nothing clipped, min(1, ∞/‖g‖) = 1 for every row
+        norms = lambda: _row_norms(X) if row_norms is None else row_norms  # noqa: E731
+        return _weighted_rows(_clipped(coef, norms, clip_norm, weights), X)
 
     def sampled_clipped_sum(self, theta, X, y, idx, weights, clip_norm, row_norms, groups):
         """:meth:`clipped_grad_sum` of the rows ``idx`` (R, B) of a shared X with a sparse twin,
@@ -265,14 +267,8 @@ class _GLM(Model):
         if csr is None:
             return None
         coef = self.dphi(kernels.sampled_margins(csr, idx, theta, groups), y[idx])
-        if np.isfinite(clip_norm):
-            scale = _clip_scale(coef, (_row_norms(X) if row_norms is None else row_norms)[idx], clip_norm)
-            if weights is not None:
-                scale *= weights
-            coef *= scale
-        elif weights is not None:
-            coef *= weights
-        return kernels.sampled_sums(csr, idx, coef, groups)
+        norms = lambda: (_row_norms(X) if row_norms is None else row_norms)[idx]  # noqa: E731
+        return kernels.sampled_sums(csr, idx, _clipped(coef, norms, clip_norm, weights), groups)
 
     def clipped_grad_sum_and_loss(self, theta, X, y, clip_norm):
         fused = self._clipped_fused(theta, X, y, clip_norm, None, True)

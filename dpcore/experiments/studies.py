@@ -18,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import shutil
 import math
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -68,14 +68,19 @@ def compare_base(dataset: str, model: str, *, delta: float, iterations: int, rep
                    calibration=calibration, clients=clients, skew=skew, lam=lam, **data_options)
 
 
+def _classroom_base() -> RunSpec:
+    """:data:`CLASSROOM_COMPARE`'s base specification (:func:`compare_base`)."""
+    c = CLASSROOM_COMPARE
+    return compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
+                        repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
+
+
 def classroom_compare(ctx: Context | None = None, mechanisms: Sequence[str] | None = None,
                       epsilons: Sequence[float] | None = None) -> list[dict]:
     """:data:`CLASSROOM_COMPARE` through :func:`epsilon_sweep`, as the Compare view runs it
     (``mechanisms``, ``epsilons``: a part of it, row for row the whole's)."""
     c = CLASSROOM_COMPARE
-    base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
-                        repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
-    return epsilon_sweep(base, list(mechanisms or c["mechanisms"]), list(epsilons or c["epsilons"]), ctx,
+    return epsilon_sweep(_classroom_base(), list(mechanisms or c["mechanisms"]), list(epsilons or c["epsilons"]), ctx,
                          tuned=c["tuned"])
 
 
@@ -213,7 +218,9 @@ def ship_references(progress=None, folder: Path | None = None, *, mlp: bool = Tr
 def _ship_only(folder: Path, prefix: str, names: set[str]) -> set[str]:
     """List in the manifest the files ``names`` of ``folder`` that exist, and remove its other
     ``prefix*.json`` files (an earlier code's: no reader would find them) from it and from the
-    manifest; returns the names listed."""
+    manifest, and the cache layer's lock files; returns the names listed."""
+    with contextlib.suppress(OSError):
+        shutil.rmtree(folder / ".locks")  # the store that wrote the files locked them: nothing ships those
     keep = {name for name in names if (folder / name).exists()}
     gone = []
     for old in folder.glob(f"{prefix}*.json"):
@@ -237,10 +244,8 @@ def ship_calibrations(folder: Path | None = None) -> dict[str, Any]:
     started = time.time()
     ctx = Context(erm_dir=folder, workers=1, data_dir=folder.parent)  # its table writes into ``folder``
     c = CLASSROOM_COMPARE
-    base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
-                        repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
-    specs = [spec for tuned in (True, False)
-             for spec in _sweep_plan(base, c["mechanisms"], c["epsilons"], None, None, tuned, folder.parent)[1]]
+    specs = [spec for tuned in (True, False) for spec in
+             _sweep_plan(_classroom_base(), c["mechanisms"], c["epsilons"], None, None, tuned, folder.parent)[1]]
     for path in sorted(shipped.folder_of("tuned", folder.parent).glob("*.json")):  # what reading a tuning re-certifies
         doc = shipped.read_json(f"tuned/{path.name}", folder.parent)
         for row in doc.get("rows", []) + doc.get("released_rows", []):
@@ -250,8 +255,6 @@ def ship_calibrations(folder: Path | None = None) -> dict[str, Any]:
     for spec in specs:
         with contextlib.suppress(DPCoreError):  # a refused configuration calibrates nothing (its row says why)
             noise_plan(spec, ctx)
-    with contextlib.suppress(OSError):
-        shutil.rmtree(folder / ".locks")
     keep = _ship_only(folder, "calibration-", {f"calibration-{key}.json" for key in ctx.store.calibrations.asked})
     return {"what": f"{len(keep)} noise calibrations of Compare's classroom preset, shipped in {folder}",
             "seconds": round(time.time() - started, 1)}
