@@ -44,7 +44,7 @@ from scipy.optimize import brentq
 
 from . import accounting as acc
 from .certify_params import (ACCOUNTANTS, ADD_REMOVE, CERTIFY_PARAMS, CURVE_DELTAS, FULL_CURVE_DELTAS,
-                             OPACUS_ORDERS, REPLACE, TF_ORDERS)
+                             OPACUS_ORDERS, REPLACE, TF_ORDERS, epsilon_curve, lowered_at)
 from .certify_params import checked_param as _v  # the short names the code reads
 from .certify_params import format_epsilon as _fmt
 # the certification of exported noise plans, kept importable from here
@@ -57,6 +57,7 @@ __all__ = [
     "CERTIFY_PARAMS",
     "CURVE_DELTAS",
     "FULL_CURVE_DELTAS",
+    "epsilon_curve",
     "Certificate",
     "PlanCertificate",
     "MAX_PLAN_DOCUMENTS",
@@ -231,7 +232,9 @@ class Certificate:
     accountant, library, library_epsilon : str, str, float
         The library the run came from and the ε it reports, recomputed here.
     curve : list
-        ε(δ) at other δ's; ``inverse`` the smallest noise for a ``target_epsilon``.
+        ε(δ) at other δ's, largest δ first, non-increasing as δ falls (:func:`epsilon_curve`: a point
+        may be a smaller δ's certificate, named by its ``from_delta``); ``inverse`` the smallest noise
+        for a ``target_epsilon``.
 
     Examples
     --------
@@ -433,9 +436,11 @@ def _certify_dpsgd(z, q, steps, epochs, batch, n, sampling, delta, accountant, t
         else:
             prof = {k: (lambda d, f=f: f(d, z)) for k, f in profiles.items()}
             ar, rp = prof[ADD_REMOVE](delta), prof[REPLACE](delta)
-        # at the δ asked for, the curve holds the headline figures themselves (one value on screen)
-        curve = [{"delta": d, ADD_REMOVE: ar if d == delta else prof[ADD_REMOVE](d),
-                  REPLACE: rp if d == delta else prof[REPLACE](d)} for d in deltas]
+        # at the δ asked for, the curve starts from the headline figures themselves (one value on
+        # screen, unless a smaller δ's certificate is lower: the curve is the running minimum over δ)
+        curve = epsilon_curve(deltas, {ADD_REMOVE: lambda d: ar if d == delta else prof[ADD_REMOVE](d),
+                                       REPLACE: lambda d: rp if d == delta else prof[REPLACE](d)})
+        notes += lowered_at(curve, delta)
         rdp = rdp_epsilon(z, q, steps, delta, orders)
         lib = {"rdp": rdp, "clt": clt_gdp_epsilon(z, q, steps, delta),
                "pld": dpsgd_profile(z, q, steps, ADD_REMOVE)(delta) if profiles else ar}[method]
@@ -499,7 +504,8 @@ def _certify_plain(mechanism, sigma, sens, k, delta, target, deltas):
     if sigma is not None:
         prof = {r: profile(r, sigma) for r in (ADD_REMOVE, REPLACE)}
         ar, rp = prof[ADD_REMOVE](delta), prof[REPLACE](delta)
-        curve = [{"delta": d, ADD_REMOVE: prof[ADD_REMOVE](d), REPLACE: prof[REPLACE](d)} for d in deltas]
+        curve = epsilon_curve(deltas, prof)
+        notes += lowered_at(curve, delta)
         rdp = rdp_of(sigma)
     inverse = None
     if target is not None:

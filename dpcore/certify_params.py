@@ -1,17 +1,24 @@
 """What :mod:`dpcore.certify` and :mod:`dpcore.certify_plans` share: the parameters of a description,
 declared once (the command line and the view read these), the accountants a run can come from with
-their Rényi orders, the ε(δ) curve's δ's, and how an ε is written.
+their Rényi orders, the ε(δ) curve's δ's and how every curve is evaluated (:func:`epsilon_curve`: the
+running minimum over δ, so no curve turns back), and how an ε is written.
 
 >>> checked_param("delta", 1e-5), checked_param("target_epsilon", None), format_epsilon(float("inf"))
 (1e-05, None, '∞')
 >>> sorted(ACCOUNTANTS) == sorted(CERTIFY_PARAMS["accountant"].constraint.values)
 True
+>>> raw = {1e-3: 1.0, 1e-4: 3.0, 1e-5: 2.0}  # a certificate that falls as δ falls: the curve says 2 at 1e-4
+>>> [(p["delta"], p["epsilon"], p.get("from_delta")) for p in epsilon_curve(raw, {"epsilon": raw.get})]
+[(0.001, 1.0, None), (0.0001, 2.0, {'epsilon': 1e-05}), (1e-05, 2.0, None)]
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+import numpy as np
 
 from .params import Interval, Options, Param, check
 
@@ -24,6 +31,8 @@ __all__ = [
     "CERTIFY_PARAMS",
     "CURVE_DELTAS",
     "FULL_CURVE_DELTAS",
+    "epsilon_curve",
+    "lowered_at",
     "checked_param",
     "format_epsilon",
 ]
@@ -79,6 +88,52 @@ CERTIFY_PARAMS: dict[str, Param] = {p.name: p for p in [
 #: the ε(δ) curve's δ's (text), and with --json / ``full=True`` the full list
 CURVE_DELTAS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10)
 FULL_CURVE_DELTAS = tuple(10.0 ** (-k / 2) for k in range(2, 31))  # 1e-1 … 1e-15
+
+
+def epsilon_curve(deltas: Iterable[float], profiles: Mapping[str, Callable[[float], float]], *,
+                  running_minimum: bool = True) -> list[dict]:
+    """The ε(δ) curve every certificate prints, draws and writes (``certify`` and ``certify --plan``,
+    both relations, every route): ``{"delta": δ, name: ε, …}`` for each δ of ``deltas`` (largest
+    first) and each ``name ↦ (δ ↦ ε)`` of ``profiles``.
+
+    Each ε is the **running minimum over δ**: the smallest certificate at δ or at any smaller δ' of
+    the curve.  Sound because an (ε, δ')-DP mechanism with δ' ≤ δ is (ε, δ)-DP; needed because the
+    routes' certificates (a PLD's discretisation, the Rényi conversion's δ-dependence below
+    ``PLD_MIN_DELTA``, the route switch itself) can fall as δ falls, and a curve must never turn
+    back (0.41 at δ = 1e-12 but 0.34 at 3.2e-13 under replace-one at q = 0.001, z = 4, T = 10⁴).
+    A point whose figure is a smaller δ's says so: ``"from_delta": {name: δ'}`` (the largest such
+    δ'), for the figures lowered only; a point that is its own δ's certificate has no such field.
+    ``running_minimum=False``: the raw certificates (what the tests check the curve against).
+    """
+    grid = sorted(set(float(d) for d in deltas))  # smallest δ first: the minimum runs from there
+    names = list(profiles)
+    raw = np.array([[float(profiles[n](d)) for n in names] for d in grid], dtype=float).reshape(len(grid), len(names))
+    raw[np.isnan(raw)] = math.inf  # no figure: nothing proven at that δ
+    best = np.minimum.accumulate(raw, axis=0) if running_minimum else raw
+    curve = []
+    for i in range(len(grid) - 1, -1, -1):
+        point: dict[str, Any] = {"delta": grid[i]}
+        lowered = {}
+        for j, name in enumerate(names):
+            point[name] = float(best[i, j])
+            if best[i, j] < raw[i, j]:  # the certificate of the largest smaller δ that attains it
+                lowered[name] = grid[max(k for k in range(i) if raw[k, j] == best[i, j])]
+        if lowered:
+            point["from_delta"] = lowered
+        curve.append(point)
+    return curve
+
+
+def lowered_at(curve: list[dict], delta: float) -> list[str]:
+    """A note for each figure of ``curve`` that, at the δ asked for, is a smaller δ's certificate
+    (below the headline figure, which is the certificate at δ itself)."""
+    point = next((p for p in curve if p["delta"] == delta), None)
+    if point is None or "from_delta" not in point:
+        return []
+    return [f"the ε(δ) curve at δ = {delta:g} shows {'' if name == 'epsilon' else name + ' '}ε = "
+            f"{format_epsilon(point[name])}: the certificate at δ = {low:.3g}, which holds at every larger δ "
+            "(the curve is the running minimum over δ, docs/certify.md)"
+            for name, low in point["from_delta"].items()]
 
 
 def checked_param(name: str, value: Any, owner: str = "certify") -> Any:

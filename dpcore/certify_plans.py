@@ -27,7 +27,7 @@ import numpy as np
 from . import accounting as acc
 from . import privacy as P
 # _v and _fmt: the short names the code reads (as in dpcore.certify)
-from .certify_params import CERTIFY_PARAMS, CURVE_DELTAS, FULL_CURVE_DELTAS
+from .certify_params import CERTIFY_PARAMS, CURVE_DELTAS, FULL_CURVE_DELTAS, epsilon_curve, lowered_at
 from .certify_params import checked_param as _v
 from .certify_params import format_epsilon as _fmt
 from .exceptions import BudgetError, ParameterError
@@ -62,7 +62,8 @@ _NR = dpa.NeighboringRelation
 class PlanCertificate:
     """A :data:`~dpcore.privacy.DP_EVENTS_FORMAT` document certified afresh.  ε's are floats (``inf``:
     nothing proven); ``dp_accounting`` is ``None`` where dp-accounting cannot compose the events
-    (``unsupported`` says which)."""
+    (``unsupported`` says which); ``curve`` is ε(δ), the running minimum over δ
+    (:func:`~dpcore.certify_params.epsilon_curve`)."""
 
     label: str | None
     plan: str
@@ -350,7 +351,8 @@ def _certify_one(entry: _Document, delta: float, deltas: list, second: dict) -> 
         if ours is not None and plan.parts and not plan.releases and len(plan.parts) > 1:
             notes.append(f"dp-accounting composed each of the {len(plan.parts)} disjoint parts; the worst is shown "
                          "(it has no parallel composition)")
-    curve = [{"delta": d, "epsilon": P.certify(plan, d)} for d in deltas]
+    curve = epsilon_curve(deltas, {"epsilon": lambda d: eps if d == delta else P.certify(plan, d)})
+    notes += lowered_at(curve, delta)
     return PlanCertificate(entry.label, plan.describe(), plan.neighbouring, delta, eps,
                            stated_eps, stated_delta, ours, unsupported, curve, notes)
 

@@ -406,3 +406,125 @@ def test_the_views_privacy_profile_never_rises_with_delta(z, q, steps):
     for relation in ("add-remove", "replace-one"):
         eps = [c[relation] for c in curve]
         assert all(later <= earlier * (1 + 1e-9) for earlier, later in zip(eps, eps[1:])), (relation, eps)
+
+
+# ---------------------------------------------------------------------------
+# every ε(δ) curve is the running minimum over δ: it never turns back
+
+
+def _assert_never_turns_back(curve: list[dict], names) -> None:
+    """Each figure of ``curve`` is non-increasing in δ: from the largest δ to the smallest it never falls
+    (exactly: the running minimum leaves no rounding to forgive)."""
+    points = sorted(curve, key=lambda p: -p["delta"])
+    for name in names:
+        eps = [p[name] for p in points]
+        assert all(smaller_delta >= larger_delta for larger_delta, smaller_delta in zip(eps, eps[1:])), (name, eps)
+
+
+def _at(curve: list[dict], delta: float) -> dict:
+    return next(p for p in curve if p["delta"] == delta)
+
+
+USER_CASES = [(4.0, 1e-3, 10_000), (1e-3, 1e-3, 100)]
+
+
+@pytest.mark.parametrize("z, q, T", USER_CASES)
+def test_the_users_curves_no_longer_turn_back(z, q, T):
+    """Found by a user: replace-one at q = 0.001, z = 4, T = 10⁴ gave 0.41153 at δ = 1e-12 and 0.33946 at
+    3.16e-13 (the PLD, then the Rényi route below PLD_MIN_DELTA); at z = 1e-3 (T = 100) 2.0e8 at 1e-5 and
+    5.2e7 at 1e-13 (the unsampled bound, then the Rényi route).  Both are valid bounds; the curve now shows,
+    at each δ, the least of them at that δ or below, says which δ it came from, and never turns back."""
+    c = dpcore.certify_noise(noise_multiplier=z, sample_rate=q, steps=T, delta=1e-5, full_curve=True)
+    _assert_never_turns_back(c.curve, ("add-remove", "replace-one"))
+    below = 10 ** -12.5
+    low = _at(c.curve, below)["replace-one"]
+    assert "from_delta" not in _at(c.curve, below)  # its own δ's certificate ...
+    for d in (1e-12, 1e-5) if z < 0.1 else (1e-12,):  # ... shown at the larger δ's where it is less
+        point = _at(c.curve, d)
+        assert point["replace-one"] == low and point["from_delta"]["replace-one"] == below
+    if z == 4.0:
+        assert low == pytest.approx(0.33946, abs=1e-5) and _at(c.curve, 1e-9)["replace-one"] < low
+    else:
+        assert low == pytest.approx(5.15e7, rel=1e-2) and c.replace_one == pytest.approx(2.0e8, rel=1e-2)
+        # the headline stays the certificate at δ itself, and a note says why the curve shows less there
+        assert any("running minimum" in n and "3.16e-13" in n for n in c.notes)
+
+
+def test_the_check_of_the_curve_catches_a_curve_that_turns_back():
+    """The raw certificates of the user's first case (the same route, no running minimum) do turn back at
+    δ = 1e-12: the assertion above fails on them, and holds on the same figures minimised."""
+    profile = cert_mod.dpsgd_profile(4.0, 1e-3, 10_000, cert_mod.REPLACE)
+    raw = cert_mod.epsilon_curve(cert_mod.FULL_CURVE_DELTAS, {"replace-one": profile}, running_minimum=False)
+    assert _at(raw, 1e-12)["replace-one"] == pytest.approx(0.41153, abs=1e-5)
+    assert _at(raw, 10 ** -12.5)["replace-one"] == pytest.approx(0.33946, abs=1e-5)
+    with pytest.raises(AssertionError):
+        _assert_never_turns_back(raw, ("replace-one",))
+    same = {"replace-one": lambda d: _at(raw, d)["replace-one"]}
+    _assert_never_turns_back(cert_mod.epsilon_curve([p["delta"] for p in raw], same), ("replace-one",))
+
+
+def _declared(name: str) -> list:
+    """A certify parameter's declared ends (closed ones), its widget's ends and its default
+    (:data:`dpcore.certify.CERTIFY_PARAMS`, the declarations the command line and the view read)."""
+    p = cert_mod.CERTIFY_PARAMS[name]
+    iv = p.constraint
+    ends = [iv.low if iv.closed in ("both", "left") else None, iv.high if iv.closed in ("both", "right") else None]
+    return sorted({v for v in (*ends, p.ui_min, p.ui_max, p.default) if v is not None and iv.contains(v)})
+
+
+def _generated_grid() -> list[tuple]:
+    """(route, z, q, T): every declared value of z, q and T at least once under Poisson sampling (the PLD,
+    the unsampled bound at z < PLD_MIN_MULTIPLIER, the closed form at q = 1; every full curve crosses to the
+    Rényi route below PLD_MIN_DELTA), and one row each, cycled, for shuffled batches (μ-GDP), plain Gaussian
+    and Laplace compositions (σ or b = z, k = T) and an exported plan composing a sampled Gaussian with a
+    Gaussian and a randomized response (``certify --plan``).  Each curve holds both relations."""
+    zs, qs, ts = _declared("noise_multiplier"), _declared("sample_rate"), _declared("steps")
+    rows = [(zs[i % len(zs)], qs[i % len(qs)], ts[i % len(ts)]) for i in range(max(map(len, (zs, qs, ts))))]
+    others = [(route, *rows[(k + 1) % len(rows)])
+              for k, route in enumerate(("shuffled", "gaussian", "laplace", "plan"))]
+    return [("poisson", *row) for row in rows] + others
+
+
+@pytest.mark.parametrize("route, z, q, T", _generated_grid())
+def test_every_curve_over_the_declared_ranges_never_turns_back_nor_exceeds_its_certificates(route, z, q, T,
+                                                                                               monkeypatch):
+    """Every ε(δ) curve, of every route and both relations, over the full δ list the view draws: non-increasing
+    in δ, each point at most the raw certificate at its δ, and a point below it is the raw certificate of the
+    smaller δ it names (the raw figures recorded from the very routes the curve evaluated)."""
+    import dpcore.certify_plans as plans_mod
+
+    raw: dict = {}
+    real = cert_mod.epsilon_curve
+
+    def recorded(deltas, profiles, **kwargs):
+        def keep(name, f):
+            def at(d):
+                raw[name, d] = raw[name, d] if (name, d) in raw else f(d)
+                return raw[name, d]
+            return at
+        return real(deltas, {n: keep(n, f) for n, f in profiles.items()}, **kwargs)
+
+    monkeypatch.setattr(cert_mod, "epsilon_curve", recorded)
+    monkeypatch.setattr(plans_mod, "epsilon_curve", recorded)
+    if route in ("poisson", "shuffled"):
+        c = dpcore.certify_noise(noise_multiplier=z, sample_rate=q, steps=T, sampling=route, delta=1e-5,
+                                 accountant="jax-privacy", full_curve=True)
+        names = ("add-remove", "replace-one")
+    elif route in ("gaussian", "laplace"):
+        c = dpcore.certify_noise(mechanism=route, sigma=z, compositions=T, delta=1e-5, full_curve=True)
+        names = ("add-remove", "replace-one")
+    else:
+        plan = P.compose([P.sampled_gaussian("steps", 1.0, z, q, T), P.gaussian("a sum", 1.0, 4.0)])
+        plan = P.NoisePlan(plan.releases + (P.randomized_response("labels", 2.0),))
+        c = cert_mod.certify_plan(plan.to_dp_events(1e-5), full_curve=True)
+        names = ("epsilon",)
+    assert len(c.curve) >= len(cert_mod.FULL_CURVE_DELTAS)
+    _assert_never_turns_back(c.curve, names)
+    for point in c.curve:
+        for name in names:
+            assert point[name] <= raw[name, point["delta"]]
+            low = point.get("from_delta", {}).get(name)
+            if low is None:
+                assert point[name] == raw[name, point["delta"]]
+            else:
+                assert low < point["delta"] and point[name] == raw[name, low]
