@@ -103,6 +103,10 @@ def planted(bug: str | None):
     if bug is None:
         yield
         return
+    if bug in ("reuse-steps", "anisotropic"):
+        with planted_noise(bug):
+            yield
+        return
     import dpcore.mechanisms.gradient as gradient
 
     name = "sgd" if bug == "sampling-2q" else "gradient_descent"
@@ -124,8 +128,41 @@ def planted(bug: str | None):
         setattr(gradient, name, real)
 
 
-#: (bug, mechanism, clipping norm) the default audit must catch (issue 56)
-BUGS = (("half-sigma", "gradient-dpgd", None), ("clip-2c", "gradient-dpgd", 0.1), ("sampling-2q", "gradient-dpsgd", 0.1))
+@contextlib.contextmanager
+def planted_noise(bug: str):
+    """A planted bug in the runs' Gaussian draws (``BatchRNG.normal``, what every optimiser's noise comes
+    from; the measured audit's one-step re-runs draw their own): ``"reuse-steps"`` draws each run's noise
+    once and adds it again at every step (exactly Gaussian marginals; the true ε is ∞ for a record whose
+    gradient moves), ``"anisotropic"`` draws coordinate 0 with half the declared variance."""
+    from dpcore.optim import BatchRNG
+
+    real = BatchRNG.normal
+
+    def normal(self, shape, scale=1.0):
+        if bug == "reuse-steps":
+            key = (shape if isinstance(shape, int) else tuple(shape))
+            cache = self.__dict__.setdefault("_planted", {})
+            if key not in cache:
+                cache[key] = real(self, shape, 1.0)
+            out = cache[key].copy()
+        else:
+            out = real(self, shape, 1.0)
+            out[..., 0] *= math.sqrt(0.5)
+        scale = np.asarray(scale, dtype=float)
+        if scale.ndim == 1:
+            scale = scale.reshape((-1,) + (1,) * (out.ndim - 1))
+        return out * scale
+
+    BatchRNG.normal = normal
+    try:
+        yield
+    finally:
+        BatchRNG.normal = real
+
+
+#: (bug, mechanism, clipping norm) the default audit must catch (issues 56 and 66)
+BUGS = (("half-sigma", "gradient-dpgd", None), ("clip-2c", "gradient-dpgd", 0.1), ("sampling-2q", "gradient-dpsgd", 0.1),
+        ("reuse-steps", "gradient-dpgd", None), ("anisotropic", "gradient-dpgd", None))
 
 
 def default_section(args) -> None:
@@ -143,6 +180,8 @@ def default_section(args) -> None:
             print(f"  {bug:12s} {mid:15s} clip {clip!s:5s} seed {seed}  {r.verdict:14s} refuted {','.join(r.refuted) or '—':17s} "
                   f"audited {r.epsilon_lower_bound:.4g}  noise check {r.noise_check['epsilon']:.4g}  "
                   f"chance {ref.get('chance', 1.0):.2g}  findings {len(r.findings)}  {r.seconds:.1f} s  load {_load()}")
+            for finding in r.findings:
+                print(f"      finding: {finding}")
     print("-- a correct certificate, binding clip C = 0.1: ratio to the truth (the certificate, tight here) --")
     table = []
     for mid in ("gradient-dpgd", "gradient-dpsgd"):

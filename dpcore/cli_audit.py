@@ -34,7 +34,7 @@ def cmd_audit(args) -> Any:
     if args.canaries is not None:
         raise DPCoreError("--canaries counts the canaries of a one-run audit: add --one-run")
     res = run_audit(_audit_config(args), trials=args.trials, alpha=args.alpha, canary=args.canary,
-                    threat=args.threat, end_to_end=args.end_to_end, dataset=own,
+                    threat=args.threat, end_to_end=args.end_to_end, dataset=own, confirm=args.confirm,
                     progress=lambda done, total: print(f"[{done}/{total}] runs", file=sys.stderr, flush=True))
     rec = res.to_dict(scores=False)
     if args.json:
@@ -65,7 +65,7 @@ def cmd_audit(args) -> Any:
 
 
 def _one_run(args, own=None) -> Any:
-    for flags in (("--trials",), ("--threat",), ("--canary",), ("--end-to-end",)):
+    for flags in (("--trials",), ("--threat",), ("--canary",), ("--end-to-end",), ("--no-confirm",)):
         if flag_given(args, *flags):
             raise DPCoreError(f"{flags[0]} does not apply to --one-run (one training run carries every canary)")
     res = one_run_audit(_audit_config(args), 1000 if args.canaries is None else args.canaries, alpha=args.alpha,

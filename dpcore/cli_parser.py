@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="white-box, noisy-gradient mechanisms: first measure what a real replaced record "
                         "moves the first release (common random numbers) and score with that shift")
     s.add_argument("--clip", type=param_type("clip_norm"), default=None, help="per-record clipping norm C")
+    s.add_argument("--no-confirm", dest="confirm", action="store_false",
+                   help="skip the second, independent audit that confirms a refutation (a claim is then at most "
+                        "'refuted once, not confirmed', never 'claim not met')")
     s.add_argument("--one-run", action="store_true",
                    help="one training run with --canaries canaries, each in with probability ½ "
                         "(Steinke, Nasr & Jagielski 2023), in place of --trials runs a side")

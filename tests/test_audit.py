@@ -353,8 +353,10 @@ def test_tradeoff_curve_of_a_gaussian_profile_is_the_gaussian_curve():
 
 def test_white_box_audit_of_dp_gd_measures_the_mechanism_and_names_the_noise_check():
     """Certified ε = 2: the default white-box audit of DP-GD trains a wide pair of real records through
-    the mechanism, measures its shift at every state, and lands within 0.98× of the certificate (1,000
-    runs a side); the declared-shift figure beside it is the noise check, labelled and never the audited ε,
+    the mechanism, measures its shift at every state, and lands within 0.93× of the certificate (1,000
+    runs a side: the noise along the shift is bounded by χ² over the 2,000 runs, which costs about 5 % of
+    ε and keeps the bound sound for noise stronger along the shift or correlated across steps); the
+    declared-shift figure beside it is the noise check, labelled and never the audited ε,
     each estimator at its declared share of α so that the verdict holds at 1 − α.
 
     Seed 1: an exact bound at a mechanism exactly at its claim exceeds the claim with probability α by
@@ -362,7 +364,7 @@ def test_white_box_audit_of_dp_gd_measures_the_mechanism_and_names_the_noise_che
     r = run_audit(_cfg("gradient-dpgd", epsilon=2.0, seed=1), trials=1000, threat="white-box")
     assert r.threat == "white-box" and r.epsilon_certified == pytest.approx(2.0, rel=1e-6)
     assert r.canary == "wide-pair" and "the mechanism's own code" in r.canary_description
-    assert 1.96 <= r.epsilon_lower_bound <= 2.0 and r.verdict == "not refuted" and r.refuted == ()
+    assert 1.86 <= r.epsilon_lower_bound <= 2.0 and r.verdict == "not refuted" and r.refuted == ()
     names = [(e["name"], e["headline"]) for e in r.estimates]
     assert names == [("direct", True), ("measured", True), ("noise-check", False)]
     assert [e["alpha"] for e in r.estimates] == pytest.approx([0.1 * ALPHA, 0.6 * ALPHA, 0.3 * ALPHA])
@@ -370,7 +372,7 @@ def test_white_box_audit_of_dp_gd_measures_the_mechanism_and_names_the_noise_che
                for split in ALPHA_SHARES.values())
     assert r.epsilon_lower_bound == max(e["epsilon"] for e in r.estimates if e["headline"])
     assert r.noise_check["line"].startswith("noise check: the noise that ran certifies at least")
-    assert 1.96 <= r.noise_check["epsilon"] <= 2.0 and not r.noise_check["refutes"]
+    assert 1.96 <= r.noise_check["epsilon"] <= 2.0 and not r.noise_check["exceeds"]
     assert r.noise["gaussian"] and r.noise["independent"] and r.findings == ()
     assert not r.at_size_ceiling and "Not refuted (" in summary(r.to_dict(scores=False))
     rec = json.loads(dumps(r.to_dict(scores=False)))
@@ -410,6 +412,14 @@ NOT_CAUGHT = {
 }
 
 
+#: caught by the first audit only: the second (at α₂ = 0.02) does not confirm it, so the view says "refuted
+#: once, not confirmed" — the noise check, which reads 4× the target here, is a labelled figure and drives no verdict
+ONCE_ONLY = {
+    "gradient-lssgd": "the plain white-box attack on smoothed releases (its step is not θ − η·release, so it is "
+                      "not measured) shows ε ≥ 1.24 at a quarter of the noise, T = 100, 1,000 runs a side",
+}
+
+
 def _mutation_cases():
     for mech, cls in REGISTRY.items():
         if not cls.private or mech in WHITE_BOX_UNAVAILABLE or mech in NOT_CAUGHT:
@@ -427,6 +437,9 @@ def test_white_box_audit_catches_a_quarter_of_the_noise(mechanism):
     cfg = _cfg(mechanism, epsilon=1.0, calibration=cal, noise_scale=0.25, seed=1,
                iterations=5 if cls.family in ("input", "local") else 100)
     r = run_audit(cfg, trials=trials, threat="white-box")
+    if mechanism in ONCE_ONLY:  # the plain attack's power: refuted by the first audit, not by the second
+        assert "target" in r.refuted + r.refuted_once, (r.epsilon_lower_bound, ONCE_ONLY[mechanism])
+        return
     assert r.verdict == "claim not met" and "target" in r.refuted, (r.epsilon_lower_bound_direct,
                                                                      r.epsilon_lower_bound_gdp)
     assert r.epsilon_lower_bound <= r.epsilon_certified  # the certification read the noise that ran
@@ -461,7 +474,9 @@ def test_the_size_ceiling_is_a_perfect_tests_direct_bound_and_is_reported():
     rec.update(verdict="claim not met", refuted=["target", "certified"], epsilon_target=1.0,
                epsilon_certified=2.0, at_size_ceiling=False, epsilon_lower_bound=3.0)
     line = summary(rec)
-    assert line.startswith("Refuted: the target ε = 1 and the certified ε = 2.") and "a bug" in line
+    assert line.startswith("Refuted: the target ε = 1 and the certified ε = 2, by two independent audits.")
+    rec.update(verdict="refuted once, not confirmed", refuted=[], refuted_once=["certified"])
+    assert summary(rec).startswith("Refuted once, not confirmed: the audit shows ε ≥ 3, above the certified ε = 2.")
 
 
 def test_the_orthogonal_pair_starts_gradient_training_where_both_canaries_are_misclassified():
@@ -615,8 +630,8 @@ def test_the_lessons_words_on_its_audit_hold():
 
     shown = run_audit(replace(LEAKING_AUDIT), trials=LEAKING_TRIALS, threat=LEAKING_THREAT, confirm=True).to_dict(scores=False)
     assert shown["refuted"] == ["target"] and shown["canary"] == "wide-pair"
-    assert 0.99 * shown["epsilon_certified"] <= shown["epsilon_lower_bound"] <= shown["epsilon_certified"]
-    assert shown["epsilon_lower_bound"] > 5 * shown["epsilon_target"]
+    assert 0.9 * shown["epsilon_certified"] <= shown["epsilon_lower_bound"] <= shown["epsilon_certified"]
+    assert shown["epsilon_lower_bound"] > 5 * shown["epsilon_target"] and shown["refuted_once"] == []
     assert 0.99 * shown["epsilon_certified"] <= shown["noise_check"]["epsilon"] <= shown["epsilon_certified"]
     assert shown["confirmation"]["confirmed"] == ["target"] and shown["refutation"]["bug"]
     assert "a bug, not bad luck" in summary(shown) and "Confirmed by a second, independent audit" in summary(shown)

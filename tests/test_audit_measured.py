@@ -57,7 +57,7 @@ def test_where_the_clip_does_not_bind_the_audit_states_what_the_data_domain_allo
     ceiling = r.epsilon_domain_ceiling
     assert ceiling is not None and ceiling < 0.15 * r.epsilon_certified
     assert 0 < r.epsilon_lower_bound <= ceiling and r.verdict == "not refuted"
-    assert 0.9 * r.epsilon_certified <= r.noise_check["epsilon"] and not r.noise_check["refutes"]
+    assert 0.9 * r.epsilon_certified <= r.noise_check["epsilon"] and not r.noise_check["exceeds"]
     assert [e["name"] for e in r.estimates if not e["headline"]] == ["noise-check"]
     # the clip binds: no ceiling below the certificate
     assert run_audit(_cfg(clip_norm=0.1, seed=3), trials=20, threat="white-box").epsilon_domain_ceiling is None
@@ -65,11 +65,12 @@ def test_where_the_clip_does_not_bind_the_audit_states_what_the_data_domain_allo
 
 def test_unclipped_dp_gd_is_audited_with_the_wide_pair_near_the_worst_case():
     """No clip (G = 1): the opposite pair would reach half the declared 2G/n; the wide pair from its
-    start reaches 0.99 of it, so the audited ε lands near the certificate (it was 0.5× the μ before)."""
+    start reaches 0.99 of it, so the audited ε lands near the certificate (it was 0.5× the μ before; at
+    200 runs a side the noise along the shift is bounded by χ² over 400 runs, about 7 % of μ)."""
     r = run_audit(_cfg(seed=4), trials=200, threat="white-box")
     assert r.canary == "wide-pair" and r.shift_check["measured"] >= 0.99 * r.shift_check["declared"]
     assert r.shift_check["measured"] <= r.shift_check["declared"] and r.findings == ()
-    assert 0.9 * r.epsilon_certified <= r.epsilon_lower_bound <= r.epsilon_certified
+    assert 0.82 * r.epsilon_certified <= r.epsilon_lower_bound <= r.epsilon_certified
 
 
 def test_a_noise_that_is_not_gaussian_hides_the_estimators_that_assume_it(monkeypatch):

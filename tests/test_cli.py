@@ -255,9 +255,16 @@ def test_audit_text_names_the_refuted_claim_the_ceiling_and_each_estimators_assu
     assert main(["audit", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--calibration",
                  "published", "--c", "0.05", "--threat", "white-box", "--trials", "200", "-T", "20"]) == 0
     out = capsys.readouterr().out
-    assert "Refuted: the target ε = 1." in out
+    assert "Refuted: the target ε = 1, by two independent audits." in out  # confirmed by default
     assert [ln.split()[0] for ln in out.splitlines() if "at α = " in ln] == [
         "direct", "measured", "noise-check"]
+    # --no-confirm: one audit, so at most "refuted once, not confirmed", never "claim not met"
+    assert main(["audit", "--dataset", "breast-cancer", "--mechanism", "gradient-dpgd", "--calibration",
+                 "published", "--c", "0.05", "--threat", "white-box", "--trials", "200", "-T", "20",
+                 "--no-confirm", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["verdict"] == "refuted once, not confirmed" and rec["refuted"] == [] and rec["refuted_once"] == [
+        "target"] and rec["confirmation"] is None
     assert out.count("assumes ") == 3 and "assumes nothing" in out
 
 

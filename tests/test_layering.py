@@ -43,8 +43,9 @@ LAYERS = [
                "dpcore.experiments.tune"]),
     ("studies", ["dpcore.experiments.studies", "dpcore.experiments.presets*", "dpcore.experiments"]),
     # the audit, above the runs it attacks: its estimators, its tests, the threat strategies, audit()
-    ("audit: estimators", ["dpcore.audit.bounds", "dpcore.audit.canaries"]),
-    ("audit: tests", ["dpcore.audit.membership", "dpcore.audit.whitebox", "dpcore.audit.one_run", "dpcore.audit.evidence"]),
+    ("audit: estimators", ["dpcore.audit.bounds", "dpcore.audit.canaries", "dpcore.audit.noisecheck"]),
+    ("audit: tests", ["dpcore.audit.membership", "dpcore.audit.whitebox", "dpcore.audit.one_run", "dpcore.audit.evidence",
+                      "dpcore.audit.verdicts"]),
     ("audit: strategies", ["dpcore.audit.threats", "dpcore.audit.measured"]),
     ("audit", ["dpcore.audit.core", "dpcore.audit"]),
     # the lesson's steps: studies and the audit, computed ahead by "Prepare for class"

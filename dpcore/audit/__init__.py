@@ -27,7 +27,7 @@ function was (``dpcore.audit(spec, trials)``), with a ``DeprecationWarning`` nam
 import sys
 import warnings
 
-from . import bounds, canaries, core, evidence, measured, membership, one_run, threats, whitebox
+from . import bounds, canaries, core, evidence, measured, membership, noisecheck, one_run, threats, verdicts, whitebox
 from .bounds import ALPHA_SHARES, ASSUMPTIONS, Estimate, clopper_pearson_upper
 from .canaries import (
     CANARIES,

@@ -17,8 +17,8 @@ shift at the measured noise (the χ² bound on the noise scale) is the **noise c
 that ran certifies, labelled, never the audited ε, but refuting the certificate when it exceeds it.
 The audited ε is the largest of the others, each estimator (the noise check too) run at its declared
 share of α (``bounds.ALPHA_SHARES``, a weighted Bonferroni correction), so the verdict holds with
-confidence 1 − α.  A refutation reports its size and its chance (:func:`refutation_chance`), and
-``audit(confirm=True)`` confirms it with a second, independent audit.  Black-box audits also report a Gaussian-assumption
+confidence 1 − α.  A refutation reports its size and its chance (:func:`refutation_chance`), and is
+shown ("claim not met") only when a second, independent audit refutes the same claim (``confirm``).  Black-box audits also report a Gaussian-assumption
 figure beside the direct bound, labelled as such and not part of the audited ε (black-box
 scores are not exactly Gaussian).
 
@@ -56,6 +56,7 @@ from .bounds import gdp_epsilon_lower
 from .canaries import NEIGHBOURING, resolve_canary, subsample
 from .evidence import Evidence, estimate
 from .membership import (
+    NOT_CONFIRMED,
     NOT_MET,
     privacy_region,
     roc_points,
@@ -63,9 +64,11 @@ from .membership import (
     verdict,
 )
 from .measured import Measured
+from .verdicts import CONFIRMED_FALSE_RATE, confirmation_alpha, confirmation_seed, confirmed_result
 from .threats import threat_strategy
 
-__all__ = ["DEFAULT_CHUNK", "RUN_SEED_STRIDE", "AuditResult", "run_audit", "audit"]
+__all__ = ["CONFIRMED_FALSE_RATE", "DEFAULT_CHUNK", "RUN_SEED_STRIDE", "AuditResult", "confirmation_alpha", "run_audit",
+           "audit"]
 
 DEFAULT_CHUNK = 250
 #: run r on side s of audit seed S uses seed (2S + s)·RUN_SEED_STRIDE + r (trials ≤ the stride)
@@ -120,7 +123,7 @@ class AuditResult(SpecOf):
     epsilon_certified: float
     epsilon_lower_bound: float
     verdict: str
-    refuted: tuple[str, ...]
+    refuted: tuple[str, ...]  # the claims shown refuted: refuted by this audit and by a second, independent one
     delta: float  # δ used in the bound (0 for an (ε, 0) mechanism)
     alpha: float
     trials: int
@@ -166,8 +169,10 @@ class AuditResult(SpecOf):
     # a refutation's size and chance (see _refutation); None when nothing is refuted
     refutation: dict[str, Any] | None = None
     epsilon_domain_ceiling: float | None = None  # the ε the data domain allows at the declared noise
-    # a second, independent audit (fresh seed) run to confirm a refutation (audit(confirm=True))
+    # a second, independent audit (fresh seed, α₂ = confirmation_alpha(α)) run to confirm a refutation
     confirmation: dict[str, Any] | None = None
+    # the claims this audit refuted that no second audit confirmed (verdict "refuted once, not confirmed")
+    refuted_once: tuple[str, ...] = ()
 
     def roc(self, points: int = 201) -> dict[str, list[float]]:
         """The attack's empirical ROC on all runs (at most ``points`` points).
@@ -211,6 +216,7 @@ class AuditResult(SpecOf):
             "epsilon_lower_bound": self.epsilon_lower_bound,
             "verdict": self.verdict,
             "refuted": list(self.refuted),
+            "refuted_once": list(self.refuted_once),
             "delta": self.delta,
             "alpha": self.alpha,
             "trials": self.trials,
@@ -290,7 +296,7 @@ def run_audit(
     ctx: Context | None = None,
     end_to_end: bool = False,
     measure: bool = True,
-    confirm: bool = False,
+    confirm: bool = True,
 ) -> AuditResult:
     """Audit one configuration: ``trials`` runs on ``D`` and on ``D'``, a lower bound on ε.
 
@@ -322,8 +328,8 @@ def run_audit(
         Where the full data's exact solution comes from (default:
         :func:`~dpcore.experiments.context.default_context`).
     end_to_end, measure, confirm : bool
-        The white-box options below; ``confirm`` audits again with a fresh seed when the verdict
-        is "claim not met".
+        The white-box options below; ``confirm`` (default) audits again with a fresh seed when this
+        audit refutes a claim, and shows a claim refuted only when both do.
 
     Returns
     -------
@@ -367,10 +373,14 @@ def run_audit(
     * anything else (every black-box audit; other white-box noise, the non-private baseline,
       δ = 0): the direct bound alone, at α.
 
-    ``confirm=True``: when the verdict is "claim not met", a second audit with a fresh seed
-    (:func:`confirmation_seed`, disjoint runs) is run and what it says is ``confirmation``; a view turns
-    red only when it refutes too (:func:`dpcore.audit.membership.confirmed`).  Every refutation reports
-    its size and its chance (``refutation``: the family-wise p-value, :func:`refutation_chance`).
+    One verdict rule (``confirm``): a claim (the target, the certificate) is shown refuted — verdict
+    "claim not met", listed in ``refuted`` — only when a second, independent audit (fresh seed,
+    :func:`confirmation_seed`, disjoint runs, at α₂ = :func:`confirmation_alpha` of α) refutes that same
+    claim; a claim only the first audit refutes reads "refuted once, not confirmed" (``refuted_once``),
+    and so does every refutation when ``confirm=False``.  A correct claim is thus shown refuted in at most
+    α·α₂ ≤ :data:`CONFIRMED_FALSE_RATE` (10⁻³) of audits.  The noise check never drives a verdict (its
+    exceeding the certificate is ``noise_check["exceeds"]``, a labelled figure).  Every refutation reports
+    its size and its chance (``refutation``: the first audit's family-wise p-value, :func:`refutation_chance`).
 
     The direct bound's share α_d picks the threshold and is halved between the two error rates
     (Clopper–Pearson at 1 − α_d/2 each); the size ceiling uses α_d too.  Black-box audits of
@@ -417,17 +427,16 @@ def run_audit(
     delta = 0.0 if mechanism.notion == "(ε, 0)" else float(spec.delta)
     evidence = estimate(attack, scores, delta, alpha, spec.seed)
     result = _result(spec, mechanism, attack, first, eps_certified, evidence, alpha, note, caught, t_start)
-    if confirm and result.verdict == NOT_MET:
-        again = run_audit(dataclasses.replace(spec, seed=confirmation_seed(spec.seed)), trials=trials, alpha=alpha,
-                          canary=canary, score=score, max_rows=max_rows, progress=progress, threat=threat,
-                          canary_label=canary_label, chunk_size=chunk_size, dataset=dataset, ctx=ctx,
-                          end_to_end=end_to_end, measure=measure)
-        confirmed = tuple(c for c in result.refuted if c in again.refuted)
-        result = dataclasses.replace(result, confirmation={
-            "seed": again.spec.seed, "verdict": again.verdict, "refuted": list(again.refuted),
-            "epsilon_lower_bound": again.epsilon_lower_bound, "confirmed": list(confirmed),
-            "noise_check": again.noise_check, "findings": list(again.findings), "refutation": again.refutation})
-    return result
+    if not result.refuted_once:
+        return result
+    # the one verdict rule: a claim is shown refuted only when a second, independent audit refutes it too
+    again = None
+    if confirm:
+        again = run_audit(dataclasses.replace(spec, seed=confirmation_seed(spec.seed)), trials=trials,
+                          alpha=confirmation_alpha(alpha), canary=canary, score=score, max_rows=max_rows,
+                          progress=progress, threat=threat, canary_label=canary_label, chunk_size=chunk_size,
+                          dataset=dataset, ctx=ctx, end_to_end=end_to_end, measure=measure, confirm=False)
+    return confirmed_result(result, again)
 
 
 def audit(config: RunSpec, trials: int, alpha: float = 0.05, canary: str = "auto", score: str = "margin",
@@ -437,16 +446,6 @@ def audit(config: RunSpec, trials: int, alpha: float = 0.05, canary: str = "auto
                   "every parameter after the spec is keyword-only", DeprecationWarning, stacklevel=2)
     return run_audit(config, trials=trials, alpha=alpha, canary=canary, score=score, max_rows=max_rows,
                      progress=progress, **options)
-
-
-def confirmation_seed(seed: int) -> int:
-    """The seed of the second audit that confirms a refutation: another half of the seed range, so its
-    runs are disjoint from the first audit's and from any audit with a seed below 2³¹.
-
-    >>> confirmation_seed(0), confirmation_seed(2**31 + 5)
-    (2147483648, 5)
-    """
-    return int(seed) + 2**31 if int(seed) < 2**31 else int(seed) - 2**31
 
 
 def _attack(strategy, measure: bool, mechanism, problem, model, config, canary, canary_label, score):
@@ -575,19 +574,17 @@ def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev:
     noise = getattr(attack, "noise", None)
     if noise is not None and mechanism.private:
         findings += noise.findings()
-    by_noise = noise_check is not None and noise_check.epsilon > eps_certified
-    if findings or by_noise:  # the certificate's premise, or its noise, is measured false
+    # the noise check is a labelled figure: its exceeding the certificate is shown, never a verdict
+    exceeds = noise_check is not None and noise_check.epsilon > eps_certified
+    if findings:  # the certificate's premise is measured false
         v, refuted = NOT_MET, tuple(dict.fromkeys((*refuted, "certified")))
-    refutation = _refutation(ev, alpha, eps_lb, eps_target, eps_certified, noise_check, findings, refuted)
+    refutation = _refutation(ev, alpha, eps_lb, eps_target, eps_certified, findings, refuted)
+    if refuted:  # refuted once: the verdict waits for a second audit (run_audit's _confirmed)
+        v = NOT_CONFIRMED
     claim = min(eps_target, eps_certified)
     ceiling = size_ceiling(len(ev.scores[0]), ev.delta, ev.alpha_direct)
-    if eps_lb > eps_certified:
-        caught.append("the audited lower bound exceeds the certified ε: either the proof or its "
-                      f"implementation is wrong, or this is an event of probability ≤ α = {alpha:g}")
-    if by_noise:
-        caught.append(f"noise check: the noise that ran certifies at least {noise_check.epsilon:.4g}, more than "
-                      f"the certified ε = {eps_certified:.4g}: the noise is smaller than the plan declares, or this "
-                      f"is an event of probability ≤ α = {alpha:g}")
+    if noise is not None and mechanism.private:
+        caught += noise.notes()
     for finding in findings:
         caught.append("measured: " + finding)
     for arr in ev.scores:
@@ -603,7 +600,8 @@ def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev:
         epsilon_certified=eps_certified,
         epsilon_lower_bound=eps_lb,
         verdict=v,
-        refuted=refuted,
+        refuted=(),
+        refuted_once=refuted,
         delta=ev.delta,
         alpha=alpha,
         trials=len(ev.scores[0]),
@@ -637,7 +635,7 @@ def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev:
         shift_check=None if shift is None else shift.to_dict(),
         noise_check=None if noise_check is None else dict(
             noise_check.to_dict(), line=f"noise check: the noise that ran certifies at least "
-                                        f"{noise_check.epsilon:.4g}", refutes=by_noise),
+                                        f"{noise_check.epsilon:.4g}", exceeds=exceeds),
         noise=None if noise is None else noise.to_dict(),
         findings=tuple(findings),
         refutation=refutation,
@@ -647,12 +645,13 @@ def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev:
     )
 
 
-def _refutation(ev: Evidence, alpha: float, eps_lb: float, target: float, certified: float, noise_check,
+def _refutation(ev: Evidence, alpha: float, eps_lb: float, target: float, certified: float,
                 findings: list[str], refuted: tuple[str, ...]) -> dict[str, Any] | None:
     """How large a refutation is and how likely under a correct claim: for each refuted claim, the
     evidence that refutes it by the most, its size (how far above the claim) and its chance (the
     family-wise p-value: the smallest α at which the audit would still refute, each estimator at its
-    share of α).  A measured finding is a fact, not an estimate: its chance is 0."""
+    share of α).  A measured finding is a fact, not an estimate: its chance is 0.  The noise check
+    never refutes (a labelled figure)."""
     if not refuted:
         return None
     out: dict[str, Any] = {"claims": {}}
@@ -667,11 +666,6 @@ def _refutation(ev: Evidence, alpha: float, eps_lb: float, target: float, certif
                 chances.append(refutation_chance(make, claim, alpha * share) / share)
         size = eps_lb / claim - 1.0 if claim > 0 else math.inf
         by = "the audited ε"
-        if name == "certified" and noise_check is not None and noise_check.epsilon > claim:
-            share, make = next((sh, m) for n, sh, m in ev.makers if n == noise_check.name)
-            chances.append(refutation_chance(make, claim, alpha * share) / share)
-            if not eps_lb > claim:
-                size, by = noise_check.epsilon / claim - 1.0, "the noise check"
         if name == "certified" and findings:
             chances.append(0.0)
             by = "a measurement" if not eps_lb > claim else by
@@ -681,4 +675,3 @@ def _refutation(ev: Evidence, alpha: float, eps_lb: float, target: float, certif
     worst = min(out["claims"].values(), key=lambda c: c["chance"])
     out.update(worst)
     return out
-

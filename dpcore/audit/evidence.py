@@ -83,9 +83,14 @@ def _makers(attack, scores, delta: float, seed: int) -> tuple[str, list]:
             sim = simulation_seed([seed], s0, s1)
             out.append(("sampled-gaussian", share["sampled-gaussian"],
                         lambda a: sampled_gaussian_bound(s0, s1, z, q, steps, delta, a, seed=sim)))
-    if noise is not None and not noise.passed:  # hide what assumes Gaussian noise or independent runs
-        why = "not shown: " + noise.why_not()
-        out = [out[0]] + [(name, sh, _hidden(name, why)) for name, sh, _ in out[1:]]
+    if noise is not None:  # hide what assumes Gaussian noise and independent runs (and steps, for the χ² scale)
+        kept = [out[0]]
+        for name, sh, make in out[1:]:
+            pooled = name in ("gaussian-scale", "sampled-gaussian-scale")
+            if not (noise.passed_steps if pooled else noise.passed):
+                make = _hidden(name, "not shown: " + (noise.why_not_steps() if pooled else noise.why_not()))
+            kept.append((name, sh, make))
+        out = kept
     return row, out
 
 

@@ -61,6 +61,7 @@ from ..privacy import certify
 from .bounds import clopper_pearson_upper, effect_size_bound, pooled_error_bound
 
 __all__ = [
+    "NOT_CONFIRMED",
     "NOT_MET",
     "NOT_REFUTED",
     "NO_GUARANTEE",
@@ -83,7 +84,9 @@ __all__ = [
 ]
 
 NOT_REFUTED, NOT_MET, NO_GUARANTEE = ("not refuted", "claim not met", "no guarantee claimed")
-VERDICTS = (NOT_REFUTED, NOT_MET, NO_GUARANTEE)
+#: the first audit refuted a claim and no second, independent audit confirmed it (or none was run)
+NOT_CONFIRMED = "refuted once, not confirmed"
+VERDICTS = (NOT_REFUTED, NOT_CONFIRMED, NOT_MET, NO_GUARANTEE)
 
 
 def _check(name: str, value: Any) -> Any:
@@ -270,13 +273,33 @@ def verdict_line(rec: dict[str, Any], explained: bool = True) -> str:
     """The verdict as every view writes it: ``Verdict: **…** (refuted: …).``, then (``explained``)
     :func:`summary`."""
     refuted = f" (refuted: {', '.join(rec['refuted'])})" if rec["refuted"] else ""
+    if rec["verdict"] == NOT_CONFIRMED:
+        refuted = f" ({', '.join(rec.get('refuted_once') or ())})"
     return f"Verdict: **{rec['verdict']}**{refuted}." + (f" {summary(rec)}" if explained else "")
+
+
+def _claim_names(rec: dict[str, Any], claims) -> str:
+    def e(v):
+        return "∞" if v is None or v == math.inf else f"{v:.3g}"
+
+    names = {"target": f"the target ε = {e(rec['epsilon_target'])}",
+             "certified": f"the certified ε = {e(rec['epsilon_certified'])}"}
+    return " and ".join(names[c] for c in claims)
+
+
+def _only(ref: dict[str, Any] | None, claims) -> dict[str, Any] | None:
+    """The refutation's words restricted to some claims."""
+    if not ref:
+        return None
+    kept = {k: v for k, v in ref.get("claims", {}).items() if k in claims}
+    return {"claims": kept} if kept else None
 
 
 def summary(rec: dict[str, Any]) -> str:
     """The one line a student reads: which claim the audit refuted, or how close it came.
 
-    ``rec`` is :meth:`AuditResult.to_dict`.  Infinite ε may be ``inf`` or ``None`` (JSON)."""
+    ``rec`` is :meth:`AuditResult.to_dict`.  Infinite ε may be ``inf`` or ``None`` (JSON).  A claim is
+    called refuted only when two independent audits refute it (:func:`dpcore.audit.run_audit`)."""
     def e(v):
         return "∞" if v is None or v == math.inf else f"{v:.3g}"
 
@@ -287,25 +310,27 @@ def summary(rec: dict[str, Any]) -> str:
                  "(more runs could show more)")
     if rec["verdict"] == NO_GUARANTEE:
         return f"No guarantee claimed; the audit shows {shown}."
-    target, certified = rec["epsilon_target"], rec["epsilon_certified"]
+    ref = rec.get("refutation")
+    once = list(rec.get("refuted_once") or ())
     if rec["verdict"] == NOT_MET:
-        names = {"target": f"the target ε = {e(target)}", "certified": f"the certified ε = {e(certified)}"}
-        which = " and ".join(names[r] for r in rec["refuted"])
-        line = f"Refuted: {which}. The audit shows {shown}."
-        ref = rec.get("refutation")
+        line = f"Refuted: {_claim_names(rec, rec['refuted'])}, by two independent audits. The audit shows {shown}."
+        mine = _only(ref, rec["refuted"])
+        if mine:
+            line += " " + refutation_words(mine, rec.get("confidence", 0.95))
         findings = (rec.get("shift_check") or {}).get("findings") or rec.get("findings")
-        if ref:
-            line += " " + refutation_words(ref, rec.get("confidence", 0.95))
         if findings:
-            line += (" Measured: the implementation does more than its plan declares, so the certificate "
-                     "does not apply to the noise that ran.")
-        elif "certified" in rec["refuted"] and not ref:
-            line += (" A refuted certificate means a bug, or bad luck: an audit at confidence "
-                     f"{rec.get('confidence', 0.95):.0%} refutes a correct certificate at most "
-                     f"{100 * (1 - rec.get('confidence', 0.95)):.0f} times in 100. Another seed is another audit.")
-        line += confirmation_words(rec)
-        return line
-    claim = min(v for v in (target, certified) if v is not None)
+            line += (f" Measured: {'; '.join(findings)}. The certificate does not apply to the noise that ran.")
+        if once:
+            line += (f" The first audit also refuted {_claim_names(rec, once)}, but the second did not: that "
+                     "reads as chance, not as a bug.")
+        return line + confirmation_words(rec)
+    if rec["verdict"] == NOT_CONFIRMED:
+        line = f"Refuted once, not confirmed: the audit shows {shown}, above {_claim_names(rec, once)}."
+        mine = _only(ref, once)
+        if mine:
+            line += " " + refutation_words(mine, rec.get("confidence", 0.95))
+        return line + confirmation_words(rec)
+    claim = min(v for v in (rec["epsilon_target"], rec["epsilon_certified"]) if v is not None)
     share = rec.get("share_of_claim")
     pct = "" if share is None else f" ({100 * share:.0f} % of the claim ε = {e(claim)})"
     return f"Not refuted{pct}: the audit shows {shown}. An audit can refute a claim, never prove one."
@@ -349,7 +374,7 @@ def refutation_words(ref: dict[str, Any], confidence: float = 0.95) -> str:
             head = f"Measured above {what}"
         correct = "certificate" if name == "certified" else "calibration"
         if c["chance"] <= 0:  # a measured fact: no chance involved
-            parts.append(f"{head}, and the audit measured the implementation doing more than its plan declares, "
+            parts.append(f"{head}: the audit measured the implementation breaking what its plan declares, "
                          f"which a correct {correct} never does: a bug, not bad luck.")
             continue
         line = f"{head}; a correct {correct} is refuted this much or more in {chance_words(c['chance'])}"
@@ -360,25 +385,25 @@ def refutation_words(ref: dict[str, Any], confidence: float = 0.95) -> str:
 
 
 def confirmation_words(rec: dict[str, Any]) -> str:
-    """What the second, independent audit said of a refutation (``audit(confirm=True)``), or ""."""
+    """What the second, independent audit said of a refutation, or that none was run."""
     conf = rec.get("confirmation")
-    if not conf:
+    if rec["verdict"] not in (NOT_MET, NOT_CONFIRMED):
         return ""
+    if not conf:
+        return (" No second audit was run (it is what confirms a refutation); a single audit refutes a correct "
+                "claim about as often as its chance above says.")
+    if conf["confirmed"] and not rec.get("refuted_once"):
+        return f" Confirmed by a second, independent audit (fresh seed {conf['seed']})."
     if conf["confirmed"]:
-        return (f" Confirmed by a second, independent audit (fresh seed {conf['seed']}): it refutes "
-                f"{' and '.join('the ' + c + ' ε' for c in conf['confirmed'])} too.")
+        return f" (The second audit: fresh seed {conf['seed']}.)"
     return (f" Not confirmed: a second, independent audit (fresh seed {conf['seed']}) does not refute it, so "
-            "this reads as the chance refutation every audit at 95 % confidence makes about once in 20, "
-            "not as a bug.")
+            "this reads as the chance refutation a correct claim gets now and then, not as a bug.")
 
 
 def confirmed(rec: dict[str, Any]) -> bool:
-    """Whether a refutation stands: the verdict is "claim not met" and, where a second audit was run,
-    it refuted a claim too (a view turns red only then)."""
-    if rec.get("verdict") != NOT_MET:
-        return False
-    conf = rec.get("confirmation")
-    return conf is None or bool(conf["confirmed"])
+    """Whether a refutation stands: the verdict is "claim not met", which a second, independent audit
+    confirmed (a view turns red only then)."""
+    return rec.get("verdict") == NOT_MET
 
 
 def privacy_region(plan, epsilon_target: float, delta: float, private: bool = True,

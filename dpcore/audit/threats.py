@@ -41,7 +41,7 @@ from ..exceptions import ModelError, ParameterError
 from ..optim import BatchRNG
 from .canaries import canary_scores, make_canary, neighbours, replace_record
 from .membership import gaussian_assumption
-from .whitebox import ShiftCheck, WhiteBoxScores, measure_shift, noise_check_from_sums, white_box_scores
+from .whitebox import ShiftCheck, WhiteBoxScores, measure_shift, white_box_scores
 
 __all__ = ["STRATEGIES", "THREATS", "BlackBox", "EndToEnd", "WhiteBox", "threat_strategy"]
 
@@ -194,10 +194,12 @@ class WhiteBox:
         and its runs' independence), where it reads the noise itself; None otherwise."""
         if not self._moments:
             return None
-        n = sum(m[0] for m in self._moments)
-        s = sum(m[1] for m in self._moments)
-        hashes = [h for m in self._moments for h in m[2]]
-        return noise_check_from_sums(n, s, len(hashes), len(set(hashes)))
+        if getattr(self, "_noise", (None,))[0] != len(self._moments):  # computed once per chunk read
+            merged = self._moments[0]
+            for m in self._moments[1:]:
+                merged = merged.merge(m)
+            self._noise = (len(self._moments), merged.check())
+        return self._noise[1]
 
     def labelled_estimates(self, s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float) -> tuple | None:
         """None: every white-box estimate that applies is part of the audited ε (the noise check beside it)."""

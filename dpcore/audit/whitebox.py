@@ -38,18 +38,16 @@ Security); Nasr, Song, Thakurta, Papernot & Carlini 2021 (IEEE S&P).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import chi2 as _chi2
 
 from .. import streams
 from ..exceptions import ParameterError
 from ..mechanisms import Problem
 from ..mechanisms.local import duchi_privatize
 from ..optim import BatchRNG
+from .noisecheck import FINDING_LEVEL, GAUSSIAN_CHECK_LEVEL, NoiseCheck, NoiseMoments, check_noise
 from .bounds import (
     clopper_pearson_lower,
     clopper_pearson_upper,
@@ -64,7 +62,6 @@ __all__ = [
     "NoiseCheck",
     "NoiseMoments",
     "check_noise",
-    "noise_check_from_sums",
     "ReleaseTap",
     "ShiftCheck",
     "TapRNG",
@@ -227,110 +224,6 @@ def measure_shift(mechanism, problem0: Problem, problem1: Problem, config, seeds
     return ShiftCheck(release.sensitivity, float(shifts.max()), runs, "the released mean gradient")
 
 
-#: the Gaussian check rejects at this level (the estimators that assume Gaussian noise are then
-#: not shown); below FINDING_LEVEL the noise's shape refutes the certificate's premise
-GAUSSIAN_CHECK_LEVEL, FINDING_LEVEL = 1e-3, 1e-9
-@dataclass(frozen=True)
-class NoiseCheck:
-    """What the audit checks of the noise it read, before any estimator that assumes it is shown:
-    its shape (a Jarque–Bera test of every coordinate, standardised by their own scale: sample
-    skewness and excess kurtosis, N(0, 6/N) and N(0, 24/N) under Gaussian noise) and its
-    independence (no two runs drew the same noise).
-
-    >>> rng = np.random.default_rng(0)
-    >>> check_noise(rng.standard_normal((200, 50))).gaussian
-    True
-    >>> check_noise(rng.laplace(size=(200, 50))).gaussian
-    False
-    >>> check_noise(np.repeat(rng.standard_normal((20, 50)), 10, axis=0)).independent
-    False
-    """
-
-    count: int
-    skewness: float
-    excess_kurtosis: float
-    p_value: float
-    runs: int
-    distinct: int
-
-    @property
-    def gaussian(self) -> bool:
-        return self.p_value >= GAUSSIAN_CHECK_LEVEL
-
-    @property
-    def independent(self) -> bool:
-        return self.distinct == self.runs
-
-    @property
-    def passed(self) -> bool:
-        return self.gaussian and self.independent
-
-    def why_not(self) -> str:
-        out = []
-        if not self.gaussian:
-            out.append(f"the noise read is not Gaussian (skewness {self.skewness:.3g}, excess kurtosis "
-                       f"{self.excess_kurtosis:.3g} over {self.count:,} coordinates, p = {self.p_value:.2g})")
-        if not self.independent:
-            out.append(f"only {self.distinct} of {self.runs} runs drew distinct noise (the runs repeat)")
-        return "; ".join(out)
-
-    def findings(self) -> list[str]:
-        out = []
-        if self.p_value < FINDING_LEVEL:
-            out.append("the noise that ran is not Gaussian " + self.why_not().split("Gaussian ", 1)[1].split(";")[0]
-                       + ", which the certificate assumes")
-        return out
-
-    def to_dict(self) -> dict:
-        return {"coordinates": self.count, "skewness": self.skewness, "excess_kurtosis": self.excess_kurtosis,
-                "p_value": self.p_value, "runs": self.runs, "distinct_runs": self.distinct,
-                "gaussian": self.gaussian, "independent": self.independent}
-
-
-class NoiseMoments:
-    """Running power sums of the noise coordinates and a hash of each run's noise."""
-
-    def __init__(self):
-        self.n, self.s = 0, np.zeros(4)
-        self.hashes: set[bytes] = set()
-        self.runs = 0
-
-    def add(self, noise: np.ndarray) -> None:
-        """``noise``: (runs, …), in units of the claimed scale."""
-        z = np.asarray(noise, dtype=float)
-        flat = z.reshape(-1)
-        self.n += flat.size
-        z2 = flat * flat
-        self.s += [flat.sum(), z2.sum(), (z2 * flat).sum(), (z2 * z2).sum()]
-        for row in z.reshape(z.shape[0], -1):
-            self.hashes.add(hashlib.blake2b(np.ascontiguousarray(row).tobytes(), digest_size=16).digest())
-        self.runs += z.shape[0]
-
-    def check(self) -> NoiseCheck:
-        return noise_check_from_sums(self.n, self.s, self.runs, len(self.hashes))
-
-
-def noise_check_from_sums(n: int, s: np.ndarray, runs: int, distinct: int) -> NoiseCheck:
-    if n < 8:
-        return NoiseCheck(n, 0.0, 0.0, 1.0, runs, distinct)
-    m1 = s[0] / n
-    m2 = s[1] / n - m1**2
-    m3 = s[2] / n - 3 * m1 * s[1] / n + 2 * m1**3
-    m4 = s[3] / n - 4 * m1 * s[2] / n + 6 * m1**2 * s[1] / n - 3 * m1**4
-    if not (m2 > 0 and math.isfinite(m4)):
-        return NoiseCheck(n, math.nan, math.nan, 0.0, runs, distinct)
-    g1, g2 = m3 / m2**1.5, m4 / m2**2 - 3.0
-    jb = n * (g1**2 / 6.0 + g2**2 / 24.0)
-    return NoiseCheck(n, float(g1), float(g2), float(_chi2.sf(jb, 2)), runs, distinct)
-
-
-def check_noise(noise) -> NoiseCheck:
-    """:class:`NoiseCheck` of ``noise`` (runs × anything), in any units."""
-    m = NoiseMoments()
-    m.add(np.asarray(noise, dtype=float))
-    return m.check()
-
-
 @dataclass(frozen=True)
 class WhiteBoxScores:
     """Per-run scores on the two sides (higher: 'the canary is in'), and what was tested."""
@@ -352,9 +245,8 @@ class WhiteBoxScores:
     # release of both sides' runs: SS is their sum of squares in units of the claimed variance,
     # df their count (χ²(df) at the claimed scale; the χ² scale bound of dpcore.audit.bounds).
     noise_ss: tuple[float, int] | None = None
-    # the same noise's shape and independence, for the audit's own check (dpcore.audit.measured.NoiseCheck):
-    # (coordinates, their power sums 1–4 in units of the claimed scale, each run's first release's hash)
-    noise_moments: tuple[int, np.ndarray, list[bytes]] | None = None
+    # the same noise's statistics, for the audit's own checks (dpcore.audit.noisecheck.NoiseMoments)
+    noise_moments: NoiseMoments | None = None
 
 
 def _unit(p: int) -> np.ndarray:
@@ -379,21 +271,13 @@ def _sampled_scores(y0, y1, clip, sigma, q, rng):
             sampled_step_llr((y1 + clip * b1) / clip, z, q).sum(axis=1))
 
 
-def _noise_moments(sides, sigmas) -> tuple[int, np.ndarray, list[bytes]]:
-    """The power sums of every noise coordinate (units of its claimed scale) and a hash of each run's
-    first release, for the audit's check of the noise's shape and independence."""
-    n, s, hashes = 0, np.zeros(4), []
+def _noise_moments(sides, sigmas) -> NoiseMoments:
+    """The audit's check of the noise it read (:class:`~dpcore.audit.noisecheck.NoiseMoments`): per side
+    a list of (runs, p) arrays, one a release, release j of claimed scale ``sigmas[j]``."""
+    moments = NoiseMoments()
     for draws in sides:
-        for j, (d, sigma) in enumerate(zip(draws, sigmas)):
-            z = np.asarray(d, dtype=float) / float(sigma)
-            flat = z.reshape(-1)
-            z2 = flat * flat
-            n += flat.size
-            s += [flat.sum(), z2.sum(), (z2 * flat).sum(), (z2 * z2).sum()]
-            if j == 0:
-                hashes += [hashlib.blake2b(np.ascontiguousarray(row).tobytes(), digest_size=16).digest()
-                           for row in z.reshape(z.shape[0], -1)]
-    return n, s, hashes
+        moments.add(np.stack([np.asarray(d, dtype=float) / float(s) for d, s in zip(draws, sigmas)], axis=1))
+    return moments
 
 
 def _noise_ss(sides, sigmas) -> tuple[float, int]:
