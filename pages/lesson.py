@@ -9,7 +9,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore import lesson
-from dpcore.audit import verdict_line
 from dpcore.experiments.run import RunSpec
 from dpcore.figures import NOTE, band_figure, privacy_region_figure, tradeoff_figure
 from dpcore.report import LessonStep, lesson_html
@@ -26,6 +25,7 @@ from pages.common import (
     reference_for,
     show_chart,
 )
+from pages.auditview import FOLD, noise_check_line, show_verdict, verdict_text
 from pages.links import restore_from_url, share_link, url_text, write_to_url
 
 enter_view("lesson")
@@ -90,10 +90,23 @@ def audited() -> go.Figure:
     return privacy_region_figure(_step("audit_record"))
 
 
-def audit_line() -> str:
-    rec = _step("audit_record")
+def audit_numbers(rec: dict) -> str:
     return (f"**ε target** {fmt_eps(rec['epsilon_target'])} · **ε certified** {fmt_eps(rec['epsilon_certified'])} · "
-            f"**ε audited** (lower bound) {fmt_eps(rec['epsilon_lower_bound'])}. {verdict_line(rec, explained=False)}")
+            f"**ε audited** (lower bound) {fmt_eps(rec['epsilon_lower_bound'])}.")
+
+
+def audit_line() -> str:
+    """The verdict in the Audit view's words, then the step's numbers (the lesson's file: one paragraph)."""
+    rec = _step("audit_record")
+    return f"{verdict_text(rec, sep=' ')} {audit_numbers(rec)}"
+
+
+def show_audit_line() -> list[str]:
+    """The verdict as the Audit view draws it (one function, pages.auditview.show_verdict), the step's
+    numbers under it; returns the blocks of words shown, for the presenter's height."""
+    rec = _step("audit_record")
+    show_verdict(rec, lambda: st.markdown(audit_numbers(rec)))
+    return [audit_numbers(rec), verdict_text(rec), noise_check_line(rec) or "", FOLD]
 
 
 _RUNS = f"{BASE.dataset}, logistic regression, T = {BASE.iterations}, δ = {BASE.delta:g}"
@@ -224,16 +237,19 @@ c2.progress(step / len(STEPS), text=f"step {step} of {len(STEPS)}")
 write_to_url(list(URL_KEYS))
 st.header(f"{step}. {title}")
 st.markdown(text)
-said = line() if line else ""
-if said:
-    st.markdown(said)
+if view == "audit":  # the verdict box and its fold, as the Audit view draws them
+    said = show_audit_line()
+else:
+    said = [line() if line else ""]
+    if said[0]:
+        st.markdown(said[0])
 figure = chart()
 try_it = f"Try it yourself in the {VIEW_NAMES[view]} view →"
 if PRESENTING:
     # One screen: the chart takes the room the words leave, and the settings and the link share
     # one small line under it (the lecturer's, not the class's: what the class reads is the words
     # and the chart, so they get the screen).
-    words = [text, said, figure.layout.title.text or ""] + [a.text for a in figure.layout.annotations
+    words = [text, *said, figure.layout.title.text or ""] + [a.text for a in figure.layout.annotations
                                                             if a.name == NOTE]  # show_chart writes notes below
     figure.update_layout(height=presenter_height(words, f"Settings: {settings} · {try_it}"))
 show_chart(figure)

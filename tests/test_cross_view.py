@@ -139,7 +139,8 @@ def test_tunes_open_in_explore_runs_the_tuned_release_at_its_own_epsilon_and_del
 
 def test_the_lessons_audit_step_shows_what_the_audit_views_leaking_setup_shows():
     """Step 6 draws the audit the Audit view's "Load a leaking setup" runs (one declaration,
-    pages.common.LEAKING_AUDIT): the same target, certified and audited ε and the same verdict."""
+    pages.common.LEAKING_AUDIT): the same target, certified and audited ε, and the same verdict box drawn
+    by the same function (pages.auditview.show_verdict), word for word."""
     import re
 
     at = _open("lesson.py", lesson_step=6)
@@ -153,8 +154,10 @@ def test_the_lessons_audit_step_shows_what_the_audit_views_leaking_setup_shows()
     shown = dict(re.findall(r"\*\*(ε \w+)\*\*(?: \(lower bound\))? (∞|\d+(?:\.\d+)?)", line))
     assert shown == {"ε target": metrics["ε target"], "ε certified": metrics["ε certified"],
                      "ε audited": metrics["ε audited (white-box, lower bound)"]}, (line, metrics)
-    [verdict] = [e.value for e in audit.error if e.value.startswith("Verdict")]
-    assert line.endswith(verdict.split(". ")[0] + ".")  # the same verdict, word for word
+    [verdict] = [e.value for e in audit.error if "Verdict: **" in e.value]
+    [lesson_verdict] = [e.value for e in at.error if "Verdict: **" in e.value]
+    assert lesson_verdict == verdict  # the same verdict, word for word, in the same colour
+    assert [x.label for x in at.main.expander] == [x.label for x in audit.main.expander]  # and the same fold
 
 
 def _explore_picking(first: str, second: str, R: int = 2) -> tuple[dict, dict]:
