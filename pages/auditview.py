@@ -20,7 +20,7 @@ from pages.charts import plain_markdown
 from pages.formatting import fmt_eps
 
 __all__ = ["FOLD", "JARGON", "finding_words", "headline", "noise_check_line", "noise_checks", "show_verdict",
-           "verdict_parts", "verdict_text"]
+           "show_verdict_box", "show_verdict_details", "verdict_parts", "verdict_text"]
 
 #: the fold's label: above it plain words, below it how the number was got
 FOLD = "How the audit got this number"
@@ -71,6 +71,7 @@ def headline(res: dict[str, Any]) -> str:
         return (f"This mechanism promises no privacy (ε = ∞), so there is nothing to refute; the audit shows "
                 f"{shown}.")
     refuted, once = list(res.get("refuted") or ()), list(res.get("refuted_once") or ())
+    same = cert is not None and abs(target - cert) <= 0.01 * target  # one claim, said once
     if verdict == NOT_MET and "certified" in refuted:
         ref = ((res.get("refutation") or {}).get("claims") or {}).get("certified") or {}
         if res.get("findings") and not lb > cert:
@@ -78,8 +79,10 @@ def headline(res: dict[str, Any]) -> str:
                     f"rules out (below), so the certificate (ε = {fmt_eps(cert)}) does not hold for the noise that "
                     "ran.")
         else:
-            line = (f"Two independent audits both show {shown}, {_how_far(lb, cert)} what the certificate proves "
-                    f"(ε = {fmt_eps(cert)}): the implementation leaks more than its privacy proof allows.")
+            claims = (f"what the target and the certificate claim (ε = {fmt_eps(cert)})" if same else
+                      f"what the certificate proves (ε = {fmt_eps(cert)})")
+            line = (f"Two independent audits both show {shown}, {_how_far(lb, cert)} {claims}: the implementation "
+                    "leaks more than its privacy proof allows.")
         chance = ref.get("chance")
         if chance is not None and chance <= 0:  # a measured fact
             line += " A correct implementation never does this: it is a bug, not bad luck."
@@ -89,7 +92,7 @@ def headline(res: dict[str, Any]) -> str:
         else:
             line += (" Two audits both refute a correct certificate in at most 1 of 1,000 cases: treat it as a "
                      "bug.")
-        if "target" in refuted and target != cert:
+        if "target" in refuted and not same:
             line += f" The target (ε = {fmt_eps(target)}) is not met either."
         return line
     if verdict == NOT_MET:  # the target only
@@ -99,8 +102,8 @@ def headline(res: dict[str, Any]) -> str:
             line += (f" The certificate (ε = {fmt_eps(cert)}) is not refuted: only the first audit went above it, "
                      "and the second did not, which reads as chance.")
         elif cert is not None and cert > target:
-            line += (f" The certificate (ε = {fmt_eps(cert)}) is not refuted: the noise that ran gives the privacy "
-                     "its proof says, far less than the target asked for (the calibration is wrong).")
+            line += (f" The certificate (ε = {fmt_eps(cert)}) is not refuted: the noise is what its proof says, "
+                     "too little for the target.")
         else:
             line += f" The certificate (ε = {fmt_eps(cert)}) is not refuted."
         return line
@@ -114,7 +117,7 @@ def headline(res: dict[str, Any]) -> str:
                        "1 time in 20: nothing is refuted yet.")
     # not refuted: the claim tested is the smaller of the two
     claim = min(v for v in (target, cert) if v is not None)
-    if cert is None or abs(target - cert) <= 0.01 * target:
+    if cert is None or same:
         named = f"ε = {fmt_eps(claim)}"
     else:
         named = f"the {'target' if target < cert else 'certified'} ε = {fmt_eps(claim)}"
@@ -186,11 +189,22 @@ def noise_checks(noise: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def show_verdict(res: dict[str, Any], numbers: Callable[[], None] | None = None) -> None:
-    """The verdict box first (red only for :func:`dpcore.audit.confirmed`: "claim not met"; "refuted once,
-    not confirmed" and "not refuted" in the same neutral colour), then the view's ``numbers`` (the three
-    ε's, which a phone stacks: the sentence must not fall below them), the noise check labelled as one,
-    and the fold with how the audit got its number."""
-    (st.error if confirmed(res) else st.info)(verdict_text(res))
+    """The verdict box first (:func:`show_verdict_box`), then the view's ``numbers`` (the three ε's, which
+    a phone stacks: the sentence must not fall below them) and :func:`show_verdict_details`."""
+    show_verdict_box(res)
+    show_verdict_details(res, numbers)
+
+
+def show_verdict_box(res: dict[str, Any], compact: bool = False) -> None:
+    """The verdict box: red only for :func:`dpcore.audit.confirmed` ("claim not met"); "refuted once, not
+    confirmed" and "not refuted" in the same neutral colour.  ``compact``: its words in one paragraph (a
+    projector's lesson step, where every line counts)."""
+    (st.error if confirmed(res) else st.info)(verdict_text(res, sep=" " if compact else "\n\n"))
+
+
+def show_verdict_details(res: dict[str, Any], numbers: Callable[[], None] | None = None) -> None:
+    """Under the box: the view's ``numbers``, the noise check labelled as one, and the fold with how the
+    audit got its number."""
     if numbers is not None:
         numbers()
     line = noise_check_line(res)

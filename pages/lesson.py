@@ -25,7 +25,7 @@ from pages.common import (
     reference_for,
     show_chart,
 )
-from pages.auditview import FOLD, noise_check_line, show_verdict, verdict_text
+from pages.auditview import FOLD, noise_check_line, show_verdict, show_verdict_box, show_verdict_details, verdict_text
 from pages.links import restore_from_url, share_link, url_text, write_to_url
 
 enter_view("lesson")
@@ -102,11 +102,23 @@ def audit_line() -> str:
 
 
 def show_audit_line() -> list[str]:
-    """The verdict as the Audit view draws it (one function, pages.auditview.show_verdict), the step's
-    numbers under it; returns the blocks of words shown, for the presenter's height."""
+    """The verdict as the Audit view draws it (pages.auditview.show_verdict), the step's numbers under
+    it; returns the blocks of words shown, for the presenter's height.  On a projector only the box
+    (one paragraph) stands above the chart; its numbers and fold follow the settings
+    (:func:`show_audit_details`), so the whole chart fits the screen."""
     rec = _step("audit_record")
+    if PRESENTING:
+        show_verdict_box(rec, compact=True)
+        return [verdict_text(rec, sep=" ")]
     show_verdict(rec, lambda: st.markdown(audit_numbers(rec)))
     return [audit_numbers(rec), verdict_text(rec), noise_check_line(rec) or "", FOLD]
+
+
+def show_audit_details() -> None:
+    """On a projector, under the step's settings: the numbers and the fold the Audit view shows under
+    its verdict box (pages.auditview.show_verdict_details)."""
+    rec = _step("audit_record")
+    show_verdict_details(rec, lambda: st.markdown(audit_numbers(rec)))
 
 
 _RUNS = f"{BASE.dataset}, logistic regression, T = {BASE.iterations}, δ = {BASE.delta:g}"
@@ -150,10 +162,10 @@ STEPS = [
      "are: try a smaller ε, a larger skew or the published calibration in the Distributed view.",
      "distributed", skew, f"WD-DP and plain averaging on 4 clients, skew u = 1, 2, 4, 8, ε = 1, {_RUNS}, 3 repeats",
      None),
-    ("What an audit shows", "Plant a pair of real records, train a thousand times with each and watch every "
-     "noisy step (white-box): the audit bounds ε from below. A published formula with too small a constant "
-     "leaks: the audited ε is far above the target. One audit in twenty refutes even a correct certificate "
-     "by a hair; the Audit view turns red only when a second audit confirms it.", "audit", audited,
+    # one line of words: the verdict box under it says the rest (two audits, which claim), and on a
+    # projector the box, the chart's notes and its settings must fit one 1400 × 900 screen
+    ("What an audit shows", "Watch every noisy step of a thousand trainings: the audit bounds ε from below, and "
+     "too small a constant leaks.", "audit", audited,
      f"white-box audit of DP-GD with the published formula at c = {LEAKING.c:g}, target ε = {LEAKING.epsilon:g}, "
      f"{_RUNS}, {LEAKING_TRIALS:,} trainings a side, seed {LEAKING.seed}", audit_line),
 ]
@@ -255,6 +267,8 @@ if PRESENTING:
 show_chart(figure)
 if PRESENTING:
     st.caption(f"Settings: {settings} · [{try_it}]({try_link(view)})")
+    if view == "audit":
+        show_audit_details()
 else:
     st.caption(f"Settings: {settings}")
     st.markdown(f"[{try_it}]({try_link(view)})")

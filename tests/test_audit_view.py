@@ -169,8 +169,8 @@ def test_the_view_turns_red_for_a_bug_and_says_it_is_one(monkeypatch):
     errors, infos = _verdict_boxes(at)
     assert not infos and len(errors) == 1, (errors, infos)
     box = errors[0]
-    assert box.startswith("Two independent audits both show ε ≥ ") and "times what the certificate proves (ε = 2)" \
-        in box, box
+    assert box.startswith("Two independent audits both show ε ≥ ") and \
+        "times what the target and the certificate claim (ε = 2)" in box, box
     assert re.search(r", (1\.[5-9]|2(\.\d)?) times what", box), box  # its size, as a factor of the claim
     assert "this is a bug, not bad luck" in box, box
     assert "Verdict: **claim not met** (refuted: target, certified)." in box, box
@@ -185,3 +185,24 @@ def test_a_measured_finding_is_said_in_plain_words_above_the_fold():
     assert finding_words("the noise is reused across steps (400 of 400 runs drew one noise vector at two of their "
                          "steps), which the certificate assumes independent") == \
         "the noise is reused across steps, which the certificate assumes independent"
+
+
+def test_a_measured_bug_confirmed_by_two_audits_is_said_first_and_named():
+    """A finding (noise reused across steps) that two audits measured, with an audited ε below the
+    certificate: the first sentence says a bug was measured, the finding follows in plain words, and the
+    box names the verdict; no estimator's term comes before the fold."""
+    from pages.auditview import verdict_text
+
+    finding = ("the noise is reused across steps (400 of 400 runs drew one noise vector at two of their steps), "
+               "which the certificate assumes independent")
+    rec = {"epsilon_lower_bound": 0.8, "epsilon_target": 1.0, "epsilon_certified": 1.0, "verdict": "claim not met",
+           "refuted": ["certified"], "refuted_once": [], "findings": [finding], "trials": 100, "confidence": 0.95,
+           "refutation": {"claims": {"certified": {"claim": 1.0, "by": "a measurement", "size": -0.2, "chance": 0.0,
+                                                   "bug": True}}},
+           "confirmation": {"seed": 2**31, "confirmed": ["certified"]}}
+    text = verdict_text(rec)
+    assert text.startswith("Two independent audits measured a bug"), text
+    assert "A correct implementation never does this: it is a bug, not bad luck." in text, text
+    assert "Measured: the noise is reused across steps, which the certificate assumes independent." in text, text
+    assert text.endswith("Verdict: **claim not met** (refuted: certified)."), text
+    assert not [w for w in JARGON if w in text] and "400 of 400" not in text, text

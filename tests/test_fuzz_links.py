@@ -165,7 +165,8 @@ REVEAL = {
                    # the toggle shows where a tuning is shipped (Adult's; a mechanism that trains at once)
                    "ex_auto_tuned": {"ex_dataset": "adult", "ex_mechanism": "output-gaussian"}},
     "compare.py": {"cmp_clients": {"cmp_mechs": "distributed-wddp"}, "cmp_skew": {"cmp_mechs": "distributed-wddp"}},
-    "audit.py": {"au_c": {"au_cal": "published"}},
+    # the canary box is drawn under black-box only (the view opens white-box)
+    "audit.py": {"au_c": {"au_cal": "published"}, "au_canary": {"au_threat": "black-box"}},
 }
 #: settings a view holds without a control of their own, and the values it can use
 NO_CONTROL = {("compare.py", "cmp_paper"): lambda v: v in ("", *PAPER_PRESETS),  # a seed figure's setting
