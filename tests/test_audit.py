@@ -562,7 +562,7 @@ def test_the_measured_audit_catches_clipping_at_twice_the_declared_norm(monkeypa
     r = _only_the_measured_audit_catches()
     assert r.shift_check["measured"] == pytest.approx(2 * r.shift_check["declared"], rel=1e-9)
     assert any("more than the declared sensitivity" in w for w in r.warnings)
-    assert "the certificate does not apply to the noise that ran" in summary(r.to_dict(scores=False))
+    assert "The certificate does not apply to the noise that ran" in summary(r.to_dict(scores=False))
     assert r.refutation["claims"]["certified"]["bug"]  # a measured fact, not bad luck
 
 
