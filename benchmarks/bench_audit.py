@@ -2,13 +2,23 @@
 
 Run: ``python benchmarks/bench_audit.py [--trials N] [--seeds K] [--dataset ID] [--all]``.
 Prints figures (mean and range over K seeds); asserts nothing.  Goals (the audit issues),
-Breast Cancer logistic regression, δ = 1e-5, mean of ≥ 5 seeds:
+Breast Cancer logistic regression, δ = 1e-5, mean of ≥ 5 seeds.  Run without ``--only`` it prints,
+in one run, the verdict rule's error rates, the measured audits' tightness and the planted bugs:
+
+* ``--only verdicts`` (issue 66; ``bench_verdicts.py``): how often a correct claim is shown refuted,
+  in the Audit view's default, the lesson's leaking setup and the command line's white-box setting,
+  ``--verdict-seeds`` (400) unseen seeds each, every sample printed: 0 expected, ≤ 10⁻³ stated;
 
 * ``--only default`` (issue 56; the default white-box audit, which measures the mechanism): each
   planted bug's verdict at 1,000 runs a side (½σ hidden from the plan, clipping at 2C, sampling at
-  2q: all refuted), and at a correct certificate with a binding clip (C = 0.1) the audited ε over the
+  2q, noise drawn once a run and reused at every step, noise with half the variance along one
+  coordinate: all refuted, with words naming what broke), and at a correct certificate with a binding clip (C = 0.1) the audited ε over the
   truth for DP-GD and DP-SGD, mean and worst of 10 unseen seeds (111–120), ≥ 0.9× mean, beside the
   noise check's; and the clip-10 case, where the data domain's ceiling is far below the certificate;
+
+* ``--only release`` (issue 66; ``bench_audit_release.py``): output-gaussian and objective-gaussian's
+  measured audit over the pair's truth on ``--release-seeds`` (10) unseen seeds (181–190), ≥ 0.95× mean,
+  and their planted bugs (½σ, sensitivity for 2n or 2λ, objective's linear term over 2n), each refuted;
 
 * ``--only ratio`` (the χ² scale bound of the plain white-box audit, ``measure=False``, now reported
   as the noise check, never the audited ε; ≥ 10 seeds): the noise check over the attack's ceiling,
@@ -45,6 +55,10 @@ from dpcore.exceptions import DPCoreError  # noqa: E402
 from dpcore.experiments.run import RunSpec, load_problem  # noqa: E402
 from dpcore.mechanisms import REGISTRY, get_mechanism  # noqa: E402
 from dpcore.optim import BatchRNG  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_audit_release import release_section  # noqa: E402
+from bench_verdicts import verdicts_section  # noqa: E402
 
 TIMED = ("non-private", "output-gaussian", "gradient-dpgd", "gradient-dpsgd")
 
@@ -249,15 +263,28 @@ def main() -> None:
     ap.add_argument("--dataset", default="breast-cancer")
     ap.add_argument("--model", default="logreg")
     ap.add_argument("--all", action="store_true", help="also time and audit every registered mechanism")
-    ap.add_argument("--only", choices=("default", "white-box", "black-box", "one-run", "ratio"),
+    ap.add_argument("--only", choices=("verdicts", "default", "release", "white-box", "black-box", "one-run", "ratio"),
                     help="run one section only")
+    ap.add_argument("--verdict-seeds", type=int, default=400,
+                    help="seeds of each verdict-rate setting (default 400, from seed 1000: unseen)")
+    ap.add_argument("--release-seeds", type=int, default=10,
+                    help="seeds of output and objective perturbation's tightness rows (default 10, from 181)")
     ap.add_argument("--mechanisms", help="comma-separated white-box mechanisms (default: the four of the goals)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, load {_load()}; dataset {args.dataset}, model {args.model}, "
           f"δ = 1e-5, T = 100, α = 0.05; each row: mean [min, max] over seeds 0..{args.seeds - 1}")
+    if args.only in (None, "verdicts"):
+        verdicts_section(args.verdict_seeds)
+        if args.only == "verdicts":
+            return
     if args.only in (None, "default"):
         default_section(args)
         if args.only == "default":
+            return
+    if args.only in (None, "release"):
+        release_section(argparse.Namespace(trials=args.trials, seeds=args.release_seeds, dataset=args.dataset,
+                                           model=args.model))
+        if args.only == "release":
             return
     if args.only in (None, "ratio"):
         ratio_section(args)

@@ -100,6 +100,18 @@ def run_setting(name: str, seeds: range) -> dict:
     return out
 
 
+def verdicts_section(seeds: int = 400, first: int = 1000, only=None) -> list[dict]:
+    """Every setting (or those in ``only``) on ``seeds`` seeds from ``first``, every sample and the table
+    printed (also what ``bench_audit.py`` prints in its one run)."""
+    rows = [run_setting(name, range(first, first + seeds)) for name in (only or SETTINGS)]
+    print(f"\n{'setting':10s} {'audits':>6s} {'first refuted':>14s} {'shown refuted':>14s} {'95% upper':>10s}  goal")
+    for r in rows:
+        print(f"{r['setting']:10s} {r['audits']:6d} {r['first_refuted']:14d} {r['shown_refuted']:14d} "
+              f"{r['upper95']:10.2g}  ≤ 1e-3 stated; {'met' if r['shown_refuted'] == 0 and not r['failed'] else 'see rows'}")
+    print(f"load at the end: {_load()}")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=400)
@@ -107,12 +119,7 @@ def main() -> None:
     ap.add_argument("--only", choices=tuple(SETTINGS), action="append")
     args = ap.parse_args()
     print(f"load at the start: {_load()}; {os.cpu_count()} CPUs")
-    rows = [run_setting(name, range(args.first, args.first + args.seeds)) for name in (args.only or SETTINGS)]
-    print(f"\n{'setting':10s} {'audits':>6s} {'first refuted':>14s} {'shown refuted':>14s} {'95% upper':>10s}  goal")
-    for r in rows:
-        print(f"{r['setting']:10s} {r['audits']:6d} {r['first_refuted']:14d} {r['shown_refuted']:14d} "
-              f"{r['upper95']:10.2g}  ≤ 1e-3 stated; {'met' if r['shown_refuted'] == 0 and not r['failed'] else 'see rows'}")
-    print(f"load at the end: {_load()}")
+    verdicts_section(args.seeds, args.first, args.only)
 
 
 if __name__ == "__main__":

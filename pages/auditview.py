@@ -220,12 +220,24 @@ def _details(res: dict[str, Any]) -> None:
     st.markdown(f"**In the audit's own terms.** {verdict_line(res)}")
     ceiling = res.get("epsilon_attack_ceiling")
     if ceiling is not None and res["epsilon_certified"] is not None and ceiling < 0.99 * res["epsilon_certified"]:
-        st.metric("the attack's own ceiling (ε of the releases it sees)", fmt_eps(ceiling))
-        st.caption(
-            f"The attack sees only the Gaussian part of the noise, whose own ε is {fmt_eps(ceiling)}: no test "
-            "on these releases can show more, however many runs. The rest of the certified "
-            f"ε = {fmt_eps(res['epsilon_certified'])} is what the proof pays for the other terms (the "
-            "Jacobian of objective perturbation), the proof's slack and not the attack's weakness.")
+        measured = any(e["name"] == "measured" for e in res["estimates"])
+        st.metric("the pair's own ε (what these records can show)" if measured
+                  else "the attack's own ceiling (ε of the releases it sees)", fmt_eps(ceiling))
+        shift = res.get("shift_check") or {}
+        if measured and shift.get("declared"):
+            st.caption(
+                f"The two records this audit trains on move the release by {shift['measured'] / shift['declared']:.2f} "
+                f"of the declared sensitivity; that pair's own ε under the noise that ran is {fmt_eps(ceiling)}: "
+                "no test on these two records can show more, however many runs. The rest of the certified "
+                f"ε = {fmt_eps(res['epsilon_certified'])} pays for the proof's worst case (a shift this pair "
+                "does not make; for objective perturbation also its Jacobian term), the proof's slack and not "
+                "the attack's weakness.")
+        else:
+            st.caption(
+                f"The attack sees only the Gaussian part of the noise, whose own ε is {fmt_eps(ceiling)}: no test "
+                "on these releases can show more, however many runs. The rest of the certified "
+                f"ε = {fmt_eps(res['epsilon_certified'])} is what the proof pays for the other terms (the "
+                "Jacobian of objective perturbation), the proof's slack and not the attack's weakness.")
     rows = [{"estimator": e["name"], "ε ≥": fmt_eps(e["epsilon"]), "α": f"{e['alpha']:.3g}",
              "in the audited ε": "yes" if e["headline"] else "no (labelled only)",
              "from": e["detail"], "assumes": e["assumption"]} for e in res["estimates"]]

@@ -206,3 +206,23 @@ def test_a_measured_bug_confirmed_by_two_audits_is_said_first_and_named():
     assert "Measured: the noise is reused across steps, which the certificate assumes independent." in text, text
     assert text.endswith("Verdict: **claim not met** (refuted: certified)."), text
     assert not [w for w in JARGON if w in text] and "400 of 400" not in text, text
+
+
+def test_output_perturbation_is_audited_on_real_records_and_says_what_the_pair_can_show():
+    """Output perturbation's white-box audit measures a pair of records (measured_release): the view
+    names that pair's own ε (below the certificate: no pair of unit records reaches Δ_T), not 'the
+    Gaussian part of the noise' of the plain audit, and the number is the result's ceiling."""
+    at = _view()
+    at.selectbox(key="au_mechanism").set_value("output-gaussian").run()
+    at.session_state["au_seed"] = 5
+    at.button(key="au_run").click().run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert "the pair's own ε (what these records can show)" in metrics, metrics
+    assert "the attack's own ceiling (ε of the releases it sees)" not in metrics
+    below = _words(at, folded=True)
+    share = re.search(r"The two records this audit trains on move the release by (0\.\d\d) of the declared "
+                      r"sensitivity; that pair's own ε under the noise that ran is", below)
+    assert share and 0.3 < float(share.group(1)) < 1.0, below
+    assert "Gaussian part of the noise" not in below
+    _no_jargon_above_the_fold(at)

@@ -46,7 +46,7 @@ LAYERS = [
     ("audit: estimators", ["dpcore.audit.bounds", "dpcore.audit.canaries", "dpcore.audit.noisecheck"]),
     ("audit: tests", ["dpcore.audit.membership", "dpcore.audit.whitebox", "dpcore.audit.one_run", "dpcore.audit.evidence",
                       "dpcore.audit.verdicts"]),
-    ("audit: strategies", ["dpcore.audit.threats", "dpcore.audit.measured"]),
+    ("audit: strategies", ["dpcore.audit.threats", "dpcore.audit.measured", "dpcore.audit.measured_release"]),
     ("audit", ["dpcore.audit.core", "dpcore.audit"]),
     # the lesson's steps: studies and the audit, computed ahead by "Prepare for class"
     ("lesson", ["dpcore.lesson"]),

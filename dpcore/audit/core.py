@@ -64,6 +64,7 @@ from .membership import (
     verdict,
 )
 from .measured import Measured
+from .measured_release import MeasuredRelease, release_measurable
 from .verdicts import CONFIRMED_FALSE_RATE, confirmation_alpha, confirmation_seed, confirmed_result
 from .threats import threat_strategy
 
@@ -450,13 +451,20 @@ def audit(config: RunSpec, trials: int, alpha: float = 0.05, canary: str = "auto
 
 def _attack(strategy, measure: bool, mechanism, problem, model, config, canary, canary_label, score):
     """The threat's strategy; white-box audits of noisy-gradient mechanisms measure the mechanism
-    (:class:`~dpcore.audit.measured.Measured`) wherever its releases allow (``measure=False``: the
-    plain white-box audit at the declared sensitivity)."""
+    (:class:`~dpcore.audit.measured.Measured`) wherever its releases allow, and so do those of
+    output-gaussian and objective-gaussian (:class:`~dpcore.audit.measured_release.MeasuredRelease`)
+    (``measure=False``: the plain white-box audit at the declared sensitivity)."""
     if strategy.threat == "white-box" and measure and mechanism.family == "gradient" and mechanism.private:
         try:
             return Measured(mechanism, problem, model, config, canary, canary_label, score)
         except ParameterError:
             pass  # a federation, a step that is not θ − η·release: the plain white-box audit
+    # output-gaussian and objective-gaussian: the measured release audit (end_to_end keeps its own refusal)
+    if strategy is threat_strategy("white-box", False) and measure and release_measurable(mechanism, model):
+        try:
+            return MeasuredRelease(mechanism, problem, model, config, canary, canary_label, score)
+        except ParameterError:
+            pass  # not one measurable release: the plain white-box audit
     return strategy(mechanism, problem, model, config, canary, canary_label, score)
 
 
