@@ -17,9 +17,40 @@ listed), is computed again with the code as it is, and must agree with the store
   :data:`ACCURACY_FLIPS`), with the means, spreads and intervals of R runs to what R runs within it
   allow (:func:`_aggregate_factor`);
 * runs whose last bits are chaotic (:func:`_chaotic`: the float32 MLP, gradient steps on released
-  records, diverged runs) by their repeats: the mean within a bound from the repeats' spread, and the
-  spread itself (:func:`_runs_agree`);
+  records, diverged runs) by their repeats, through an equivalence test with a margin per quantity (below);
 * everything else (the configuration, training rows, seeds, choices, refusals) exactly.
+
+**Chaotic runs: an equivalence test** (:func:`_runs_equivalent`, :func:`_tost`).  A chaotic quantity's
+stored and computed means must be *shown* to differ by less than its margin (:func:`_margin`): 1 point for
+an accuracy (:data:`ACCURACY_MARGIN` = 0.01), 0.01 loss units for the gap, L* and an RMSE
+(:data:`LOSS_MARGIN`; 1 % of the stored mean above a loss of 1, where the noise overwhelms a run), never
+below the quantity's own per-run tolerance (ACCURACY_FLIPS test points, FLOAT32_RTOL).  Two one-sided tests
+at 95 % (:data:`EQUIVALENCE_LEVEL`): the 90 % confidence interval of the mean difference lies inside
+± the margin.  A preset table records each run's seed (``run_seed``), so each computed run is compared with
+the stored run of its seed, and the interval is that of the paired differences (their mean ± t₀.₉₅,R−1·s/√R):
+0 wide when the runs are bit-identical, the test then exact.  Runs whose seeds do not match are compared as
+fresh draws (Welch's interval: 5 runs spread like input-Kang's, s ≈ 0.17, could then never pass: a file must
+record its seeds).  A summary of R runs (a tuning's or Compare's row: no runs stored) agrees when each number
+is within its per-run tolerance, or else by the test with the worst spread two summaries allow (s₁ + s₂).
+Its two error rates, for normally distributed paired differences of spread σ (5 runs; by simulation in
+:func:`test_the_equivalence_rules_error_rates`):
+
+* **it passes a shift it should not**: a mean moved by the margin passes at most 5 % of the time (the level,
+  by construction); moved by 2 margins (2 points of accuracy) at most 0.2 % (≤ 1 % with 2 runs) whatever σ,
+  and never when σ = 0 (the runs moved together, as a change of the code or the file moves them);
+* **it fails a true reproduction** (true difference 0): never at σ = 0 (runs bit-identical, or every run
+  moved by the same amount within the margin), at most 5 % while σ ≤ margin/2 (≈ 0 at σ = margin/4), 71 %
+  at σ = margin: how often depends on σ, which is why runs are paired.  Observed on three kernels (native
+  AVX-512, Prescott, Haswell) for the bundles recomputed here: accuracies identical or one test point
+  apart (1e-4: 0.01 margins), gaps within 3e-6 relative.  Not so for input-DBDP at ε ≤ 1 on Bank, Adult and
+  KDD Cup (002-fig1): its runs are redrawn by another kernel (a seed's accuracy up to 68 points apart), 5
+  runs cannot show such a mean within a point, and the rule fails them on any kernel but the one that
+  shipped them (:data:`CHAOTIC_BUNDLES`).
+
+A preset file's cheapest bundle is never chaotic, so one bundle of each kind of chaos is computed too
+(:data:`CHAOTIC_BUNDLES`: the MLP, input-Kang's and input-DBDP's released records; the MLP's training runs
+in ``slow`` tests, with a default twin of 2 runs: :data:`MLP_TWIN`), and the checks of the check move a
+chaotic accuracy by 2 points in a copy of the file and see the check fail.
 
 One function, :func:`assert_reproduced`, applies it to every kind of shipped row (a preset table's,
 Compare's classroom rows, a tuning's searched and released-record rows and candidates).
@@ -39,7 +70,7 @@ A bundle whose estimate times its clients exceeds :data:`LIMIT` is passed over f
 it (004-m8, 004-m16 and 004-fig1 check their DP-GD reference, the same runs in each).  A tuning file's
 released-record rows (input perturbation choosing its settings on its own releases: about a minute a row
 on Adult) are also checked by what their cheapest row certifies, from its noise plan, without training.
-The module's recomputations take about half a minute on 2 busy cores, and it passes on other BLAS
+The module's recomputations take about a minute on 2 busy cores, and it passes on other BLAS
 kernels (``OPENBLAS_CORETYPE=Prescott`` or ``Haswell``, ``NPY_DISABLE_CPU_FEATURES``: SPEC §9).
 """
 
@@ -170,11 +201,23 @@ LOSS_FLOOR = 1e-3
 #: a run (accuracy ± k/n_test; validation accuracies ± k/n_validation); a third is a finding.
 ACCURACY_FLIPS = 2
 
-#: Runs whose last bits are chaotic (:func:`_chaotic`) are judged by their repeats: the mean over R runs
-#: within t·√((s₁² + s₂²)/R) of the stored mean (Welch; t the two-sided 99.9 % Student quantile at R − 1
-#: degrees of freedom, as if the runs were drawn afresh), and the spread within the two-sided 99.9 %
-#: F quantile (no run's noise removed); the per-run tolerance of the quantity is always allowed on top.
-CHAOTIC_CONFIDENCE = 0.999
+#: Runs whose last bits are chaotic (:func:`_chaotic`) are judged by their repeats, by an equivalence test
+#: (two one-sided tests, TOST; Schuirmann 1987): the stored and the computed means must be shown to differ
+#: by less than the quantity's margin (:func:`_margin`) at this level, i.e. the 90 % confidence interval
+#: of the mean difference lies inside ± the margin (:func:`_tost`).  Where the stored and computed runs
+#: used the same seeds (a table's ``run_seed``, matched run by run) the interval is the paired
+#: differences' (:func:`_runs_equivalent`); otherwise Welch's, as if the runs were drawn afresh.
+EQUIVALENCE_LEVEL = 0.95
+#: the margin of an accuracy (the test split's, the validation split's): 1 point.  Never below the
+#: quantity's own per-run tolerance (ACCURACY_FLIPS test points: 6.7 points on Iris's 30, 1 point at
+#: n_test = 200, 0.02 points on Adult's 9045).
+ACCURACY_MARGIN = 0.01
+#: the margin of a loss-based result (the gap L(θ) − L*, L*, an RMSE), in loss units: 0.01 (1.4 % of
+#: the trivial model's logistic loss log 2; an RMSE on labels scaled to [−1, 1]), and 1 % of the stored
+#: mean above a loss of 1 (a run the noise overwhelms: gaps of 10³–10⁸ compared to 1 % of themselves)
+LOSS_MARGIN = 0.01
+#: a configuration's runs whose divergence differs (the flag, a value that is not finite): at most one
+DIVERGED_FLIPS = 1
 #: float32 runs (the MLP's forward pass in float32): the per-run floor under the statistical rule,
 #: relative to the losses: ≈ 1700 float32 roundings (u₃₂ = 6e-8); observed: 4e-7 (an MLP's gaps on Bank,
 #: SkylakeX against Prescott kernels)
@@ -310,32 +353,117 @@ def _chaotic(rows: list[dict], scope: Scope) -> bool:
     return False
 
 
-def _summaries_agree(mean_s: float, std_s: float, mean_f: float, std_f: float, repeats: int,
-                     floor: float) -> tuple[bool, float]:
-    """The statistical rule of SPEC §9 from R runs' means and sample standard deviations: the means within
-    t·√((s₁² + s₂²)/R) + floor (Welch, t at CHAOTIC_CONFIDENCE two-sided, R − 1 degrees of freedom), the
-    variances within the F quantile of each other (unless both spreads are within the floor).  Returns
-    whether they agree and the bound on the means."""
-    if repeats < 2:
-        return abs(mean_s - mean_f) <= floor, floor
-    tail = (1.0 + CHAOTIC_CONFIDENCE) / 2
-    bound = float(stats.t.ppf(tail, repeats - 1)) * math.sqrt((std_s**2 + std_f**2) / repeats) + floor
-    ratio = float(stats.f.ppf(tail, repeats - 1, repeats - 1))
-    spread_ok = max(std_s, std_f) <= 2 * floor or min(std_s, std_f) ** 2 * ratio >= max(std_s, std_f) ** 2
-    return abs(mean_s - mean_f) <= bound and spread_ok, bound
+def _margin(key: str, stored_mean: float, per_run: float) -> float:
+    """The equivalence margin of a chaotic quantity: ACCURACY_MARGIN for an accuracy, LOSS_MARGIN (relative
+    above a loss of 1) for a loss-based result; never below ``per_run``, what rounding alone may move one
+    run by (§9.2: ACCURACY_FLIPS test points, FLOAT32_RTOL of the losses)."""
+    quantity, _ = _base(key)
+    if quantity in ACCURACIES or quantity in VALIDATION_ACCURACIES:
+        margin = ACCURACY_MARGIN
+    elif quantity in LOSSES:
+        margin = LOSS_MARGIN * max(1.0, abs(stored_mean)) if math.isfinite(stored_mean) else LOSS_MARGIN
+    else:
+        raise KeyError(f"{key}: a chaotic quantity without an equivalence margin (add one: SPEC §9.3)")
+    return max(margin, per_run)
 
 
-def _runs_agree(stored: list[float], fresh: list[float], floor: float) -> tuple[bool, float]:
-    """:func:`_summaries_agree` on one quantity's R runs, stored and computed; runs that are not finite
-    (diverged) count by their number, which may differ by one."""
+def _tost(diff: float, se: float, df: float, margin: float) -> tuple[bool, float, float]:
+    """Two one-sided tests at EQUIVALENCE_LEVEL: whether the mean difference ``diff`` (standard error ``se``
+    on ``df`` degrees of freedom) is shown to lie within ± ``margin``, i.e. its (2·level − 1) confidence
+    interval [lo, hi] (90 % at 95 %) lies inside; with a standard error of 0 (runs differing by the same
+    amount, bit-identical runs, a single pair) the interval is the difference itself.  Returns the verdict
+    and the interval."""
+    half = float(stats.t.ppf(EQUIVALENCE_LEVEL, df)) * se if se > 0 and df > 0 else 0.0
+    lo, hi = diff - half, diff + half
+    return bool(-margin <= lo and hi <= margin), lo, hi
+
+
+def _paired(seeds_s: list, seeds_f: list) -> list[int] | None:
+    """For each stored run, the index of the computed run of the same seed; ``None`` when the two sides do
+    not name the same seeds, each once (the runs are then not pairs: they are compared as fresh draws)."""
+    if (not seeds_s or any(not isinstance(x, (int, float)) or isinstance(x, bool) for x in seeds_s + seeds_f)
+            or len(set(seeds_s)) != len(seeds_s) or sorted(seeds_s) != sorted(seeds_f)):
+        return None
+    where = {seed: i for i, seed in enumerate(seeds_f)}
+    return [where[seed] for seed in seeds_s]
+
+
+def _runs_equivalent(stored: list[float], fresh: list[float], seeds_s: list, seeds_f: list,
+                     margin: float) -> tuple[bool, str]:
+    """One chaotic quantity's R runs, stored and computed, by :func:`_tost` (SPEC §9.3).  Paired when both
+    sides name the same seeds (:func:`_paired`): the mean and spread of the differences run by run (0 where
+    the runs are bit-identical, and then the test is exact); else unpaired (Welch: the two means' standard
+    errors and the Welch–Satterthwaite degrees of freedom).  Runs that are not finite (diverged) are left
+    out, and may differ from the other side on DIVERGED_FLIPS runs.  Returns the verdict and what it saw."""
     s, f = np.asarray(stored, dtype=float), np.asarray(fresh, dtype=float)
-    s, f, lost = s[np.isfinite(s)], f[np.isfinite(f)], abs(int(np.isfinite(s).sum()) - int(np.isfinite(f).sum()))
-    if lost > 1:
-        return False, math.nan
-    if s.size == 0 or f.size == 0:
-        return s.size == f.size or lost <= 1, math.nan
-    return _summaries_agree(float(s.mean()), float(s.std(ddof=1)) if s.size > 1 else 0.0,
-                            float(f.mean()), float(f.std(ddof=1)) if f.size > 1 else 0.0, min(s.size, f.size), floor)
+    pairs = _paired(seeds_s, seeds_f)
+    if pairs is not None:
+        f = f[pairs]
+        both = np.isfinite(s) & np.isfinite(f)
+        lost = int(np.sum(np.isfinite(s) != np.isfinite(f)))
+        d = f[both] - s[both]
+        n = int(d.size)
+        diff = float(d.mean()) if n else 0.0
+        se = float(d.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+        df = float(n - 1)
+        how = f"paired by seed, {n} runs"
+        s_mean, f_mean = (float(s[both].mean()), float(f[both].mean())) if n else (math.nan, math.nan)
+    else:
+        s, f = s[np.isfinite(s)], f[np.isfinite(f)]
+        lost = abs(int(s.size) - int(f.size))
+        n = min(int(s.size), int(f.size))
+        s_mean, f_mean = (float(s.mean()), float(f.mean())) if n else (math.nan, math.nan)
+        diff = f_mean - s_mean if n else 0.0
+        a = float(s.var(ddof=1)) / s.size if s.size > 1 else 0.0
+        b = float(f.var(ddof=1)) / f.size if f.size > 1 else 0.0
+        se = math.sqrt(a + b)
+        df = ((a + b) ** 2 / ((a * a / (s.size - 1) if a else 0.0) + (b * b / (f.size - 1) if b else 0.0))
+              if a + b > 0 else 0.0)
+        how = f"unpaired (seeds not matched), {int(s.size)} and {int(f.size)} runs"
+    if lost > DIVERGED_FLIPS:
+        return False, f"{how}: {lost} runs finite on one side only (at most {DIVERGED_FLIPS})"
+    if n == 0:
+        return True, f"{how}: no run finite on both sides"
+    ok, lo, hi = _tost(diff, se, df, margin)
+    return ok, (f"{how}: stored mean {s_mean!r}, computed {f_mean!r}; the {2 * EQUIVALENCE_LEVEL - 1:.0%} interval "
+                f"of the difference [{lo:.3g}, {hi:.3g}] is {'inside' if ok else 'not inside'} the margin ± {margin:.3g}")
+
+
+def _summaries_equivalent(old: dict, new: dict, keys: tuple[str, str, str | None], repeats: int,
+                          scope: Scope) -> tuple[bool, str]:
+    """A chaotic configuration's summary of R runs (a tuning's or Compare's row: mean, standard deviation,
+    interval; its runs are not stored).  The runs used the same seeds (the command's), but two summaries do
+    not tell the spread of the runs' differences: only that it is at most s₁ + s₂ (the triangle
+    inequality).  So the summary agrees (1) when each of its numbers is within its per-run tolerance (§9.2:
+    the runs reproduced to their last bits, as on the three kernels tried), or else (2) when :func:`_tost`
+    shows the means equivalent with that worst-case spread, and the spread and the interval are within
+    what runs each moved by the margin allow (:func:`_aggregate_factor`)."""
+    mean_key, std_key, ci_key = keys
+    mine = [k for k in keys if k and k in old]
+
+    def within_rounding(key: str) -> bool:
+        a, b = old[key], new.get(key, _ABSENT)
+        pairs = list(zip(a, b)) if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) else [(a, b)]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for pair in pairs for v in pair)
+        return all(_same_value(x, y, tolerance(key, x, y, old, scope) if numeric else 0.0) for x, y in pairs)
+
+    if all(within_rounding(k) for k in mine):
+        return True, "reproduced within its per-run tolerance"
+    mean_s, mean_f = old[mean_key], new.get(mean_key)
+    std_s, std_f = old.get(std_key) or 0.0, new.get(std_key) or 0.0
+    if not (isinstance(mean_s, float) and isinstance(mean_f, float) and math.isfinite(mean_s) and math.isfinite(mean_f)):
+        return False, f"stored {mean_s!r}, computed {mean_f!r}"
+    margin = _margin(mean_key, mean_s, tolerance(mean_key, mean_s, mean_f, old, scope))
+    se = (std_s + std_f) / math.sqrt(repeats) if repeats > 1 else 0.0
+    ok, lo, hi = _tost(mean_f - mean_s, se, repeats - 1, margin)
+    ok = ok and abs(std_s - std_f) <= margin * _aggregate_factor("std", repeats)
+    if ci_key and isinstance(old.get(ci_key), list) and isinstance(new.get(ci_key), list):
+        ok = ok and all(abs(a - b) <= margin * _aggregate_factor("ci", repeats)
+                        for a, b in zip(old[ci_key], new[ci_key]))
+    return ok, (f"stored {mean_s!r} ± {std_s!r}, computed {mean_f!r} ± {std_f!r}, not within the per-run "
+                f"tolerance; with the worst-case spread of paired differences (s₁ + s₂) the "
+                f"{2 * EQUIVALENCE_LEVEL - 1:.0%} interval of the difference is [{lo:.3g}, {hi:.3g}], margin "
+                f"± {margin:.3g}")
 
 
 def _safe_side(row: dict, where: str) -> list[str]:
@@ -398,53 +526,53 @@ def assert_reproduced(stored: list[dict], fresh: list[dict], where: str, scope: 
 
 def _judge_by_repeats(olds: list[dict], news: list[dict], members: list[int], scope: Scope, where: str,
                       problems: list[str]) -> set[str]:
-    """The statistical rule for one configuration's chaotic quantities (none: the configuration is not
-    chaotic); returns the keys it judged, which the exact and tolerance checks then leave alone."""
+    """The equivalence rule (SPEC §9.3) for one configuration's chaotic quantities (none: the configuration
+    is not chaotic); returns the keys it judged, which the exact and tolerance checks then leave alone."""
     judged: set[str] = set()
     chaotic = _chaotic(olds + news, scope)
     if "run" in olds[0]:  # a table's runs, one row each
         if not chaotic:
             return judged
+        seeds_s, seeds_f = [r.get("run_seed") for r in olds], [r.get("run_seed") for r in news]
         for key in PER_RUN:
             if key not in olds[0]:
                 continue
             judged.add(key)
-            if key == "diverged":
-                s, f = [float(r.get(key) is True) for r in olds], [float(r.get(key) is True) for r in news]
-                floor = 1.0 / len(s)  # one run may diverge on one machine and not on another
-            else:
-                s = [r[key] if isinstance(r.get(key), float) else math.nan for r in olds]
-                f = [r.get(key) if isinstance(r.get(key), float) else math.nan for r in news]
-                floor = max((tolerance(key, a, b, r, scope) for a, b, r in zip(s, f, olds)
-                             if math.isfinite(a) and math.isfinite(b)), default=0.0)
+            if key == "diverged":  # a flag: one run may diverge on one machine and not on another
+                s, f = [r.get(key) is True for r in olds], [r.get(key) is True for r in news]
+                pairs = _paired(seeds_s, seeds_f)
+                flips = (sum(a != f[j] for a, j in zip(s, pairs)) if pairs is not None else abs(sum(s) - sum(f)))
+                if flips > DIVERGED_FLIPS:
+                    problems.append(f"{where}: diverged of rows {members[0]}–{members[-1]} (a chaotic configuration): "
+                                    f"{flips} runs diverged on one side only (at most {DIVERGED_FLIPS})")
+                continue
+            s = [r[key] if isinstance(r.get(key), float) else math.nan for r in olds]
+            f = [r.get(key) if isinstance(r.get(key), float) else math.nan for r in news]
             if all(math.isnan(v) for v in s + f):
                 continue
-            ok, bound = _runs_agree(s, f, floor)
+            per_run = max((tolerance(key, a, b, r, scope) for a, b, r in zip(s, f, olds)
+                           if math.isfinite(a) and math.isfinite(b)), default=0.0)
+            finite = [v for v in s if math.isfinite(v)]
+            margin = _margin(key, float(np.mean(finite)) if finite else 0.0, per_run)
+            ok, detail = _runs_equivalent(s, f, seeds_s, seeds_f, margin)
             if not ok:
                 problems.append(f"{where}: {key} of rows {members[0]}–{members[-1]} (a chaotic configuration, "
-                                f"judged by its {len(s)} runs): stored mean {np.nanmean(s)!r}, computed "
-                                f"{np.nanmean(f)!r}, allowed {bound!r}")
+                                f"judged by its {len(s)} runs' equivalence) {detail}")
         return judged
     old, new = olds[0], news[0]
     repeats = int(old.get("repeats") or scope.repeats)
     chosen_on_release = old.get("setting") == {"tune_on_release": True}
-    for mean_key, std_key, ci_key in SUMMARIES:
+    for keys in SUMMARIES:
+        mean_key, std_key, ci_key = keys
         if mean_key not in old:
             continue
         # the runs of a chaotic configuration; a released-record tuning's runs after its float32 choices
         if not (chaotic or (chosen_on_release and not mean_key.startswith("untuned_"))):
             continue
         judged |= {mean_key, std_key} | ({ci_key} if ci_key else set())
-        mean_f = new.get(mean_key) if isinstance(new.get(mean_key), float) else math.nan
-        floor = tolerance(mean_key, old[mean_key], mean_f, old, scope)
-        std_s, std_f = old.get(std_key) or 0.0, new.get(std_key) or 0.0
-        ok, bound = _summaries_agree(old[mean_key], std_s, mean_f, std_f, repeats, floor)
-        if ok and ci_key and isinstance(old.get(ci_key), list) and isinstance(new.get(ci_key), list):
-            half = float(stats.t.ppf(0.975, repeats - 1)) / math.sqrt(repeats) if repeats > 1 else 0.0
-            ok = all(abs(a - b) <= bound + half * abs(std_s - std_f) for a, b in zip(old[ci_key], new[ci_key]))
+        ok, detail = _summaries_equivalent(old, new, keys, repeats, scope)
         if not ok:
-            problems.append(f"{where}: {mean_key} (judged by its {repeats} runs' mean and spread): stored "
-                            f"{old[mean_key]!r} ± {std_s!r}, computed {mean_f!r} ± {std_f!r}, allowed {bound!r}")
+            problems.append(f"{where}: {mean_key} (a chaotic configuration's summary of {repeats} runs): {detail}")
     if chosen_on_release:
         judged |= {"chosen", "guess_chosen"}
         flips = sum(a != b for a, b in zip(old.get("chosen", []), new.get("chosen", [])))
@@ -598,10 +726,12 @@ def _check_rows(stored: pd.DataFrame, fresh: pd.DataFrame, where: str, scope: Sc
     assert_reproduced(_typed(stored), _typed(fresh), where, scope)
 
 
-def _check_preset_file(stem: str, folder: Path = RESULTS_DIR) -> None:
+def _check_preset_file(stem: str, folder: Path = RESULTS_DIR, pick=_chosen) -> None:
+    """``stem``'s bundle chosen by ``pick(tasks)`` (the cheapest: :func:`_chosen`) computed again and held
+    to the contract."""
     record = _record(stem, folder)
     tasks, stored_keys = _tasks(record)
-    group = _chosen(tasks)
+    group = pick(tasks)
     _, grids = _computed(tuple(t.config for t in group))
     fresh = _fresh_table(group, stored_keys)
     c = group[0].config
@@ -625,13 +755,13 @@ def test_a_shipped_preset_row_is_this_codes(stem):
     _check_preset_file(stem)
 
 
-def _copy_with(tmp_path: Path, stem: str, change) -> Path:
-    """``stem``'s files copied into ``tmp_path``, its table changed by ``change(table, rows of the chosen
-    bundle, the bundle's scope)``."""
+def _copy_with(tmp_path: Path, stem: str, change, pick=_chosen) -> Path:
+    """``stem``'s files copied into ``tmp_path``, its table changed by ``change(table, rows of the bundle
+    ``pick`` chooses (its first configuration's), the bundle's scope)``."""
     for ext in ("csv", "json"):
         shutil.copy(RESULTS_DIR / f"{stem}.{ext}", tmp_path / f"{stem}.{ext}")
     tasks, stored_keys = _tasks(_record(stem))
-    group = _chosen(tasks)
+    group = pick(tasks)
     _, grids = _computed(tuple(t.config for t in group))
     table = pd.read_csv(tmp_path / f"{stem}.csv", dtype=str, keep_default_na=False)
     mine = table.index[table["task"] == stored_keys[group[0].key]]
@@ -697,32 +827,194 @@ def test_check_of_the_check_a_stored_number_moved_within_its_tolerance_passes(tm
     _check_preset_file(stem, _copy_with(tmp_path, stem, within))
 
 
-def test_check_of_the_check_a_chaotic_configuration_is_judged_by_its_repeats():
-    """A chaotic configuration (here 001-fig4's computed rows, relabelled as runs of input-Kang, which
-    trains on its released records) passes with its runs in another order (the same mean and spread:
-    no run is its stored self), and fails with its mean moved beyond what its spread explains, or its
-    spread gone (its noise removed)."""
-    tasks, stored_keys = _tasks(_record("001-fig4"))
-    group = _chosen(tasks)
+# --------------------------------------------------------------------- chaotic bundles (SPEC §9.3)
+#
+# Each file's cheapest bundle (above) is never a chaotic one: the MLP and the mechanisms trained on their
+# released records cost more than the file's convex float64 runs.  So one bundle of each kind of chaos is
+# computed again here, chosen among the shipped files as the cheapest one measured (not estimated: the MLP's
+# exact reference, minutes of multi-start L-BFGS, is shipped for Adult only, so Bank's MLP bundles, the
+# cheapest by the work estimate, take 1–2.5 minutes) and, among equally cheap ones, on the data with the
+# most test points (Bank's 8238: an accuracy's margin is then its 1 point, not ACCURACY_FLIPS test points:
+# Iris's 30 would allow 6.7 points).  Seconds on 2 busy cores, native / Prescott / Haswell kernels.
+
+#: kind → (file, dataset, model, mechanism, ε of one configuration of the bundle)
+CHAOTIC_BUNDLES = {
+    # the MLP's non-private runs: its exact reference (shipped), evaluated in float32 (1.5 / 1.9 / 2.3 s)
+    "mlp": ("001-fig2", "adult", "mlp", "non-private", 1.0),
+    # gradient steps on released records (5–9 / 5.1 / 4.6 s); ε = 0.25, the least noise of the equally
+    # cheap ε's: losses of 0.18–0.63, not the 10⁸ of a run the noise overwhelms (ε = 0.01)
+    "input-kang": ("001-fig2", "bank", "logreg", "input-kang", 0.25),
+    # the same on input-DBDP's releases, at ε = 7 (3.0 s).  Not at ε ≤ 1: there input-DBDP's runs do not
+    # reproduce seed by seed on another kernel (Bank at ε = 1, the seeds' accuracies: 0.869, 0.806, 0.725,
+    # 0.857, 0.771 shipped; 0.784, 0.742, 0.743, 0.876, 0.742 with SkylakeX kernels; 0.776, 0.737, 0.588,
+    # 0.865, 0.469 with Prescott's), and 5 runs cannot show such a mean within 1 point: the rule fails them
+    # (002-fig1 at ε = 0.5 and 1 on Bank, Adult and KDD Cup; SPEC §9.3)
+    "input-dbdp": ("002-fig1", "bank", "logreg", "input-dbdp", 7.0),
+}
+#: the MLP's training runs, whole bundles (``slow``): DP-GD's ε grid on Adult (6 configurations × 5 runs,
+#: 107 s), input-Kang's MLP on Adult (55 / 214 s); MLP_TWIN keeps the first in the default run
+SLOW_CHAOTIC_BUNDLES = {
+    "mlp-gradient-dpgd": ("001-fig2", "adult", "mlp", "gradient-dpgd", 0.25),
+    "mlp-input-kang": ("001-fig2", "adult", "mlp", "input-kang", 0.25),
+}
+#: the default run's twin of the MLP's training bundle: the first MLP_TWIN_RUNS runs (seeds) of one of its
+#: configurations, computed alone (17 s), against those runs of the stored table
+MLP_TWIN, MLP_TWIN_RUNS = SLOW_CHAOTIC_BUNDLES["mlp-gradient-dpgd"], 2
+
+
+def _bundle_of(dataset: str, model: str, mechanism: str, epsilon: float):
+    """A ``pick`` for :func:`_check_preset_file`: the bundle holding that configuration."""
+    def pick(tasks: list[Task]) -> list[Task]:
+        for group in bundles(tasks):
+            if any((t.config.dataset, t.config.model, t.config.mechanism, t.config.epsilon)
+                   == (dataset, model, mechanism, epsilon) for t in group):
+                return group
+        raise LookupError(f"no bundle of {mechanism} on {dataset} ({model}) at ε = {epsilon}: choose another")
+    return pick
+
+
+def _chaotic_bundle(stem: str, *which) -> list[Task]:
+    group = _bundle_of(*which)(_tasks(_record(stem))[0])
+    c = group[0].config
+    assert _float32(c.model) or c.mechanism in TRAINED_ON_RELEASES, f"{stem}: {c.label()} is not chaotic"
+    return group
+
+
+@pytest.mark.parametrize("kind", sorted(CHAOTIC_BUNDLES))
+def test_a_shipped_chaotic_bundle_is_this_codes(kind):
+    """A chaotic bundle of each kind, computed again, agrees with its file by the equivalence rule (each run
+    against the stored run of its seed) and everything else by the contract."""
+    stem, *which = CHAOTIC_BUNDLES[kind]
+    _chaotic_bundle(stem, *which)
+    _check_preset_file(stem, pick=_bundle_of(*which))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(SLOW_CHAOTIC_BUNDLES))
+def test_a_shipped_mlp_training_bundle_is_this_codes(kind):
+    stem, *which = SLOW_CHAOTIC_BUNDLES[kind]
+    _chaotic_bundle(stem, *which)
+    _check_preset_file(stem, pick=_bundle_of(*which))
+
+
+def test_the_first_runs_of_a_shipped_mlp_training_row_are_this_codes():
+    """The default run's twin of :func:`test_a_shipped_mlp_training_bundle_is_this_codes`: the first
+    MLP_TWIN_RUNS runs of one of the MLP's DP-GD configurations, computed alone (a run's seed, not its
+    batch, makes its draws; a stacked run equals the run alone within the contract), against the stored runs
+    of the same seeds; the configuration differs only in its number of repeats."""
+    stem, *which = MLP_TWIN
+    tasks, stored_keys = _tasks(_record(stem))
+    task = next(t for t in _chaotic_bundle(stem, *which) if t.config.epsilon == which[-1])
+    twin = Task(dataclasses.replace(task.config, repeats=MLP_TWIN_RUNS), tags=task.tags)
+    records, grids = _computed((twin.config,))
+    fresh = _fresh_table([twin], {twin.key: stored_keys[task.key]}, records)
+    fresh["repeats"] = str(task.config.repeats)  # the stored configuration's: R runs, of which these
+    table = pd.read_csv(RESULTS_DIR / f"{stem}.csv", dtype=str, keep_default_na=False)
+    stored = table[(table["task"] == stored_keys[task.key]) & table["run_seed"].isin(set(fresh["run_seed"]))]
+    assert list(stored["run_seed"]) == list(fresh["run_seed"]) and len(fresh) == MLP_TWIN_RUNS
+    _check_rows(stored.reset_index(drop=True), fresh,
+                f"{stem}, {task.config.label()}, its first {MLP_TWIN_RUNS} runs", _bundle_scope([twin], grids))
+
+
+@pytest.mark.parametrize("kind", sorted(CHAOTIC_BUNDLES))
+def test_check_of_the_check_a_chaotic_accuracy_moved_by_two_points_fails(tmp_path, kind):
+    """The equivalence rule's power, in a copy of the file: a copy passes as the original does; one run's
+    accuracy moved by 2 points fails (5 paired runs: any single run moved by more than 1.6 points moves the
+    interval of the mean difference beyond the 1-point margin), and so does every run's."""
+    stem, *which = CHAOTIC_BUNDLES[kind]
+    pick = _bundle_of(*which)
+    _check_preset_file(stem, _copy_with(tmp_path, stem, lambda *a: None, pick), pick)
+
+    def one(table, mine, scope):
+        _moved(table, mine[1], "accuracy", 2 * ACCURACY_MARGIN)
+
+    def every(table, mine, scope):
+        for row in mine:
+            _moved(table, row, "accuracy", -2 * ACCURACY_MARGIN)
+
+    for change in (one, every):
+        with pytest.raises(AssertionError, match=r"accuracy of rows 0–4 \(a chaotic configuration, judged by "
+                                                 r"its 5 runs' equivalence\) paired by seed"):
+            _check_preset_file(stem, _copy_with(tmp_path, stem, change, pick), pick)
+
+
+def test_check_of_the_check_chaotic_runs_are_paired_by_their_seeds(tmp_path):
+    """What the Welch rule passed and the equivalence rule does not: input-Kang's runs on Bank (accuracies
+    0.44–0.85 over their 5 seeds) with their values exchanged between seeds (the same mean and spread), or
+    their noise removed; what it still passes: every run within the margin (moved by half a point, its gap
+    by half its margin)."""
+    stem, *which = CHAOTIC_BUNDLES["input-kang"]
+    pick = _bundle_of(*which)
+
+    def rotated(table, mine, scope):
+        for column in ("accuracy", "gap"):
+            values = list(table.loc[mine, column])
+            table.loc[mine, column] = values[1:] + values[:1]
+
+    def flattened(table, mine, scope):
+        table.loc[mine, "accuracy"] = repr(float(np.mean([float(v) for v in table.loc[mine, "accuracy"]])))
+
+    for change in (rotated, flattened):
+        with pytest.raises(AssertionError, match=r"accuracy of rows 0–4 \(a chaotic configuration"):
+            _check_preset_file(stem, _copy_with(tmp_path, stem, change, pick), pick)
+
+    def within(table, mine, scope):
+        for row in mine:
+            _moved(table, row, "accuracy", ACCURACY_MARGIN / 2)
+            _moved(table, row, "gap", LOSS_MARGIN / 2)
+
+    _check_preset_file(stem, _copy_with(tmp_path, stem, within, pick), pick)
+
+
+def test_check_of_the_check_the_equivalence_rule_without_seeds():
+    """Without seeds to pair them (``run_seed`` not recorded) a chaotic configuration's runs are compared
+    as fresh draws (Welch's interval), and 5 runs spread like input-Kang's on Bank (accuracy's standard
+    deviation 0.17) cannot be shown within 1 point of themselves: the rule fails what it cannot show (a file
+    without seeds would need its runs' spread below about a point to pass).  With seeds the same runs pass,
+    and the rule is exact: moved by 1.01 margins they fail, by 0.99 they pass."""
+    stem, *which = CHAOTIC_BUNDLES["input-kang"]
+    tasks, stored_keys = _tasks(_record(stem))
+    group = _chaotic_bundle(stem, *which)
     records, grids = _computed(tuple(t.config for t in group))
-    rows = [{**r, "mechanism": "input-kang"} for r in _typed(_fresh_table(group, stored_keys, records))]
-    scope = _bundle_scope(group, grids)
-    gaps = [r["gap"] for r in rows]
-    assert len(rows) == 5 and np.std(gaps) > 0
-
-    def with_gaps(values):
-        return [{**r, "gap": v} for r, v in zip(rows, values)]
-
-    assert_reproduced(rows, with_gaps(gaps[1:] + gaps[:1]), "shuffled", scope)
-    with pytest.raises(AssertionError, match="the contract"):  # the same, judged run by run
+    rows, scope = _typed(_fresh_table(group, stored_keys, records)), _bundle_scope(group, grids)
+    assert len(rows) == 5 and np.std([r["accuracy"] for r in rows], ddof=1) > 0.1
+    assert_reproduced(rows, rows, "itself", scope)
+    unseeded = [{**r, "run_seed": None} for r in rows]
+    with pytest.raises(AssertionError, match=r"accuracy of rows 0–4 .* unpaired \(seeds not matched\)"):
+        assert_reproduced(unseeded, unseeded, "itself, unseeded", scope)
+    for by, passes in ((0.99, True), (1.01, False)):
+        moved = [{**r, "accuracy": r["accuracy"] + by * ACCURACY_MARGIN} for r in rows]
+        if passes:
+            assert_reproduced(rows, moved, f"moved by {by} margins", scope)
+        else:
+            with pytest.raises(AssertionError, match=r"accuracy of rows 0–4"):
+                assert_reproduced(rows, moved, f"moved by {by} margins", scope)
+    with pytest.raises(AssertionError, match="the contract"):  # not chaotic: judged run by run
+        shifted = [{**r, "gap": g} for r, g in zip(rows, [r["gap"] for r in rows][1:] + [rows[0]["gap"]])]
         assert_reproduced([{**r, "mechanism": "objective-gaussian"} for r in rows],
-                          [{**r, "mechanism": "objective-gaussian"} for r in with_gaps(gaps[1:] + gaps[:1])],
-                          "shuffled, not chaotic", scope)
-    shift = 10 * float(np.std(gaps, ddof=1))
-    with pytest.raises(AssertionError, match=r"gap of rows 0–4 \(a chaotic configuration"):
-        assert_reproduced(rows, with_gaps([g + shift for g in gaps]), "moved", scope)
-    with pytest.raises(AssertionError, match=r"gap of rows 0–4 \(a chaotic configuration"):
-        assert_reproduced(rows, with_gaps([float(np.mean(gaps))] * 5), "noise removed", scope)
+                          [{**r, "mechanism": "objective-gaussian"} for r in shifted], "shuffled, not chaotic", scope)
+
+
+def test_the_equivalence_rules_error_rates():
+    """The two error rates the module's docstring states, by simulation of :func:`_tost` on normally
+    distributed paired differences (5 runs): a mean shifted by the margin passes at most 5 % of the time
+    (the level: Schuirmann's two one-sided tests), a shift of 2 margins (2 points of accuracy) at most
+    0.3 % whatever the spread; a true reproduction (shift 0) fails at most 5 % of the time while the
+    paired spread is at most half the margin, never when it is 0."""
+    rng = np.random.default_rng(0)
+    runs = 5
+    t = float(stats.t.ppf(EQUIVALENCE_LEVEL, runs - 1))
+
+    def passed(shift: float, sd: float, trials: int = 50000) -> float:
+        d = rng.normal(shift, sd, size=(trials, runs))
+        mean, se = d.mean(axis=1), d.std(axis=1, ddof=1) / math.sqrt(runs)
+        ok = (np.abs(mean) + t * se <= 1.0)  # _tost's interval inside ± 1 margin, for every trial at once
+        assert all(_tost(float(m), float(e), runs - 1, 1.0)[0] == o for m, e, o in zip(mean[:50], se[:50], ok[:50]))
+        return float(ok.mean())
+
+    assert max(passed(1.0, sd) for sd in (0.1, 0.2, 0.3, 0.5, 1.0)) <= 0.06
+    assert max(passed(2.0, sd) for sd in (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)) <= 0.003
+    assert passed(0.0, 0.5) >= 0.93 and passed(0.0, 0.25) >= 0.9999 and passed(0.0, 0.0, trials=10) == 1.0
 
 
 def test_every_record_releasing_mechanism_is_judged_as_its_server_trains():
