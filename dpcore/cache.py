@@ -31,7 +31,10 @@ What the layer guarantees, whatever it stores:
   replace each other's temporary file;
 * **failures cost only time**: a folder that cannot be written, a torn, forged or foreign file, a FIFO
   in an entry's place — each is logged and the value computed again;
-* **bounded size**: a folder is pruned to its byte limit (the oldest entries first).
+* **bounded size**: a folder is pruned to its byte limit (the oldest entries first), counting the
+  temporary files of writers that were killed mid-write, which go once they are provably abandoned
+  (:data:`dpcore.jsonutil.ABANDONED_SECONDS`); a key's lock file goes only when unheld
+  (:func:`_unlink_unheld`), so pruning never lets two computations of one key overlap.
 """
 
 from __future__ import annotations
@@ -200,7 +203,7 @@ class DiskCache:
         with contextlib.suppress(OSError):
             for lock in locks.glob(f"{self.prefix}*.lock"):
                 if not (self.folder / (lock.name[:-5] + ".json")).exists() and lock.stat().st_mtime < time.time() - 3600:
-                    lock.unlink()
+                    _unlink_unheld(lock)
         return removed
 
     @contextlib.contextmanager
@@ -212,11 +215,8 @@ class DiskCache:
         if self.folder is not None and fcntl is not None:
             try:
                 (self.folder / ".locks").mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.folder / ".locks" / f"{self.prefix}{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fd = _hold(self.folder / ".locks" / f"{self.prefix}{key}.lock")
             except OSError:
-                if fd is not None:
-                    os.close(fd)
                 fd = None
         try:
             yield
@@ -306,6 +306,53 @@ class DiskCache:
         if flight is not None:
             flight.value = value
             flight.done.set()
+
+
+def _hold(path: Path) -> int:
+    """An exclusive ``flock`` on the lock file at ``path``, held on the returned descriptor (closing it
+    releases the lock).  The lock taken is on the file the name holds *now*: a lock file removed
+    (:func:`_unlink_unheld`) between this process's open and its lock is opened again, so two processes
+    never hold locks on two different files of one name, which would let two computations of one key
+    overlap."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            return fd
+        os.close(fd)  # the name now holds another file (or none): lock that one
+
+
+def _unlink_unheld(path: Path) -> bool:
+    """Remove a lock file only if no one holds it: taken without waiting (``LOCK_NB``), removed while
+    held, so a process holding it (a computation of more than an hour, whose lock file is as old as its
+    first use) keeps it, and one waiting on it re-opens the name (:func:`_hold`).  Returns whether it went."""
+    if fcntl is None:  # pragma: no cover - Windows: no lock files are made
+        return False
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # held by another: its computation is running
+        if os.stat(path).st_ino != os.fstat(fd).st_ino:
+            return False  # replaced meanwhile: not the file examined
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 class _Flight:

@@ -9,6 +9,7 @@ import math
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,24 +61,44 @@ def write_atomic(path: str | os.PathLike, obj: Any, **kwargs: Any) -> None:
         raise
 
 
+#: a write's temporary file (:func:`write_atomic`) older than this is a killed writer's: a write of the
+#: largest entry (:data:`MAX_CACHE_BYTES`) takes well under a second, so ten minutes leaves no live writer
+ABANDONED_SECONDS = 600.0
+
+
 def prune_folder(folder: str | os.PathLike, limit: float, prefix: str = "", suffix: str = ".json") -> int:
     """Keep the files ``<prefix>*<suffix>`` of ``folder`` under ``limit`` bytes in all by removing
     the least recently written first (a removed cache entry is only computed again); returns
-    how many went.  A shared, long-running app would otherwise fill its disk."""
-    entries = []
+    how many went.  A shared, long-running app would otherwise fill its disk.  The temporary files of
+    writes to those names (``.<prefix>*<suffix>.*.tmp``, :func:`write_atomic`) count toward the limit, and
+    those older than :data:`ABANDONED_SECONDS` (a writer killed mid-write) go first, whatever the total."""
+    entries, abandoned = [], []
+    now = time.time()
     try:
         with os.scandir(folder) as it:
             for e in it:
-                if e.name.startswith(prefix) and e.name.endswith(suffix) and e.is_file(follow_symlinks=False):
+                if not e.is_file(follow_symlinks=False):
+                    continue
+                if e.name.startswith(prefix) and e.name.endswith(suffix):
                     st = e.stat(follow_symlinks=False)
                     entries.append((st.st_mtime, st.st_size, e.path))
+                elif e.name.startswith("." + prefix) and e.name.endswith(".tmp") and suffix + "." in e.name:
+                    st = e.stat(follow_symlinks=False)
+                    (abandoned if st.st_mtime < now - ABANDONED_SECONDS else entries).append(
+                        (st.st_mtime, st.st_size, e.path))
     except OSError:
         return 0
-    total = sum(size for _, size, _ in entries)
     removed = 0
+    for _, _, path in abandoned:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed += 1
+    total = sum(size for _, size, _ in entries)
     for _, size, path in sorted(entries):
         if total <= limit:
             break
+        if path.endswith(".tmp"):
+            continue  # a live writer's: counted, never removed under it
         try:
             os.unlink(path)
         except OSError:
