@@ -59,7 +59,14 @@ try:  # POSIX: a lock file per key lets processes take turns; elsewhere threads 
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["Memo", "DiskCache", "code_fingerprint"]
+__all__ = ["Memo", "DiskCache", "cache_dir", "code_fingerprint"]
+
+
+def cache_dir() -> Path:
+    """Where what the package computes outlives a process (exact solutions, noise calibrations, the
+    compiled kernels): ``DPCORE_CACHE_DIR``, else ``~/.cache/dpcore``.  The app and the command line read
+    the same folder, so a reference the app solved is not solved again by ``python -m dpcore run``."""
+    return Path(os.environ.get("DPCORE_CACHE_DIR") or Path.home() / ".cache" / "dpcore")
 
 #: what a ``check`` passed to :meth:`DiskCache.read` may raise to say "not a valid entry" (``ArithmeticError``:
 #: a number the file holds that no float is, ``float(10**400)``'s ``OverflowError``)

@@ -17,21 +17,107 @@ it on 4 million points against float64 ``np.tanh``).  The per-example norm uses 
 gradient is assembled from, so clipping bounds the vector actually summed (up to float32
 rounding, which the clip margin of :data:`dpcore.models.CLIP_MARGIN_FLOAT32` covers).
 
-The kernels are compiled by numba on first call (about 1.2 s once per machine and CPU; cached on
-disk next to this file, or in numba's own cache folder when that is read-only).
+The kernels are compiled by numba on first call (FIRST_USE_SECONDS; once per machine and CPU) and
+kept in the user's cache folder (``<cache_dir>/numba``: ``DPCORE_CACHE_DIR`` or ``~/.cache/dpcore``;
+``NUMBA_CACHE_DIR`` where the user set it), never in the package.  A cache folder that cannot be
+written, or fills up while a kernel is kept, costs only the compile in the next process (the log
+says so, at INFO); an odd ``NUMBA_NUM_THREADS`` (not a positive whole number, which numba refuses at import)
+is ignored with a warning.
 Results agree with the numpy route (:meth:`dpcore.models.MLP._clipped_numpy`) to float32
 rounding, not bit for bit (docs/spec.md §9.3: the MLP's runs are judged by their repeats).
 """
 
 from __future__ import annotations
 
-import functools
+import logging
 import math
+import os
+import tempfile
+import warnings
+from pathlib import Path
 
-import numba
 import numpy as np
 
 from . import linalg
+from .cache import cache_dir
+
+
+def _odd_numba_threads() -> None:
+    """numba refuses to import under a ``NUMBA_NUM_THREADS`` that is not a positive whole number: that
+    variable is dropped, with one warning, so the package imports (numba then uses every core)."""
+    value = os.environ.get("NUMBA_NUM_THREADS")
+    if value is None:
+        return
+    try:
+        good = int(value) > 0
+    except ValueError:
+        good = False
+    if not good:
+        warnings.warn(f"NUMBA_NUM_THREADS={value!r} is not a positive whole number: ignored", stacklevel=2)
+        del os.environ["NUMBA_NUM_THREADS"]
+
+
+_odd_numba_threads()
+import numba  # noqa: E402  (after its environment is checked)
+from numba.core import config as _numba_config  # noqa: E402
+
+#: the first use's compile of every kernel
+#: (measured on the 2-core development machine, a fresh cache folder: the MLP's kernel 3.0 s of CPU, 0.9 s
+#: loaded from the cache; the GLM's coefficient 2.2 s, 0.3 s loaded; numba's own import 2–4 s)
+FIRST_USE_SECONDS = "about 5 s of CPU, about 1 s from the cache"
+
+
+def kernel_cache_folder() -> Path | None:
+    """The folder numba keeps the compiled kernels in: ``NUMBA_CACHE_DIR`` if the user set one, else
+    ``<cache_dir>/numba``; ``None`` (compiled in every process) when it cannot be made or written."""
+    folder = Path(_numba_config.CACHE_DIR or cache_dir() / "numba")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:  # a fallback, said in the log: the command line's stderr stays its one line
+        logging.getLogger(__name__).info("the compiled kernels cannot be kept in %s (%s): they are compiled in "
+                                         "every process (set DPCORE_CACHE_DIR to a writable folder)", folder, exc)
+        return None
+    return folder
+
+
+class _KeptOrNot:
+    """A numba dispatcher's cache whose saving may fail (a full or read-only disk): the kernel is
+    compiled and runs; only its copy on disk is lost, with one warning.  Everything else is numba's."""
+
+    def __init__(self, inner, folder: Path):
+        self._inner, self._folder = inner, folder
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def save_overload(self, sig, data):
+        try:
+            self._inner.save_overload(sig, data)
+        except OSError as exc:
+            logging.getLogger(__name__).info("could not keep a compiled kernel in %s (%s): it is compiled again "
+                                             "in the next process", self._folder, exc)
+
+
+_KERNEL_CACHE = kernel_cache_folder()
+
+
+def _compiled(**options):
+    """``numba.njit(**options)`` kept in :data:`_KERNEL_CACHE` (:func:`kernel_cache_folder`), or not kept
+    at all where there is none: never in the package's own folder."""
+    def decorate(func):
+        if _KERNEL_CACHE is None:
+            return numba.njit(cache=False, **options)(func)
+        saved = _numba_config.CACHE_DIR
+        _numba_config.CACHE_DIR = str(_KERNEL_CACHE)  # read when the dispatcher finds its cache (now)
+        try:
+            dispatcher = numba.njit(cache=True, **options)(func)
+        finally:
+            _numba_config.CACHE_DIR = saved
+        if getattr(dispatcher, "_cache", None) is not None:
+            dispatcher._cache = _KeptOrNot(dispatcher._cache, _KERNEL_CACHE)
+        return dispatcher
+    return decorate
 
 __all__ = ["csr_grams", "exp", "glm_coef", "GLM_LOGISTIC", "GLM_SQUARED", "GLM_ROWS", "mlp_clipped_block", "sampled_margins", "sampled_sums", "tanh32", "TANH_ABS_ERROR", "ROW_BLOCK"]
 
@@ -53,7 +139,10 @@ _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}  # sums reordered into SIMD l
 #: compiled on first call for this CPU (numba's cache on disk keeps one entry per CPU name: a new
 #: process loads it in ~0.2 s); ``error_model="numpy"``: a division is a vector division, never a
 #: branch that raises (with the default model no loop with a division is vectorised)
-_jit = functools.partial(numba.njit, nogil=True, cache=True, fastmath=_FASTMATH, error_model="numpy")
+def _jit(func=None, **options):
+    """The kernels' compile (:func:`_compiled`) with their options: ``@_jit`` or ``@_jit(inline="always")``."""
+    decorate = _compiled(nogil=True, fastmath=_FASTMATH, error_model="numpy", **options)
+    return decorate if func is None else decorate(func)
 
 
 @_jit(inline="always")
@@ -281,7 +370,7 @@ _E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = (
     1.0 / math.factorial(k) for k in range(14))
 
 
-@numba.njit(nogil=True, cache=True, error_model="numpy")  # no fastmath: the reduction's order is its accuracy
+@_compiled(nogil=True, error_model="numpy")  # no fastmath: the reduction's order is its accuracy
 def _exp_into(x, out, kf):
     """``out = e^x`` elementwise for float64 ``x`` clamped to [−708, 709] (where e^x is a normal
     number): x = k·ln2 + r by Cody and Waite's reduction, e^r by its Taylor polynomial, 2^k made
@@ -313,7 +402,7 @@ def exp(x: np.ndarray) -> np.ndarray:
 
 
 
-@numba.njit(nogil=True, cache=True, error_model="numpy")  # no fastmath: each element as its formula says
+@_compiled(nogil=True, error_model="numpy")  # no fastmath: each element as its formula says
 def _glm_coef(z, y, kind, clip, norms, e, kf):
     """:func:`glm_coef` on rows of at most ``e.size // R`` at a time (``e``, ``kf``: scratch)."""
     n, R = z.shape

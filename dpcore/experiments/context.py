@@ -33,7 +33,7 @@ from typing import Any
 from threadpoolctl import ThreadpoolController
 
 from .. import linalg
-from ..cache import DiskCache, Memo
+from ..cache import DiskCache, Memo, cache_dir
 from ..datasets import data_folder
 from ..erm import ReferenceStore
 from ..exceptions import ParameterError
@@ -300,13 +300,6 @@ def default_context() -> Context:
     in this process, nothing on disk.  Its store keeps exact solutions between calls, so a
     loop over ``run(spec)`` solves each dataset's reference once, as the app's context does."""
     return Context()
-
-
-def cache_dir() -> Path:
-    """Where exact solutions and noise calibrations of registered data outlive a process:
-    ``DPCORE_CACHE_DIR``, else ``~/.cache/dpcore``.  The app and the command line read the
-    same folder, so a reference the app solved is not solved again by ``python -m dpcore run``."""
-    return Path(os.environ.get("DPCORE_CACHE_DIR") or Path.home() / ".cache" / "dpcore")
 
 
 def shared_context(**settings: Any) -> Context:
