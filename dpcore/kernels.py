@@ -14,8 +14,10 @@ a rational approximation ``x·P(x²)/Q(x²)`` on ``|x| ≤ 9``, ±1 beyond, whos
 fitted by weighted least squares (Loeb's iteration) on Chebyshev nodes of [0, 9]: in float32 it
 is within :data:`TANH_ABS_ERROR` of the true tanh everywhere (``tests/test_kernels.py`` checks
 it on 4 million points against float64 ``np.tanh``).  The per-example norm uses the same H the
-gradient is assembled from, so clipping bounds the vector actually summed (up to float32
-rounding, which the clip margin of :data:`dpcore.models.CLIP_MARGIN_FLOAT32` covers).
+gradient is assembled from, bounded from above for its float32 sums' rounding, and the clip leaves
+room for the float32 roundings of the vector summed (:data:`_CLIP_ROUNDING`), so each clipped gradient
+as summed has a norm ≤ C by construction; a row whose norm is not finite (NaN or ∞ among its values) is dropped where the
+clip is finite.  (:data:`dpcore.models.CLIP_MARGIN_FLOAT32` is the model's own margin on top.)
 
 The kernels are compiled by numba on first call (FIRST_USE_SECONDS; once per machine and CPU) and
 kept in the user's cache folder (``<cache_dir>/numba``: ``DPCORE_CACHE_DIR`` or ``~/.cache/dpcore``;
@@ -178,6 +180,12 @@ def _tanh_array(x):
     return out
 
 
+#: the clip's share left for the float32 roundings of the summed vector (c = float32(scale·w)·float32(g),
+#: then c·x_j, then ·D_k: at most 4 roundings of 2⁻²⁴ each on any component), so that each clipped
+#: per-example gradient, as summed, has a norm ≤ C by construction, not only up to rounding
+_CLIP_ROUNDING = 1.0 - 8.0 * 2.0**-24
+
+
 @_jit
 def _clipped_block(indptr, indices, values, run_rows, y, W1t, b1, w2, b2, clip, weights, lo, hi,
                   with_grad, with_loss, gW1t, gb1, gw2, gb2, loss):
@@ -187,6 +195,7 @@ def _clipped_block(indptr, indices, values, run_rows, y, W1t, b1, w2, b2, clip, 
     no_w = weights.shape[1] == 0
     a = np.empty(h, np.float32)
     D = np.empty(h, np.float32)
+    grow = 1.0 + (h + 1.0) * 2.0**-24
     for i0 in range(lo, hi, ROW_BLOCK):
         i1 = min(hi, i0 + ROW_BLOCK)
         for r in range(R):
@@ -201,15 +210,15 @@ def _clipped_block(indptr, indices, values, run_rows, y, W1t, b1, w2, b2, clip, 
                 e1 = indptr[base + i + 1]
                 for k in range(h):
                     a[k] = b1[r, k]
-                xx = np.float32(0.0)
+                xx = 0.0  # float64: a feature's square overflows float32 above 1.8e19
                 for e in range(e0, e1):
                     v = values[e]
                     j = indices[e]
-                    xx += v * v
+                    xx += float(v) * float(v)
                     for k in range(h):
                         a[k] += v * W1t[r, j, k]
                 out = np.float32(0.0)
-                hh = np.float32(0.0)
+                hh = np.float32(0.0)  # float32 sums in SIMD lanes: their rounding is bounded below (grow)
                 dd = np.float32(0.0)
                 for k in range(h):
                     t = _tanh(a[k])
@@ -226,8 +235,15 @@ def _clipped_block(indptr, indices, values, run_rows, y, W1t, b1, w2, b2, clip, 
                 if not with_grad or w == 0.0:
                     continue
                 g = -yi / (1.0 + math.exp(z)) if z < 700.0 else 0.0
-                sq = g * g * (float(dd) * (float(xx) + 1.0) + float(hh) + 1.0)
-                scale = min(1.0, clip / max(math.sqrt(sq), 1e-300))
+                # an upper bound on the norm of the vector summed: float32 sums of h non-negative
+                # products (any order) are within (h + 1)·2⁻²⁴ of their value, relatively
+                norm = abs(g) * math.sqrt(float(dd) * (xx + 1.0) + float(hh) + 1.0) * grow
+                scale = 1.0
+                if clip < math.inf:
+                    if not norm <= 1e300:
+                        continue  # a norm that is not finite (NaN or ∞ in the row): no clip bounds it, dropped
+                    if norm > clip * _CLIP_ROUNDING:
+                        scale = clip * _CLIP_ROUNDING / norm
                 c = np.float32(scale * w) * np.float32(g)
                 gb2[r] += c
                 for k in range(h):

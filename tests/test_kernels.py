@@ -377,3 +377,40 @@ def test_the_sparse_glm_pass_is_the_numpy_two_pass_route_within_rounding_on_any_
     for a, b, c in zip(pooled, alone, two_pass):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_allclose(a, c, rtol=1e-13, atol=1e-15)
+
+
+def _one_row_gradients(model, theta, X, y, clip):
+    """The bare kernel (no model margin) on each row alone: that row's clipped gradient, float64 norms (R, n)."""
+    W1, b1, w2, b2 = (np.ascontiguousarray(a, dtype=np.float32) for a in model.unpack(theta, X.shape[-1]))
+    W1t = np.ascontiguousarray(W1.transpose(0, 2, 1))
+    rows = linalg.nonzero_rows(X.astype(np.float32))
+    Y = y.astype(np.float32)[None]
+    norms = np.empty((theta.shape[0], X.shape[0]))
+    for i in range(X.shape[0]):
+        gW1t, gb1, gw2, gb2, _ = kernels.mlp_clipped_block(rows, 0, Y, W1t, b1, w2, b2, clip, np.zeros((1, 0)), i, i + 1)
+        parts = [p.astype(np.float64).reshape(theta.shape[0], -1) for p in (gW1t, gb1, gw2, gb2[:, None])]
+        norms[:, i] = np.sqrt(sum((p * p).sum(axis=1) for p in parts))
+    return norms
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3, 1e10, 1.9e19], ids=["unit", "1e3", "1e10", "1.9e19"])
+def test_the_bare_kernels_clip_is_exact_on_extreme_rows(scale):
+    """Issue 67: the bare kernel (what a caller without the model's margin gets) returned norms up to
+    1.00000015·C, and a feature near 1.9e19 overflowed the float32 squared norm and left its gradient
+    unclipped.  Each clipped per-example gradient, as summed in float32, has norm ≤ C exactly (no
+    tolerance), and within 1e-4 of C where the clip binds (the check can fail)."""
+    model, theta, X, y = _problem(11, n=40, R=3, one_hot=False)
+    theta = theta * 30.0
+    X = X * scale
+    for C in (0.01, 0.5):
+        norms = _one_row_gradients(model, theta, X, y, C)
+        assert norms.max() <= C, (norms.max() / C - 1)
+        assert norms.max() >= C * (1 - 1e-4)
+
+
+def test_a_row_whose_norm_is_not_finite_is_dropped_where_the_clip_is_finite():
+    model, theta, X, y = _problem(12, n=6, R=2, one_hot=False)
+    X = X.copy()
+    X[2, 0], X[4, 1] = np.nan, np.inf
+    norms = _one_row_gradients(model, theta, X, y, 0.5)
+    assert (norms[:, [2, 4]] == 0).all() and (norms[:, [0, 1, 3, 5]] > 0).all() and (norms <= 0.5).all()
