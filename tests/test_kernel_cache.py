@@ -55,13 +55,20 @@ def test_a_cache_folder_that_cannot_be_written_costs_only_the_compile(tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == "-0.5" and done.stderr == "", done.stderr
 
 
-def test_the_cache_folder_check_refuses_what_cannot_be_written(tmp_path, monkeypatch):
+def test_the_cache_folder_check_refuses_what_cannot_be_written(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    monkeypatch.setattr(kernels._numba_config, "CACHE_DIR", "")
-    for where, kept in ((blocker, None), (blocker / "below", None), (tmp_path / "new", tmp_path / "new" / "numba")):
-        monkeypatch.setenv("DPCORE_CACHE_DIR", str(where))
-        assert kernels.kernel_cache_folder() == kept
+    wheres = [blocker, blocker / "below", tmp_path / "new"]
+    code = ("import os, sys; from dpcore import kernels\n"  # numba reads NUMBA_CACHE_DIR at import: a fresh process
+            "for where in sys.argv[1:]:\n"
+            "    os.environ['DPCORE_CACHE_DIR'] = where\n"
+            "    print(kernels.kernel_cache_folder())\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", code, *map(str, wheres)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["None", "None", str(tmp_path / "new" / "numba")]
 
 
 def _fresh_kernel():
