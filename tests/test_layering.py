@@ -21,7 +21,7 @@ LAYERS = [
                      "dpcore.accounting", "dpcore.plan_events", "dpcore.privacy", "dpcore.privacy_pld", "dpcore.noise", "dpcore.metrics", "dpcore.kernels", "dpcore.linalg",
                      "dpcore.streams", "dpcore.theory", "dpcore.theory.formulas", "dpcore.theory.rows"]),
     # the data package, by role: the types, the one preprocessing, the sources, the registry
-    ("data: types", ["dpcore.datasets.base", "dpcore.partition"]),  # partition: record splits, imports nothing of ours
+    ("data: types", ["dpcore.datasets.base", "dpcore.datasets.contract", "dpcore.partition"]),  # partition: record splits, imports nothing of ours
     ("data: preprocessing", ["dpcore.datasets.preprocess"]),
     ("data: sources", ["dpcore.datasets.synthetic", "dpcore.datasets.upload"]),
     ("data: registry", ["dpcore.datasets.registry", "dpcore.datasets", "dpcore.shipped"]),  # shipped: the rule for shipped files

@@ -45,6 +45,7 @@ from ..experiments.run import (
     RunSpec,
     SpecOf,
     check_budget,
+    check_data,
     delta_warning,
     load_problem,
     problem_data,
@@ -418,6 +419,8 @@ def run_audit(
     attack = _attack(strategy, measure, mechanism, problem, model, spec, canary, canary_label, score)
     message = delta_warning(spec.delta, attack.problem.n)
     caught = [message] if mechanism.private and message else []
+    if dataset is not None and mechanism.private:  # a waived bound the data break is said (check_data)
+        caught += check_data(spec, dataset)[0]
     if progress is not None:
         progress(0, 2 * trials)
     seeds = (_run_seeds(spec.seed, 0, trials), _run_seeds(spec.seed, 1, trials))

@@ -41,7 +41,7 @@ from .. import streams
 from ..erm import LazySolution
 from ..exceptions import ParameterError
 from ..experiments.context import in_context_pool
-from ..experiments.run import RunSpec, SpecOf, check_budget, problem_data
+from ..experiments.run import RunSpec, SpecOf, check_budget, check_data, problem_data
 from ..mechanisms import Problem, get_mechanism
 from ..optim import BatchRNG
 from ..params import PARAMS, validate
@@ -153,6 +153,8 @@ def one_run_audit(config: RunSpec, canaries: int = 1000, alpha: float = 0.05, ma
         notes.append(f"records clipped at C = {DEFAULT_CLIP:g} (none was given), so each canary and its filler "
                      "push with the full clipped norm every step")
     data, model = problem_data(config, dataset)
+    if dataset is not None and mechanism.private:  # a waived bound the data break is said (check_data)
+        notes += check_data(config, dataset)[0]
     if max_rows is not None and data.n > max_rows:
         data = subsample(data, max_rows, config.seed)
         notes.append(data.notes[-1])

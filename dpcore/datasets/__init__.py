@@ -29,6 +29,7 @@ set, looked up at each call; their caches are kept per folder).
 
 from ..exceptions import DatasetError, moved_attributes
 from .base import DataFile, Dataset, DatasetSpec
+from .contract import CONTRACT, check_dataset
 from .preprocess import (
     MAX_ABS_VALUE,
     MAX_CATEGORIES,
@@ -65,6 +66,7 @@ __getattr__ = moved_attributes(__name__, {name: ("dpcore.datasets.data_folder()"
                                           for name in ("DATA_DIR", "BUNDLED_DIR")})
 
 __all__ = [
+    "CONTRACT",
     "CSV_MISSING",
     "DATASETS",
     "MAX_ABS_VALUE",
@@ -79,6 +81,7 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "DatasetSpec",
+    "check_dataset",
     "csv_classes",
     "csv_preview",
     "data_folder",

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..metrics import summarize
 from .context import Context, default_context
-from .run import RunSpec
+from .run import RunSpec, check_data_many
 from .sweep import Task, run_tasks, tidy_rows
 
 __all__ = ["run_grid", "summaries", "METRICS"]
@@ -58,13 +58,17 @@ def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
     ``tags[i]`` labels spec ``i`` (columns of its rows).  ``dataset``: a user's
     own :class:`~dpcore.datasets.Dataset` in place of each spec's registered
     one; such a grid runs in this process.  The same spec twice is refused (a
-    grid is a set); a spec the core refuses gives an ``error`` row, the others run.
+    grid is a set); a spec the core refuses gives an ``error`` row, the others run.  Data that
+    break a bound a spec's mechanism needs (:func:`~dpcore.experiments.run.check_data`) refuse the
+    whole grid, before anything runs: a :class:`~dpcore.exceptions.DatasetError`.
     ``partial(summaries)`` is called each time a spec's result exists, with
     :func:`summaries` of the specs done so far (``None`` for the rest): the same numbers,
     earlier.
     """
     ctx = default_context() if ctx is None else ctx
     specs = list(specs)
+    if dataset is not None:  # the door: data a spec's mechanism cannot take refuse the whole grid
+        check_data_many(specs, dataset)
     tags = [dict(t) for t in tags] if tags is not None else [{} for _ in specs]
     if len(tags) != len(specs):
         raise ValueError(f"{len(tags)} tags for {len(specs)} specs")

@@ -23,6 +23,8 @@ import numpy as np
 
 from .. import datasets as _datasets
 from .. import linalg
+from .. import privacy
+from ..datasets import contract
 from ..erm import MLP_MAX_ITER, MLP_RESTARTS, reference_passes, solve_erm
 from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
@@ -39,7 +41,7 @@ if TYPE_CHECKING:  # the event type, for annotations only
     import dp_accounting as dpa
 
 __all__ = ["RunSpec", "RunResult", "SpecOf", "run", "run_many", "run_outcomes", "stack_groups", "load_problem", "noise_plan",
-           "problem_data", "delta_warning", "row_norm_warning", "slow_reference"]
+           "problem_data", "check_data", "check_data_many", "delta_warning", "row_norm_warning", "slow_reference"]
 
 
 @dataclass(frozen=True)
@@ -261,18 +263,82 @@ def load_dataset(config: RunSpec, budget: Budget | None = None):
 
 
 def problem_data(config: RunSpec, dataset=None, budget: Budget | None = None):
-    """The dataset (``dataset``: a user's own) and model of a configuration, checked
-    against each other, without solving the exact ERM."""
+    """The dataset (``dataset``: a user's own, checked at the door: :func:`check_data`) and model
+    of a configuration, checked against each other, without solving the exact ERM."""
     if dataset is None:
         dataset = load_dataset(config, budget)
-    model = make_model(config.model, lam=config.lam, radius=config.radius)
-    if model.task != dataset.task:
-        raise ModelError(
-            f"model {model.id!r} is for {model.task} but dataset {dataset.id!r} is a "
-            f"{dataset.task} task; pick a {dataset.task} model"
-            + (" (linreg)" if dataset.task == "regression" else " (logreg or mlp)")
-        )
+        model = make_model(config.model, lam=config.lam, radius=config.radius)
+        _same_task(model, dataset)
+    else:
+        model = check_data(config, dataset)[1]
     return dataset, model
+
+
+def _same_task(model, dataset) -> None:
+    if model.task != getattr(dataset, "task", None):
+        task = getattr(dataset, "task", None)
+        raise ModelError(
+            f"model {model.id!r} is for {model.task} but dataset {getattr(dataset, 'id', '?')!r} is a "
+            f"{task} task; pick a {task} model"
+            + (" (linreg)" if task == "regression" else " (logreg or mlp)")
+        )
+
+
+def check_data(config: RunSpec, dataset) -> tuple[list[str], Any]:
+    """The door of a user's own ``dataset``: refuse it, before any noise is calibrated, if it breaks
+    a bound of :data:`dpcore.datasets.contract.CONTRACT` that ``config``'s mechanism needs.
+
+    The row-norm bound ‖x‖ ≤ 1 is waived for a mechanism whose declaration says it clips every
+    record's contribution (:meth:`~dpcore.mechanisms.base.Mechanism.clips_records`); then the
+    notes (returned, with the model) say so, and a run puts them in its warnings.
+
+    Raises
+    ------
+    DatasetError
+        The first bound broken, in one line naming it and what to change.
+    ModelError
+        The dataset's task is not the model's.
+    """
+    model = make_model(config.model, lam=config.lam, radius=config.radius)
+    shape = contract.violations(dataset, bounds=(contract.SHAPES,))
+    if shape:  # the task and the arrays are read below: nonsense shapes are named first
+        raise _datasets.DatasetError(shape[0].message)
+    _same_task(model, dataset)
+    cls = REGISTRY.get(config.mechanism)
+    why = None if cls is None else cls().clips_records(model, config)
+    notes = contract.check_dataset(dataset, task=model.task, waive={contract.ROW_NORMS: why} if why else None)
+    return notes, model
+
+
+def check_data_many(specs: Sequence[RunSpec], dataset) -> None:
+    """:func:`check_data` of each distinct (model, λ, radius, mechanism, clipping norm) among ``specs``,
+    before any of them runs (a grid's, a tuning's door): the first bound broken is raised; a refusal
+    that is not about the data (a model for another task) is left to that spec's own run.  ``dataset``
+    ``None`` (registered data, in the bounds by construction): nothing to check."""
+    for spec in ([] if dataset is None else {(s.model, s.lam, s.radius, s.mechanism, s.clip_norm): s for s in specs}.values()):
+        try:
+            check_data(spec, dataset)
+        except _datasets.DatasetError:
+            raise
+        except DPCoreError:
+            pass
+
+
+def _outside_bounds(config: RunSpec, mechanism, dataset, model) -> tuple[list[str], str | None]:
+    """What a run must say of its data beyond the door: the notes of a waived row-norm bound, and
+    the reason it has no guarantee (``None``: none) if the data break a bound its mechanism needs
+    (data that reached the run without passing :func:`check_data`): its certificate is then ∞, with
+    that reason, never the target.  Reads the cached row norms and the labels, nothing more."""
+    why = mechanism.clips_records(model, config)
+    notes, broken = [], None
+    for v in contract.violations(dataset, model.task, bounds=(contract.LABELS, contract.ROW_NORMS)):
+        if v.bound == contract.ROW_NORMS and why:
+            notes.append(f"{v.fact}, outside the dataset bound ‖x‖ ≤ 1: {why}, so its guarantee does not "
+                         "depend on that bound")
+        elif broken is None:
+            broken = (f"the data break the bound the certificate assumes ({v.fact}; the dataset bound on "
+                      f"{v.bound}), so the stated guarantee does not hold")
+    return notes, broken
 
 
 def load_problem(config: RunSpec, dataset=None, ctx: Context | None = None) -> Problem:
@@ -532,8 +598,9 @@ def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool
     caught: list[str] = []
     with warnings.catch_warnings(record=True) as wlist:
         warnings.simplefilter("always", PrivacyWarning)
+        notes, void = _outside_bounds(first, mechanism, data, model)
         if mechanism.private:
-            for message in (delta_warning(first.delta, problem.n), row_norm_warning(problem.X)):
+            for message in [delta_warning(first.delta, problem.n), *notes, void]:
                 if message:
                     warnings.warn(message, PrivacyWarning)
         seeds = [run_seeds(spec.seed, spec.repeats) for spec in specs]
@@ -542,6 +609,9 @@ def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool
         with np.errstate(over="ignore", invalid="ignore"):
             outs = mechanism.run_stack(problem, specs,
                                        [BatchRNG(s, key=spec.stream) for s, spec in zip(seeds, specs)])
+        if void:  # no certificate but ∞ for a guarantee that does not hold (the void plan's path)
+            outs = [replace(out, plan=privacy.void(void),
+                            local_plan=None if out.local_plan is None else privacy.void(void)) for out in outs]
         seconds = time.perf_counter() - t0
         certified = [out.certified(spec.delta) for spec, out in zip(specs, outs)]
     for w in wlist:

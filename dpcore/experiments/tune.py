@@ -59,17 +59,16 @@ import numpy as np
 from .. import datasets as _datasets
 from ..datasets import Dataset
 from .. import streams
-from ..exceptions import ParameterError, moved_attributes
+from ..exceptions import DPCoreError, ParameterError, moved_attributes
 from ..mechanisms import REGISTRY
 from ..metrics import summarize
 from ..params import validate
 from ..partition import record_split
 from .. import shipped
-from ..exceptions import DPCoreError
 from ..privacy import (CLOSED_FORM_TOL, NoisePlan, any_of, certificate_error, certify, compose, fixed_delta, parallel,
                        same_certificate, theorem)
 from .context import Context, default_context
-from .run import RunResult, RunSpec, noise_plan, run_outcomes
+from .run import RunResult, RunSpec, check_data_many, noise_plan, run_outcomes
 
 __all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "shipped_tuning", "check_tuning", "tuned_spec", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
            "epsilon_for_accuracy", "choose", "search_cost", "search_plan", "YU_2020_ADULT"]
@@ -284,6 +283,7 @@ def tune(dataset: str | Dataset, *, mechanisms: Sequence[str], epsilons: Sequenc
     own = dataset if isinstance(dataset, Dataset) else None  # a user's: solved afresh, never kept
     full = own if own is not None else _datasets.load(dataset)
     dataset = full.id
+    check_data_many([s for m in (mechanisms if own else ()) for s in candidates(RunSpec(dataset, model=model, mechanism=m), (grids or {}).get(m) or _SPACES.get(m, {}))], own)  # the door
     free = [m for m in mechanisms if released_tunable(m)]
     mechanisms = [m for m in mechanisms if m not in free]
     released_rows = (tune_released(full if own is not None else dataset, free, epsilons, delta, model=model, repeats=final_repeats,

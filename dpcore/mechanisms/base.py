@@ -197,6 +197,14 @@ class Mechanism:
                 f"(available: {', '.join(self.calibrations)})"
             )
 
+    def clips_records(self, model: Model, config) -> str | None:
+        """Why a run of ``config`` on ``model`` is private whatever the rows' norms, in a few words
+        (every record's contribution is clipped before the noise: ``"DP-SGD clips every per-record
+        gradient to C = 1"``), or ``None``: its sensitivity assumes ``‖x‖ ≤ 1`` (SPEC §1), so data
+        beyond that bound are refused at the door (:mod:`dpcore.datasets.contract`), never run
+        under a certificate that does not hold.  The default: ``None``."""
+        return None
+
     def run(self, problem: Problem, config, rngs) -> MechanismOutput:
         raise NotImplementedError
 

@@ -31,6 +31,9 @@ class NonPrivate(Mechanism):
     calibration_note = "No noise, so nothing to calibrate: both modes release the exact minimiser."
     formula = r"\hat\theta = \arg\min_\theta \frac1n\sum_i \ell(\theta; x_i, y_i) + \frac{\lambda}{2}\|\theta\|^2"
 
+    def clips_records(self, model, config):
+        return "the non-private baseline claims no guarantee (ε = ∞)"
+
     def run(self, problem, config, rngs):
         theta = np.repeat(problem.erm.theta[None, :], len(rngs), axis=0)
         return MechanismOutput(theta=theta, plan=privacy.void("the exact minimiser is released as it is"),

@@ -18,7 +18,7 @@ from ..params import Interval, Options, Param
 from ..partition import RECORD_SPLITS, SPLIT_CERTIFIES, SPLITS, client_sizes, partition
 from ..theory.formulas import noisy_gd_variance
 from .base import Mechanism, MechanismOutput, Stack, declare, register
-from .gradient import gradient_bound
+from .gradient import clipped_records, gradient_bound
 
 __all__ = ["DistributedWDDP", "DistributedAvg"]
 
@@ -49,6 +49,9 @@ class _Distributed(Mechanism):
     @classmethod
     def metadata(cls):
         return {**super().metadata(), "certified_by_split": dict(SPLIT_CERTIFIES)}
+
+    def clips_records(self, model, config):
+        return clipped_records(self, model, config)
 
     def published_sigma(self, G, T, n, sizes, config) -> float:
         raise NotImplementedError

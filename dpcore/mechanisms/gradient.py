@@ -28,6 +28,15 @@ def gradient_bound(problem, config) -> tuple[float, float | None]:
     return C, C
 
 
+def clipped_records(mechanism, model, config) -> str | None:
+    """:meth:`~dpcore.mechanisms.base.Mechanism.clips_records` of the mechanisms that clip as
+    :func:`gradient_bound` says: a clipping norm given, or a model without a Lipschitz bound."""
+    G = model.lipschitz
+    if math.isfinite(G) and config.clip_norm is None:
+        return None
+    return f"{mechanism.short} clips every per-record gradient to C = {config.clip_norm or 1.0:g}"
+
+
 def dpgd_published_sigma(c: float, G: float, T: int, n: int, epsilon: float, delta: float) -> float:
     """Wang, Ye & Xu 2017: σ² = c·G²·T·log(1/δ)/(n²ε²) on the mean gradient."""
     return math.sqrt(noisy_gd_variance(G, T, n, epsilon, delta, c))
@@ -65,6 +74,9 @@ class GradientDPGD(Mechanism):
     privacy_event = ("T Gaussian releases of the (clipped) mean gradient, replace-one sensitivity 2G/n: "
                      "exact composition, μ = √T·(2G/n)/σ Gaussian DP")
     calibration_note = "Published is the paper's σ with the constant c (c = 1 under-calibrates)."
+
+    def clips_records(self, model, config):
+        return clipped_records(self, model, config)
 
     def plan(self, problem, config, sigma):
         G, _ = gradient_bound(problem, config)
@@ -169,6 +181,10 @@ class GradientBassily(Mechanism):
     privacy_event = _SAMPLED_EVENT + " (q = 1/n)"
     calibration_note = "Published is the paper's σ with the user's T (the paper takes T = n²)."
 
+    def clips_records(self, model, config):  # its sampled steps clip at C, or at G without one
+        C = config.clip_norm or (model.lipschitz if math.isfinite(model.lipschitz) else 1.0)
+        return f"{self.short} clips every per-record gradient to C = {C:g}"
+
     # the noise parameter is the multiplier z on the sampled sum, in units of G (or the clip)
     def plan(self, problem, config, z):
         G, clip = gradient_bound(problem, config)
@@ -234,6 +250,9 @@ class GradientDPSGD(Mechanism):
 
     privacy_event = _SAMPLED_EVENT
     calibration_note = "Published is the moments-accountant form with the constant c."
+
+    def clips_records(self, model, config):
+        return f"{self.short} clips every per-record gradient to C = {config.clip_norm or 1.0:g}"
 
     def plan(self, problem, config, z):
         q, C = _dpsgd_settings(problem, config)
