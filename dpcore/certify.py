@@ -46,6 +46,7 @@ from . import accounting as acc
 from .certify_params import (ACCOUNTANTS, ADD_REMOVE, CERTIFY_PARAMS, CURVE_DELTAS, FULL_CURVE_DELTAS,
                              OPACUS_ORDERS, REPLACE, TF_ORDERS, epsilon_curve, lowered_at)
 from .certify_params import checked_param as _v  # the short names the code reads
+from .certify_params import delta_label, format_delta
 from .certify_params import format_epsilon as _fmt
 # the certification of exported noise plans, kept importable from here
 from .certify_plans import (DP_ACCOUNTING_GRID, MAX_PLAN_DOCUMENTS, PlanCertificate, PreparedPlans, Work,
@@ -138,6 +139,8 @@ def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
     grid = grid if grid is None or grid >= min_grid else (None if min_grid > 0.5 else min_grid)
     if grid is None:
         def plain(d: float) -> float:
+            if acc.never_sampled(q, T) <= d:  # the record is in no batch but with probability ≤ δ
+                return 0.0
             if d < acc.PLD_MIN_DELTA:
                 return acc.convex_bridge(d, plain(acc.PLD_MIN_DELTA), acc.PLD_MIN_DELTA, tiny)
             return acc.gaussian_epsilon(sens, z, T, d)
@@ -156,6 +159,8 @@ def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
                 else acc.sampled_gaussian_pld(z, q, grid).self_compose(T)]
 
     def eps(delta: float) -> float:
+        if acc.never_sampled(q, T) <= delta:  # the record is in no batch but with probability ≤ δ
+            return 0.0
         if delta < acc.PLD_MIN_DELTA:  # bridged to the PLD's last trusted point: continuous there
             return acc.convex_bridge(delta, eps(acc.PLD_MIN_DELTA), acc.PLD_MIN_DELTA, tiny)
         return min(acc.gaussian_epsilon(sens, z, T, delta), *(float(p.get_epsilon_for_delta(delta)) for p in plds))
@@ -211,6 +216,33 @@ def _smallest_noise(eps_of: Callable[[float], float], target: float, start: floa
     return math.exp(hi)
 
 
+def _figure(value: float | None, route: str, delta: float) -> tuple[float | None, list[str]]:
+    """A route's ε as a figure, or ``None`` with a note saying why it is none: an ε below 0 or NaN
+    states no guarantee (a Rényi conversion ρ(α) − (log δ + log α)/(α − 1) + log(1 − 1/α), Opacus',
+    falls below 0 as δ nears 1, where every run is (0, δ)-DP)."""
+    if value is None or value >= 0:
+        return value, []
+    why = ("is undefined (NaN)" if math.isnan(value) else
+           f"is {value:.4g}, below 0: no ε is, and a (0, δ) guarantee is not what it computed")
+    return None, [f"{route} gives no figure at δ = {format_delta(delta)}: its ε {why}"
+                  + (" (its conversion from Rényi DP goes below 0 as δ nears 1)"
+                     if value < 0 and delta > 0.5 else "")]
+
+
+def _noise_text(x: float) -> str:
+    """A noise as the inverse prints it: 4 significant digits rounded **up** (a printed noise fed back
+    must still meet the target), ``∞`` for none found, 0 for no noise needed."""
+    if not math.isfinite(x):
+        return "∞"
+    if x <= 0:
+        return "0"
+    unit = 10.0 ** (math.floor(math.log10(x)) - 3)
+    up = math.ceil(x / unit - 1e-9) * unit
+    while float(f"{up:.4g}") < x:  # the float's own rounding
+        up += unit
+    return f"{up:.4g}"
+
+
 # ---------------------------------------------------------------------------
 # the certificate
 
@@ -263,26 +295,34 @@ class Certificate:
     def __str__(self) -> str:
         e = _fmt
         d = self.description
-        if self.mechanism == "dp-sgd":
-            head = (f"DP-SGD: z = {d['noise_multiplier']:g}, q = {d['sample_rate']:.4g}, T = {d['steps']} steps "
-                    f"({d['epochs']:.4g} epoch{'' if d['epochs'] == 1 else 's'}, {d['sampling']} batches), δ = {self.delta:g}")
+        dp_sgd = self.mechanism == "dp-sgd"
+        name = "z" if dp_sgd else ("σ" if self.mechanism == "gaussian" else "b")  # the noise each one has
+        noise = d["noise_multiplier" if dp_sgd else "sigma"]
+        noise = f"{name} = {noise:g}" if noise is not None else f"{name} to be found (below)"
+        if dp_sgd:
+            head = (f"DP-SGD: {noise}, q = {d['sample_rate']:.4g}, T = {d['steps']} steps "
+                    f"({d['epochs']:.4g} epoch{'' if d['epochs'] == 1 else 's'}, {d['sampling']} batches), "
+                    f"δ = {format_delta(self.delta)}")
         else:
             head = (f"{self.mechanism}: {d['compositions']} release{'s' if d['compositions'] != 1 else ''}, "
-                    f"{'σ' if self.mechanism == 'gaussian' else 'b'} = {d['sigma']:g}, Δ = {d['sensitivity']:g}, "
-                    f"δ = {self.delta:g}")
-        lines = [head, f"{'':34} {'add/remove':>12} {'replace-one':>12}"]
-        lines.append(f"{'ε certified (PLD, tight)':34} {e(self.add_remove):>12} {e(self.replace_one):>12}")
-        lines.append(f"{'ε by Rényi DP (dp-accounting)':34} {e(self.rdp):>12} {'':>12}")
-        if self.library:
-            lines.append(f"{'as ' + self.accountant + ' reports':34} {e(self.library_epsilon):>12} {'':>12}")
-            lines.append(f"  ({self.library})")
+                    f"{noise}, Δ = {d['sensitivity']:g}, δ = {format_delta(self.delta)}")
+        lines = [head]
+        if not noise.endswith("(below)"):  # a noise given: its certificate (without one, only the inverse)
+            lines.append(f"{'':34} {'add/remove':>12} {'replace-one':>12}")
+            lines.append(f"{'ε certified (PLD, tight)':34} {e(self.add_remove):>12} {e(self.replace_one):>12}")
+            rdp = "no figure" if self.rdp is None else e(self.rdp)
+            lines.append(f"{'ε by Rényi DP (dp-accounting)':34} {rdp:>12} {'':>12}")
+            if self.library:
+                lib = "no figure" if self.library_epsilon is None else e(self.library_epsilon)
+                lines.append(f"{'as ' + self.accountant + ' reports':34} {lib:>12} {'':>12}")
+                lines.append(f"  ({self.library})")
         if self.curve:
-            lines.append("ε(δ):  " + "   ".join(f"δ={c['delta']:.0e}: {e(c[ADD_REMOVE])} / {e(c[REPLACE])}"
+            lines.append("ε(δ):  " + "   ".join(f"δ={delta_label(c['delta'])}: {e(c[ADD_REMOVE])} / {e(c[REPLACE])}"
                                                 for c in self.curve))
         if self.inverse:
             inv = self.inverse
-            lines.append(f"for ε = {inv['target_epsilon']:g} at δ = {self.delta:g}: {inv['what']} "
-                         f"{e(inv[ADD_REMOVE])} (add/remove), {e(inv[REPLACE])} (replace-one)")
+            lines.append(f"for ε = {inv['target_epsilon']:g} at δ = {format_delta(self.delta)}: {inv['what']} "
+                         f"{_noise_text(inv[ADD_REMOVE])} (add/remove), {_noise_text(inv[REPLACE])} (replace-one)")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -453,8 +493,19 @@ def _certify_dpsgd(z, q, steps, epochs, batch, n, sampling, delta, accountant, t
         if method == "clt":
             notes.append("Opacus' GDP accountant uses a central-limit approximation: its figure can fall below "
                          "the true ε and certifies nothing")
+        rdp, said = _figure(rdp, "the Rényi-DP route (dp-accounting)", delta)
+        notes += said
+        lib, said = _figure(lib, f"{accountant} ({label.split(';')[0].split(' (')[0]})", delta)
+        notes += said
     inverse = None
-    if target is not None:
+    if target is not None and profiles is None and acc.never_sampled(q, steps) <= delta:
+        # the record is in some batch with probability P ≤ δ: (0, δ)-DP whatever the noise, so no noise
+        # is needed (the search for one went toward z → 0 through ever slower distributions)
+        inverse = {"target_epsilon": target, "what": "noise multiplier z =", ADD_REMOVE: 0.0, REPLACE: 0.0}
+        notes.append(f"any noise multiplier meets ε = {target:g}, even none: a record is in one of the {steps} "
+                     f"batch{'es' if steps != 1 else ''} with probability {acc.never_sampled(q, steps):.3g} ≤ "
+                     f"δ = {format_delta(delta)}, so the run is (0, δ)-DP whatever its noise")
+    elif target is not None:
         if profiles is None and q >= 1:  # no sampling: T Gaussians, exact by μ-GDP for either relation
             solve_ar = _smallest_noise(lambda s: acc.gaussian_epsilon(1.0, s, steps, delta), target, z or 1.0)
             solve_rp = _smallest_noise(lambda s: acc.gaussian_epsilon(2.0, s, steps, delta), target, z or 1.0)

@@ -35,6 +35,8 @@ __all__ = [
     "lowered_at",
     "checked_param",
     "format_epsilon",
+    "format_delta",
+    "delta_label",
 ]
 
 ADD_REMOVE, REPLACE = "add-remove", "replace-one"
@@ -144,3 +146,28 @@ def checked_param(name: str, value: Any, owner: str = "certify") -> Any:
 def format_epsilon(x: float | None) -> str:
     """An ε as the certificates print it (``∞``: nothing proven)."""
     return "∞" if x is None or not math.isfinite(x) else f"{x:.4g}"
+
+
+def format_delta(delta: float) -> str:
+    """A δ as a headline prints it: ``:g`` where that reads back as δ itself, else every digit
+    needed (``0.999999``, ``0.9999999999``: never ``1``, which is no δ).
+
+    >>> format_delta(1e-5), format_delta(3e-6), format_delta(0.9999999999)
+    ('1e-05', '3e-06', '0.9999999999')
+    """
+    text = f"{delta:g}"
+    return text if float(text) == delta else repr(float(delta))
+
+
+def delta_label(delta: float) -> str:
+    """A δ as an ε(δ) curve labels it: a power of ten's one digit (``1e-05``), else the fewest digits
+    that read back as δ itself, so no label rounds to another δ, nor to 1.
+
+    >>> delta_label(1e-5), delta_label(3.3e-7), delta_label(0.999999)
+    ('1e-05', '3.3e-07', '9.99999e-01')
+    """
+    for digits in range(17):
+        text = f"{delta:.{digits}e}"
+        if float(text) == delta:
+            return text
+    return repr(float(delta))
