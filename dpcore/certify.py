@@ -51,7 +51,9 @@ from .certify_params import format_epsilon as _fmt
 # the certification of exported noise plans, kept importable from here
 from .certify_plans import (DP_ACCOUNTING_GRID, MAX_PLAN_DOCUMENTS, PlanCertificate, PreparedPlans, Work,
                             certify_plan, certify_plans, dp_accounting_work, plan_work, prepare_plans)
-from .exceptions import ParameterError
+from .exceptions import BudgetError, ParameterError
+from .experiments.context import Budget
+from .experiments.run import SECONDS_PER_OPERATION
 
 __all__ = [
     "ACCOUNTANTS",
@@ -190,10 +192,43 @@ def _laplace_profile(scale: float, sensitivity: float, k: int, relation: str) ->
     return lambda d: min(pure, float(accountant.get_epsilon(d)))
 
 
+#: seconds per point of dp-accounting's one-step sampled-Gaussian distribution as the add/remove route
+#: builds it (measured 1.6e-5 on 2 shared cores: z = 0.0625, q = 3e-5, 1e-2 grid, 0.7 s), rounded up
+_BUILD_SECONDS_PER_POINT = 2e-5
+
+
+def _add_remove_seconds(z: float, min_grid: float) -> float:
+    """The estimated seconds of one :func:`dpsgd_profile` (add/remove) at noise multiplier ``z``: its
+    one-step distributions' points, the loss width μ²/2 + 20μ (μ = 1/z, the pricer's rule,
+    :mod:`dpcore.certify_plans`) over the 1e-2 grid of the span and the grid of the search."""
+    if z < acc.PLD_MIN_MULTIPLIER:
+        return 0.01  # the closed form
+    mu = 1.0 / z
+    width = mu * mu / 2 + 20 * mu
+    return _BUILD_SECONDS_PER_POINT * (width / 1e-2 + width / max(acc.PLD_DISCRETIZATION, min_grid))
+
+
 def _smallest_noise(eps_of: Callable[[float], float], target: float, start: float = 1.0,
-                    rtol: float = 1e-6) -> float:
+                    rtol: float = 1e-6, price: Callable[[float], float] | None = None,
+                    allowance: float = math.inf, what: str = "the noise") -> float:
     """Smallest noise s (to ``rtol``, rounded up) with ``eps_of(s) ≤ target`` (ε falls as the noise
-    grows): Brent's method on log ε(log s); the answer is always a noise whose ε was checked."""
+    grows): Brent's method on log ε(log s); the answer is always a noise whose ε was checked.
+    ``price``: the estimated seconds of ``eps_of(s)``; the search refuses (:class:`BudgetError`,
+    one line) before an evaluation that would take it past ``allowance`` seconds in all."""
+    spent = [0.0]
+    plain_eps_of = eps_of
+
+    def eps_of(s: float) -> float:  # noqa: F811 (priced, then run)
+        if price is not None:
+            cost = price(s)
+            if spent[0] + cost > allowance:
+                raise BudgetError(f"certify: finding {what} for ε = {target:g} needs the privacy-loss distribution "
+                                  f"at {s:.3g}, about {cost:.0f} s more after {spent[0]:.0f} s, past the work "
+                                  f"budget's {allowance:.0f} s (DPCORE_WORK_BUDGET): ask for a smaller target ε "
+                                  "or a larger δ, or raise the budget")
+            spent[0] += cost
+        return plain_eps_of(s)
+
     @functools.cache
     def excess(log_s: float) -> float:
         e = eps_of(math.exp(log_s))
@@ -510,8 +545,13 @@ def _certify_dpsgd(z, q, steps, epochs, batch, n, sampling, delta, accountant, t
             solve_ar = _smallest_noise(lambda s: acc.gaussian_epsilon(1.0, s, steps, delta), target, z or 1.0)
             solve_rp = _smallest_noise(lambda s: acc.gaussian_epsilon(2.0, s, steps, delta), target, z or 1.0)
         elif profiles is None:
+            budget = Budget.from_environment()
+            if budget.error:
+                raise ParameterError(budget.error)
             solve_ar = _smallest_noise(lambda s: dpsgd_profile(s, q, steps, ADD_REMOVE, 1e-5 * target)(delta),
-                                      target, z or 1.0)
+                                       target, z or 1.0, price=lambda s: _add_remove_seconds(s, 1e-5 * target),
+                                       allowance=budget.work * SECONDS_PER_OPERATION,
+                                       what="the noise multiplier (add/remove)")
             solve_rp = acc.calibrate_sampled_gaussian(target, delta, q, steps)
         else:
             solve_ar = _smallest_noise(lambda s: profiles[ADD_REMOVE](delta, s), target, z or 1.0)
