@@ -47,6 +47,7 @@ from .certify_params import (ACCOUNTANTS, ADD_REMOVE, CERTIFY_PARAMS, CURVE_DELT
                              OPACUS_ORDERS, REPLACE, TF_ORDERS, epsilon_curve, lowered_at)
 from .certify_params import checked_param as _v  # the short names the code reads
 from .certify_params import delta_label, format_delta
+from .certify_params import format_noise as _noise_text
 from .certify_params import format_epsilon as _fmt
 # the certification of exported noise plans, kept importable from here
 from .certify_plans import (DP_ACCOUNTING_GRID, MAX_PLAN_DOCUMENTS, PlanCertificate, PreparedPlans, Work,
@@ -262,20 +263,6 @@ def _figure(value: float | None, route: str, delta: float) -> tuple[float | None
     return None, [f"{route} gives no figure at δ = {format_delta(delta)}: its ε {why}"
                   + (" (its conversion from Rényi DP goes below 0 as δ nears 1)"
                      if value < 0 and delta > 0.5 else "")]
-
-
-def _noise_text(x: float) -> str:
-    """A noise as the inverse prints it: 4 significant digits rounded **up** (a printed noise fed back
-    must still meet the target), ``∞`` for none found, 0 for no noise needed."""
-    if not math.isfinite(x):
-        return "∞"
-    if x <= 0:
-        return "0"
-    unit = 10.0 ** (math.floor(math.log10(x)) - 3)
-    up = math.ceil(x / unit - 1e-9) * unit
-    while float(f"{up:.4g}") < x:  # the float's own rounding
-        up += unit
-    return f"{up:.4g}"
 
 
 # ---------------------------------------------------------------------------

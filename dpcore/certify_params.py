@@ -37,6 +37,7 @@ __all__ = [
     "format_epsilon",
     "format_delta",
     "delta_label",
+    "format_noise",
 ]
 
 ADD_REMOVE, REPLACE = "add-remove", "replace-one"
@@ -157,6 +158,24 @@ def format_delta(delta: float) -> str:
     """
     text = f"{delta:g}"
     return text if float(text) == delta else repr(float(delta))
+
+
+def format_noise(x: float) -> str:
+    """A noise as the inverse question's answer prints it: 4 significant digits rounded **up** (a printed
+    noise fed back must still meet the target), ``∞`` for none found, 0 for no noise needed.
+
+    >>> format_noise(0.90201), format_noise(2.0), format_noise(0.0), format_noise(float("inf"))
+    ('0.9021', '2', '0', '∞')
+    """
+    if not math.isfinite(x):
+        return "∞"
+    if x <= 0:
+        return "0"
+    unit = 10.0 ** (math.floor(math.log10(x)) - 3)
+    up = math.ceil(x / unit - 1e-9) * unit
+    while float(f"{up:.4g}") < x:  # the float's own rounding
+        up += unit
+    return f"{up:.4g}"
 
 
 def delta_label(delta: float) -> str:
