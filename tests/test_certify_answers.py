@@ -225,3 +225,17 @@ def test_a_search_toward_little_noise_answers_or_refuses_within_the_work_budget(
     else:
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
         assert "DPCORE_WORK_BUDGET" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("delta", [0.999999, 0.15, 3.3e-7])
+def test_a_plans_certificate_prints_every_delta_as_its_own(tmp_path, delta):
+    """``certify --plan``'s text: the headline δ and the curve's labels read back as their δ's."""
+    from dpcore import privacy as P
+
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(P.gaussian("w", 1.0, 3.0, 2).to_dp_events(1e-5)))
+    code, out, err = _cli("--plan", str(path), "--delta", repr(delta))
+    assert code == 0, err
+    printed = {float(x) for x in re.findall(r"δ ?= ?([0-9.e+-]+?)(?=[:,\s]|$)", out)}
+    assert delta in printed and all(d < 1 for d in printed), out
+    assert printed <= {delta, *cert_mod.CURVE_DELTAS}, out
