@@ -224,7 +224,7 @@ def _smallest_noise(eps_of: Callable[[float], float], target: float, start: floa
             cost = price(s)
             if spent[0] + cost > allowance:
                 raise BudgetError(f"certify: finding {what} for ε = {target:g} needs the privacy-loss distribution "
-                                  f"at {s:.3g}, about {cost:.0f} s more after {spent[0]:.0f} s, past the work "
+                                  f"at a noise of {s:.3g}, about {cost:.0f} s more after {spent[0]:.0f} s, past the work "
                                   f"budget's {allowance:.0f} s (DPCORE_WORK_BUDGET): ask for a smaller target ε "
                                   "or a larger δ, or raise the budget")
             spent[0] += cost
