@@ -46,11 +46,15 @@ from . import accounting as acc
 from .certify_params import (ACCOUNTANTS, ADD_REMOVE, CERTIFY_PARAMS, CURVE_DELTAS, FULL_CURVE_DELTAS,
                              OPACUS_ORDERS, REPLACE, TF_ORDERS, epsilon_curve, lowered_at)
 from .certify_params import checked_param as _v  # the short names the code reads
+from .certify_params import delta_label, format_delta
+from .certify_params import format_noise as _noise_text
 from .certify_params import format_epsilon as _fmt
 # the certification of exported noise plans, kept importable from here
 from .certify_plans import (DP_ACCOUNTING_GRID, MAX_PLAN_DOCUMENTS, PlanCertificate, PreparedPlans, Work,
                             certify_plan, certify_plans, dp_accounting_work, plan_work, prepare_plans)
-from .exceptions import ParameterError
+from .exceptions import BudgetError, ParameterError
+from .experiments.context import Budget
+from .experiments.run import SECONDS_PER_OPERATION
 
 __all__ = [
     "ACCOUNTANTS",
@@ -138,6 +142,8 @@ def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
     grid = grid if grid is None or grid >= min_grid else (None if min_grid > 0.5 else min_grid)
     if grid is None:
         def plain(d: float) -> float:
+            if acc.never_sampled(q, T) <= d:  # the record is in no batch but with probability ≤ δ
+                return 0.0
             if d < acc.PLD_MIN_DELTA:
                 return acc.convex_bridge(d, plain(acc.PLD_MIN_DELTA), acc.PLD_MIN_DELTA, tiny)
             return acc.gaussian_epsilon(sens, z, T, d)
@@ -156,6 +162,8 @@ def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
                 else acc.sampled_gaussian_pld(z, q, grid).self_compose(T)]
 
     def eps(delta: float) -> float:
+        if acc.never_sampled(q, T) <= delta:  # the record is in no batch but with probability ≤ δ
+            return 0.0
         if delta < acc.PLD_MIN_DELTA:  # bridged to the PLD's last trusted point: continuous there
             return acc.convex_bridge(delta, eps(acc.PLD_MIN_DELTA), acc.PLD_MIN_DELTA, tiny)
         return min(acc.gaussian_epsilon(sens, z, T, delta), *(float(p.get_epsilon_for_delta(delta)) for p in plds))
@@ -185,10 +193,43 @@ def _laplace_profile(scale: float, sensitivity: float, k: int, relation: str) ->
     return lambda d: min(pure, float(accountant.get_epsilon(d)))
 
 
+#: seconds per point of dp-accounting's one-step sampled-Gaussian distribution as the add/remove route
+#: builds it (measured 1.6e-5 on 2 shared cores: z = 0.0625, q = 3e-5, 1e-2 grid, 0.7 s), rounded up
+_BUILD_SECONDS_PER_POINT = 2e-5
+
+
+def _add_remove_seconds(z: float, min_grid: float) -> float:
+    """The estimated seconds of one :func:`dpsgd_profile` (add/remove) at noise multiplier ``z``: its
+    one-step distributions' points, the loss width μ²/2 + 20μ (μ = 1/z, the pricer's rule,
+    :mod:`dpcore.certify_plans`) over the 1e-2 grid of the span and the grid of the search."""
+    if z < acc.PLD_MIN_MULTIPLIER:
+        return 0.01  # the closed form
+    mu = 1.0 / z
+    width = mu * mu / 2 + 20 * mu
+    return _BUILD_SECONDS_PER_POINT * (width / 1e-2 + width / max(acc.PLD_DISCRETIZATION, min_grid))
+
+
 def _smallest_noise(eps_of: Callable[[float], float], target: float, start: float = 1.0,
-                    rtol: float = 1e-6) -> float:
+                    rtol: float = 1e-6, price: Callable[[float], float] | None = None,
+                    allowance: float = math.inf, what: str = "the noise") -> float:
     """Smallest noise s (to ``rtol``, rounded up) with ``eps_of(s) ≤ target`` (ε falls as the noise
-    grows): Brent's method on log ε(log s); the answer is always a noise whose ε was checked."""
+    grows): Brent's method on log ε(log s); the answer is always a noise whose ε was checked.
+    ``price``: the estimated seconds of ``eps_of(s)``; the search refuses (:class:`BudgetError`,
+    one line) before an evaluation that would take it past ``allowance`` seconds in all."""
+    spent = [0.0]
+    plain_eps_of = eps_of
+
+    def eps_of(s: float) -> float:  # noqa: F811 (priced, then run)
+        if price is not None:
+            cost = price(s)
+            if spent[0] + cost > allowance:
+                raise BudgetError(f"certify: finding {what} for ε = {target:g} needs the privacy-loss distribution "
+                                  f"at a noise of {s:.3g}, about {cost:.0f} s more after {spent[0]:.0f} s, past the work "
+                                  f"budget's {allowance:.0f} s (DPCORE_WORK_BUDGET): ask for a smaller target ε "
+                                  "or a larger δ, or raise the budget")
+            spent[0] += cost
+        return plain_eps_of(s)
+
     @functools.cache
     def excess(log_s: float) -> float:
         e = eps_of(math.exp(log_s))
@@ -209,6 +250,19 @@ def _smallest_noise(eps_of: Callable[[float], float], target: float, start: floa
         if eps_of(s) <= target:
             return s
     return math.exp(hi)
+
+
+def _figure(value: float | None, route: str, delta: float) -> tuple[float | None, list[str]]:
+    """A route's ε as a figure, or ``None`` with a note saying why it is none: an ε below 0 or NaN
+    states no guarantee (a Rényi conversion ρ(α) − (log δ + log α)/(α − 1) + log(1 − 1/α), Opacus',
+    falls below 0 as δ nears 1, where every run is (0, δ)-DP)."""
+    if value is None or value >= 0:
+        return value, []
+    why = ("is undefined (NaN)" if math.isnan(value) else
+           f"is {value:.4g}, below 0: no ε is, and a (0, δ) guarantee is not what it computed")
+    return None, [f"{route} gives no figure at δ = {format_delta(delta)}: its ε {why}"
+                  + (" (its conversion from Rényi DP goes below 0 as δ nears 1)"
+                     if value < 0 and delta > 0.5 else "")]
 
 
 # ---------------------------------------------------------------------------
@@ -263,26 +317,34 @@ class Certificate:
     def __str__(self) -> str:
         e = _fmt
         d = self.description
-        if self.mechanism == "dp-sgd":
-            head = (f"DP-SGD: z = {d['noise_multiplier']:g}, q = {d['sample_rate']:.4g}, T = {d['steps']} steps "
-                    f"({d['epochs']:.4g} epoch{'' if d['epochs'] == 1 else 's'}, {d['sampling']} batches), δ = {self.delta:g}")
+        dp_sgd = self.mechanism == "dp-sgd"
+        name = "z" if dp_sgd else ("σ" if self.mechanism == "gaussian" else "b")  # the noise each one has
+        noise = d["noise_multiplier" if dp_sgd else "sigma"]
+        noise = f"{name} = {noise:g}" if noise is not None else f"{name} to be found (below)"
+        if dp_sgd:
+            head = (f"DP-SGD: {noise}, q = {d['sample_rate']:.4g}, T = {d['steps']} steps "
+                    f"({d['epochs']:.4g} epoch{'' if d['epochs'] == 1 else 's'}, {d['sampling']} batches), "
+                    f"δ = {format_delta(self.delta)}")
         else:
             head = (f"{self.mechanism}: {d['compositions']} release{'s' if d['compositions'] != 1 else ''}, "
-                    f"{'σ' if self.mechanism == 'gaussian' else 'b'} = {d['sigma']:g}, Δ = {d['sensitivity']:g}, "
-                    f"δ = {self.delta:g}")
-        lines = [head, f"{'':34} {'add/remove':>12} {'replace-one':>12}"]
-        lines.append(f"{'ε certified (PLD, tight)':34} {e(self.add_remove):>12} {e(self.replace_one):>12}")
-        lines.append(f"{'ε by Rényi DP (dp-accounting)':34} {e(self.rdp):>12} {'':>12}")
-        if self.library:
-            lines.append(f"{'as ' + self.accountant + ' reports':34} {e(self.library_epsilon):>12} {'':>12}")
-            lines.append(f"  ({self.library})")
+                    f"{noise}, Δ = {d['sensitivity']:g}, δ = {format_delta(self.delta)}")
+        lines = [head]
+        if not noise.endswith("(below)"):  # a noise given: its certificate (without one, only the inverse)
+            lines.append(f"{'':34} {'add/remove':>12} {'replace-one':>12}")
+            lines.append(f"{'ε certified (PLD, tight)':34} {e(self.add_remove):>12} {e(self.replace_one):>12}")
+            rdp = "no figure" if self.rdp is None else e(self.rdp)
+            lines.append(f"{'ε by Rényi DP (dp-accounting)':34} {rdp:>12} {'':>12}")
+            if self.library:
+                lib = "no figure" if self.library_epsilon is None else e(self.library_epsilon)
+                lines.append(f"{'as ' + self.accountant + ' reports':34} {lib:>12} {'':>12}")
+                lines.append(f"  ({self.library})")
         if self.curve:
-            lines.append("ε(δ):  " + "   ".join(f"δ={c['delta']:.0e}: {e(c[ADD_REMOVE])} / {e(c[REPLACE])}"
+            lines.append("ε(δ):  " + "   ".join(f"δ={delta_label(c['delta'])}: {e(c[ADD_REMOVE])} / {e(c[REPLACE])}"
                                                 for c in self.curve))
         if self.inverse:
             inv = self.inverse
-            lines.append(f"for ε = {inv['target_epsilon']:g} at δ = {self.delta:g}: {inv['what']} "
-                         f"{e(inv[ADD_REMOVE])} (add/remove), {e(inv[REPLACE])} (replace-one)")
+            lines.append(f"for ε = {inv['target_epsilon']:g} at δ = {format_delta(self.delta)}: {inv['what']} "
+                         f"{_noise_text(inv[ADD_REMOVE])} (add/remove), {_noise_text(inv[REPLACE])} (replace-one)")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -453,14 +515,30 @@ def _certify_dpsgd(z, q, steps, epochs, batch, n, sampling, delta, accountant, t
         if method == "clt":
             notes.append("Opacus' GDP accountant uses a central-limit approximation: its figure can fall below "
                          "the true ε and certifies nothing")
+        rdp, said = _figure(rdp, "the Rényi-DP route (dp-accounting)", delta)
+        notes += said
+        lib, said = _figure(lib, f"{accountant} ({label.split(';')[0].split(' (')[0]})", delta)
+        notes += said
     inverse = None
-    if target is not None:
+    if target is not None and profiles is None and acc.never_sampled(q, steps) <= delta:
+        # the record is in some batch with probability P ≤ δ: (0, δ)-DP whatever the noise, so no noise
+        # is needed (the search for one went toward z → 0 through ever slower distributions)
+        inverse = {"target_epsilon": target, "what": "noise multiplier z =", ADD_REMOVE: 0.0, REPLACE: 0.0}
+        notes.append(f"any noise multiplier meets ε = {target:g}, even none: a record is in one of the {steps} "
+                     f"batch{'es' if steps != 1 else ''} with probability {acc.never_sampled(q, steps):.3g} ≤ "
+                     f"δ = {format_delta(delta)}, so the run is (0, δ)-DP whatever its noise")
+    elif target is not None:
         if profiles is None and q >= 1:  # no sampling: T Gaussians, exact by μ-GDP for either relation
             solve_ar = _smallest_noise(lambda s: acc.gaussian_epsilon(1.0, s, steps, delta), target, z or 1.0)
             solve_rp = _smallest_noise(lambda s: acc.gaussian_epsilon(2.0, s, steps, delta), target, z or 1.0)
         elif profiles is None:
+            budget = Budget.from_environment()
+            if budget.error:
+                raise ParameterError(budget.error)
             solve_ar = _smallest_noise(lambda s: dpsgd_profile(s, q, steps, ADD_REMOVE, 1e-5 * target)(delta),
-                                      target, z or 1.0)
+                                       target, z or 1.0, price=lambda s: _add_remove_seconds(s, 1e-5 * target),
+                                       allowance=budget.work * SECONDS_PER_OPERATION,
+                                       what="the noise multiplier (add/remove)")
             solve_rp = acc.calibrate_sampled_gaussian(target, delta, q, steps)
         else:
             solve_ar = _smallest_noise(lambda s: profiles[ADD_REMOVE](delta, s), target, z or 1.0)

@@ -35,6 +35,9 @@ __all__ = [
     "lowered_at",
     "checked_param",
     "format_epsilon",
+    "format_delta",
+    "delta_label",
+    "format_noise",
 ]
 
 ADD_REMOVE, REPLACE = "add-remove", "replace-one"
@@ -144,3 +147,46 @@ def checked_param(name: str, value: Any, owner: str = "certify") -> Any:
 def format_epsilon(x: float | None) -> str:
     """An ε as the certificates print it (``∞``: nothing proven)."""
     return "∞" if x is None or not math.isfinite(x) else f"{x:.4g}"
+
+
+def format_delta(delta: float) -> str:
+    """A δ as a headline prints it: ``:g`` where that reads back as δ itself, else every digit
+    needed (``0.999999``, ``0.9999999999``: never ``1``, which is no δ).
+
+    >>> format_delta(1e-5), format_delta(3e-6), format_delta(0.9999999999)
+    ('1e-05', '3e-06', '0.9999999999')
+    """
+    text = f"{delta:g}"
+    return text if float(text) == delta else repr(float(delta))
+
+
+def format_noise(x: float) -> str:
+    """A noise as the inverse question's answer prints it: 4 significant digits rounded **up** (a printed
+    noise fed back must still meet the target), ``∞`` for none found, 0 for no noise needed.
+
+    >>> format_noise(0.90201), format_noise(2.0), format_noise(0.0), format_noise(float("inf"))
+    ('0.9021', '2', '0', '∞')
+    """
+    if not math.isfinite(x):
+        return "∞"
+    if x <= 0:
+        return "0"
+    unit = 10.0 ** (math.floor(math.log10(x)) - 3)
+    up = math.ceil(x / unit - 1e-9) * unit
+    while float(f"{up:.4g}") < x:  # the float's own rounding
+        up += unit
+    return f"{up:.4g}"
+
+
+def delta_label(delta: float) -> str:
+    """A δ as an ε(δ) curve labels it: a power of ten's one digit (``1e-05``), else the fewest digits
+    that read back as δ itself, so no label rounds to another δ, nor to 1.
+
+    >>> delta_label(1e-5), delta_label(3.3e-7), delta_label(0.999999)
+    ('1e-05', '3.3e-07', '9.99999e-01')
+    """
+    for digits in range(17):
+        text = f"{delta:.{digits}e}"
+        if float(text) == delta:
+            return text
+    return repr(float(delta))

@@ -29,6 +29,7 @@ from . import privacy as P
 # _v and _fmt: the short names the code reads (as in dpcore.certify)
 from .certify_params import CERTIFY_PARAMS, CURVE_DELTAS, FULL_CURVE_DELTAS, epsilon_curve, lowered_at
 from .certify_params import checked_param as _v
+from .certify_params import format_delta
 from .certify_params import format_epsilon as _fmt
 from .exceptions import BudgetError, ParameterError
 from .experiments.context import DEFAULT_WORK_BUDGET, Budget
@@ -83,16 +84,25 @@ class PlanCertificate:
     def __str__(self) -> str:
         e = _fmt
         lines = [(f"{self.label}: " if self.label else "") + self.plan,
-                 f"  ε certified ({self.neighbouring}, this package's accountant) {e(self.epsilon)} at δ = {self.delta:g}"]
+                 f"  ε certified ({self.neighbouring}, this package's accountant) {e(self.epsilon)} at δ = "
+                 f"{format_delta(self.delta)}"]
         if self.dp_accounting is not None:
             lines.append(f"  ε by dp-accounting's PLDAccountant (REPLACE_ONE) {e(self.dp_accounting)}")
         else:
             lines.append(f"  dp-accounting's figure: {self.unsupported}" if self.unsupported.startswith("not run")
                          else f"  dp-accounting cannot compose this plan: {self.unsupported}")
         if self.curve:
-            lines.append("  ε(δ):  " + "   ".join(f"δ={c['delta']:.2g}: {e(c['epsilon'])}" for c in self.curve))
+            lines.append("  ε(δ):  " + "   ".join(f"δ={_short_delta(c['delta'])}: {e(c['epsilon'])}"
+                                                  for c in self.curve))
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def _short_delta(delta: float) -> str:
+    """A δ of a plan's curve in two digits where they read back as δ, else every digit it needs
+    (0.999999, never 1)."""
+    text = f"{delta:.2g}"
+    return text if float(text) == delta else format_delta(delta)
 
 
 def _own_events(event) -> list[str]:

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dpcore import certify_noise
 from dpcore.certify import CERTIFY_PARAMS as CP  # the declarations
+from dpcore.certify_params import format_noise
 from dpcore.exceptions import DPCoreError
 from dpcore.figures import privacy_profile_figure
 from pages.common import choice, declared_number, enter_view, fmt_eps, show_chart
@@ -90,9 +91,10 @@ except DPCoreError as exc:
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("ε add/remove", fmt_eps(cert.add_remove))
 m2.metric("ε replace-one", fmt_eps(cert.replace_one))
-m3.metric("ε by Rényi DP (add/remove)", fmt_eps(cert.rdp))
+m3.metric("ε by Rényi DP (add/remove)", "no figure" if cert.rdp is None else fmt_eps(cert.rdp))
 if cert.library:
-    m4.metric(f"as {cert.accountant} reports", fmt_eps(cert.library_epsilon))
+    m4.metric(f"as {cert.accountant} reports",  # None: the route's ε is below 0 or NaN here (a note says why)
+              "no figure" if cert.library_epsilon is None else fmt_eps(cert.library_epsilon))
     st.caption(f"{cert.accountant}: {cert.library}.")
 if mechanism == "dp-sgd":
     d = cert.description
@@ -103,7 +105,8 @@ for note in cert.notes:
 if cert.inverse:
     inv = cert.inverse
     st.markdown(f"**For ε = {inv['target_epsilon']:g} at δ = {delta:g}:** {inv['what']} "
-                f"{fmt_eps(inv['add-remove'])} under add/remove, {fmt_eps(inv['replace-one'])} under replace-one.")
+                f"{format_noise(inv['add-remove'])} under add/remove, {format_noise(inv['replace-one'])} under "
+                "replace-one (rounded up: each meets the target).")
 
 fig = privacy_profile_figure(cert.curve, delta)
 show_chart(fig, key="cert_curve")

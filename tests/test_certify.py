@@ -17,6 +17,7 @@ import pytest
 import dpcore
 from dpcore import accounting as acc
 from dpcore import privacy as P
+from dpcore.certify_params import format_noise
 from dpcore.cli import main
 from dpcore.exceptions import ParameterError
 
@@ -299,7 +300,7 @@ def test_the_views_link_reproduces_it_and_the_inverse_question():
     assert not again.exception and _metrics(again) == _metrics(at)
     (answer,) = [md.value for md in again.markdown if md.value.startswith("**For ε = 1")]
     g = dpcore.certify_noise(mechanism="gaussian", sigma=2.0, compositions=10, target_epsilon=1.0, delta=1e-5)
-    assert f"{g.inverse['add-remove']:.3g}" in answer
+    assert f"{format_noise(g.inverse['add-remove'])} under add/remove" in answer
 
 
 def test_the_compare_link_opens_compare_at_that_epsilon():

@@ -1,0 +1,241 @@
+"""``python -m dpcore certify`` answers, in every output form, or refuses in one line (issue 67).
+
+* the inverse question (``--target-epsilon`` without a noise) in every route × text / ``--json``:
+  exit 0 and a finite, positive noise, checked by a second route: fed back to ``certify`` in
+  forward mode, the noise meets the target, and 0.99× of it does not;
+* a route whose ε is negative or undefined at δ is no figure (Opacus' Rényi conversion near δ = 1),
+  and every δ a certificate prints reads back as that δ (never ``1e+00`` for 0.999999);
+* a run whose record is sampled with probability ≤ δ needs no noise, said in seconds (the search
+  for one went toward z → 0 through ever slower distributions and never came back).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+import sys
+import threading
+import time
+import types
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+import dpcore
+from dpcore import accounting as acc
+from dpcore.certify_params import CERTIFY_PARAMS
+from dpcore.cli import main
+
+cert_mod = sys.modules["dpcore.certify"]  # dpcore.certify is the function; the module is here
+
+#: the inverse's routes, one case each: (mechanism flags, what the noise is called in forward mode)
+#: Poisson-sampled DP-SGD (q < 1 and q = 1), shuffled DP-SGD, k Gaussians, k Laplace releases
+ROUTES = {
+    "dp-sgd-poisson": (["--sample-rate", "0.2", "--steps", "10"], "noise_multiplier"),
+    "dp-sgd-unsampled": (["--sample-rate", "1", "--steps", "50"], "noise_multiplier"),
+    "dp-sgd-shuffled": (["--sample-rate", "0.01", "--epochs", "3", "--sampling", "shuffled"], "noise_multiplier"),
+    "gaussian": (["--mechanism", "gaussian", "--compositions", "20", "--sensitivity", "0.5"], "sigma"),
+    "laplace": (["--mechanism", "laplace", "--compositions", "3"], "sigma"),
+}
+#: targets across the declared range's decades (its ends included), one per route, rotated
+LOW, HIGH = CERTIFY_PARAMS["target_epsilon"].constraint.low, CERTIFY_PARAMS["target_epsilon"].constraint.high
+TARGETS = [2.0, HIGH, 8.0, LOW, 0.3]
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["certify", *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _flags_to_kwargs(flags: list[str]) -> dict:
+    """The flags as ``certify_noise``'s keywords (the forward route's own door, not the command's)."""
+    kw = {}
+    for name, value in zip(flags[::2], flags[1::2]):
+        key = name[2:].replace("-", "_")
+        kw[key] = value if key in ("mechanism", "sampling") else (int(value) if key in ("steps", "compositions")
+                                                                 else float(value))
+    return kw
+
+
+def _inverse_answer(form: str, out: str) -> dict:
+    """(add/remove, replace-one) noise as the output states it."""
+    if form == "json":
+        inv = json.loads(out)["inverse"]
+        return {"add-remove": inv["add-remove"], "replace-one": inv["replace-one"]}
+    m = re.search(r"^for ε = \S+ at δ = \S+: .*? = (\S+) \(add/remove\), (\S+) \(replace-one\)$", out, re.M)
+    assert m, out
+    return {"add-remove": float(m.group(1)), "replace-one": float(m.group(2))}
+
+
+CASES = [(route, form, TARGETS[i % len(TARGETS)]) for i, route in enumerate(ROUTES) for form in ("text", "json")]
+
+
+@pytest.mark.parametrize("route, form, target", CASES)
+def test_the_inverse_question_answers_in_every_route_and_form(route, form, target):
+    flags, noise = ROUTES[route]
+    argv = [*flags, "--target-epsilon", f"{target:g}"] + (["--json"] if form == "json" else [])
+    code, out, err = _cli(*argv)
+    assert code == 0 and err == "", err
+    answer = _inverse_answer(form, out)
+    kw = _flags_to_kwargs(flags)
+    for relation in ("add-remove", "replace-one"):
+        s = answer[relation]
+        assert isinstance(s, float) and math.isfinite(s) and s > 0, (relation, s)
+        # the second route: the forward certificate of that noise meets the target, 0.99× of it does not
+        met, less = _forward(kw, noise, s, relation), _forward(kw, noise, 0.99 * s, relation)
+        assert met <= target < less, (relation, s, met, less)
+
+
+def _forward(kw: dict, noise: str, s: float, relation: str) -> float:
+    """ε at noise ``s`` in forward mode: the headline figure's own route (a Poisson DP-SGD run's, without
+    the curve and the library rows it does not need here), else the whole forward certificate."""
+    if noise == "noise_multiplier" and kw.get("sampling", "poisson") == "poisson":
+        if relation == "add-remove":
+            return cert_mod.dpsgd_profile(s, kw["sample_rate"], kw["steps"], relation)(1e-5)
+        return acc.sampled_gaussian_epsilon(s, kw["sample_rate"], kw["steps"], 1e-5)
+    return getattr(dpcore.certify_noise(**{noise: s}, **kw, delta=1e-5), relation.replace("-", "_"))
+
+
+@pytest.mark.parametrize("argv", [["--target-epsilon", "1e-4", "--mechanism", "laplace"],
+                                  ["--mechanism", "gaussian", "--target-epsilon", "100", "--compositions", "100000"]])
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_the_issues_commands_answer(argv, form):
+    code, out, err = _cli(*argv, *(["--json"] if form == "json" else []))
+    assert code == 0 and err == "", err
+    answer = _inverse_answer(form, out)
+    assert all(math.isfinite(v) and v > 0 for v in answer.values())
+    if form == "text":  # the noise is named as what it is, and no certificate of a noise not given is printed
+        assert ("scale b =" if "laplace" in argv else "σ =") in out and "ε certified" not in out
+
+
+# ---------------------------------------------------------------------------
+# a route's ε below 0 is no figure; a δ label reads back as its δ
+
+
+def _fake_opacus(monkeypatch, value: float) -> None:
+    class Accountant:
+        def __init__(self):
+            self.history = []
+
+        def get_epsilon(self, delta):
+            return value
+
+    fake = types.ModuleType("opacus")
+    fake.__version__ = "9.9"
+    fake.accountants = types.SimpleNamespace(RDPAccountant=Accountant, PRVAccountant=Accountant,
+                                             GaussianAccountant=Accountant)
+    monkeypatch.setitem(sys.modules, "opacus", fake)
+    monkeypatch.setitem(sys.modules, "opacus.accountants", fake.accountants)
+
+
+@pytest.mark.parametrize("accountant", ["opacus-rdp", "opacus-prv", "opacus-gdp"])
+@pytest.mark.parametrize("value", [-3.259, math.nan])
+def test_a_negative_or_undefined_library_figure_is_no_figure(monkeypatch, accountant, value):
+    _fake_opacus(monkeypatch, value)
+    argv = ["--delta", "0.999999", "--noise-multiplier", "4", "--sample-rate", "0.01", "--steps", "10",
+            "--accountant", accountant]
+    code, out, err = _cli(*argv)
+    assert code == 0 and err == "", err
+    row = next(line for line in out.splitlines() if line.startswith(f"as {accountant} reports"))
+    assert row.split("reports", 1)[1].split() == ["no", "figure"], row
+    assert "-3.259" not in row and "nan" not in row.lower()
+    assert re.search(r"^note: .*gives no figure at δ = 0\.999999: its ε (is -3\.259, below 0|is undefined)", out,
+                     re.M), out
+    code, out, err = _cli(*argv, "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["library_epsilon"] is None and any("gives no figure" in n for n in doc["notes"])
+
+
+def test_the_issues_delta_near_one_prints_no_negative_figure_and_no_delta_of_one(monkeypatch):
+    _fake_opacus(monkeypatch, -3.259)
+    code, out, err = _cli("--delta", "0.999999", "--noise-multiplier", "1", "--sample-rate", "0.01", "--steps", "1000")
+    assert code == 0 and err == "", err
+    assert "-3.259" not in out.split("note:")[0] and "δ=1e+00" not in out and "δ = 0.999999" in out
+
+
+DELTAS = [0.999999, 1 - 1e-12, 0.5, 0.15, 3.3e-7, 1e-5, 1e-99]
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+def test_every_delta_printed_reads_back_as_its_own(delta):
+    """Each δ a certificate prints (the headline, the curve's labels, the inverse's) is that δ to the
+    last digit: none rounds to 1, nor to another δ of the curve."""
+    code, out, err = _cli("--mechanism", "gaussian", "--sigma", "3", "--compositions", "2", "--delta", repr(delta),
+                          "--target-epsilon", "1")
+    assert code == 0, err
+    cert = dpcore.certify_noise(mechanism="gaussian", sigma=3.0, compositions=2, delta=delta)
+    printed = [float(x) for x in re.findall(r"δ ?= ?([0-9.e+-]+?)(?=[:,\s]|$)", out)]
+    assert sorted(set(printed)) == sorted({delta} | {c["delta"] for c in cert.curve}), (printed, out)
+    assert all(d < 1 for d in printed)
+
+
+# ---------------------------------------------------------------------------
+# never sampled: no noise needed, said in seconds
+
+
+def _timed_cli(*argv: str, limit: float) -> tuple[int, str, str, float]:
+    """The command in a thread: a hang fails the test at ``limit`` seconds instead of stalling the run."""
+    box: dict = {}
+
+    def go():
+        box["result"] = _cli(*argv)
+
+    start = time.monotonic()
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(limit)
+    assert not t.is_alive(), f"certify {' '.join(argv)}: no answer within {limit} s"
+    return (*box["result"], time.monotonic() - start)
+
+
+@pytest.mark.parametrize("q, steps", [(1e-6, 1), (1e-6, 10), (2e-6, 4), (1e-7 * 10, 5)])
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_a_run_sampled_with_probability_at_most_delta_needs_no_noise(q, steps, form):
+    assert acc.never_sampled(q, steps) <= 1e-5
+    code, out, err, _ = _timed_cli("--target-epsilon", "100", "--sample-rate", f"{q:g}", "--steps", str(steps),
+                                   *(["--json"] if form == "json" else []), limit=20.0)
+    assert code == 0 and err == "", err
+    answer = _inverse_answer(form, out)
+    assert answer == {"add-remove": 0.0, "replace-one": 0.0}
+    notes = json.loads(out)["notes"] if form == "json" else out
+    assert "even none" in str(notes)
+    # the second route: the least noise the declared range lets one give is certified ε = 0 there
+    z = CERTIFY_PARAMS["noise_multiplier"].constraint.low
+    c = dpcore.certify_noise(noise_multiplier=z, sample_rate=q, steps=steps, delta=1e-5)
+    assert c.add_remove == 0.0 and c.replace_one == 0.0
+
+
+@pytest.mark.parametrize("q, steps", [(3e-5, 1), (1e-6, 20), (2e-5, 1), (1e-5, 3)])
+def test_a_search_toward_little_noise_answers_or_refuses_within_the_work_budget(monkeypatch, q, steps):
+    """Just above the never-sampled case ε = 100 needs z ≈ 0.06, where each add/remove distribution
+    costs seconds: within a budget of a few seconds, an answer or one line, never minutes."""
+    from dpcore.experiments.run import SECONDS_PER_OPERATION
+
+    assert acc.never_sampled(q, steps) > 1e-5
+    monkeypatch.setenv("DPCORE_WORK_BUDGET", f"{3.0 / SECONDS_PER_OPERATION:.3g}")  # 3 s
+    code, out, err, took = _timed_cli("--target-epsilon", "100", "--sample-rate", f"{q:g}", "--steps", str(steps),
+                                      limit=30.0)
+    assert took < 10.0
+    if code == 0:
+        assert all(math.isfinite(v) and v > 0 for v in _inverse_answer("text", out).values())
+    else:
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert "DPCORE_WORK_BUDGET" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("delta", [0.999999, 0.15, 3.3e-7])
+def test_a_plans_certificate_prints_every_delta_as_its_own(tmp_path, delta):
+    """``certify --plan``'s text: the headline δ and the curve's labels read back as their δ's."""
+    from dpcore import privacy as P
+
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(P.gaussian("w", 1.0, 3.0, 2).to_dp_events(1e-5)))
+    code, out, err = _cli("--plan", str(path), "--delta", repr(delta))
+    assert code == 0, err
+    printed = {float(x) for x in re.findall(r"δ ?= ?([0-9.e+-]+?)(?=[:,\s]|$)", out)}
+    assert delta in printed and all(d < 1 for d in printed), out
+    assert printed <= {delta, *cert_mod.CURVE_DELTAS}, out
