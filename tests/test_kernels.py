@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -414,3 +417,18 @@ def test_a_row_whose_norm_is_not_finite_is_dropped_where_the_clip_is_finite():
     X[2, 0], X[4, 1] = np.nan, np.inf
     norms = _one_row_gradients(model, theta, X, y, 0.5)
     assert (norms[:, [2, 4]] == 0).all() and (norms[:, [0, 1, 3, 5]] > 0).all() and (norms <= 0.5).all()
+
+
+_FEATURES = os.environ.get("NUMBA_CPU_FEATURES", "")
+
+
+@pytest.mark.skipif(not _FEATURES or "+avx512f" in _FEATURES,
+                    reason="the kernels are compiled with this host's features (NUMBA_CPU_FEATURES turns no AVX-512 off)")
+def test_the_kernels_compile_for_the_core_numba_cpu_features_names():
+    """Under benchmarks/machine.py's AVX2 environment (CI's last step) a kernel compiled afresh uses
+    no 512-bit register: what ran is the laptop's code, not this host's.  A check of the check:
+    ``NUMBA_CPU_NAME=haswell`` alone (the host's features) gives 280 ``zmm`` operands on an AVX-512 host."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import machine
+
+    assert machine.numba_wide_registers() == 0
