@@ -69,6 +69,12 @@ from numba.core import config as _numba_config  # noqa: E402
 FIRST_USE_SECONDS = "about 5 s of CPU, about 1 s from the cache"
 
 
+def compiled() -> bool:
+    """Whether the kernels are compiled (``False`` under ``NUMBA_DISABLE_JIT=1``: they then run in
+    the interpreter, and the work budget prices each model's ``uncompiled_slowdown``)."""
+    return not _numba_config.DISABLE_JIT
+
+
 def kernel_cache_folder() -> Path | None:
     """The folder numba keeps the compiled kernels in: ``NUMBA_CACHE_DIR`` if the user set one, else
     ``<cache_dir>/numba``; ``None`` (compiled in every process) when it cannot be made or written."""

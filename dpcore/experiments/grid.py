@@ -52,7 +52,8 @@ _SPEC_COLUMNS = ("mechanism_name", "calibration", "epsilon_target", "epsilon_cer
 
 def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
              tags: Sequence[Mapping[str, Any]] | None = None, dataset=None,
-             partial: Callable[[list[dict[str, Any] | None]], None] | None = None) -> pd.DataFrame:
+             partial: Callable[[list[dict[str, Any] | None]], None] | None = None,
+             whole_budget: bool = False) -> pd.DataFrame:
     """Run every spec (R batched repeats each) and return the tidy table described above.
 
     ``tags[i]`` labels spec ``i`` (columns of its rows).  ``dataset``: a user's
@@ -63,7 +64,8 @@ def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
     whole grid, before anything runs: a :class:`~dpcore.exceptions.DatasetError`.
     ``partial(summaries)`` is called each time a spec's result exists, with
     :func:`summaries` of the specs done so far (``None`` for the rest): the same numbers,
-    earlier.
+    earlier.  ``whole_budget``: the specs still to compute must fit the work budget together
+    (:func:`~dpcore.experiments.sweep.run_tasks`).
     """
     ctx = default_context() if ctx is None else ctx
     specs = list(specs)
@@ -82,7 +84,7 @@ def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
             so_far[i] = summaries(pd.DataFrame(tidy_rows([task], {task.key: record})), len(specs))[i]
             partial(list(so_far))
 
-    res = run_tasks(tasks, ctx, dataset=dataset, on_result=on_result)
+    res = run_tasks(tasks, ctx, dataset=dataset, on_result=on_result, whole_budget=whole_budget)
     df = pd.DataFrame(res.rows())
     if "spec" in df:  # the position first, then the key, as documented
         df.insert(0, "spec", df.pop("spec"))

@@ -367,7 +367,8 @@ def _run(specs: Sequence[RunSpec], ctx: Context | None, dataset=None,
          partial: Callable[[list[dict[str, Any] | None]], None] | None = None) -> list[dict[str, Any]]:
     """The grid's per-spec summaries, in spec order; a spec listed twice (the central
     reference at every skew, say) runs once.  ``partial(summaries)``: the summaries so far, in
-    spec order (``None`` for those not done), each time one is done."""
+    spec order (``None`` for those not done), each time one is done.  A study is one wait for its
+    user: its runs still to compute must fit the work budget together, not only each alone."""
     unique = list(dict.fromkeys(specs))
     if not unique:
         return []
@@ -378,7 +379,7 @@ def _run(specs: Sequence[RunSpec], ctx: Context | None, dataset=None,
         def on_partial(so_far):
             partial([so_far[position[s]] for s in specs])
 
-    done = dict(zip(unique, summaries(run_grid(unique, ctx, dataset=dataset, partial=on_partial), len(unique))))
+    done = dict(zip(unique, summaries(run_grid(unique, ctx, dataset=dataset, partial=on_partial, whole_budget=True), len(unique))))
     return [done[s] for s in specs]
 
 

@@ -269,7 +269,7 @@ def task_cost(config: RunSpec, dataset=None) -> float | None:
         mechanism = get_mechanism(config.mechanism)
         model = make_model(config.model, lam=config.lam, radius=config.radius)
         runs = work_estimate(config, SimpleNamespace(n=int(n), d=int(d)), model, mechanism)
-        steps = max(1.0, float(mechanism.work_steps(config, int(n))))
+        steps = max(1.0, float(mechanism.work_steps(config, int(n), int(d))))
         cost = runs * (steps + 1) / steps  # the metrics: one more pass per run
     except (DPCoreError, ArithmeticError, AttributeError, LookupError, TypeError, ValueError):
         return None  # the grid's bar then counts configurations; the grid itself is not concerned
@@ -410,9 +410,30 @@ def _compute(pending: list[Task], ctx: Context, dataset=None):
                     else dispatch(pending, run_ctx, threads, points, dataset))
 
 
+def _check_whole_budget(pending: Sequence[Task], ctx: Context, dataset) -> None:
+    """Refuse a grid whose tasks still to compute exceed the work budget together
+    (:func:`run_tasks`' ``whole_budget``)."""
+    from .run import _BUDGET_SCALE
+
+    limit = ctx.budget.work
+    if ctx.budget.error or not math.isfinite(limit):
+        return  # a broken budget is each run's refusal to say; an infinite one refuses nothing
+    costs = [task_cost(t.config, dataset) for t in pending]
+    total = sum(c for c in costs if c is not None and c <= limit)
+    if total > limit:
+        raise BudgetError(f"the {len(pending):,} configurations still to compute are about {total:.1e} operations "
+                          f"in all (budget {limit:.0e}, {_BUDGET_SCALE}): lower the repeats or T, or compare "
+                          "fewer ε or mechanisms")
+
+
 def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
-              on_result: Callable[[Task, dict], None] | None = None) -> SweepResult:
+              on_result: Callable[[Task, dict], None] | None = None, whole_budget: bool = False) -> SweepResult:
     """Run every task not already in ``ctx.results_dir``; return all results.
+
+    ``whole_budget``: the tasks still to compute are one wait for the user (a view's grid), so
+    their work in all, not only each task's, must fit the context's work budget; past it the
+    whole grid is refused before anything runs (:class:`~dpcore.exceptions.BudgetError`).  A task
+    past the budget alone is not counted: it is refused on its own row, at no cost.
 
     ``on_result(task, record)`` hears of each task as its record exists (cached ones first,
     then in the order they finish), so a view can draw what is done while the rest computes.
@@ -443,6 +464,8 @@ def run_tasks(tasks: Sequence[Task], ctx: Context, *, dataset=None,
             hits.append((t, hit["result"]))
         else:
             pending.append(t)
+    if whole_budget:
+        _check_whole_budget(pending, ctx, dataset)
     # single flight: a task another session of this process is computing is waited for, not computed;
     # every task claimed here is landed on every path (a budget's refusal, a callback that raises)
     with (cache.sharing([t.key for t in pending]) if cache is not None

@@ -179,8 +179,8 @@ class Mechanism:
     # (:meth:`run_stack`): those that change only the noise scale or the step size.
     stack_fields: ClassVar[tuple[str, ...]] = ()
 
-    def work_steps(self, config, n: int) -> float:
-        """Passes over the n training rows one run makes, for the work budget
+    def work_steps(self, config, n: int, d: int = 0) -> float:
+        """Passes over the n training rows (d features) one run makes, for the work budget
         (:func:`~dpcore.experiments.run.work_estimate`): T for an iterative mechanism, else 1."""
         return config.iterations if self.iterative else 1
 

@@ -237,10 +237,10 @@ class _InputBase(Mechanism):
         """The mini-batch of the tuned trainer on n records (None: full batch)."""
         return None
 
-    def work_steps(self, config, n: int) -> float:
+    def work_steps(self, config, n: int, d: int = 0) -> float:
         if config.option("tune_on_release"):
             return released_work_steps(self.release_trainer, n, self.release_batch(n, config))
-        return super().work_steps(config, n)
+        return super().work_steps(config, n, d)
 
     def train(self, problem, config, Xp, yp, rngs, grad_hook):
         raise NotImplementedError

@@ -68,7 +68,7 @@ class LocalGaussian(Mechanism):
     def plan(self, problem, config, sigma):
         return record_plan(sigma, self.label(config))
 
-    def work_steps(self, config, n: int) -> float:
+    def work_steps(self, config, n: int, d: int = 0) -> float:
         return released_work_steps("erm", n) if config.option("tune_on_release") else 1
 
     def calibration_start(self, problem, config):
