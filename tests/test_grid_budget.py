@@ -9,13 +9,13 @@ from dpcore.experiments.context import Budget, Context
 from dpcore.experiments.grid import run_grid
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.studies import epsilon_sweep
-from dpcore.experiments.sweep import task_cost
+from dpcore.experiments.sweep import GRID_WORK_BUDGETS, task_cost
 from dpcore.mechanisms import get_mechanism
 from dpcore.mechanisms.objective import solve_passes
 
 BASE = RunSpec(dataset="breast-cancer", mechanism="gradient-dpgd", epsilon=1.0, delta=1e-5, iterations=20, repeats=3,
                seed=5)
-EPSILONS = (0.5, 1.0, 2.0)
+EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
 
 def _each_cost() -> float:
@@ -30,25 +30,26 @@ def _ctx(tmp_path, work: float) -> Context:
 
 def test_a_views_grid_past_the_budget_together_is_refused_before_anything_runs(tmp_path):
     each = _each_cost()
-    ctx = _ctx(tmp_path, 2.5 * each)  # two fit, three do not
-    with pytest.raises(BudgetError, match="3 configurations still to compute are about .* in all"):
+    ctx = _ctx(tmp_path, 1.05 * each)  # each run fits alone; three runs' budgets hold 3 runs, not 4
+    assert GRID_WORK_BUDGETS == 3
+    with pytest.raises(BudgetError, match="4 configurations still to compute are about .* in all"):
         epsilon_sweep(BASE, ["gradient-dpgd"], list(EPSILONS), ctx)
     # the truth passed: the same grid within the budget runs, every row a result
-    rows = epsilon_sweep(BASE, ["gradient-dpgd"], list(EPSILONS[:2]), ctx)
-    assert len(rows) == 2 and not any("error" in r for r in rows)
+    rows = epsilon_sweep(BASE, ["gradient-dpgd"], list(EPSILONS[:3]), ctx)
+    assert len(rows) == 3 and not any("error" in r for r in rows)
 
 
 def test_a_grid_outside_the_views_keeps_the_per_run_budget(tmp_path):
     each = _each_cost()
     specs = [RunSpec(**{**BASE.__dict__, "epsilon": e}) for e in EPSILONS]
-    df = run_grid(specs, _ctx(tmp_path, 1.5 * each))  # each fits alone: a sweep's runs are its own waits
+    df = run_grid(specs, _ctx(tmp_path, 1.05 * each))  # each fits alone: a sweep's runs are its own waits
     assert "error" not in df or df["error"].isna().all()
 
 
 def test_a_run_past_the_budget_alone_is_refused_on_its_row_and_not_counted(tmp_path):
     each = _each_cost()
     big = RunSpec(**{**BASE.__dict__, "repeats": 40})
-    ctx = _ctx(tmp_path, 2.5 * each)
+    ctx = _ctx(tmp_path, 1.05 * each)
     assert task_cost(big) > ctx.budget.work
     rows = epsilon_sweep(big, ["gradient-dpgd"], [1.0, 2.0], ctx)  # over alone: each its own row's refusal
     assert len(rows) == 2 and all("operations" in r["error"] for r in rows)
