@@ -74,8 +74,10 @@ from dpcore.plan_events import EVENT_FIELDS, RELEASE_DEFAULTS, RELEASE_FIELDS, F
 WORK, MEMORY = 3e9, 512 * 2**20
 #: a case that takes longer is a hang
 TIMEOUT = 60.0
-#: a FIFO (or any file refused for what it is) must be refused within this, interpreter start included
-FIFO_SECONDS = 15.0
+#: a FIFO (or any file refused for what it is) must be refused within this, interpreter start included:
+#: a blocking read never answers, and an interpreter starting on a 2-core machine at load 10 took
+#: over 15 s to refuse (4–5 s idle), so the bound leaves room for the load and none for a wait
+FIFO_SECONDS = 45.0
 DELTA = 1e-5
 
 # -------------------------------------------------------------------------------- the declarations

@@ -54,7 +54,9 @@ def test_readme_starts_with_the_app_and_the_test_command():
 #: generic BLAS kernels
 _CI_AFTER_README = (r'readme_status=\$\?; if \[ "\$readme_status" -ne 0 \]; then exit "\$readme_status"; fi',
                     r"OPENBLAS_CORETYPE=\w+ python -m pytest -q tests/test_shipped\.py( [^;&|]*)?",
-                    # ... and as a machine without AVX-512 runs them (benchmarks/machine.py sets the switches)
+                    # ... and as a machine without AVX-512 runs them (benchmarks/machine.py sets the switches),
+                    # what ran said first
+                    r"python benchmarks/machine\.py --run python benchmarks/machine\.py --describe",
                     r"python benchmarks/machine\.py --run python -m pytest -q tests/test_shipped\.py( [^;&|]*)?")
 
 
