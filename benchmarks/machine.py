@@ -88,6 +88,9 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:] == ["--describe"]:
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's dpcore
         print(describe())
         sys.exit(0)
     if sys.argv[1:2] == ["--run"] and len(sys.argv) > 2:
