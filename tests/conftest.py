@@ -57,3 +57,17 @@ def _the_real_main_module():
     yield
     if main is not None and sys.modules.get("__main__") is not main:
         sys.modules["__main__"] = main
+
+
+# The default run's size (tests/tiers.py): what was measured too long for it runs under ``-m slow``, its
+# cheap twin by default.  Marked before pytest selects by marker (``tryfirst``).
+import tiers  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    slow = tiers.slowed(tiers.measured()["seconds"])
+    for item in items:
+        why = slow.get(item.nodeid) or slow.get(tiers.function_of(item.nodeid))
+        if why is not None:
+            item.add_marker(pytest.mark.slow(reason=why))

@@ -14,6 +14,7 @@ from dpcore.accounting import gdp_delta
 from dpcore.audit import run_audit
 from dpcore.exceptions import ParameterError
 from dpcore.experiments.run import RunSpec
+from tiers import WHOLE
 
 ALPHA = 0.05
 REPS = 2000
@@ -162,14 +163,16 @@ def _p_values_at_the_claim(z_true, reps, n, q, steps, z_claim, alpha, replicates
                      for i in range(reps)]), (s0, s1)
 
 
-def test_sampled_gaussian_fit_is_sound_at_the_claim_and_has_power():
-    """2,000 seeded audits (200 runs a side) of a 4-step Poisson-sampled Gaussian (q = 0.3,
+@WHOLE
+def test_sampled_gaussian_fit_is_sound_at_the_claim_and_has_power(whole):
+    """2,000 seeded audits (200 runs a side; the twin: 500) of a 4-step Poisson-sampled Gaussian (q = 0.3,
     z = 0.8): the family fit's test rejects the true noise at most α + 2 SE of the time, which is
     when its ε exceeds the true one (checked on a few audits end to end); with half the noise it
     rejects the claim, and its ε exceeds the claim's, in most audits."""
     q, steps, z, delta, n = 0.3, 4, 0.8, 1e-5, 200
-    p, (s0, s1) = _p_values_at_the_claim(z, REPS, n, q, steps, z, ALPHA, 39)
-    assert np.mean(p <= ALPHA) <= _allowed(REPS, ALPHA), np.sum(p <= ALPHA)
+    reps = REPS if whole else REPS // 4
+    p, (s0, s1) = _p_values_at_the_claim(z, reps, n, q, steps, z, ALPHA, 39)
+    assert np.mean(p <= ALPHA) <= _allowed(reps, ALPHA), np.sum(p <= ALPHA)
     true_eps = ab._epsilon_optimistic(z, q, steps, delta, 1e-3)
     for i in range(12):
         e = ab.sampled_gaussian_bound(s0[i], s1[i], z, q, steps, delta, ALPHA, replicates=39, seed=i)
@@ -210,15 +213,16 @@ def _allowed_overshoots(audits: int, alpha: float, test_error: float = 1e-3) -> 
     return int(binom.isf(test_error, audits, alpha))
 
 
-def test_real_white_box_audits_of_a_certified_mechanism_refute_at_most_at_the_nominal_rate():
+@WHOLE
+def test_real_white_box_audits_of_a_certified_mechanism_refute_at_most_at_the_nominal_rate(whole):
     """The default run's variant of the slow test above: 400 real white-box audits (seeds
     1000–1399) of Gaussian output perturbation at certified ε = 2, 300 runs a side (the plain audit at the
     declared sensitivity, ``measure=False``; the measured one: tests/test_audit_measured_release.py), whose scores
     are exact Gaussian shifts: the audited ε (the direct bound, the pooled error, the effect size) or the
     noise check beside it refutes the certified ε at most as often as Binomial(400, α) allows at test
     error 1e-3, and both have power (on average above 0.6× and 0.9× of the claim, so a bound stuck at 0
-    fails)."""
-    audits, over, found, checked = 400, 0, [], []
+    fails).  The twin: 100 audits (seeds 1000–1099), the same rule at its own Binomial bound."""
+    audits, over, found, checked = (400 if whole else 100), 0, [], []
     for seed in range(1000, 1000 + audits):
         cfg = RunSpec(dataset="breast-cancer", model="logreg", mechanism="output-gaussian", epsilon=2.0,
                       delta=1e-5, seed=seed)

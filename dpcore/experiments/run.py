@@ -201,7 +201,7 @@ class RunSpec:
 #: default budget in about 6 minutes
 SECONDS_PER_OPERATION = 6 * 60 / DEFAULT_WORK_BUDGET
 #: the budget's refusals say what a budget means in time, from the same figure
-_BUDGET_SCALE = (f"DPCORE_WORK_BUDGET; {DEFAULT_WORK_BUDGET:.0e} takes up to about "
+BUDGET_SCALE = (f"DPCORE_WORK_BUDGET; {DEFAULT_WORK_BUDGET:.0e} takes up to about "
                  f"{DEFAULT_WORK_BUDGET * SECONDS_PER_OPERATION / 60:.0f} minutes on 2 cores")
 
 
@@ -463,7 +463,7 @@ def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = 
         raise BudgetError(
             f"the exact reference L* behind the gap ({model.id} on {n:,} rows: the best of "
             f"{MLP_RESTARTS} L-BFGS runs of up to {MLP_MAX_ITER} iterations) is about {solve:.1e} operations alone (budget "
-            f"{budget.work:.0e}, {_BUDGET_SCALE}): "
+            f"{budget.work:.0e}, {BUDGET_SCALE}): "
             "raise the budget, or use a smaller dataset or a linear model")
     work = work_estimate(total, dataset, model, mechanism) + solve
     if work > budget.work:
@@ -471,7 +471,7 @@ def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = 
         also = f", with {solve:.1e} for the exact reference L*" if solve else ""
         raise BudgetError(
             f"{total.repeats:,} runs × {steps:,.0f} steps on {n:,} rows are about {work:.1e} operations{also} (budget "
-            f"{budget.work:.0e}, {_BUDGET_SCALE}): lower "
+            f"{budget.work:.0e}, {BUDGET_SCALE}): lower "
             f"{what}")
 
 

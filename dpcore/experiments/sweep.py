@@ -49,7 +49,8 @@ from ..models import make_model
 from .context import DEFAULT_STACK_RUNS, Context
 from .records import (CONFIG_COLUMNS, RESULT_COLUMNS, RESULT_FIELDS, RUN_FIELDS, check_record,  # the reads
                       check_table, config_from_record, config_record)
-from .run import RunSpec, load_dataset, load_problem, run_outcomes, slow_reference, stack_groups, work_estimate
+from .run import (BUDGET_SCALE, RunSpec, load_dataset, load_problem, run_outcomes, slow_reference, stack_groups,
+                  work_estimate)
 
 __all__ = ["results_fingerprint", "Task", "SweepResult", "task_key", "task_cost", "execute", "dispatch", "warm_workers", "run_tasks",
            "tidy_rows", "check_table", "check_record", "RESULT_FIELDS", "RUN_FIELDS", "environment", "CACHE_SCHEMA"]
@@ -419,7 +420,6 @@ GRID_WORK_BUDGETS = 3
 def _check_whole_budget(pending: Sequence[Task], ctx: Context, dataset) -> None:
     """Refuse a grid whose tasks still to compute exceed the work budget together
     (:func:`run_tasks`' ``whole_budget``)."""
-    from .run import _BUDGET_SCALE
 
     each = ctx.budget.work
     if ctx.budget.error or not math.isfinite(each):
@@ -429,7 +429,7 @@ def _check_whole_budget(pending: Sequence[Task], ctx: Context, dataset) -> None:
     if total > GRID_WORK_BUDGETS * each:
         raise BudgetError(f"the {len(pending):,} configurations still to compute are about {total:.1e} operations "
                           f"in all (a view's grid may take {GRID_WORK_BUDGETS} runs' budgets, "
-                          f"{GRID_WORK_BUDGETS * each:.0e}; {_BUDGET_SCALE}): lower the repeats or T, or compare "
+                          f"{GRID_WORK_BUDGETS * each:.0e}; {BUDGET_SCALE}): lower the repeats or T, or compare "
                           "fewer ε or mechanisms")
 
 
