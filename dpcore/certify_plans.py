@@ -402,6 +402,10 @@ def _check_plan_budget(seconds: float, memory: float, budget, documents: int, fu
 #: seconds per point of this package's PLD compositions, and of dp-accounting's ``PLDAccountant``
 _SECONDS_PER_POINT = 5e-7
 _DPA_SECONDS_PER_POINT = 2e-6
+#: seconds per point of dp-accounting's δ(ε) at many ε's, a Python loop over the distribution's points and
+#: the ε's (4.5 µs measured under load, a 6.3e5-point distribution at 4000 ε's: 2.9 s), which a choice among
+#: plans reads for each of them (benchmarks/bench_certify_price.py)
+_PROFILE_SECONDS_PER_POINT = 3e-6
 #: seconds per event composed (building its distribution, whatever its size)
 _SECONDS_PER_EVENT = 0.005
 #: bytes a point of a distribution costs while it is composed (complex FFT buffers, copies)
@@ -545,6 +549,8 @@ class _Pricer:
             if r.kind == "any-of":  # each alternative composed, its privacy profile read at ≤ 4000 dots
                 for alt in r.alternatives:
                     work += self.composition(alt.releases, grid, per) * 2
+                    points = _points(self.spread(alt.releases)[2], grid)
+                    work += Work(_PROFILE_SECONDS_PER_POINT * (points + P.CHOICE_DOTS))
         return work
 
     def sampled(self, release, delta: float) -> Work:

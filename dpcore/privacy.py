@@ -61,7 +61,7 @@ from .plan_events import (  # noqa: F401 — the events and the document are par
 )
 from ._version import __version__
 from .exceptions import ParameterError
-from .privacy_pld import PLD_MAX_MU, gdp_mu, pld_or_basic  # noqa: F401 — the PLD route of certify
+from .privacy_pld import CHOICE_DOTS, PLD_MAX_MU, gdp_mu, pld_or_basic  # noqa: F401 — the PLD route of certify
 
 __all__ = [
     "NEIGHBOURING",

@@ -28,12 +28,15 @@ from dp_accounting.pld import privacy_loss_distribution as _pldist
 from . import accounting as acc
 from .plan_events import AnyOfDpEvent, EpsilonDeltaDpEvent, GammaNormDpEvent
 
-__all__ = ["PLD_MAX_MU", "pld_or_basic", "gdp_mu"]
+__all__ = ["PLD_MAX_MU", "CHOICE_DOTS", "pld_or_basic", "gdp_mu"]
 
 _NR = dpa.NeighboringRelation
 
 #: beyond this μ (ε in the tens of thousands) the PLD's grid would not fit in memory
 PLD_MAX_MU = 300.0
+#: at most this many dots for a choice's dominating pair (any dots give a dominating pair: between two,
+#: the true profile is convex in e^ε and lies under the chord)
+CHOICE_DOTS = 4000
 
 
 def pld_or_basic(gauss, rr, delta: float) -> float:
@@ -45,7 +48,16 @@ def pld_or_basic(gauss, rr, delta: float) -> float:
         mu = gdp_mu(gauss)
         if mu > PLD_MAX_MU:  # the basic bound only here: certify is on calibration's hot path
             return acc.gdp_epsilon(mu, delta) + sum(r.count * r.epsilon for r in rr) if math.isfinite(mu) else math.inf
-    return _pld_epsilon(tuple(r.event() for r in gauss + rr), delta)
+    try:
+        return _pld_epsilon(tuple(r.event() for r in gauss + rr), delta)
+    except _Unrepresentable:
+        return math.inf
+
+
+class _Unrepresentable(ArithmeticError):
+    """A choice among plans whose worst plan's privacy loss lies beyond what a float's e^ε holds (ε above
+    about 700 at every δ the PLD can represent): no PLD to compose, so no finite ε is proven (∞, an upper
+    bound; such a plan protects nothing at any ε a reader would use)."""
 
 
 def gdp_mu(gauss) -> float:
@@ -76,10 +88,6 @@ class _Accountant(_pld.PLDAccountant):
     one, pure releases (Gamma-norm noise: dominated by randomized response at the same ε, the
     extremal pure pair) and theorem-proved (ε, δ) releases (dp-accounting's pessimistic PLD of
     an (ε, δ) guarantee)."""
-
-    #: at most this many dots for a choice's dominating pair (any dots give a dominating
-    #: pair: between two, the true profile is convex in e^ε and lies under the chord)
-    DOTS = 4000
 
     def _maybe_compose(self, event, count, do_compose):
         grid = self._value_discretization_interval
@@ -120,11 +128,15 @@ class _Accountant(_pld.PLDAccountant):
             e = pld.get_epsilon_for_delta(max(1e-15, 2.0 * inf_mass))
             top = max(top, e if math.isfinite(e) else 100.0)
         top = max(top, grid)
-        step = max(1, math.ceil(2.0 * top / grid / self.DOTS))
+        step = max(1, math.ceil(2.0 * top / grid / CHOICE_DOTS))
         rounded = np.arange(-math.ceil(top / grid), math.ceil(top / grid) + step, step, dtype=int)
         eps = rounded * grid
         deltas = np.max([np.asarray(p.get_delta_for_epsilon(eps), dtype=float) for p in plds], axis=0)
-        deltas = np.minimum(1.0, np.maximum(0.0, deltas))
+        # dp-accounting's δ(ε) is NaN where e^ε overflows against a mass of 0 (a plan whose ε reaches the
+        # hundreds): 1 there, then the running minimum below, both upper bounds of a profile that never rises
+        deltas = np.minimum(1.0, np.maximum(0.0, np.where(np.isnan(deltas), 1.0, deltas)))
         deltas = np.minimum.accumulate(deltas)  # rounding; a profile never increases
+        if not deltas[-1] < 1.0 - 1e-12:  # every dot at δ = 1: all of the loss beyond e^ε's range
+            raise _Unrepresentable(f"a choice whose privacy loss exceeds ε = {eps[-1]:.0f} at every δ")
         pmf = _pmf.create_pmf_pessimistic_connect_dots(grid, rounded, deltas)
         return _pldist.PrivacyLossDistribution(pmf)

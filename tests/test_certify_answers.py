@@ -239,3 +239,44 @@ def test_a_plans_certificate_prints_every_delta_as_its_own(tmp_path, delta):
     printed = {float(x) for x in re.findall(r"δ ?= ?([0-9.e+-]+?)(?=[:,\s]|$)", out)}
     assert delta in printed and all(d < 1 for d in printed), out
     assert printed <= {delta, *cert_mod.CURVE_DELTAS}, out
+
+
+#: a tuning's final run (a choice among two DP-SGD plans) whose worse plan leaks hundreds or thousands of
+#: ε: (its noise multiplier, its sampling rate), the other plan q = 0.001, z = 1.4, both 10⁴ steps.  The
+#: first's ε (638 at δ = 1e-5) reaches e^ε's float range, where dp-accounting's δ(ε) is NaN; the second's
+#: (17,074) lies beyond it at every δ the PLD holds.  Both crashed certify (IndexError, ValueError)
+CHOICES_BEYOND_FLOATS = {"near e^700": (1.21, 0.2), "beyond e^700": (0.6087, 0.7)}
+
+
+@pytest.mark.parametrize("case", list(CHOICES_BEYOND_FLOATS))
+def test_a_choice_among_plans_that_leaks_hundreds_of_epsilon_is_certified_or_infinite(tmp_path, case):
+    """Never a crash: a finite ε at least its worse plan's (the choice's dominating pair is the pointwise
+    maximum of the plans' profiles, whose ε is the largest of theirs), or ∞ (an upper bound) where the loss
+    lies beyond a float's e^ε; the command line prints it in both forms."""
+    import warnings
+
+    from dpcore import privacy as P
+
+    z, q = CHOICES_BEYOND_FLOATS[case]
+    plans = [P.sampled_gaussian("steps", 1.0, 1.4, 0.001, 10_000), P.sampled_gaussian("steps", 1.0, z, q, 10_000)]
+    choice = P.any_of("the final run", plans)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # dp-accounting's own overflow, in its δ(ε)
+        for delta in (1e-5, 1e-10):
+            worst = max(P.certify(p, delta) for p in plans)
+            eps = P.certify(choice, delta)
+            if case == "near e^700":
+                assert worst <= eps <= worst * 1.01, (delta, eps, worst)
+            else:
+                assert eps == math.inf and math.isfinite(worst), (delta, eps, worst)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(choice.to_dp_events(1e-5)))
+    for form in ([], ["--json"]):
+        code, out, err = _cli("--plan", str(path), *form)
+        assert code == 0 and "internal error" not in err, err
+        eps = P.certify(choice, 1e-5)
+        if form:
+            assert json.loads(out)["epsilon"] == (None if eps == math.inf else pytest.approx(eps))
+        else:
+            assert re.search(r"ε certified \(replace-one, this package's accountant\) (\S+) at δ = 1e-05", out) \
+                .group(1) == ("∞" if eps == math.inf else f"{eps:.4g}"), out
