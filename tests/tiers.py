@@ -106,14 +106,24 @@ def slowed(seconds: dict[str, float]) -> dict[str, str]:
 
 
 def from_log(text: str) -> dict[str, float]:
-    """A ``--durations=0`` report's seconds per node id (setup, call and teardown added)."""
+    """A ``--durations=0`` report's seconds per node id (setup, call and teardown added; an id runs to
+    the end of its line: parameters may hold spaces)."""
     seconds: dict[str, float] = defaultdict(float)
-    for m in re.finditer(r"^([0-9.]+)s (?:call|setup|teardown)\s+(\S+)", text, re.M):
+    for m in re.finditer(r"^([0-9.]+)s (?:call|setup|teardown)\s+(tests/\S.*?)\s*$", text, re.M):
         seconds[m.group(2)] += float(m.group(1))
     return {k: round(v, 2) for k, v in sorted(seconds.items())}
 
 
-if __name__ == "__main__":  # python tests/tiers.py LOG "how it was measured"
+def merged(old: dict[str, float], new: dict[str, float]) -> dict[str, float]:
+    """The record after a new run: its figures, and the old ones of tests it did not run (those the
+    default run leaves to ``slow`` are measured by a full run only; dropping them would bring them back)."""
+    return dict(sorted({**old, **new}.items()))
+
+
+if __name__ == "__main__":  # python tests/tiers.py LOG "how it was measured" [--replace]
     log, how = sys.argv[1], sys.argv[2]
-    DURATIONS_FILE.write_text(json.dumps({"measured": how, "seconds": from_log(Path(log).read_text())},
-                                         indent=0) + "\n")
+    fresh = from_log(Path(log).read_text())
+    if "--replace" not in sys.argv and DURATIONS_FILE.exists():
+        before = measured()
+        fresh, how = merged(before["seconds"], fresh), f"{how}; before it: {before['measured']}"
+    DURATIONS_FILE.write_text(json.dumps({"measured": how, "seconds": fresh}, indent=0, ensure_ascii=False) + "\n")
