@@ -166,6 +166,9 @@ def cmd_prepare(args) -> Any:
     returns at once.  ``--ship`` also recomputes Compare's shipped classroom rows and the shipped
     exact references (:func:`~dpcore.experiments.studies.ship_references`; the MLP's unless
     ``--no-mlp``)."""
+    missing = shipped.missing_manifest()
+    if missing:  # before any work: each shipped file would be refused in turn, after minutes of computing
+        raise shipped.ShippedFileError(missing)
     what = "the cache folder" + (" (DPCORE_CACHE_DIR)" if os.environ.get("DPCORE_CACHE_DIR") else "")
     for sub in ("", "erm", "results"):
         check_output(str(cache_dir() / sub), what, folder=True)

@@ -44,7 +44,7 @@ from .datasets import data_folder
 from .exceptions import DPCoreError
 from .jsonutil import read_regular, write_atomic
 
-__all__ = ["KINDS", "MANIFEST", "ShippedFileError", "kind_of", "read_bytes", "read_json", "read_csv",
+__all__ = ["KINDS", "MANIFEST", "ShippedFileError", "kind_of", "missing_manifest", "read_bytes", "read_json", "read_csv",
            "record", "manifest_problems", "relative", "folder_of", "path_of", "digest", "shipped_files"]
 
 #: the manifest's name in the data folder
@@ -184,6 +184,8 @@ def read_bytes(relpath: str, folder: str | os.PathLike | None = None) -> bytes |
     if raw is None:
         return None
     listed = _manifest(folder).get(relpath)
+    if listed is None and (missing := missing_manifest(folder)):
+        raise ShippedFileError(missing)
     if listed is None:
         raise ShippedFileError(f"the shipped {relpath} is not in the manifest ({MANIFEST}) of the files this "
                                f"package ships: remove it, or compute it with `{made_by}`, which lists it")
@@ -262,6 +264,17 @@ def shipped_files(folder: str | os.PathLike | None = None) -> list[str]:
         if d.is_dir():
             out += sorted(f"{name}/{p.name}" for p in d.iterdir() if p.name.endswith(kind.suffixes))
     return out
+
+
+def missing_manifest(folder: str | os.PathLike | None = None) -> str | None:
+    """What to say when the data folder holds shipped files but no manifest to check them by (``None``
+    when it has one, or ships nothing): every such file would be refused one at a time, so a reader
+    or ``prepare`` says this once instead."""
+    folder = Path(data_folder(folder))
+    if (folder / MANIFEST).exists() or not shipped_files(folder):
+        return None
+    return (f"the shipped files' manifest ({folder / MANIFEST}) is missing, so none of the {len(shipped_files(folder))} "
+            "shipped files can be checked: restore it (git checkout data/MANIFEST.json) or reinstall the package")
 
 
 def manifest_problems(folder: str | os.PathLike | None = None) -> list[str]:

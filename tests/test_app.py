@@ -650,7 +650,7 @@ def test_shipped_results_need_both_files_listed_in_the_manifest(tmp_path):
     shutil.copy(shipped_results_dir / "004-fig1.csv", results / "004-fig1.csv")
     assert shipped_results("004-fig1", folder=results) is None  # no record of how it was made
     shutil.copy(shipped_results_dir / "004-fig1.json", results / "004-fig1.json")
-    with pytest.raises(shipped.ShippedFileError, match="not in the manifest"):
+    with pytest.raises(shipped.ShippedFileError, match=r"not in the manifest|manifest \(.*\) is missing"):
         shipped_results("004-fig1", folder=results)
     assert shipped.record([results / "004-fig1.csv", results / "004-fig1.json"], tmp_path) == \
         ["results/004-fig1.csv", "results/004-fig1.json"]

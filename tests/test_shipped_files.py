@@ -677,3 +677,25 @@ def test_the_command_line_reads_the_untouched_tuning(tmp_path):
     done = _cli(_cli_data_folder(tmp_path), *TUNED_RUN, timeout=180)  # one DP-SGD run on Adult
     assert done.returncode == 0, done.stderr
     assert "tuned at ε = 1:" in done.stderr and "accuracy" in done.stdout
+
+
+def test_a_data_folder_without_its_manifest_is_said_once_before_any_work(tmp_path, monkeypatch, capsys):
+    """Issue 67: ``prepare`` without a manifest recomputed one shipped file and then stopped on the next.
+    Now it refuses before any work (exit 2, one line, nothing in the cache folder), and a reader of any
+    shipped file says the same; check of the check: with the manifest back, neither is said."""
+    from dpcore.cli import main
+
+    data = tmp_path / "data"
+    (data / "tuned").mkdir(parents=True)
+    shutil.copy(ROOT / "data" / "tuned" / "adult-logreg.json", data / "tuned" / "adult-logreg.json")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DPCORE_DATA_DIR", str(data))
+    monkeypatch.setenv("DPCORE_CACHE_DIR", str(cache))
+    assert main(["prepare", "--no-mlp"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "manifest" in err and "is missing" in err and "git checkout" in err, err
+    assert not cache.exists() or not any(cache.rglob("*.json")), "work was done before the refusal"
+    with pytest.raises(shipped.ShippedFileError, match="is missing"):
+        shipped.read_json("tuned/adult-logreg.json", data)
+    shipped.record([data / "tuned" / "adult-logreg.json"], data)  # the manifest back (listing the file as it is)
+    assert shipped.missing_manifest(data) is None and shipped.read_json("tuned/adult-logreg.json", data)
