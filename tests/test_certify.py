@@ -20,6 +20,7 @@ from dpcore import privacy as P
 from dpcore.certify_params import format_noise
 from dpcore.cli import main
 from dpcore.exceptions import ParameterError
+from fake_opacus import install as install_fake_opacus
 
 cert_mod = sys.modules["dpcore.certify"]  # dpcore.certify is the function; the module is here
 NR = dpa.NeighboringRelation
@@ -343,24 +344,14 @@ def test_a_links_value_outside_its_declared_range_is_said_and_the_default_used(k
 def test_an_installed_opacus_reports_its_own_figure_and_is_named(monkeypatch):
     """With Opacus importable, the library row is what its accountant returns for the run's history
     (a stand-in module records the call); without it, the recomputed figure and why it may differ."""
-    import types
 
     seen = {}
 
-    class Accountant:
-        def __init__(self):
-            self.history = []
+    def get_epsilon(history, delta):
+        seen["history"], seen["delta"] = history, delta
+        return 1.2345
 
-        def get_epsilon(self, delta):
-            seen["history"], seen["delta"] = list(self.history), delta
-            return 1.2345
-
-    fake = types.ModuleType("opacus")
-    fake.__version__ = "9.9"
-    fake.accountants = types.SimpleNamespace(RDPAccountant=Accountant, PRVAccountant=Accountant,
-                                             GaussianAccountant=Accountant)
-    monkeypatch.setitem(sys.modules, "opacus", fake)
-    monkeypatch.setitem(sys.modules, "opacus.accountants", fake.accountants)
+    install_fake_opacus(monkeypatch, get_epsilon)
     c = dpcore.certify_noise(noise_multiplier=1.1, sample_rate=0.004, steps=500, delta=1e-5, accountant="opacus-prv")
     assert c.library_epsilon == 1.2345 and "computed by Opacus 9.9, installed here" in c.library
     assert seen == {"history": [(1.1, 0.004, 500)], "delta": 1e-5}

@@ -18,7 +18,6 @@ import re
 import sys
 import threading
 import time
-import types
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
@@ -27,6 +26,7 @@ import dpcore
 from dpcore import accounting as acc
 from dpcore.certify_params import CERTIFY_PARAMS
 from dpcore.cli import main
+from fake_opacus import install as install_fake_opacus
 
 cert_mod = sys.modules["dpcore.certify"]  # dpcore.certify is the function; the module is here
 
@@ -117,19 +117,7 @@ def test_the_issues_commands_answer(argv, form):
 
 
 def _fake_opacus(monkeypatch, value: float) -> None:
-    class Accountant:
-        def __init__(self):
-            self.history = []
-
-        def get_epsilon(self, delta):
-            return value
-
-    fake = types.ModuleType("opacus")
-    fake.__version__ = "9.9"
-    fake.accountants = types.SimpleNamespace(RDPAccountant=Accountant, PRVAccountant=Accountant,
-                                             GaussianAccountant=Accountant)
-    monkeypatch.setitem(sys.modules, "opacus", fake)
-    monkeypatch.setitem(sys.modules, "opacus.accountants", fake.accountants)
+    install_fake_opacus(monkeypatch, lambda history, delta: value)
 
 
 @pytest.mark.parametrize("accountant", ["opacus-rdp", "opacus-prv", "opacus-gdp"])
