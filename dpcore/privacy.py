@@ -119,6 +119,9 @@ def certificate_error(plan: "NoisePlan", delta: float) -> float:
     closed = CLOSED_FORM_TOL * (1.0 + eps) if math.isfinite(eps) else 0.0
     if plan.void is not None or not math.isfinite(eps):
         return closed
+    if plan.parts and plan.releases:  # the two halves' errors add, as their ε's do
+        (own, d_own), (parts, d_parts) = _releases_then_parts(plan, delta)
+        return certificate_error(own, d_own) + certificate_error(parts, d_parts)
     worst = max((certificate_error(p, delta) for p in plan.parts), default=0.0)
     rr = [r for r in plan.releases if r.kind == "randomized-response" and r.epsilon >= FAINT_RR]
     gauss = [r for r in plan.releases if r.kind in ("gaussian", "sampled-gaussian", "any-of")]
@@ -442,6 +445,19 @@ def compose(plans, times=None) -> NoisePlan:
     return NoisePlan(releases)
 
 
+def _releases_then_parts(plan: NoisePlan, delta: float):
+    """A plan with releases and disjoint parts: its releases read every record and each part a disjoint
+    set of them, so a record of a part is in both halves, which compose sequentially (basic composition:
+    their ε's added, the δ beyond what each half's theorems spend split evenly; replace-one, as both
+    halves).  Returns ((releases, their δ), (parts, their δ)); both δ's ``None`` where nothing is left."""
+    own = NoisePlan(releases=plan.releases, neighbouring=plan.neighbouring)
+    parts = NoisePlan(parts=plan.parts, neighbouring=plan.neighbouring)
+    spare = delta - fixed_delta(own) - fixed_delta(parts)
+    if not spare > 0:
+        return (own, None), (parts, None)
+    return (own, fixed_delta(own) + spare / 2), (parts, fixed_delta(parts) + spare / 2)
+
+
 def fixed_delta(plan: NoisePlan) -> float:
     """The δ a plan's published theorems spend between them (the worst part for parallel
     parts): :func:`certify` needs at least this much δ for a finite ε."""
@@ -465,6 +481,9 @@ def certify(plan: NoisePlan, delta: float) -> float:
         raise ParameterError(f"δ must be in [0, 1); got {delta!r}")
     if plan.void is not None:
         return math.inf
+    if plan.parts and plan.releases:
+        (own, d_own), (parts, d_parts) = _releases_then_parts(plan, delta)
+        return certify(own, d_own) + certify(parts, d_parts) if d_own is not None else math.inf
     worst = max((certify(p, delta) for p in plan.parts), default=0.0)
     if not plan.releases:
         return worst
