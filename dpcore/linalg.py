@@ -163,11 +163,22 @@ _DERIVED: dict[tuple[int, str], tuple[weakref.ref, np.ndarray]] = {}
 _derived_lock = threading.Lock()
 
 
+def _writable_anywhere(X: np.ndarray) -> bool:
+    """Whether ``X``'s memory can change under it: ``X`` writeable, or a read-only view of an array
+    that is (the caller's ``X0 *= 50`` would move every row a held value was made from)."""
+    a = X
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return True
+        a = a.base
+    return False
+
+
 def _derived(X: np.ndarray, what: str, make) -> np.ndarray:
     """``make(X)``, made once per read-only (shared) 2-D matrix and kept while ``X`` lives;
     for other arrays (mini-batches, perturbed copies) made each time.  The same function
     computes it either way, so a held value has the bits a fresh one would."""
-    if X.flags.writeable or X.ndim != 2:
+    if X.ndim != 2 or _writable_anywhere(X):
         return make(X)
     key = (id(X), what)
     with _derived_lock:

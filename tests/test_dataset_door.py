@@ -250,3 +250,21 @@ def test_the_spec_states_the_door():
     assert "dpcore.datasets.contract" in spec
     for bound in contract.CONTRACT:
         assert bound.name in spec, bound.name
+
+
+def test_a_read_only_view_of_data_changed_through_its_base_is_checked_again():
+    """Found by this stop's campaign: a read-only view's row norms were kept by the array's identity
+    (linalg._derived), so rows scaled 50× through the writeable array beneath it passed the door on the
+    second run with ε certified 1.  A value made from memory that can still change is never kept."""
+    rng = np.random.default_rng(0)
+    X0 = rng.normal(size=(200, 3))
+    X0 /= 1.2 * np.linalg.norm(X0, axis=1, keepdims=True)
+    y = np.where(X0[:, 0] > 0, 1.0, -1.0)
+    X = X0.view()
+    X.flags.writeable = False
+    ds = _data(X, y, X[:50], y[:50])
+    spec = RunSpec(mechanism="gradient-dpgd", iterations=5, repeats=1)
+    assert math.isfinite(run(spec, dataset=ds).epsilon_certified)
+    X0 *= 50  # through the base: the view's rows now have norms up to about 42
+    with pytest.raises(DatasetError, match="norm"):
+        run(spec, dataset=ds)
