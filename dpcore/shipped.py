@@ -271,9 +271,10 @@ def missing_manifest(folder: str | os.PathLike | None = None) -> str | None:
     when it has one, or ships nothing): every such file would be refused one at a time, so a reader
     or ``prepare`` says this once instead."""
     folder = Path(data_folder(folder))
-    if (folder / MANIFEST).exists() or not shipped_files(folder):
+    files = [] if (folder / MANIFEST).exists() else shipped_files(folder)
+    if not files:
         return None
-    return (f"the shipped files' manifest ({folder / MANIFEST}) is missing, so none of the {len(shipped_files(folder))} "
+    return (f"the shipped files' manifest ({folder / MANIFEST}) is missing, so none of the {len(files)} "
             "shipped files can be checked: restore it (git checkout data/MANIFEST.json) or reinstall the package")
 
 
