@@ -40,6 +40,7 @@ LAYERS = [
     ("execution", ["dpcore.experiments.context", "dpcore.experiments.progress"]),
     ("runs", ["dpcore.experiments.result", "dpcore.experiments.run"]),
     ("grids", ["dpcore.experiments.records", "dpcore.experiments.sweep", "dpcore.experiments.grid", "dpcore.experiments.baselines",
+               "dpcore.certify_tuning",  # what a tuning's search runs and costs: its writer's and its reader's
                "dpcore.experiments.tune"]),
     ("studies", ["dpcore.experiments.studies", "dpcore.experiments.presets*", "dpcore.experiments"]),
     # the audit, above the runs it attacks: its estimators, its tests, the threat strategies, audit()

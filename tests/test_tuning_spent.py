@@ -1,0 +1,181 @@
+"""A tuning's ε spent is recomputed on reading, from its search (issue 67).
+
+A maintainer's edit set every row's ``epsilon_spent`` of ``data/tuned/adult-logreg.json`` to its
+``epsilon_certified`` × 1.000123 and listed the file's new hash in the manifest: the Tune view showed the
+whole search 16× cheaper than it was.  ε spent and δ spent are a function of the search's plan (each
+candidate's setting run ``repeats`` times on the validation split's training part, the private choice,
+the final run of any candidate's setting), so :func:`~dpcore.experiments.tune.check_tuning` recomputes
+them with :func:`~dpcore.experiments.tune.search_spent`, the function :func:`~dpcore.experiments.tune.tune`
+computes them with, and refuses a figure that differs beyond the accountant's error.
+
+Every forgery below is listed in the manifest of its data folder, as the maintainer's edit was: what
+refuses it is the recomputation, never the hash.  Check of the check: with the recomputation halved
+(``_searched`` returning half of ε spent), the test of the untouched file and the test of the ×1.000123
+forgery both fail (the refusal no longer names the figure the search certifies).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dpcore import shipped
+from dpcore.datasets import data_folder
+from dpcore.experiments.run import RunSpec
+from dpcore.experiments.tune import (candidates, check_tuning, search_space, search_spent, shipped_tuning, tune,
+                                     validation_split)
+from dpcore import datasets as _datasets
+
+SOURCE = data_folder()
+REL = "tuned/adult-logreg.json"
+
+
+@pytest.fixture(scope="module")
+def record() -> dict:
+    return json.loads((SOURCE / REL).read_text())
+
+
+def _row(doc: dict, mechanism: str, epsilon: float) -> dict:
+    return next(r for r in doc["rows"] if r["mechanism"] == mechanism and r["epsilon"] == epsilon)
+
+
+def _shipped_as(doc: dict, tmp_path: Path) -> Path:
+    """A data folder holding ``doc`` as its Adult tuning, listed in its own manifest (as the commands that
+    ship files list them: the forger's hash is the manifest's)."""
+    data = tmp_path / "data"
+    (data / "tuned").mkdir(parents=True)
+    path = data / REL
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    assert shipped.record([path], data) == [REL]
+    return data
+
+
+def _refusal(doc: dict, tmp_path: Path) -> str:
+    with pytest.raises(shipped.ShippedFileError) as caught:
+        shipped_tuning("adult", "logreg", data_dir=_shipped_as(doc, tmp_path))
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"the shipped {REL} is refused: "), message
+    return message
+
+
+def test_the_shipped_tuning_is_recomputed_and_passes(record, tmp_path):
+    # check_tuning itself, not a verification mark a former read left in the cache folder
+    assert check_tuning(copy.deepcopy(record), "adult", "logreg") == record
+    assert record["search"] == {"repeats": 3, "final_repeats": 20, "validation_fraction": 0.2, "seed": 0,
+                                "selection_epsilon": None}
+    got = shipped_tuning("adult", "logreg", data_dir=_shipped_as(record, tmp_path))
+    assert _row(got, "output-laplace", 0.05)["epsilon_spent"] == pytest.approx(0.8, abs=1e-6)
+
+
+def test_every_spent_forged_to_its_certified_times_1_000123_is_refused(record, tmp_path):
+    doc = copy.deepcopy(record)
+    for row in doc["rows"]:
+        row["epsilon_spent"] = row["epsilon_certified"] * 1.000123
+    message = _refusal(doc, tmp_path)
+    # the refusal names what the search certifies: 5 candidates of 3 runs each at ε = 0.05, 16× the forgery
+    assert "output-laplace at ε = 0.05: ε spent 0.0500061" in message
+    assert "but its search certifies 0.79999998" in message
+
+
+def test_a_null_spent_where_the_search_certifies_a_finite_one_is_refused(record, tmp_path):
+    doc = copy.deepcopy(record)
+    _row(doc, "output-laplace", 0.1)["epsilon_spent"] = None  # ∞: the old check let it through (∞ ≥ certified)
+    message = _refusal(doc, tmp_path)
+    assert "output-laplace at ε = 0.1: ε spent None, but its search certifies 1.6" in message
+
+
+def test_a_delta_spent_of_zero_is_refused(record, tmp_path):
+    doc = copy.deepcopy(record)
+    _row(doc, "output-laplace", 0.05)["delta_spent"] = 0
+    assert "output-laplace at ε = 0.05: δ spent 0, but its search spends 7.64" in _refusal(doc, tmp_path)
+
+
+def test_a_spent_forged_below_the_accountants_grid_is_refused(record, tmp_path):
+    # DP-SGD's searches are certified on the PLD's grid (0.05): a forgery of more than one step is seen
+    doc = copy.deepcopy(record)
+    row = _row(doc, "gradient-dpsgd", 0.05)
+    row["epsilon_spent"] -= 0.06
+    assert "gradient-dpsgd at ε = 0.05: ε spent" in _refusal(doc, tmp_path)
+
+
+def test_a_candidate_table_forged_with_a_consistent_spent_is_refused(record, tmp_path):
+    # the forger drops a candidate and states what the four left would cost: the spent agrees with the
+    # table, but the table is not the grid the search declares
+    doc = copy.deepcopy(record)
+    row = _row(doc, "output-laplace", 0.05)
+    doc["candidates"] = [c for c in doc["candidates"]
+                         if not (c["mechanism"] == "output-laplace" and c["epsilon"] == 0.05 and c["lam"] == 1e-4)]
+    row["candidates"] = 4
+    full = _datasets.load("adult")
+    base = RunSpec(dataset="adult", model="logreg", mechanism="output-laplace", epsilon=0.05, delta=doc["delta"],
+                   repeats=3)
+    kept = [s for s in candidates(base, search_space("output-laplace")) if s.lam != 1e-4]
+    spent, _, _, _ = search_spent(kept, final_repeats=20, split=validation_split(full), selection_epsilon=0.05)
+    assert spent < row["epsilon_spent"]
+    row["epsilon_spent"] = spent
+    message = _refusal(doc, tmp_path)
+    assert "output-laplace at ε = 0.05: its candidates are not the grid its search declares (1 missing" in message
+
+
+def test_a_candidate_chosen_that_is_not_the_rows_setting_is_refused(record, tmp_path):
+    doc = copy.deepcopy(record)
+    assert _row(doc, "output-laplace", 0.05)["setting"] == {"lam": 0.03}
+    for c in doc["candidates"]:
+        if c["mechanism"] == "output-laplace" and c["epsilon"] == 0.05:
+            c["chosen"] = c["lam"] == 1e-4
+    assert "its chosen candidate is not its setting" in _refusal(doc, tmp_path)
+
+
+def test_a_search_said_to_run_fewer_times_than_its_spent_is_refused(record, tmp_path):
+    doc = copy.deepcopy(record)
+    doc["search"]["repeats"] = 1
+    assert "output-laplace at ε = 0.05: ε spent 0.79999" in _refusal(doc, tmp_path)
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda d: d.pop("search"), "it does not say how its searches ran"),
+    (lambda d: d["search"].update(validation_fraction=0.3), "its searches ran on 36177 training rows, 7235"),
+    (lambda d: d["search"].update(seed=True), "its search:"),
+])
+def test_a_search_not_described_as_it_ran_is_refused(record, tmp_path, edit, said):
+    doc = copy.deepcopy(record)
+    edit(doc)
+    assert said in _refusal(doc, tmp_path)
+
+
+@pytest.mark.parametrize("field, times, said", [
+    ("epsilon_spent", 2.0, "is not its certified ε 0.49999997400097623 (a choice on released records is free)"),
+    ("epsilon_spent", None, "ε spent None is not its certified ε"),
+    ("delta_spent", 0.0, "δ spent 0.0 is not the target δ"),
+])
+def test_a_released_row_spends_its_certified_epsilon_at_the_target_delta(record, tmp_path, field, times, said):
+    # choosing on released records is free: nothing but the certified ε at the target δ
+    doc = copy.deepcopy(record)
+    row = next(r for r in doc["released_rows"] if r["mechanism"] == "input-kang" and r["epsilon"] == 0.5)
+    row[field] = None if times is None else row[field] * times
+    assert said in _refusal(doc, tmp_path)
+
+
+def test_the_untouched_released_only_tuning_passes():
+    doc = json.loads((SOURCE / "tuned" / "synthetic-regression-linreg.json").read_text())
+    assert not doc["rows"] and check_tuning(doc, "synthetic-regression", "linreg") is doc
+
+
+def test_what_tune_writes_is_what_the_reader_recomputes():
+    # tune() and check_tuning() compute ε spent by one function: a fresh record passes, its forgery does not
+    result = tune("breast-cancer", mechanisms=["output-laplace", "output-gaussian"], epsilons=[0.5, 2.0],
+                  repeats=2, final_repeats=2, seed=3, validation_fraction=0.25)
+    doc = json.loads(json.dumps(result.to_dict()))
+    assert doc["search"] == {"repeats": 2, "final_repeats": 2, "validation_fraction": 0.25, "seed": 3,
+                             "selection_epsilon": None}
+    assert check_tuning(copy.deepcopy(doc), "breast-cancer", "logreg")
+    for row in doc["rows"]:  # what the search plan (TuneResult.plans, --plan-out) certifies, too
+        assert row["epsilon_spent"] > row["epsilon_certified"]
+    forged = copy.deepcopy(doc)
+    forged["rows"][-1]["epsilon_spent"] *= 0.5
+    with pytest.raises(ValueError, match=r"ε spent .*, but its search certifies"):
+        check_tuning(forged, "breast-cancer", "logreg")
