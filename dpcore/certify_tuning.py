@@ -14,9 +14,11 @@ tuning's reader and writer share, below both.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -36,7 +38,7 @@ from .privacy import (NoisePlan, any_of, certificate_error, certify, compose, fi
 
 __all__ = ["TUNABLE_FAMILIES", "RELEASE_FAMILIES", "SEARCH_SPACES", "search_space", "candidates", "validation_split",
            "validation_positions", "released_tunable", "search_spent", "search_cost", "search_plan",
-           "check_search_costs", "check_released_costs"]
+           "check_search_costs", "check_released_costs", "PLAN_FREE", "SearchPlans", "one_read", "plan_of"]
 
 #: Families whose runs release one flat privacy event (composable across candidates).
 TUNABLE_FAMILIES = ("output", "objective", "gradient")
@@ -134,8 +136,89 @@ def released_tunable(mechanism: str) -> bool:
     return cls is not None and cls.family in RELEASE_FAMILIES and "tune_on_release" in cls.options
 
 
+#: RunSpec fields of a search's grid that a mechanism's noise plan does not read, so settings that differ only
+#: in them share one plan, computed once (:class:`SearchPlans`): the step size of the gradient mechanisms
+#: (their noise is calibrated on T, the sampling and the clipping; η only moves the iterate).  Every
+#: mechanism's ``repeats`` is left out too: a plan is one run's (the search composes it ``repeats`` times,
+#: :func:`search_plan`'s ``times``).  ``tests/test_tuning_spent.py`` holds each declaration to the plans
+#: :func:`~dpcore.experiments.run.noise_plan` computes over the whole grid.
+PLAN_FREE: dict[str, tuple[str, ...]] = {
+    "gradient-dpgd": ("learning_rate",),
+    "gradient-dpsgd": ("learning_rate",),
+    "gradient-bassily": ("learning_rate",),
+    "gradient-lssgd": ("learning_rate",),
+}
+
+
+def _plan_key(spec: RunSpec) -> RunSpec:
+    """``spec`` with the fields its plan does not read (:data:`PLAN_FREE`, ``repeats``) at one value."""
+    canonical = {name: getattr(RunSpec, name) for name in PLAN_FREE.get(spec.mechanism, ())}  # the defaults
+    return replace(spec, repeats=1, **canonical)
+
+
+class SearchPlans:
+    """The noise plans one read of a tuning (or one search) computes, each once: a setting's plan
+    (:func:`~dpcore.experiments.run.noise_plan`, its noise calibrated) is kept by the setting, less the
+    fields it does not read (:data:`PLAN_FREE`), and by the dataset it runs on.  A read of Adult's tuning
+    asks for 1059 plans (its 56 searches' and its rows' final runs'), 587 of them distinct: DP-GD's 24
+    candidates are 6 plans per split (η does not enter them), and a row's final run is the one its
+    certificate check (``check_tuning``) computed.
+
+    Held by one read only (:func:`one_read`) or one call of :func:`search_spent`, never by the module:
+    what it keeps is let go with the read."""
+
+    def __init__(self) -> None:
+        self._plans: dict[tuple[RunSpec, int | None], NoisePlan] = {}
+        self._datasets: dict[int, Dataset] = {}  # held, so an id is not reused while its plan is kept
+        self.asked = 0  # how many plans were asked for (tests: what the sharing saved)
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def plan(self, spec: RunSpec, ctx: Context | None = None, dataset: Dataset | None = None) -> NoisePlan:
+        """:func:`~dpcore.experiments.run.noise_plan` ``(spec, ctx, dataset=dataset)``, computed once per
+        plan."""
+        self.asked += 1
+        key = (_plan_key(spec), None if dataset is None else id(dataset))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = noise_plan(spec, ctx, dataset=dataset)
+            if dataset is not None:
+                self._datasets[id(dataset)] = dataset
+            self._plans[key] = plan
+        return plan
+
+
+#: the plans of the read under way (:func:`one_read`), if any
+_READ: contextvars.ContextVar[SearchPlans | None] = contextvars.ContextVar("dpcore_tuning_read", default=None)
+
+
+@contextlib.contextmanager
+def one_read() -> Iterator[SearchPlans]:
+    """Within it, every plan :func:`plan_of` and :func:`search_spent` compute is computed once
+    (:class:`SearchPlans`): one read of a record (:func:`~dpcore.experiments.tune.check_tuning`).  Nested,
+    the outer read's plans are shared."""
+    held = _READ.get()
+    if held is not None:
+        yield held
+        return
+    plans = SearchPlans()
+    token = _READ.set(plans)
+    try:
+        yield plans
+    finally:
+        _READ.reset(token)
+
+
+def plan_of(spec: RunSpec, ctx: Context | None = None, dataset: Dataset | None = None) -> NoisePlan:
+    """``spec``'s noise plan (:func:`~dpcore.experiments.run.noise_plan`), from the read under way's
+    plans when there is one (:func:`one_read`)."""
+    plans = _READ.get()
+    return noise_plan(spec, ctx, dataset=dataset) if plans is None else plans.plan(spec, ctx, dataset)
+
+
 def search_spent(searched: Sequence[RunSpec], *, final_repeats: int, split: Dataset, selection_epsilon: float,
-                 ctx: Context | None = None, dataset: Dataset | None = None
+                 ctx: Context | None = None, dataset: Dataset | None = None, plans: SearchPlans | None = None
                  ) -> tuple[float, float, NoisePlan, list[NoisePlan]]:
     """What a search cost, from its settings alone: ``(ε spent, δ spent, the whole search's plan, each
     candidate's plan)``.  ``searched``: the candidates that ran (each at the target ε and δ, run
@@ -146,12 +229,17 @@ def search_spent(searched: Sequence[RunSpec], *, final_repeats: int, split: Data
     Every plan is the one the setting declares (:func:`~dpcore.experiments.run.noise_plan`, what its
     runs release), so :func:`~dpcore.experiments.tune.tune`, which computes the figure, and
     :func:`~dpcore.experiments.tune.check_tuning`, which recomputes it from a record, call this one
-    function (:func:`search_plan`, certified)."""
-    plans = [noise_plan(s, ctx, dataset=split) for s in searched]
-    finals = [noise_plan(replace(s, repeats=final_repeats), ctx, dataset=dataset) for s in searched]
-    whole, delta_spent = search_plan(plans, [s.repeats for s in searched], finals, selection_epsilon,
+    function (:func:`search_plan`, certified).  Each distinct plan is computed once (:class:`SearchPlans`:
+    ``plans``, else the read's, :func:`one_read`, else this call's own): the same plans, so the same ε."""
+    if plans is None:
+        plans = _READ.get()
+    if plans is None:
+        plans = SearchPlans()
+    candidate_plans = [plans.plan(s, ctx, split) for s in searched]
+    finals = [plans.plan(replace(s, repeats=final_repeats), ctx, dataset) for s in searched]
+    whole, delta_spent = search_plan(candidate_plans, [s.repeats for s in searched], finals, selection_epsilon,
                                      searched[0].delta)
-    return certify(whole, delta_spent), delta_spent, whole, plans
+    return certify(whole, delta_spent), delta_spent, whole, candidate_plans
 
 
 def search_cost(plans, times, final_plans, selection_epsilon: float, delta: float) -> tuple[float, float]:
@@ -232,6 +320,11 @@ def check_search_costs(doc: dict[str, Any], dataset: str, model: str) -> None:
     accountant's error (:func:`~dpcore.privacy.same_certificate`; δ: 1e-12, relative).  ``doc`` has
     passed :func:`~dpcore.experiments.tune.check_tuning`'s checks of its fields and ranges.  Raises
     ``ValueError`` (one line) saying what is wrong."""
+    with one_read():
+        _check_search_costs(doc, dataset, model)
+
+
+def _check_search_costs(doc: dict[str, Any], dataset: str, model: str) -> None:
     search = _search_of(doc)
     try:
         n_train, n_validation = _split_sizes(dataset, search["validation_fraction"], search["seed"])

@@ -19,13 +19,16 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from dpcore import shipped
 from dpcore.datasets import data_folder
-from dpcore.experiments.run import RunSpec
+from dpcore.certify_tuning import PLAN_FREE, SEARCH_SPACES, SearchPlans, one_read, plan_of, search_plan
+from dpcore.experiments.run import RunSpec, noise_plan
+from dpcore.privacy import certify
 from dpcore.experiments.tune import (candidates, check_tuning, search_space, search_spent, shipped_tuning, tune,
                                      validation_split)
 from dpcore import datasets as _datasets
@@ -179,3 +182,43 @@ def test_what_tune_writes_is_what_the_reader_recomputes():
     forged["rows"][-1]["epsilon_spent"] *= 0.5
     with pytest.raises(ValueError, match=r"ε spent .*, but its search certifies"):
         check_tuning(forged, "breast-cancer", "logreg")
+
+
+def _search_specs(mechanism: str, epsilon: float, dataset: str = "breast-cancer", repeats: int = 3) -> list[RunSpec]:
+    base = RunSpec(dataset=dataset, model="logreg", mechanism=mechanism, epsilon=epsilon, delta=1e-6, repeats=repeats)
+    return candidates(base, search_space(mechanism))
+
+
+@pytest.mark.parametrize("mechanism", ["gradient-dpgd", "gradient-dpsgd"])
+def test_the_shared_plans_give_the_figure_of_every_plan_computed_on_its_own(mechanism):
+    # the reader computes each distinct plan once (SearchPlans); the route that computes every candidate's
+    # and every final run's plan afresh (noise_plan each) gives the same plans, so the same ε and δ to the bit
+    specs = _search_specs(mechanism, 0.5)
+    split = validation_split(_datasets.load("breast-cancer"))
+    plans = SearchPlans()
+    spent, delta_spent, whole, each = search_spent(specs, final_repeats=2, split=split, selection_epsilon=0.5,
+                                                   plans=plans)
+    assert plans.asked == 2 * len(specs) and len(plans) < plans.asked  # η shares a plan: some were not recomputed
+    alone = [noise_plan(s, dataset=split) for s in specs]
+    finals = [noise_plan(replace(s, repeats=2)) for s in specs]
+    whole_alone, delta_alone = search_plan(alone, [s.repeats for s in specs], finals, 0.5, specs[0].delta)
+    assert each == alone and whole == whole_alone
+    assert (spent, delta_spent) == (certify(whole_alone, delta_alone), delta_alone)
+    # one read shares its plans with every search in it, and computes them as a search alone does
+    with one_read() as read:
+        assert search_spent(specs, final_repeats=2, split=split, selection_epsilon=0.5)[:2] == (spent, delta_spent)
+        assert plan_of(replace(specs[0], repeats=2)) == finals[0] and len(read) == len(plans)
+
+
+@pytest.mark.parametrize("mechanism", sorted(SEARCH_SPACES))
+def test_what_a_plan_is_said_not_to_read_it_does_not_read(mechanism):
+    # PLAN_FREE (and repeats, for every mechanism): over the whole grid, changing what a plan is said not to
+    # read leaves every plan as it was; a declaration a mechanism's plan contradicts fails here
+    split = validation_split(_datasets.load("breast-cancer"))
+    for spec in _search_specs(mechanism, 1.0):
+        plan = noise_plan(spec, dataset=split)
+        assert noise_plan(replace(spec, repeats=spec.repeats + 4), dataset=split) == plan
+        for name in PLAN_FREE.get(mechanism, ()):
+            values = {v for v in SEARCH_SPACES[mechanism][name]} | {getattr(RunSpec, name)}
+            for value in values - {getattr(spec, name)}:
+                assert noise_plan(replace(spec, **{name: value}), dataset=split) == plan, (spec, name, value)
