@@ -38,7 +38,7 @@ from .privacy import (NoisePlan, any_of, certificate_error, certify, compose, fi
 
 __all__ = ["TUNABLE_FAMILIES", "RELEASE_FAMILIES", "SEARCH_SPACES", "search_space", "candidates", "validation_split",
            "validation_positions", "released_tunable", "search_spent", "search_cost", "search_plan",
-           "check_search_costs", "check_released_costs", "PLAN_FREE", "SearchPlans", "one_read", "plan_of"]
+           "check_search_costs", "check_released_costs", "check_tuning_spent", "PLAN_FREE", "SearchPlans", "one_read", "plan_of"]
 
 #: Families whose runs release one flat privacy event (composable across candidates).
 TUNABLE_FAMILIES = ("output", "objective", "gradient")
@@ -322,6 +322,20 @@ def check_search_costs(doc: dict[str, Any], dataset: str, model: str) -> None:
     ``ValueError`` (one line) saying what is wrong."""
     with one_read():
         _check_search_costs(doc, dataset, model)
+
+
+def check_tuning_spent(doc: dict[str, Any], dataset: str, model: str) -> dict[str, Any]:
+    """``doc``'s ε spent and δ spent, recomputed: its released rows' (:func:`check_released_costs`) and its
+    searches' (:func:`check_search_costs`).  ``doc`` has passed ``check_tuning(..., spent=False)``
+    (:func:`~dpcore.experiments.tune.check_tuning`); what :func:`~dpcore.experiments.tune.shipped_tuning`
+    runs only for a reader who asks for the spent figures.  Raises ``ValueError`` (one line)."""
+    with one_read():
+        for row in doc.get("released_rows", []):
+            if "error" not in row:
+                check_released_costs(doc, row)
+        if doc.get("rows") or doc.get("candidates"):
+            check_search_costs(doc, dataset, model)
+    return doc
 
 
 def _check_search_costs(doc: dict[str, Any], dataset: str, model: str) -> None:

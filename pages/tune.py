@@ -61,7 +61,10 @@ def tune_here(bar) -> dict:
 
 
 try:
-    shipped = shipped_tuning(dataset, "logreg", data_dir=app_context().data_dir)
+    # what each search spent, recomputed (the first time this machine reads the file: about a minute)
+    with st.spinner("Recomputing what each search of the shipped tuning spent (the first time this machine "
+                    "reads it: about a minute)…"):
+        shipped = shipped_tuning(dataset, "logreg", data_dir=app_context().data_dir, spent=True)
     refused = None
 except ShippedFileError as exc:  # not the file shipped, or not this code's certificates: never drawn
     shipped, refused = None, exc

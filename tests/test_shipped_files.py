@@ -371,7 +371,8 @@ def _read_shipped_results(folder: Path) -> Read:
 
 
 def _read_shipped_tuning(folder: Path) -> Read:
-    return _refusal(lambda: tune.shipped_tuning("adult", "logreg", data_dir=folder))
+    # the Tune view's read: the whole record, its spent figures recomputed
+    return _refusal(lambda: tune.shipped_tuning("adult", "logreg", data_dir=folder, spent=True))
 
 
 def _read_tuned_setting(folder: Path) -> Read:  # the command line's --tuned and Explore's
@@ -426,7 +427,7 @@ def _tuning_verified_once():
     minute on a busy 2-core machine, then marked in the cache folder and remembered in the process): done
     here, before the readers' time limits, which are there to catch hangs.  A forgery is still checked in
     full: its bytes are not the marked ones (the searches' figures are reused, their refusal is its own)."""
-    assert tune.shipped_tuning("adult", "logreg") is not None
+    assert tune.shipped_tuning("adult", "logreg", spent=True) is not None
 
 
 @pytest.fixture

@@ -32,6 +32,9 @@ from dpcore.privacy import certify
 from dpcore.experiments.tune import (candidates, check_tuning, search_space, search_spent, shipped_tuning, tune,
                                      validation_split)
 from dpcore import datasets as _datasets
+from dpcore import certify_tuning
+from dpcore.experiments import tune as tune_mod
+from dpcore.experiments.tune import SPENT_FIELDS
 
 SOURCE = data_folder()
 REL = "tuned/adult-logreg.json"
@@ -59,7 +62,7 @@ def _shipped_as(doc: dict, tmp_path: Path) -> Path:
 
 def _refusal(doc: dict, tmp_path: Path) -> str:
     with pytest.raises(shipped.ShippedFileError) as caught:
-        shipped_tuning("adult", "logreg", data_dir=_shipped_as(doc, tmp_path))
+        shipped_tuning("adult", "logreg", data_dir=_shipped_as(doc, tmp_path), spent=True)
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"the shipped {REL} is refused: "), message
     return message
@@ -70,8 +73,54 @@ def test_the_shipped_tuning_is_recomputed_and_passes(record, tmp_path):
     assert check_tuning(copy.deepcopy(record), "adult", "logreg") == record
     assert record["search"] == {"repeats": 3, "final_repeats": 20, "validation_fraction": 0.2, "seed": 0,
                                 "selection_epsilon": None}
-    got = shipped_tuning("adult", "logreg", data_dir=_shipped_as(record, tmp_path))
+    got = shipped_tuning("adult", "logreg", data_dir=_shipped_as(record, tmp_path), spent=True)
     assert _row(got, "output-laplace", 0.05)["epsilon_spent"] == pytest.approx(0.8, abs=1e-6)
+
+
+def _no_recomputation(monkeypatch) -> None:
+    """Any recomputation of a search's cost fails the test (what a read of the settings must not do)."""
+    def computed(*a, **k):
+        raise AssertionError("a read of the settings recomputed a search's cost")
+    for name in ("check_tuning_spent", "check_search_costs", "check_released_costs", "_searched"):
+        monkeypatch.setattr(certify_tuning, name, computed)
+    monkeypatch.setattr(certify_tuning, "search_spent", computed)
+
+
+def test_reading_the_settings_does_not_compute_the_search_cost(record, tmp_path, monkeypatch):
+    # Explore and `run --tuned` read T, η, λ, C, q: the searches' cost (about 45 s of CPU) is not theirs to pay;
+    # a folder of its own and a cache folder of its own, so no former read's mark stands in for the check
+    monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path / "cache"))
+    _no_recomputation(monkeypatch)
+    data = _shipped_as(record, tmp_path)
+    got = shipped_tuning("adult", "logreg", data_dir=data)
+    row = _row(got, "gradient-dpgd", 1.0)
+    assert row["setting"] == _row(record, "gradient-dpgd", 1.0)["setting"]
+    assert row["epsilon_certified"] == _row(record, "gradient-dpgd", 1.0)["epsilon_certified"]
+    # what it did not check it does not hand out: no spent figure in a read of the settings
+    assert not any(f in r for r in got["rows"] + got["released_rows"] for f in SPENT_FIELDS)
+    assert tune_mod.tuned_setting("adult", "logreg", "gradient-dpgd", 1.0, data_dir=data) == (row["setting"], 1.0)
+    # the read's certificates are still checked: a forged certified ε is refused without the search's cost
+    forged = copy.deepcopy(record)
+    _row(forged, "gradient-dpgd", 1.0)["epsilon_certified"] *= 0.5
+    with pytest.raises(shipped.ShippedFileError, match="certified ε"):
+        shipped_tuning("adult", "logreg", data_dir=_shipped_as(forged, tmp_path / "forged"))
+
+
+def test_asking_for_the_spent_figures_of_a_forged_file_still_refuses_it(record, tmp_path):
+    doc = copy.deepcopy(record)
+    _row(doc, "gradient-dpsgd", 1.0)["epsilon_spent"] = _row(doc, "gradient-dpsgd", 1.0)["epsilon_certified"] * 1.000123
+    data = _shipped_as(doc, tmp_path)
+    # its settings read (the spent figure is not among them) ...
+    assert _row(shipped_tuning("adult", "logreg", data_dir=data), "gradient-dpsgd", 1.0)["setting"]
+    # ... its spent figures refused, each time they are asked for (no mark is left for a refusal)
+    for _ in range(2):
+        with pytest.raises(shipped.ShippedFileError) as caught:
+            shipped_tuning("adult", "logreg", data_dir=data, spent=True)
+        assert "gradient-dpsgd at ε = 1.0: ε spent" in str(caught.value)
+        assert "but its search certifies" in str(caught.value)
+    # and through the reader of Compare's hover (the tuned row with what its search spent)
+    with pytest.raises(shipped.ShippedFileError, match="but its search certifies"):
+        tune_mod.tuned_row("adult", "logreg", "gradient-dpsgd", 1.0, data_dir=data, spent=True)
 
 
 def test_every_spent_forged_to_its_certified_times_1_000123_is_refused(record, tmp_path):

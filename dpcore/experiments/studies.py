@@ -402,7 +402,8 @@ def _sweep_plan(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[flo
         for eps in epsilons:
             row: dict[str, Any] = {"mechanism": mech, "epsilon": float(eps)}
             rows.append(row)
-            found = tuned_row(base.dataset, base.model, mech, float(eps), data_dir=data_dir) \
+            # spent: its row says what the search that chose the setting spent (Compare's hover)
+            found = tuned_row(base.dataset, base.model, mech, float(eps), data_dir=data_dir, spent=True) \
                 if tuned and dataset is None else None
             extra = {**(found["setting"] if found else {}), **dict((per_mechanism or {}).get(mech, {}))}
             if found:

@@ -69,15 +69,15 @@ from .. import shipped
 from ..cache import DiskCache, cache_dir
 # what a search runs and what it costs: shared with the reader of a record (check_tuning), so kept below both
 from .. import certify_tuning
-from ..certify_tuning import (RELEASE_FAMILIES, SEARCH_SPACES, TUNABLE_FAMILIES, candidates, check_released_costs,
-                              check_search_costs, released_tunable, search_cost, search_plan, search_space,
-                              search_spent, validation_positions, validation_split)
+from ..certify_tuning import (RELEASE_FAMILIES, SEARCH_SPACES, TUNABLE_FAMILIES, candidates, released_tunable,
+                              search_cost, search_plan, search_space, search_spent, validation_positions,
+                              validation_split)
 from ..privacy import CLOSED_FORM_TOL, NoisePlan, certificate_error, certify, same_certificate
 from .context import Context, default_context
 from .run import RunResult, RunSpec, check_data_many, noise_plan, run_outcomes
 from .sweep import results_fingerprint
 
-__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "shipped_tuning", "check_tuning", "tuned_spec", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
+__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "shipped_tuning", "check_tuning", "SPENT_FIELDS", "tuned_spec", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
            "epsilon_for_accuracy", "choose", "search_spent", "search_cost", "search_plan", "YU_2020_ADULT"]
 
 #: What ``dpcore tune`` tunes unless told otherwise: the central mechanisms of the comparison.
@@ -458,7 +458,7 @@ def _check_numbers(row: dict, where: str) -> None:
             raise ValueError(f"{where}: {name} = {v!r} is not a number in [{low:g}, {high:g}]")
 
 
-def check_tuning(doc: Any, dataset: str, model: str) -> dict[str, Any]:
+def check_tuning(doc: Any, dataset: str, model: str, *, spent: bool = True) -> dict[str, Any]:
     """``doc`` if it is a tuning record of ``dataset`` and ``model`` as :func:`tune` writes it: each
     row's setting holds exactly the fields its mechanism's search declares (:func:`search_space`), at
     values of its grid (a released row: ``tune_on_release`` only), every number of its type and range
@@ -473,6 +473,8 @@ def check_tuning(doc: Any, dataset: str, model: str) -> dict[str, Any]:
     ``selection_epsilon``), within the accountant's error, and its δ spent within 1e-12; a released
     row spends exactly its certified ε at the target δ.  What is not recomputed (it takes training):
     the accuracies, which only the manifest's hash protects.
+    ``spent=False``: all but that recomputation (:func:`~dpcore.certify_tuning.check_tuning_spent`), what a reader of the settings
+    needs (:func:`shipped_tuning`; the recomputation takes about 45 s of CPU, the rest about 2).
     Raises ``ValueError`` saying what is wrong, in one line."""
     if not isinstance(doc, dict):
         raise ValueError("not a tuning record")
@@ -508,8 +510,8 @@ def check_tuning(doc: Any, dataset: str, model: str) -> dict[str, Any]:
                 for k, v in setting.items():
                     if isinstance(v, bool) or v not in space[k]:
                         raise ValueError(f"{where}: {k} = {v!r} is not among the values searched")
-            certified, spent = row.get("epsilon_certified"), row.get("epsilon_spent")
-            if (math.inf if spent is None else spent) < (math.inf if certified is None else certified) \
+            certified, paid = row.get("epsilon_certified"), row.get("epsilon_spent")
+            if (math.inf if paid is None else paid) < (math.inf if certified is None else certified) \
                     - CLOSED_FORM_TOL * (1 + (certified or 0.0)):
                 raise ValueError(f"{where}: the search spent less than its final run certifies")
     for c in doc.get("candidates", []):
@@ -522,11 +524,8 @@ def check_tuning(doc: Any, dataset: str, model: str) -> dict[str, Any]:
         for row in doc.get("rows", []) + doc.get("released_rows", []):
             if "error" not in row:
                 _check_row_certificate(doc, row)
-        for row in doc.get("released_rows", []):
-            if "error" not in row:
-                check_released_costs(doc, row)
-        if doc.get("rows") or doc.get("candidates"):
-            check_search_costs(doc, dataset, model)
+        if spent:
+            certify_tuning.check_tuning_spent(doc, dataset, model)
     return doc
 
 
@@ -555,23 +554,26 @@ def _check_row_certificate(doc: dict[str, Any], row: dict[str, Any]) -> None:
                          f"but its setting's noise certifies {certified!r}")
 
 
-@functools.lru_cache(maxsize=16)
-def _read_tuned(dataset: str, model: str, folder: str, stamp: str) -> dict[str, Any] | None:
-    rel = f"tuned/{dataset}-{model}.json"
-    data = Path(folder).parent
-    doc = shipped.read_json(rel, data)
-    if doc is None:
-        return None
-    # what was verified, by content and code: a record this code verified once is not verified again (its
-    # certificates and ε spent are a function of the file and the code; recomputing ε spent takes about 45 s
-    # of CPU: 587 distinct calibrations, each once per read, the PLD of every DP-SGD search), so the mark is kept
-    # in the cache folder the app and the command line share
-    mark = hashlib.sha256("\0".join(
-        [shipped.digest(rel, data), results_fingerprint(), _this_code(), repr(CLOSED_FORM_TOL)]
+#: a row's figures only :func:`check_tuning_spent` vouches for: left out of a read of the settings
+SPENT_FIELDS = ("epsilon_spent", "delta_spent")
+
+
+def _mark(rel: str, data: Path, what: str) -> str:
+    """The verification mark of ``what`` (``"read"``: the settings and certificates; ``"spent"``: ε spent
+    and δ spent) of this file by this code: a function of its content and of the code that checks it."""
+    return hashlib.sha256("\0".join(
+        [what, shipped.digest(rel, data), results_fingerprint(), _this_code(), repr(CLOSED_FORM_TOL)]
     ).encode()).hexdigest()[:24]
 
+
+def _verified(rel: str, data: Path, what: str, check) -> None:
+    """``check()`` once per content and code: its mark in the cache folder the app and the command line
+    share (:func:`_verified_marks`) says a former process passed it; a refusal is
+    :class:`~dpcore.shipped.ShippedFileError`, one line."""
+    mark = _mark(rel, data, what)
+
     def verify() -> dict[str, str]:
-        check_tuning(doc, dataset, model)
+        check()
         return {"verified": mark}
 
     try:
@@ -579,6 +581,38 @@ def _read_tuned(dataset: str, model: str, folder: str, stamp: str) -> dict[str, 
     except ValueError as exc:
         raise shipped.ShippedFileError(f"the shipped {rel} is refused: {exc}; compute it again with "
                                        f"`{shipped.KINDS['tuned'].made_by}`") from None
+
+
+@functools.lru_cache(maxsize=16)
+def _read_tuned(dataset: str, model: str, folder: str, stamp: str
+                ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the whole record, the record without its spent figures), its settings and certificates checked
+    (``check_tuning(..., spent=False)``), or ``None`` when none is shipped.  Its ε spent and δ spent are
+    not recomputed here (about 45 s of CPU on Adult: 587 distinct calibrations, the PLD of every DP-SGD
+    search): :func:`_read_spent` does, for the readers who show them."""
+    rel = f"tuned/{dataset}-{model}.json"
+    data = Path(folder).parent
+    doc = shipped.read_json(rel, data)
+    if doc is None:
+        return None
+    _verified(rel, data, "read", lambda: check_tuning(doc, dataset, model, spent=False))
+    settings = {k: ([{f: v for f, v in r.items() if f not in SPENT_FIELDS} if isinstance(r, dict) else r
+                     for r in doc[k]] if k in ("rows", "released_rows") and isinstance(doc[k], list) else doc[k])
+                for k in doc}
+    return doc, settings
+
+
+@functools.lru_cache(maxsize=16)
+def _read_spent(dataset: str, model: str, folder: str, stamp: str) -> dict[str, Any] | None:
+    """The whole record, its ε spent and δ spent recomputed from its searches and found as written
+    (:func:`~dpcore.certify_tuning.check_tuning_spent`; once per content and code: the mark in the cache folder, so a second
+    process does not pay again), or ``None`` when none is shipped."""
+    read = _read_tuned(dataset, model, folder, stamp)
+    if read is None:
+        return None
+    doc = read[0]
+    _verified(f"tuned/{dataset}-{model}.json", Path(folder).parent, "spent",
+              lambda: certify_tuning.check_tuning_spent(doc, dataset, model))
     return doc
 
 
@@ -605,12 +639,19 @@ def _same_mark(mark: str):
     return check
 
 
-def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None) -> dict[str, Any] | None:
+def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None, spent: bool = False
+                   ) -> dict[str, Any] | None:
     """The shipped tuning record of a dataset and model (:meth:`TuneResult.to_dict` plus its
     provenance), or ``None`` when none is shipped; read by :mod:`dpcore.shipped`'s rule and
     :func:`check_tuning`, :class:`~dpcore.shipped.ShippedFileError` (one line) when it is not what
     was shipped or its certificates are not this code's.  ``data_dir``: the data folder (a context's
-    :attr:`~dpcore.experiments.context.Context.data_dir`; default :func:`dpcore.datasets.data_folder`)."""
+    :attr:`~dpcore.experiments.context.Context.data_dir`; default :func:`dpcore.datasets.data_folder`).
+
+    ``spent``: what each search spent (its rows' ``epsilon_spent`` and ``delta_spent``, :data:`SPENT_FIELDS`),
+    recomputed from the searches and refused when the file says otherwise (:func:`~dpcore.certify_tuning.check_tuning_spent`; about
+    45 s the first time this machine reads the file, then marked in the cache folder).  Without it the rows
+    hold no spent figures and nothing of the searches' cost is computed: the settings, accuracies and
+    certificates only (Explore, ``run --tuned``).  Every reader of a spent figure asks for it here."""
     path = _tuned_path(dataset, model, data_dir)
     try:
         st = path.stat()
@@ -619,13 +660,18 @@ def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None) -> dic
         if not os.path.lexists(path):
             return None
         stamp = "unreadable"
-    return _read_tuned(dataset, model, str(path.parent), stamp)
+    if spent:
+        return _read_spent(dataset, model, str(path.parent), stamp)
+    read = _read_tuned(dataset, model, str(path.parent), stamp)
+    return None if read is None else read[1]
 
 
-def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float, *, data_dir=None) -> dict[str, Any] | None:
+def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float, *, data_dir=None,
+              spent: bool = False) -> dict[str, Any] | None:
     """The shipped tuning's row of ``mechanism`` at the tuned ε closest to ``epsilon`` (on a
-    log scale): its setting, its ε and what its search spent; ``None`` when nothing was tuned."""
-    record = shipped_tuning(dataset, model, data_dir=data_dir)
+    log scale): its setting, its ε and, with ``spent`` (:func:`shipped_tuning`), what its search spent;
+    ``None`` when nothing was tuned."""
+    record = shipped_tuning(dataset, model, data_dir=data_dir, spent=spent)
     if record is None:
         return None
     rows = [r for r in record.get("rows", []) + record.get("released_rows", [])
