@@ -2,6 +2,8 @@ from pages.boot import load_core
 
 load_core()  # before the core: a new server can run a view before app.py (pages/boot.py)
 
+import time
+
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
@@ -62,9 +64,16 @@ def tune_here(bar) -> dict:
 
 try:
     # what each search spent, recomputed (the first time this machine reads the file: about a minute)
-    with st.spinner("Recomputing what each search of the shipped tuning spent (the first time this machine "
-                    "reads it: about a minute)…"):
-        shipped = shipped_tuning(dataset, "logreg", data_dir=app_context().data_dir, spent=True)
+    checking, started = st.empty(), time.monotonic()
+
+    def checked(done, total):  # said once it takes time (a machine that read it before answers at once)
+        if done < total and time.monotonic() - started > 0.3:
+            checking.progress(done / total, text=f"Recomputing what each search of the shipped tuning spent (the "
+                                                 f"first time this machine reads it): {done} of {total} searches…")
+    try:
+        shipped = shipped_tuning(dataset, "logreg", data_dir=app_context().data_dir, spent=True, progress=checked)
+    finally:
+        checking.empty()
     refused = None
 except ShippedFileError as exc:  # not the file shipped, or not this code's certificates: never drawn
     shipped, refused = None, exc

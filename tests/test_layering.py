@@ -24,7 +24,8 @@ LAYERS = [
     ("data: types", ["dpcore.datasets.base", "dpcore.datasets.contract", "dpcore.partition"]),  # partition: record splits, imports nothing of ours
     ("data: preprocessing", ["dpcore.datasets.preprocess"]),
     ("data: sources", ["dpcore.datasets.synthetic", "dpcore.datasets.upload"]),
-    ("data: registry", ["dpcore.datasets.registry", "dpcore.datasets", "dpcore.shipped"]),  # shipped: the rule for shipped files
+    ("data: registry", ["dpcore.datasets.registry", "dpcore.datasets", "dpcore.shipped",  # shipped: the rule for shipped files
+                        "dpcore.certify_marks"]),  # a shipped file's check, done once per content and code
     ("models", ["dpcore.models"]),
     ("solvers", ["dpcore.erm", "dpcore.optim"]),
     # the mechanisms: what every one shares, the families, those built on a family, the registry

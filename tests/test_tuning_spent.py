@@ -35,6 +35,7 @@ from dpcore import datasets as _datasets
 from dpcore import certify_tuning
 from dpcore.experiments import tune as tune_mod
 from dpcore.experiments.tune import SPENT_FIELDS
+from tiers import WHOLE
 
 SOURCE = data_folder()
 REL = "tuned/adult-logreg.json"
@@ -68,13 +69,23 @@ def _refusal(doc: dict, tmp_path: Path) -> str:
     return message
 
 
-def test_the_shipped_tuning_is_recomputed_and_passes(record, tmp_path):
+#: the twin's rows: one search of each kind of plan (pure, Gaussian, composed DP-GD, sampled DP-SGD), each
+#: among its mechanism's cheapest to recompute (0.1–2 s on this machine; the whole file: about a minute)
+TWIN_ROWS = (("output-laplace", 0.05), ("output-gaussian", 0.5), ("gradient-dpgd", 1.0), ("gradient-dpsgd", 0.2))
+
+
+@WHOLE
+def test_the_shipped_tuning_is_recomputed_and_passes(record, tmp_path, whole):
     # check_tuning itself, not a verification mark a former read left in the cache folder
-    assert check_tuning(copy.deepcopy(record), "adult", "logreg") == record
+    only = None if whole else set(TWIN_ROWS)
+    assert check_tuning(copy.deepcopy(record), "adult", "logreg", spent=False) == record
+    assert certify_tuning.check_tuning_spent(copy.deepcopy(record), "adult", "logreg", only=only) == record
     assert record["search"] == {"repeats": 3, "final_repeats": 20, "validation_fraction": 0.2, "seed": 0,
                                 "selection_epsilon": None}
-    got = shipped_tuning("adult", "logreg", data_dir=_shipped_as(record, tmp_path), spent=True)
+    got = shipped_tuning("adult", "logreg", data_dir=_shipped_as(record, tmp_path), spent=TWIN_ROWS)
     assert _row(got, "output-laplace", 0.05)["epsilon_spent"] == pytest.approx(0.8, abs=1e-6)
+    # a row not asked for holds no spent figure: nothing unchecked is handed out
+    assert not any(f in _row(got, "objective-gaussian", 1.0) for f in SPENT_FIELDS)
 
 
 def _no_recomputation(monkeypatch) -> None:
@@ -271,3 +282,63 @@ def test_what_a_plan_is_said_not_to_read_it_does_not_read(mechanism):
             values = {v for v in SEARCH_SPACES[mechanism][name]} | {getattr(RunSpec, name)}
             for value in values - {getattr(spec, name)}:
                 assert noise_plan(replace(spec, **{name: value}), dataset=split) == plan, (spec, name, value)
+
+
+def _plant_marks(monkeypatch, value_of) -> list[str]:
+    """Before each verification, the mark's entry in the cache folder is written as another user of a
+    shared cache folder could write it (``value_of(mark)``): the campaign's planted "verified" mark."""
+    from dpcore import certify_marks
+    from dpcore.cache import DiskCache
+    real, planted = certify_marks.verified, []
+
+    def planting(mark, check, refused):
+        cache = DiskCache(certify_marks.marks_folder(), prefix="tuned-")
+        path = cache.path(__import__("hashlib").sha256(mark.encode()).hexdigest()[:24])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"verified": value_of(mark)}))
+        planted.append(mark)
+        return real(mark, check, refused)
+
+    monkeypatch.setattr(certify_marks, "verified", planting)
+    return planted
+
+
+def test_a_planted_verification_mark_does_not_let_a_forged_spent_through(record, tmp_path, monkeypatch):
+    # a cache folder shared by a class server's users: anyone there can write a mark; a mark computed from
+    # public inputs (the file's digest, the code's, what was checked: the old scheme) is planted for every check
+    import hashlib
+    monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path / "shared-cache"))
+    planted = _plant_marks(monkeypatch, lambda mark: hashlib.sha256(mark.encode()).hexdigest())
+    doc = copy.deepcopy(record)
+    _row(doc, "output-laplace", 0.05)["epsilon_spent"] = 0.0500061
+    message = _refusal(doc, tmp_path)
+    assert planted and "but its search certifies 0.79999998" in message
+
+
+def test_check_of_the_check_an_unsigned_mark_lets_the_planted_one_through(record, tmp_path, monkeypatch):
+    # the same planting against marks that are not signed (a mark's value a function of public inputs): the
+    # forged file is read as verified, which is what the signature prevents
+    import hashlib
+    from dpcore import certify_marks
+    monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path / "shared-cache"))
+    monkeypatch.setattr(certify_marks, "signed", lambda mark, folder=None: hashlib.sha256(mark.encode()).hexdigest())
+    _plant_marks(monkeypatch, lambda mark: hashlib.sha256(mark.encode()).hexdigest())
+    doc = copy.deepcopy(record)
+    _row(doc, "output-laplace", 0.05)["epsilon_spent"] = 0.0500061
+    got = shipped_tuning("adult", "logreg", data_dir=_shipped_as(doc, tmp_path), spent=[("output-laplace", 0.05)])
+    assert _row(got, "output-laplace", 0.05)["epsilon_spent"] == 0.0500061
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "getuid"), reason="file ownership is POSIX's")
+def test_a_key_file_others_can_read_or_write_is_never_used(tmp_path, monkeypatch, caplog):
+    import os
+    from dpcore import certify_marks
+    monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = certify_marks.marks_folder()
+    first = certify_marks.signed("a mark")
+    assert (folder / "key").stat().st_mode & 0o777 == 0o600  # made this user's alone
+    assert certify_marks.signed("a mark") == first  # the next process's: the same key, the same signature
+    os.chmod(folder / "key", 0o666)  # a key others could have written: a process key instead, said in the log
+    with caplog.at_level("WARNING", logger="dpcore.certify_marks"):
+        assert certify_marks.signed("a mark") != first
+    assert "not this user's alone" in caplog.text

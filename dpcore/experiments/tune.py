@@ -51,7 +51,7 @@ import json
 import math
 import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -66,9 +66,8 @@ from ..mechanisms import REGISTRY
 from ..metrics import summarize
 from ..params import validate
 from .. import shipped
-from ..cache import DiskCache, cache_dir
 # what a search runs and what it costs: shared with the reader of a record (check_tuning), so kept below both
-from .. import certify_tuning
+from .. import certify_marks, certify_tuning
 from ..certify_tuning import (RELEASE_FAMILIES, SEARCH_SPACES, TUNABLE_FAMILIES, candidates, released_tunable,
                               search_cost, search_plan, search_space, search_spent, validation_positions,
                               validation_split)
@@ -558,29 +557,21 @@ def _check_row_certificate(doc: dict[str, Any], row: dict[str, Any]) -> None:
 SPENT_FIELDS = ("epsilon_spent", "delta_spent")
 
 
-def _mark(rel: str, data: Path, what: str) -> str:
-    """The verification mark of ``what`` (``"read"``: the settings and certificates; ``"spent"``: ε spent
-    and δ spent) of this file by this code: a function of its content and of the code that checks it."""
-    return hashlib.sha256("\0".join(
-        [what, shipped.digest(rel, data), results_fingerprint(), _this_code(), repr(CLOSED_FORM_TOL)]
-    ).encode()).hexdigest()[:24]
-
-
 def _verified(rel: str, data: Path, what: str, check) -> None:
-    """``check()`` once per content and code: its mark in the cache folder the app and the command line
-    share (:func:`_verified_marks`) says a former process passed it; a refusal is
-    :class:`~dpcore.shipped.ShippedFileError`, one line."""
-    mark = _mark(rel, data, what)
+    """``check()`` once per content and code (:func:`~dpcore.certify_marks.verified`: a mark of the file's
+    content, of this code and of ``what`` is checked, ``"read"``: the settings and certificates, ``"spent:
+    …"``: what a search spent); a refusal is :class:`~dpcore.shipped.ShippedFileError`, one line."""
+    mark = "\0".join([what, shipped.digest(rel, data), results_fingerprint(), _this_code(), repr(CLOSED_FORM_TOL)])
+    certify_marks.verified(mark, check, lambda why: shipped.ShippedFileError(
+        f"the shipped {rel} is refused: {why}; compute it again with `{shipped.KINDS['tuned'].made_by}`"))
 
-    def verify() -> dict[str, str]:
-        check()
-        return {"verified": mark}
 
-    try:
-        _verified_marks().get_or_make(mark, verify, _same_mark(mark))
-    except ValueError as exc:
-        raise shipped.ShippedFileError(f"the shipped {rel} is refused: {exc}; compute it again with "
-                                       f"`{shipped.KINDS['tuned'].made_by}`") from None
+@functools.cache
+def _this_code() -> str:
+    """The source of what checks a tuning (this module, :mod:`dpcore.certify_tuning` and
+    :mod:`dpcore.certify_marks`), which :func:`~dpcore.experiments.sweep.results_fingerprint` leaves out."""
+    return hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (certify_tuning, certify_marks))
+                          + Path(__file__).read_bytes()).hexdigest()
 
 
 @functools.lru_cache(maxsize=16)
@@ -602,45 +593,34 @@ def _read_tuned(dataset: str, model: str, folder: str, stamp: str
     return doc, settings
 
 
-@functools.lru_cache(maxsize=16)
-def _read_spent(dataset: str, model: str, folder: str, stamp: str) -> dict[str, Any] | None:
-    """The whole record, its ε spent and δ spent recomputed from its searches and found as written
-    (:func:`~dpcore.certify_tuning.check_tuning_spent`; once per content and code: the mark in the cache folder, so a second
-    process does not pay again), or ``None`` when none is shipped."""
+@functools.lru_cache(maxsize=64)
+def _read_spent(dataset: str, model: str, folder: str, stamp: str, keys: frozenset | None
+                ) -> dict[str, Any] | None:
+    """The whole record, the ε spent and δ spent of its rows ``keys`` ((mechanism, ε) pairs; ``None``:
+    every row) recomputed from their searches and found as written
+    (:func:`~dpcore.certify_tuning.check_tuning_spent`; each row once per content and code: its mark in the
+    cache folder, so a second process does not pay again), the other rows without spent figures; or
+    ``None`` when none is shipped."""
     read = _read_tuned(dataset, model, folder, stamp)
     if read is None:
         return None
-    doc = read[0]
-    _verified(f"tuned/{dataset}-{model}.json", Path(folder).parent, "spent",
-              lambda: certify_tuning.check_tuning_spent(doc, dataset, model))
-    return doc
+    doc, settings = read
+    searched = [(r.get("mechanism"), r.get("epsilon")) for r in doc.get("rows", []) if isinstance(r, dict)]
+    wanted = searched if keys is None else [k for k in searched if k in keys]
+    rel, data = f"tuned/{dataset}-{model}.json", Path(folder).parent
+    with certify_tuning.one_read():  # the rows' searches share their plans
+        _verified(rel, data, "spent: the released rows",
+                  lambda: certify_tuning.check_tuning_spent({**doc, "rows": [], "candidates": []}, dataset, model))
+        for key in wanted:
+            _verified(rel, data, f"spent: {key[0]} at {key[1]!r}",
+                      lambda key=key: certify_tuning.check_tuning_spent(doc, dataset, model, only={key}))
+    chosen = set(wanted)
+    return {**doc, "rows": [r if (r.get("mechanism"), r.get("epsilon")) in chosen else s
+                            for r, s in zip(doc.get("rows", []), settings.get("rows", []))]}
 
 
-def _verified_marks() -> DiskCache:
-    """Where the marks of the tunings this code verified are kept: :func:`~dpcore.cache.cache_dir`'s
-    ``verified/``, looked up at each call (a folder that cannot be used only costs the check again)."""
-    return DiskCache(cache_dir() / "verified", prefix="tuned-", folder_bytes=2**20, what="tuning's verification mark",
-                     log=__name__)
-
-
-@functools.cache
-def _this_code() -> str:
-    """The source of what checks a tuning (this module and :mod:`dpcore.certify_tuning`), which
-    :func:`~dpcore.experiments.sweep.results_fingerprint` leaves out."""
-    return hashlib.sha256(Path(__file__).read_bytes() + Path(certify_tuning.__file__).read_bytes()).hexdigest()
-
-
-def _same_mark(mark: str):
-    """A verification mark's check: the mark of this file and this code, nothing else."""
-    def check(doc: Any) -> dict:
-        if doc != {"verified": mark}:
-            raise ValueError("not this verification's mark")
-        return doc
-    return check
-
-
-def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None, spent: bool = False
-                   ) -> dict[str, Any] | None:
+def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None, spent=False,
+                   progress: Callable[[int, int], None] | None = None) -> dict[str, Any] | None:
     """The shipped tuning record of a dataset and model (:meth:`TuneResult.to_dict` plus its
     provenance), or ``None`` when none is shipped; read by :mod:`dpcore.shipped`'s rule and
     :func:`check_tuning`, :class:`~dpcore.shipped.ShippedFileError` (one line) when it is not what
@@ -649,7 +629,9 @@ def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None, spent:
 
     ``spent``: what each search spent (its rows' ``epsilon_spent`` and ``delta_spent``, :data:`SPENT_FIELDS`),
     recomputed from the searches and refused when the file says otherwise (:func:`~dpcore.certify_tuning.check_tuning_spent`; about
-    45 s the first time this machine reads the file, then marked in the cache folder).  Without it the rows
+    45 s the first time this machine reads the whole file, then marked in the cache folder row by row); a
+    collection of (mechanism, ε) pairs: those rows' only (0.1–8 s each), the others without spent figures;
+    ``progress(done, total)`` hears each searched row as it is recomputed.  Without it the rows
     hold no spent figures and nothing of the searches' cost is computed: the settings, accuracies and
     certificates only (Explore, ``run --tuned``).  Every reader of a spent figure asks for it here."""
     path = _tuned_path(dataset, model, data_dir)
@@ -660,8 +642,18 @@ def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None, spent:
         if not os.path.lexists(path):
             return None
         stamp = "unreadable"
-    if spent:
-        return _read_spent(dataset, model, str(path.parent), stamp)
+    if spent is not False:
+        keys = None if spent is True else frozenset((str(m), float(e)) for m, e in spent)
+        if progress is not None:  # row by row, each said as it is done (each marked as it is checked)
+            read = _read_tuned(dataset, model, str(path.parent), stamp)
+            rows = [] if read is None else [(r.get("mechanism"), r.get("epsilon")) for r in read[0].get("rows", [])
+                                            if isinstance(r, dict)]
+            rows = [k for k in rows if keys is None or k in keys]
+            for done, key in enumerate(rows):
+                progress(done, len(rows))
+                _read_spent(dataset, model, str(path.parent), stamp, frozenset([key]))
+            progress(len(rows), len(rows))
+        return _read_spent(dataset, model, str(path.parent), stamp, keys)
     read = _read_tuned(dataset, model, str(path.parent), stamp)
     return None if read is None else read[1]
 
@@ -671,14 +663,19 @@ def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float, *, data_
     """The shipped tuning's row of ``mechanism`` at the tuned ε closest to ``epsilon`` (on a
     log scale): its setting, its ε and, with ``spent`` (:func:`shipped_tuning`), what its search spent;
     ``None`` when nothing was tuned."""
-    record = shipped_tuning(dataset, model, data_dir=data_dir, spent=spent)
+    record = shipped_tuning(dataset, model, data_dir=data_dir)
     if record is None:
         return None
     rows = [r for r in record.get("rows", []) + record.get("released_rows", [])
             if r.get("mechanism") == mechanism and "setting" in r and "error" not in r]
     if not rows:
         return None
-    return min(rows, key=lambda r: abs(math.log(r["epsilon"]) - math.log(epsilon)))
+    found = min(rows, key=lambda r: abs(math.log(r["epsilon"]) - math.log(epsilon)))
+    if not spent:
+        return found
+    record = shipped_tuning(dataset, model, data_dir=data_dir, spent=[(mechanism, found["epsilon"])])
+    return next(r for r in record.get("rows", []) + record.get("released_rows", [])
+                if r.get("mechanism") == mechanism and r.get("epsilon") == found["epsilon"] and "error" not in r)
 
 
 def tuned_setting(dataset: str, model: str, mechanism: str, epsilon: float, *,
