@@ -108,13 +108,22 @@ def test_compare_preset_and_run():
                                                           "gradient-dpgd"}
 
 
-def test_compare_opens_the_classroom_preset_at_once_from_its_shipped_rows(monkeypatch):
+@WHOLE
+def test_compare_opens_the_classroom_preset_at_once_from_its_shipped_rows(monkeypatch, tmp_path, whole):
     """"All central mechanisms, Adult" draws at once on a new machine: its rows are shipped
     (data/results/compare-classroom.json), said so with their provenance, and nothing is computed
-    until Run comparison; a file for another definition of the preset is not shown."""
+    until Run comparison; a file for another definition of the preset is not shown.  What each tuned
+    row's search spent is recomputed after the page is drawn (most of a minute on a new machine: the
+    whole case; the twin takes the file's figures as recomputed, in a cache folder of its own so that no
+    mark of it outlives the test, and tests/test_tuning_spent.py recomputes them)."""
     import json
 
+    from dpcore import certify_tuning
     from dpcore.experiments import studies
+
+    if not whole:
+        monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setattr(certify_tuning, "check_tuning_spent", lambda doc, dataset, model, only=None: doc)
 
     at = _page("compare.py").run()
     at.button(key="preset_All central mechanisms, Adult (8 ε × 5 repeats)").click().run()
@@ -123,7 +132,15 @@ def test_compare_opens_the_classroom_preset_at_once_from_its_shipped_rows(monkey
     assert any("Shown at once: computed ahead and shipped with the app (72 configurations" in i.value for i in at.info)
     shown = at.session_state["cmp_rows"]
     assert {r["mechanism"] for r in shown} == set(studies.CLASSROOM_COMPARE["mechanisms"])
-    assert json.loads(studies.classroom_file().read_text())["rows"] == json.loads(json.dumps(shown))
+    # the shipped rows, and what each tuned row's search spent: recomputed after the page was drawn, never
+    # read from the file (it holds none)
+    paid = [r.pop("tuned_search_epsilon", None) for r in json.loads(json.dumps(shown))]
+    assert json.loads(studies.classroom_file().read_text())["rows"] == [
+        {k: v for k, v in r.items() if k != "tuned_search_epsilon"} for r in json.loads(json.dumps(shown))]
+    assert [p is not None for p in paid] == ["tuned_at" in r for r in shown] and any(paid)
+    assert not any("tuned_search_epsilon" in r for r in json.loads(studies.classroom_file().read_text())["rows"])
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert any(t.get("name", "").endswith("search paid") for t in chart["data"])  # the dashed line, drawn again
 
     doc = json.loads(studies.classroom_file().read_text())
     doc["record"]["setting"]["repeats"] = 3  # computed for another definition of the preset
@@ -1193,6 +1210,9 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     monkeypatch.setattr(studies, "baseline", lambda spec, lams, ctx: grids.append((spec.dataset, spec.model)))
     monkeypatch.setattr(studies, "classroom_compare", lambda ctx: compared.append(ctx) or [{}] * 72)
     monkeypatch.setattr(studies, "shipped_classroom_compare", lambda ctx=None: None)  # as if shipped for other code
+    recomputed = []  # what each shipped search spent, recomputed ahead (a minute the first time: not this test's)
+    monkeypatch.setattr(studies, "shipped_tuning", lambda d, m, data_dir=None, spent=False:
+                        recomputed.append((d, m, spent)) or {"rows": [{}] * 56})
     from dpcore import lesson
     lessons = []
     monkeypatch.setattr(lesson, "prepare_lesson", lambda ctx, tell: lessons.append(ctx) or tell("lesson steps", 0.5)
@@ -1208,11 +1228,13 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     assert any("exact references over the λ grid, iris (logreg)" in s for s in said)
     assert grids == [("iris", "logreg")]  # the λ grid every view's non-private line searches, solved ahead
     assert any("Compare's first preset (72 configurations)" in s for s in said)
+    assert recomputed == [("adult", "logreg", True)]
+    assert any("what the shipped tuning's 56 searches spent, adult (logreg): recomputed" in s for s in said)
     assert lessons == [ctx] and any("lesson steps" in s for s in said)  # the lesson, into the same stores
     # and this server's first paper figure, drawn once for every session (the command line's
     # prepare cannot: it is another process)
     assert any("Paper figures' first figure" in s for s in said)
-    assert at.status[0].label.startswith("Ready: 4 parts")
+    assert at.status[0].label.startswith("Ready: 5 parts")
 
 
 def test_prepare_verifies_the_shipped_classroom_rows_instead_of_recomputing_them(monkeypatch):

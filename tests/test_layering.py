@@ -24,7 +24,8 @@ LAYERS = [
     ("data: types", ["dpcore.datasets.base", "dpcore.datasets.contract", "dpcore.partition"]),  # partition: record splits, imports nothing of ours
     ("data: preprocessing", ["dpcore.datasets.preprocess"]),
     ("data: sources", ["dpcore.datasets.synthetic", "dpcore.datasets.upload"]),
-    ("data: registry", ["dpcore.datasets.registry", "dpcore.datasets", "dpcore.shipped"]),  # shipped: the rule for shipped files
+    ("data: registry", ["dpcore.datasets.registry", "dpcore.datasets", "dpcore.shipped",  # shipped: the rule for shipped files
+                        "dpcore.certify_marks"]),  # a shipped file's check, done once per content and code
     ("models", ["dpcore.models"]),
     ("solvers", ["dpcore.erm", "dpcore.optim"]),
     # the mechanisms: what every one shares, the families, those built on a family, the registry
@@ -40,6 +41,7 @@ LAYERS = [
     ("execution", ["dpcore.experiments.context", "dpcore.experiments.progress"]),
     ("runs", ["dpcore.experiments.result", "dpcore.experiments.run"]),
     ("grids", ["dpcore.experiments.records", "dpcore.experiments.sweep", "dpcore.experiments.grid", "dpcore.experiments.baselines",
+               "dpcore.certify_tuning",  # what a tuning's search runs and costs: its writer's and its reader's
                "dpcore.experiments.tune"]),
     ("studies", ["dpcore.experiments.studies", "dpcore.experiments.presets*", "dpcore.experiments"]),
     # the audit, above the runs it attacks: its estimators, its tests, the threat strategies, audit()

@@ -370,8 +370,14 @@ def _read_shipped_results(folder: Path) -> Read:
     return _refusal(shown)
 
 
+#: the rows whose spent figures the readers below recompute (the Tune view recomputes every row's, about a
+#: minute the first time: tests/test_tuning_spent.py checks that read whole, under slow)
+SPENT_ROWS = (("output-laplace", 0.05), ("gradient-dpgd", 1.0), ("gradient-dpsgd", 0.2))
+
+
 def _read_shipped_tuning(folder: Path) -> Read:
-    return _refusal(lambda: tune.shipped_tuning("adult", "logreg", data_dir=folder))
+    # the Tune view's read: the record, its spent figures recomputed (here those of SPENT_ROWS)
+    return _refusal(lambda: tune.shipped_tuning("adult", "logreg", data_dir=folder, spent=SPENT_ROWS))
 
 
 def _read_tuned_setting(folder: Path) -> Read:  # the command line's --tuned and Explore's
@@ -418,6 +424,15 @@ READERS: dict[str, Callable[..., Read]] = {
     "shipped_classroom_compare": _read_classroom,
     "reference_store": _read_reference,
 }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tuning_verified_once():
+    """The first read of the shipped tuning on a machine recomputes its searches' ε spent (issue 67: seconds
+    for :data:`SPENT_ROWS`, then marked in the cache folder and remembered in the process): done here,
+    before the readers' time limits, which are there to catch hangs.  A forgery is still checked in
+    full: its bytes are not the marked ones (the searches' figures are reused, their refusal is its own)."""
+    assert tune.shipped_tuning("adult", "logreg", spent=SPENT_ROWS) is not None
 
 
 @pytest.fixture
@@ -477,8 +492,11 @@ def _expect_untouched(target: str, name: str, shown: Any) -> None:
         assert record == json.loads((SOURCE / "results" / f"{PRESET}.json").read_text()) and provenance
     elif target == "classroom":
         assert shown == json.loads(source.read_text())["rows"]
-    elif name == "shipped_tuning":
-        assert shown == json.loads(source.read_text())
+    elif name == "shipped_tuning":  # the spent figures of the rows recomputed, the others' left out
+        doc = json.loads(source.read_text())
+        doc["rows"] = [r if (r["mechanism"], r["epsilon"]) in SPENT_ROWS else
+                       {k: v for k, v in r.items() if k not in tune.SPENT_FIELDS} for r in doc["rows"]]
+        assert shown == doc
     elif name == "tuned_setting":
         setting, eps = shown
         assert eps == 1.0 and setting == next(r["setting"] for r in json.loads(source.read_text())["rows"]

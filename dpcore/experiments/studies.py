@@ -38,7 +38,7 @@ from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scali
 from .baselines import LAMBDA_GRID, baseline
 from .context import Context
 from .grid import run_grid, summaries
-from .tune import tuned_row, tuned_spec, with_setting
+from .tune import shipped_tuning, tuned_row, tuned_spec, with_setting
 from .run import RunSpec, load_problem, noise_plan, problem_data
 from .sweep import environment, task_key
 
@@ -46,7 +46,7 @@ _LOG = logging.getLogger(__name__)
 
 __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAULT_NOISE_GRID",
            "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
-           "classroom_file", "classroom_keys", "ship_classroom_compare", "shipped_classroom_compare", "check_classroom_rows", "PREPARE_REFERENCES",
+           "classroom_file", "classroom_keys", "with_search_spent", "ship_classroom_compare", "shipped_classroom_compare", "check_classroom_rows", "PREPARE_REFERENCES",
            "SHIPPED_REFERENCE_PAIRS", "SHIPPED_REFERENCE_GRIDS", "shipped_reference_specs", "ship_references", "ship_calibrations",
            "prepare_for_class"]
 
@@ -78,14 +78,17 @@ def _classroom_base() -> RunSpec:
 def classroom_compare(ctx: Context | None = None, mechanisms: Sequence[str] | None = None,
                       epsilons: Sequence[float] | None = None) -> list[dict]:
     """:data:`CLASSROOM_COMPARE` through :func:`epsilon_sweep`, as the Compare view runs it
-    (``mechanisms``, ``epsilons``: a part of it, row for row the whole's)."""
+    (``mechanisms``, ``epsilons``: a part of it, row for row the whole's), without what the tuned
+    settings' searches spent (the view asks :func:`with_search_spent` after drawing)."""
     c = CLASSROOM_COMPARE
     return epsilon_sweep(_classroom_base(), list(mechanisms or c["mechanisms"]), list(epsilons or c["epsilons"]), ctx,
-                         tuned=c["tuned"])
+                         tuned=c["tuned"], spent=False)
 
 
 #: what :func:`prepare_for_class` solves ahead: (dataset, model) of the views' defaults and the lesson
 PREPARE_REFERENCES = (("breast-cancer", "logreg"), ("adult", "logreg"), ("iris", "logreg"), ("adult", "mlp"))
+#: the shipped tunings whose searches' cost :func:`prepare_for_class` recomputes ahead (Compare's first preset's)
+PREPARE_TUNINGS = (("adult", "logreg"),)
 
 
 def prepare_for_class(ctx: Context, *, mlp: bool = True,
@@ -93,7 +96,8 @@ def prepare_for_class(ctx: Context, *, mlp: bool = True,
     """Compute ahead, into ``ctx``'s stores, what a class opens first: the exact references of the
     views' defaults (the MLP's on Adult, a minute or more on a fresh machine unless shipped, or
     skipped when ``mlp`` is False) and Compare's first preset (unless its shipped rows are this
-    code's, which the view shows at once), so the first clicks answer at once.  ``tell(what, seconds)``
+    code's, which the view shows at once) and what the shipped tuning's searches spent (:data:`PREPARE_TUNINGS`:
+    most of a minute, then marked in the cache folder), so the first clicks answer at once.  ``tell(what, seconds)``
     hears each part as it is done; returns the same as a list of {what, seconds}.  (The command
     line's ``prepare`` and the Start view's "Prepare for class" button.)"""
     done: list[dict[str, Any]] = []
@@ -112,13 +116,19 @@ def prepare_for_class(ctx: Context, *, mlp: bool = True,
             baseline(RunSpec(dataset=dataset, model=model), lams=(), ctx=ctx)
         finished(f"exact reference{'' if model == 'mlp' else 's over the λ grid'}, {dataset} ({model})", t0)
     t0 = time.time()
-    shipped = shipped_classroom_compare(ctx=ctx)
-    if shipped is not None:  # verified, not recomputed: its task keys are this code's (the cache's rule)
-        finished(f"Compare's first preset ({len(shipped[0])} configurations): shipped with the app for "
+    shipped_rows = shipped_classroom_compare(ctx=ctx)
+    if shipped_rows is not None:  # verified, not recomputed: its task keys are this code's (the cache's rule)
+        finished(f"Compare's first preset ({len(shipped_rows[0])} configurations): shipped with the app for "
                  "this code, nothing to compute", t0)
-        return done
-    rows = classroom_compare(ctx)
-    finished(f"Compare's first preset ({len(rows)} configurations)", t0)
+    else:
+        rows = classroom_compare(ctx)
+        finished(f"Compare's first preset ({len(rows)} configurations)", t0)
+    for dataset, model in PREPARE_TUNINGS:  # what each shipped search spent, which Compare and Tune show
+        t0 = time.time()
+        record = shipped_tuning(dataset, model, data_dir=ctx.data_dir, spent=True)
+        if record is not None:
+            finished(f"what the shipped tuning's {len(record.get('rows', []))} searches spent, {dataset} ({model}): "
+                     "recomputed", t0)
     return done
 
 
@@ -296,7 +306,7 @@ def shipped_classroom_compare(path: Path | None = None, *, ctx: Context | None =
 
 #: a classroom row's numbers and their ranges (``None``: absent, or an infinite ε)
 _CLASSROOM_RANGES = {"epsilon": (0.0, math.inf), "tuned_at": (0.0, math.inf),
-                     "tuned_search_epsilon": (0.0, math.inf), "epsilon_certified": (0.0, math.inf),
+                     "epsilon_certified": (0.0, math.inf),
                      "epsilon_local": (0.0, math.inf), "sigma": (0.0, math.inf), "seconds": (0.0, math.inf),
                      "accuracy_nonprivate": (0.0, 1.0), "accuracy_guess": (0.0, 1.0), "accuracy_mean": (0.0, 1.0),
                      "accuracy_std": (0.0, 1.0), "rmse_nonprivate": (0.0, math.inf), "rmse_guess": (0.0, math.inf),
@@ -315,7 +325,7 @@ def check_classroom_rows(rows: list[dict], data_dir=None) -> None:
     if len(rows) != len(planned):
         raise ValueError(f"{len(rows)} rows for the preset's {len(planned)}")
     spec_of = {id(w): s for w, s in zip(where, specs)}
-    fields = {"mechanism", "epsilon", "tuned_at", "tuned_search_epsilon", "overrides", "calibration", "error",
+    fields = {"mechanism", "epsilon", "tuned_at", "overrides", "calibration", "error",
               *_SWEEP_KEYS, *(f"{m}_{s}" for m in ("accuracy", "rmse", "gap") for s in ("mean", "std", "ci95"))}
     for row, plan_row in zip(rows, planned):
         if not isinstance(row, dict) or row.get("mechanism") != plan_row["mechanism"] \
@@ -324,7 +334,7 @@ def check_classroom_rows(rows: list[dict], data_dir=None) -> None:
         unknown = sorted(set(row) - fields)
         if unknown:
             raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: fields {unknown} no comparison writes")
-        for name in ("tuned_at", "tuned_search_epsilon", "overrides"):  # the setting it ran at: the tuning's
+        for name in ("tuned_at", "overrides"):  # the setting it ran at: the tuning's
             if row.get(name) != plan_row.get(name):
                 raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: {name} = {row.get(name)!r}, "
                                  f"but the shipped tuning gives {plan_row.get(name)!r}")
@@ -407,8 +417,6 @@ def _sweep_plan(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[flo
             extra = {**(found["setting"] if found else {}), **dict((per_mechanism or {}).get(mech, {}))}
             if found:
                 row["tuned_at"] = float(found["epsilon"])
-                if found.get("epsilon_spent") is not None:  # the search that chose the setting, whole
-                    row["tuned_search_epsilon"] = float(found["epsilon_spent"])
             if extra:
                 row["overrides"] = ", ".join(f"{k}={v}" for k, v in sorted(extra.items()))
             try:
@@ -425,7 +433,7 @@ def _sweep_plan(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[flo
 
 def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[float],
                   ctx: Context | None = None, *, per_mechanism: Mapping[str, Mapping] | None = None,
-                  dataset=None, tuned: bool = False,
+                  dataset=None, tuned: bool = False, spent: bool = True,
                   partial: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Rows (one per mechanism × ε) of accuracy/RMSE, gap and the three ε's.
 
@@ -435,7 +443,9 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
     ``overrides``.  ``dataset`` is a user's own data (as for :func:`run`).  ``tuned``: each
     mechanism at its shipped tuned setting for the bundled dataset and model
     (:func:`dpcore.experiments.tune.tuned_setting`, the tuned ε closest to each ε), where
-    there is one; ``per_mechanism`` still has the last word.  ``partial(rows)``: the rows
+    there is one; ``per_mechanism`` still has the last word.  ``spent`` (with ``tuned``): each tuned
+    row also says what the search that chose its setting spent, recomputed (:func:`with_search_spent`;
+    a view that draws first passes ``False`` and asks afterwards).  ``partial(rows)``: the rows
     finished so far (refusals included), each time one more is, while the rest computes.
     """
     rows, specs, where = _sweep_plan(base, mechanisms, epsilons, per_mechanism, dataset, tuned,
@@ -458,7 +468,30 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
 
     for row, summary in zip(where, _run(specs, ctx, dataset, partial=on_partial)):
         filled(row, summary)
+    if tuned and spent and dataset is None:
+        return with_search_spent(rows, base.dataset, base.model, None if ctx is None else ctx.data_dir)
     return rows
+
+
+def with_search_spent(rows: Sequence[Mapping[str, Any]], dataset: str, model: str, data_dir=None) -> list[dict]:
+    """``rows`` of a tuned :func:`epsilon_sweep` (copies), each tuned one (``tuned_at``) with what the
+    whole search that chose its setting spent (``tuned_search_epsilon``: every candidate run, the
+    private choice and the final run), recomputed from the shipped tuning's searches, never read from
+    the file (:func:`~dpcore.experiments.tune.shipped_tuning` with ``spent``: those rows' searches only,
+    0.1–8 s each the first time a machine reads them, then marked in its cache folder); a file whose figures are not the
+    recomputed ones raises :class:`~dpcore.shipped.ShippedFileError`."""
+    out = [dict(r) for r in rows]
+    if not any("tuned_at" in r for r in out):
+        return out
+    keys = {(r["mechanism"], r["tuned_at"]) for r in out if "tuned_at" in r}
+    record = shipped_tuning(dataset, model, data_dir=data_dir, spent=keys) or {}
+    paid = {(r["mechanism"], r["epsilon"]): r.get("epsilon_spent")
+            for r in record.get("rows", []) + record.get("released_rows", []) if "error" not in r}
+    for r in out:
+        value = paid.get((r["mechanism"], r.get("tuned_at")))
+        if value is not None:
+            r["tuned_search_epsilon"] = float(value)
+    return out
 
 
 _SWEEP_KEYS = ("mechanism_name", "epsilon_certified", "epsilon_local", "sigma", "seconds",

@@ -25,7 +25,9 @@ itself a release, so the choice is made privately and accounted:
   runs sharing one seed's stream would not be.
 
 ``epsilon_spent`` is the worse of the two, certified at ``delta_spent`` (the target δ plus
-whatever δ the published theorems of the composed runs spend).  ``epsilon_certified`` is the
+whatever δ the published theorems of the composed runs spend), by :func:`search_spent` from the
+settings alone: a reader of a shipped record recomputes both from its candidates and its ``search``
+(:func:`check_tuning`).  ``epsilon_certified`` is the
 final run's alone: what a paper reports when the search is treated as free (for instance
 because the grid was chosen on public data).  Both are in every row.
 
@@ -44,12 +46,12 @@ includes them is not covered by ε spent.
 from __future__ import annotations
 
 import functools
-import itertools
+import hashlib
 import json
 import math
 import os
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -63,15 +65,19 @@ from ..exceptions import DPCoreError, ParameterError, moved_attributes
 from ..mechanisms import REGISTRY
 from ..metrics import summarize
 from ..params import validate
-from ..partition import record_split
 from .. import shipped
-from ..privacy import (CLOSED_FORM_TOL, NoisePlan, any_of, certificate_error, certify, compose, fixed_delta, parallel,
-                       same_certificate, theorem)
+# what a search runs and what it costs: shared with the reader of a record (check_tuning), so kept below both
+from .. import certify_marks, certify_tuning
+from ..certify_tuning import (RELEASE_FAMILIES, SEARCH_SPACES, TUNABLE_FAMILIES, candidates, released_tunable,
+                              search_cost, search_plan, search_space, search_spent, validation_positions,
+                              validation_split)
+from ..privacy import CLOSED_FORM_TOL, NoisePlan, certificate_error, certify, same_certificate
 from .context import Context, default_context
 from .run import RunResult, RunSpec, check_data_many, noise_plan, run_outcomes
+from .sweep import results_fingerprint
 
-__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "shipped_tuning", "check_tuning", "tuned_spec", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
-           "epsilon_for_accuracy", "choose", "search_cost", "search_plan", "YU_2020_ADULT"]
+__all__ = ["RELEASE_FAMILIES", "tune_released", "released_tunable", "with_setting", "setting_text", "TUNABLE_FAMILIES", "DEFAULT_MECHANISMS", "shipped_tuning", "check_tuning", "SPENT_FIELDS", "tuned_spec", "tuned_setting", "search_space", "candidates", "validation_split", "validation_positions", "tune", "TuneResult",
+           "epsilon_for_accuracy", "choose", "search_spent", "search_cost", "search_plan", "YU_2020_ADULT"]
 
 #: What ``dpcore tune`` tunes unless told otherwise: the central mechanisms of the comparison.
 DEFAULT_MECHANISMS = ("output-laplace", "output-gaussian", "output-bolt-on", "objective-chaudhuri",
@@ -83,31 +89,6 @@ DEFAULT_MECHANISMS = ("output-laplace", "output-gaussian", "output-bolt-on", "ob
 __getattr__ = moved_attributes(__name__, {"TUNED_DIR": ("dpcore.shipped.folder_of('tuned')",
                                                         lambda: shipped.folder_of("tuned"))})
 
-#: Families whose runs release one flat privacy event (composable across candidates).
-TUNABLE_FAMILIES = ("output", "objective", "gradient")
-
-#: Families that release the records themselves: tuned for free, on what they released.
-RELEASE_FAMILIES = ("input", "local")
-
-_LAMBDAS = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2)
-
-#: The grids, per mechanism (logistic and linear regression).  T and η widen Yu et al.'s
-#: {50, 200, 800} × {0.1, 1, 5}; λ spans the values at which output and objective
-#: perturbation are known to work on the bundled tabular data.
-_SPACES: dict[str, dict[str, tuple]] = {
-    "output-laplace": {"lam": _LAMBDAS},
-    "output-gaussian": {"lam": _LAMBDAS},
-    "output-bolt-on": {"lam": _LAMBDAS},
-    "objective-chaudhuri": {"lam": _LAMBDAS},
-    "objective-gaussian": {"lam": _LAMBDAS},
-    "gradient-dpgd": {"iterations": (50, 200, 800), "learning_rate": (0.5, 1.0, 2.0, 5.0),
-                      "clip_norm": (0.5, 1.0), "lam": (1e-4,)},
-    "gradient-dpsgd": {"iterations": (200, 800), "learning_rate": (1.0, 2.0, 5.0),
-                       "sample_rate": (0.01, 0.05), "lam": (1e-4,)},
-    "gradient-bassily": {"iterations": (200, 1000, 5000), "learning_rate": (0.1, 0.5, 2.0), "lam": (1e-4,)},
-    "gradient-lssgd": {"iterations": (200, 800), "learning_rate": (1.0, 2.0, 5.0),
-                       "sample_rate": (0.01, 0.05), "lam": (1e-4,)},
-}
 
 #: Yu, Zhang, Chen, Yin & Liu 2020, "Gradient perturbation is underrated for differentially
 #: private convex optimization", Table 2: validation accuracy (%) on Adult, ε = 0.1,
@@ -121,68 +102,6 @@ YU_2020_ADULT = {
     "gradient-dpsgd": ("DP-SGD", 80.4),
     "gradient-dpgd": ("DP-GD", 80.9),
 }
-
-
-def search_space(mechanism: str, model: str = "logreg") -> dict[str, tuple]:
-    """The grid :func:`tune` searches for ``mechanism`` (RunSpec field → values)."""
-    if mechanism not in REGISTRY:
-        raise ParameterError(f"unknown mechanism {mechanism!r}; see `dpcore mechanisms`")
-    cls = REGISTRY[mechanism]
-    if not cls.private:
-        raise ParameterError(f"{mechanism} is not private: there is nothing to tune against a budget")
-    if cls.family in RELEASE_FAMILIES and released_tunable(mechanism):
-        raise ParameterError(f"{mechanism} releases its records: it is tuned for free on them "
-                             "(tune_released), not by a paid search")
-    if cls.family not in TUNABLE_FAMILIES:
-        raise ParameterError(
-            f"tuning covers the central mechanisms ({', '.join(TUNABLE_FAMILIES)} families); "
-            f"{mechanism} is a {cls.family} mechanism, whose privacy is per client or per record part")
-    if model == "mlp":
-        raise ParameterError("tuning the MLP is not offered: each of its candidates takes minutes here; "
-                             "tune a linear model (logreg or linreg)")
-    return dict(_SPACES[mechanism])
-
-
-def candidates(base: RunSpec, space: dict[str, tuple]) -> list[RunSpec]:
-    """``base`` with every combination of the grid's values."""
-    names = sorted(space)
-    return [replace(base, **dict(zip(names, values))) for values in itertools.product(*(space[k] for k in names))]
-
-
-@functools.lru_cache(maxsize=8)
-def validation_split(dataset: _datasets.Dataset, fraction: float = 0.2, seed: int = 0) -> _datasets.Dataset:
-    """The training rows split into a training part (``X_train``) and a validation part
-    (``X_test``), by a seeded permutation of positions: which part a record falls in does
-    not depend on the data, so the two parts compose in parallel.  The test split is not
-    touched.  The same arguments give the same object (its exact ERM is kept once)."""
-    fraction = validate("test_fraction", fraction, "validation_split")
-    n = dataset.n
-    n_val = int(round(fraction * n))
-    if n_val < 1 or n - n_val < 2:
-        raise ParameterError(f"{dataset.id} has {n} training rows: too few for a validation split of {fraction:g}")
-    train, val = validation_positions(n, fraction, seed)
-    X_tr, y_tr, X_va, y_va = (dataset.X_train[train], dataset.y_train[train],
-                              dataset.X_train[val], dataset.y_train[val])
-    for a in (X_tr, y_tr, X_va, y_va):
-        a.setflags(write=False)
-    return replace(dataset, X_train=X_tr, y_train=y_tr, X_test=X_va, y_test=y_va,
-                   notes=dataset.notes + (f"validation split: {n - n_val} training and {n_val} validation "
-                                          f"rows of the training split (seed {seed})",))
-
-
-@record_split("tuning (validation part)", record_independent=True,
-              certifies=("the search's cost composes the training part and the validation part in parallel: "
-                         "a seeded permutation of positions decides which part holds a record"))
-def _validation_parts(X, y, seed):
-    return list(validation_positions(len(y), 0.2, seed))
-
-
-def validation_positions(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(training, validation) row positions of :func:`validation_split`: a seeded permutation
-    of the positions, so which part holds a record never depends on the records."""
-    n_val = int(round(fraction * n))
-    order = np.random.default_rng([seed, streams.TUNE_SPLIT]).permutation(n)
-    return np.sort(order[n_val:]), np.sort(order[:n_val])
 
 
 @dataclass
@@ -199,6 +118,10 @@ class TuneResult:
     candidates: list[dict[str, Any]]  # every candidate's validation accuracy
     errors: list[dict[str, Any]] = field(default_factory=list)
     released_rows: list[dict[str, Any]] = field(default_factory=list)  # tune_released's
+    #: how the searches ran (:func:`tune`'s arguments ``repeats``, ``final_repeats``, ``validation_fraction``,
+    #: ``seed``, ``selection_epsilon``): with the candidates' settings, what ε spent is a function of
+    #: (:func:`search_spent`), so a reader recomputes it (:func:`check_tuning`)
+    search: dict[str, Any] = field(default_factory=dict)
     #: per (mechanism, ε) searched: the whole search's noise plan and the δ it is certified at
     #: (:func:`search_plan`; not in :meth:`to_dict`: ``NoisePlan.to_dp_events`` exports it)
     plans: dict[tuple[str, float], tuple[NoisePlan, float]] = field(default_factory=dict, compare=False)
@@ -209,7 +132,7 @@ class TuneResult:
                 return None
             return v
         return {"dataset": self.dataset, "model": self.model, "delta": self.delta, "n_train": self.n_train,
-                "n_validation": self.n_validation,
+                "n_validation": self.n_validation, **({"search": dict(self.search)} if self.search else {}),
                 "rows": [{k: clean(v) for k, v in r.items()} for r in self.rows],
                 "candidates": [{k: clean(v) for k, v in c.items()} for c in self.candidates],
                 "errors": self.errors,
@@ -283,7 +206,7 @@ def tune(dataset: str | Dataset, *, mechanisms: Sequence[str], epsilons: Sequenc
     own = dataset if isinstance(dataset, Dataset) else None  # a user's: solved afresh, never kept
     full = own if own is not None else _datasets.load(dataset)
     dataset = full.id
-    check_data_many([s for m in (mechanisms if own else ()) for s in candidates(RunSpec(dataset, model=model, mechanism=m), (grids or {}).get(m) or _SPACES.get(m, {}))], own)  # the door
+    check_data_many([s for m in (mechanisms if own else ()) for s in candidates(RunSpec(dataset, model=model, mechanism=m), (grids or {}).get(m) or SEARCH_SPACES.get(m, {}))], own)  # the door
     free = [m for m in mechanisms if released_tunable(m)]
     mechanisms = [m for m in mechanisms if m not in free]
     released_rows = (tune_released(full if own is not None else dataset, free, epsilons, delta, model=model, repeats=final_repeats,
@@ -358,11 +281,11 @@ def tune(dataset: str | Dataset, *, mechanisms: Sequence[str], epsilons: Sequenc
             possible = [replace(s, repeats=final_repeats, stream=_stream(streams.TUNE_FINAL, mech, eps))
                         for s, _ in ok]
             finals.append(possible[pick])
-            chosen.append((mech, eps, [o for _, o in ok], pick, best, possible))
+            chosen.append((mech, eps, [o for _, o in ok], pick, best, [s for s, _ in ok]))
 
     final_outcomes = run_outcomes(finals, inner, dataset=own)
     ctx.tell(total, total, "trained the chosen settings")
-    for spec, (mech, eps, cands, pick, best, possible), out in zip(finals, chosen, final_outcomes):
+    for spec, (mech, eps, cands, pick, best, searched), out in zip(finals, chosen, final_outcomes):
         space = spaces[mech]
         row: dict[str, Any] = {"mechanism": mech, "epsilon": eps, "setting": _setting(spec, space),
                                "candidates": len(cands),
@@ -373,10 +296,9 @@ def tune(dataset: str | Dataset, *, mechanisms: Sequence[str], epsilons: Sequenc
             rows.append(row)
             continue
         eps_sel = eps if selection_epsilon is None else selection_epsilon
-        final_plans = [out.plan if k == pick else noise_plan(s, inner, dataset=own) for k, s in enumerate(possible)]
-        whole, delta_spent = search_plan([c.plan for c in cands], [len(c.seeds) for c in cands], final_plans,
-                                         eps_sel, delta)
-        spent = certify(whole, delta_spent)
+        # the one computation of ε spent, the reader's too (check_tuning): from the plans the settings declare
+        spent, delta_spent, whole, _ = search_spent(searched, final_repeats=final_repeats, split=split,
+                                                    selection_epsilon=eps_sel, ctx=inner, dataset=own)
         plans[(mech, eps)] = (whole, delta_spent)
         s = summarize(out.accuracy)
         row.update({"test_accuracy": s["mean"], "test_accuracy_std": s["std"],
@@ -384,15 +306,11 @@ def tune(dataset: str | Dataset, *, mechanisms: Sequence[str], epsilons: Sequenc
                     "epsilon_certified": out.epsilon_certified, "selection_epsilon": eps_sel,
                     "epsilon_spent": spent, "delta_spent": delta_spent})
         rows.append(row)
+    search = {"repeats": repeats, "final_repeats": final_repeats, "validation_fraction": float(validation_fraction),
+              "seed": seed, "selection_epsilon": selection_epsilon}
     return TuneResult(dataset=dataset, model=model, delta=delta, n_train=full.n, n_validation=split.n_test,
-                      rows=rows, candidates=table, errors=errors, released_rows=released_rows, plans=plans)
-
-
-def released_tunable(mechanism: str) -> bool:
-    """Whether ``mechanism`` releases its records and can choose its settings on them for free
-    (it declares the option ``tune_on_release``)."""
-    cls = REGISTRY.get(mechanism)
-    return cls is not None and cls.family in RELEASE_FAMILIES and "tune_on_release" in cls.options
+                      rows=rows, candidates=table, errors=errors, released_rows=released_rows, search=search,
+                      plans=plans)
 
 
 def tune_released(dataset: str | Dataset, mechanisms: Sequence[str], epsilons: Sequence[float], delta: float | None = None,
@@ -498,31 +416,6 @@ def choose(scores, epsilon: float, rng: np.random.Generator) -> int:
     return int(np.argmax(epsilon * scores / 2.0 + rng.gumbel(size=scores.shape)))
 
 
-def search_cost(plans, times, final_plans, selection_epsilon: float, delta: float) -> tuple[float, float]:
-    """(ε, δ) of "search, choose privately, train the choice" (:func:`search_plan`, certified)."""
-    whole, delta_spent = search_plan(plans, times, final_plans, selection_epsilon, delta)
-    return certify(whole, delta_spent), delta_spent
-
-
-def search_plan(plans, times, final_plans, selection_epsilon: float, delta: float) -> tuple[NoisePlan, float]:
-    """The noise plan of "search, choose privately, train the choice", and the δ it is certified
-    at: a training record is in every
-    candidate run (``times[k]`` runs of ``plans[k]``) and the final run; a validation record
-    only in the choice (pure ``selection_epsilon``) and the final run.  Parallel parts: the
-    worse counts.  δ: the target plus what the composed theorems spend.
-
-    ``final_plans``: the plan of the final run for each setting the choice could pick (one plan:
-    a search with one possible final).  The choice reads the data, so the final run is
-    certified as any of them (:func:`~dpcore.privacy.any_of`), never as the one that was picked."""
-    if isinstance(final_plans, NoisePlan):
-        final_plans = [final_plans]
-    final_plan = any_of("the final run of the chosen setting", final_plans)
-    train_part = compose(list(plans) + [final_plan], list(times) + [1])
-    validation_part = compose([theorem("the private choice among candidates", selection_epsilon), final_plan])
-    whole = parallel([train_part, validation_part])
-    return whole, delta + fixed_delta(whole)
-
-
 def epsilon_for_accuracy(rows: Sequence[dict[str, Any]], target: float) -> list[dict[str, Any]]:
     """Per mechanism, the smallest tuned ε whose test accuracy (mean of the final runs)
     reaches ``target``; ``None`` when no ε of the grid does.  ``rows``: a
@@ -564,13 +457,24 @@ def _check_numbers(row: dict, where: str) -> None:
             raise ValueError(f"{where}: {name} = {v!r} is not a number in [{low:g}, {high:g}]")
 
 
-def check_tuning(doc: Any, dataset: str, model: str) -> dict[str, Any]:
+def check_tuning(doc: Any, dataset: str, model: str, *, spent: bool = True) -> dict[str, Any]:
     """``doc`` if it is a tuning record of ``dataset`` and ``model`` as :func:`tune` writes it: each
     row's setting holds exactly the fields its mechanism's search declares (:func:`search_space`), at
     values of its grid (a released row: ``tune_on_release`` only), every number of its type and range
     (accuracies in [0, 1], ε ≥ 0, the search's ε at least the final run's), and every certified ε the
     one this code certifies for the row's setting (:func:`~dpcore.privacy.same_certificate`).
-    Raises ``ValueError`` saying what is wrong."""
+
+    ε spent and δ spent are recomputed too (issue 67: a record whose ε spent was edited to its certified
+    ε × 1.000123 was shown 16× cheaper than its search): a searched row's candidates must be its
+    mechanism's whole grid, each once, the chosen one its setting, each certified as this code certifies
+    it on the validation split; its ε spent is then what :func:`search_spent` certifies for them, run
+    as the record's ``search`` says (``repeats``, ``final_repeats``, ``validation_fraction``, ``seed``,
+    ``selection_epsilon``), within the accountant's error, and its δ spent within 1e-12; a released
+    row spends exactly its certified ε at the target δ.  What is not recomputed (it takes training):
+    the accuracies, which only the manifest's hash protects.
+    ``spent=False``: all but that recomputation (:func:`~dpcore.certify_tuning.check_tuning_spent`), what a reader of the settings
+    needs (:func:`shipped_tuning`; the recomputation takes about 45 s of CPU, the rest about 2).
+    Raises ``ValueError`` saying what is wrong, in one line."""
     if not isinstance(doc, dict):
         raise ValueError("not a tuning record")
     if doc.get("dataset") != dataset or doc.get("model") != model:
@@ -605,17 +509,22 @@ def check_tuning(doc: Any, dataset: str, model: str) -> dict[str, Any]:
                 for k, v in setting.items():
                     if isinstance(v, bool) or v not in space[k]:
                         raise ValueError(f"{where}: {k} = {v!r} is not among the values searched")
-            certified, spent = row.get("epsilon_certified"), row.get("epsilon_spent")
-            if (math.inf if spent is None else spent) < (math.inf if certified is None else certified) \
+            certified, paid = row.get("epsilon_certified"), row.get("epsilon_spent")
+            if (math.inf if paid is None else paid) < (math.inf if certified is None else certified) \
                     - CLOSED_FORM_TOL * (1 + (certified or 0.0)):
                 raise ValueError(f"{where}: the search spent less than its final run certifies")
     for c in doc.get("candidates", []):
         _check_numbers({k: c[k] for k in ("validation_accuracy", "epsilon_certified") if k in c}
                        | {"epsilon": c.get("epsilon"), "epsilon_certified": c.get("epsilon_certified"),
                           "epsilon_spent": None}, f"a candidate of {c.get('mechanism')}")
-    for row in doc.get("rows", []) + doc.get("released_rows", []):
-        if "error" not in row:
-            _check_row_certificate(doc, row)
+    # one read: a plan its rows' certificates and its searches both need is computed once (the final run
+    # of a row's setting is one its search composes)
+    with certify_tuning.one_read():
+        for row in doc.get("rows", []) + doc.get("released_rows", []):
+            if "error" not in row:
+                _check_row_certificate(doc, row)
+        if spent:
+            certify_tuning.check_tuning_spent(doc, dataset, model)
     return doc
 
 
@@ -628,7 +537,7 @@ def tuned_spec(doc: dict[str, Any], row: dict[str, Any]) -> RunSpec:
 @functools.lru_cache(maxsize=4096)
 def _certified_for(spec: RunSpec) -> tuple[float, float]:
     """The certified ε of a tuned setting's final run and the accountant's error on it."""
-    plan = noise_plan(spec)
+    plan = certify_tuning.plan_of(spec)  # the read's, when one is under way (check_tuning)
     return certify(plan, spec.delta), certificate_error(plan, spec.delta)
 
 
@@ -644,25 +553,87 @@ def _check_row_certificate(doc: dict[str, Any], row: dict[str, Any]) -> None:
                          f"but its setting's noise certifies {certified!r}")
 
 
+#: a row's figures only :func:`check_tuning_spent` vouches for: left out of a read of the settings
+SPENT_FIELDS = ("epsilon_spent", "delta_spent")
+
+
+def _verified(rel: str, data: Path, what: str, check) -> None:
+    """``check()`` once per content and code (:func:`~dpcore.certify_marks.verified`: a mark of the file's
+    content, of this code and of ``what`` is checked, ``"read"``: the settings and certificates, ``"spent:
+    …"``: what a search spent); a refusal is :class:`~dpcore.shipped.ShippedFileError`, one line."""
+    mark = "\0".join([what, shipped.digest(rel, data), results_fingerprint(), _this_code(), repr(CLOSED_FORM_TOL)])
+    certify_marks.verified(mark, check, lambda why: shipped.ShippedFileError(
+        f"the shipped {rel} is refused: {why}; compute it again with `{shipped.KINDS['tuned'].made_by}`"))
+
+
+@functools.cache
+def _this_code() -> str:
+    """The source of what checks a tuning (this module, :mod:`dpcore.certify_tuning` and
+    :mod:`dpcore.certify_marks`), which :func:`~dpcore.experiments.sweep.results_fingerprint` leaves out."""
+    return hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (certify_tuning, certify_marks))
+                          + Path(__file__).read_bytes()).hexdigest()
+
+
 @functools.lru_cache(maxsize=16)
-def _read_tuned(dataset: str, model: str, folder: str, stamp: str) -> dict[str, Any] | None:
+def _read_tuned(dataset: str, model: str, folder: str, stamp: str
+                ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the whole record, the record without its spent figures), its settings and certificates checked
+    (``check_tuning(..., spent=False)``), or ``None`` when none is shipped.  Its ε spent and δ spent are
+    not recomputed here (about 45 s of CPU on Adult: 587 distinct calibrations, the PLD of every DP-SGD
+    search): :func:`_read_spent` does, for the readers who show them."""
     rel = f"tuned/{dataset}-{model}.json"
-    doc = shipped.read_json(rel, Path(folder).parent)
+    data = Path(folder).parent
+    doc = shipped.read_json(rel, data)
     if doc is None:
         return None
-    try:
-        return check_tuning(doc, dataset, model)
-    except ValueError as exc:
-        raise shipped.ShippedFileError(f"the shipped {rel} is refused: {exc}; compute it again with "
-                                       f"`{shipped.KINDS['tuned'].made_by}`") from None
+    _verified(rel, data, "read", lambda: check_tuning(doc, dataset, model, spent=False))
+    settings = {k: ([{f: v for f, v in r.items() if f not in SPENT_FIELDS} if isinstance(r, dict) else r
+                     for r in doc[k]] if k in ("rows", "released_rows") and isinstance(doc[k], list) else doc[k])
+                for k in doc}
+    return doc, settings
 
 
-def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None) -> dict[str, Any] | None:
+@functools.lru_cache(maxsize=64)
+def _read_spent(dataset: str, model: str, folder: str, stamp: str, keys: frozenset | None
+                ) -> dict[str, Any] | None:
+    """The whole record, the ε spent and δ spent of its rows ``keys`` ((mechanism, ε) pairs; ``None``:
+    every row) recomputed from their searches and found as written
+    (:func:`~dpcore.certify_tuning.check_tuning_spent`; each row once per content and code: its mark in the
+    cache folder, so a second process does not pay again), the other rows without spent figures; or
+    ``None`` when none is shipped."""
+    read = _read_tuned(dataset, model, folder, stamp)
+    if read is None:
+        return None
+    doc, settings = read
+    searched = [(r.get("mechanism"), r.get("epsilon")) for r in doc.get("rows", []) if isinstance(r, dict)]
+    wanted = searched if keys is None else [k for k in searched if k in keys]
+    rel, data = f"tuned/{dataset}-{model}.json", Path(folder).parent
+    with certify_tuning.one_read():  # the rows' searches share their plans
+        _verified(rel, data, "spent: the released rows",
+                  lambda: certify_tuning.check_tuning_spent({**doc, "rows": [], "candidates": []}, dataset, model))
+        for key in wanted:
+            _verified(rel, data, f"spent: {key[0]} at {key[1]!r}",
+                      lambda key=key: certify_tuning.check_tuning_spent(doc, dataset, model, only={key}))
+    chosen = set(wanted)
+    return {**doc, "rows": [r if (r.get("mechanism"), r.get("epsilon")) in chosen else s
+                            for r, s in zip(doc.get("rows", []), settings.get("rows", []))]}
+
+
+def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None, spent=False,
+                   progress: Callable[[int, int], None] | None = None) -> dict[str, Any] | None:
     """The shipped tuning record of a dataset and model (:meth:`TuneResult.to_dict` plus its
     provenance), or ``None`` when none is shipped; read by :mod:`dpcore.shipped`'s rule and
     :func:`check_tuning`, :class:`~dpcore.shipped.ShippedFileError` (one line) when it is not what
     was shipped or its certificates are not this code's.  ``data_dir``: the data folder (a context's
-    :attr:`~dpcore.experiments.context.Context.data_dir`; default :func:`dpcore.datasets.data_folder`)."""
+    :attr:`~dpcore.experiments.context.Context.data_dir`; default :func:`dpcore.datasets.data_folder`).
+
+    ``spent``: what each search spent (its rows' ``epsilon_spent`` and ``delta_spent``, :data:`SPENT_FIELDS`),
+    recomputed from the searches and refused when the file says otherwise (:func:`~dpcore.certify_tuning.check_tuning_spent`; about
+    45 s the first time this machine reads the whole file, then marked in the cache folder row by row); a
+    collection of (mechanism, ε) pairs: those rows' only (0.1–8 s each), the others without spent figures;
+    ``progress(done, total)`` hears each searched row as it is recomputed.  Without it the rows
+    hold no spent figures and nothing of the searches' cost is computed: the settings, accuracies and
+    certificates only (Explore, ``run --tuned``).  Every reader of a spent figure asks for it here."""
     path = _tuned_path(dataset, model, data_dir)
     try:
         st = path.stat()
@@ -671,12 +642,27 @@ def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None) -> dic
         if not os.path.lexists(path):
             return None
         stamp = "unreadable"
-    return _read_tuned(dataset, model, str(path.parent), stamp)
+    if spent is not False:
+        keys = None if spent is True else frozenset((str(m), float(e)) for m, e in spent)
+        if progress is not None:  # row by row, each said as it is done (each marked as it is checked)
+            read = _read_tuned(dataset, model, str(path.parent), stamp)
+            rows = [] if read is None else [(r.get("mechanism"), r.get("epsilon")) for r in read[0].get("rows", [])
+                                            if isinstance(r, dict)]
+            rows = [k for k in rows if keys is None or k in keys]
+            for done, key in enumerate(rows):
+                progress(done, len(rows))
+                _read_spent(dataset, model, str(path.parent), stamp, frozenset([key]))
+            progress(len(rows), len(rows))
+        return _read_spent(dataset, model, str(path.parent), stamp, keys)
+    read = _read_tuned(dataset, model, str(path.parent), stamp)
+    return None if read is None else read[1]
 
 
-def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float, *, data_dir=None) -> dict[str, Any] | None:
+def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float, *, data_dir=None,
+              spent: bool = False) -> dict[str, Any] | None:
     """The shipped tuning's row of ``mechanism`` at the tuned ε closest to ``epsilon`` (on a
-    log scale): its setting, its ε and what its search spent; ``None`` when nothing was tuned."""
+    log scale): its setting, its ε and, with ``spent`` (:func:`shipped_tuning`), what its search spent;
+    ``None`` when nothing was tuned."""
     record = shipped_tuning(dataset, model, data_dir=data_dir)
     if record is None:
         return None
@@ -684,7 +670,12 @@ def tuned_row(dataset: str, model: str, mechanism: str, epsilon: float, *, data_
             if r.get("mechanism") == mechanism and "setting" in r and "error" not in r]
     if not rows:
         return None
-    return min(rows, key=lambda r: abs(math.log(r["epsilon"]) - math.log(epsilon)))
+    found = min(rows, key=lambda r: abs(math.log(r["epsilon"]) - math.log(epsilon)))
+    if not spent:
+        return found
+    record = shipped_tuning(dataset, model, data_dir=data_dir, spent=[(mechanism, found["epsilon"])])
+    return next(r for r in record.get("rows", []) + record.get("released_rows", [])
+                if r.get("mechanism") == mechanism and r.get("epsilon") == found["epsilon"] and "error" not in r)
 
 
 def tuned_setting(dataset: str, model: str, mechanism: str, epsilon: float, *,
