@@ -20,23 +20,26 @@ import re
 import sys
 from typing import Sequence
 
-from .cli_audit import cmd_audit
-from .cli_certify import cmd_certify
-from .cli_common import flag_given
-from .cli_parser import ParserExit, build_parser
-from .cli_run import cmd_bounds, cmd_datasets, cmd_mechanisms, cmd_run, cmd_tradeoff
-from .cli_sweep import cmd_prepare, cmd_sweep, cmd_tune
+import importlib
+
+from .cli_parser import ParserExit, build_parser, flag_given
 from .exceptions import DPCoreError
 from .jsonutil import dumps
 from .params import PARAMS, check_conflicts
 
-# names read from here (tests/), where the command line's code once all lived
-from .cli_certify import MAX_PLAN_BYTES  # noqa: F401
-from .cli_common import SlowProgress  # noqa: F401
-from .cli_sweep import sweep_outputs as _sweep_outputs  # noqa: F401
-from .experiments.presets import get_preset, with_overrides  # noqa: F401
-
 __all__ = ["main", "build_parser"]
+
+#: names read from here (tests/), where the command line's code once all lived: imported on first use
+_MOVED = {"MAX_PLAN_BYTES": (".cli_certify", "MAX_PLAN_BYTES"), "SlowProgress": (".cli_common", "SlowProgress"),
+          "_sweep_outputs": (".cli_sweep", "sweep_outputs"), "get_preset": (".experiments.presets", "get_preset"),
+          "with_overrides": (".experiments.presets", "with_overrides")}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        module, attribute = _MOVED[name]
+        return getattr(importlib.import_module(module, __package__), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _refuse_conflicts(parser: argparse.ArgumentParser, args) -> None:
@@ -55,8 +58,18 @@ def _refuse_conflicts(parser: argparse.ArgumentParser, args) -> None:
     check_conflicts(given, "", names=given.get)
 
 
-COMMANDS = {"prepare": cmd_prepare, "tune": cmd_tune, "sweep": cmd_sweep, "datasets": cmd_datasets, "mechanisms": cmd_mechanisms, "run": cmd_run,
-            "tradeoff": cmd_tradeoff, "bounds": cmd_bounds, "audit": cmd_audit, "certify": cmd_certify}
+#: each subcommand's function, by module: a command imports only its own module (``certify`` needs no
+#: solver, no audit), so a short command answers in a fraction of the whole package's import time
+COMMANDS = {"prepare": ".cli_sweep", "tune": ".cli_sweep", "sweep": ".cli_sweep", "datasets": ".cli_run",
+            "mechanisms": ".cli_run", "run": ".cli_run", "tradeoff": ".cli_run", "bounds": ".cli_run",
+            "audit": ".cli_audit", "certify": ".cli_certify"}
+
+
+def command(name: str):
+    """The function that runs subcommand ``name`` (``cmd_<name>`` of its module, :data:`COMMANDS`; an
+    entry that is a function already is that function)."""
+    entry = COMMANDS[name]
+    return entry if callable(entry) else getattr(importlib.import_module(entry, __package__), f"cmd_{name}")
 
 
 #: an error line longer than this has its long echoed values (over 40 characters) cut to their ends
@@ -84,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.argv = list(sys.argv[1:] if argv is None else argv)  # the command, for provenance
         _refuse_conflicts(parser, args)
-        out = COMMANDS[args.command](args)
+        out = command(args.command)(args)
         for note in getattr(args, "notes", ()):  # not errors: the command succeeded (exit 0)
             print(_one_line(f"note: {note}"), file=sys.stderr)
     except ParserExit as exc:

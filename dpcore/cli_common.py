@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from .cli_parser import CSV_FLAGS
+from .cli_parser import CSV_FLAGS, flag_given
 from .datasets import from_csv
 from .datasets.preprocess import pipeline_note
 from .datasets.upload import MAX_UPLOAD_BYTES
@@ -73,11 +73,6 @@ def user_data(args):
     # said on standard error once the command succeeds (`note: …`), as the Datasets view shows it
     args.notes = [n for n in ds.notes if n not in (pipeline_note(True), pipeline_note(False))]
     return ds
-
-
-def flag_given(args, *flags: str) -> bool:
-    """Whether the command line named one of ``flags`` (not merely left its default)."""
-    return any(tok == f or tok.startswith(f + "=") for tok in getattr(args, "argv", []) for f in flags)
 
 
 def print_progress(done: int, total: int, label: str) -> None:

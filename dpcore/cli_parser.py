@@ -9,12 +9,12 @@ import argparse
 import re
 from typing import Any
 
-from .certify import CERTIFY_PARAMS
+from .certify_params import CERTIFY_PARAMS
 from .exceptions import DPCoreError
 from .params import PARAMS, check, validate
 
 __all__ = ["CSV_FLAGS", "Parser", "ParserExit", "build_parser", "certify_type", "common_run_args", "data_args",
-           "param_type"]
+           "param_type", "flag_given"]
 
 
 class ParserExit(Exception):
@@ -289,3 +289,8 @@ def common_run_args(s) -> None:
     s.add_argument("--repeats", "-R", type=param_type("repeats"), default=3)
     s.add_argument("--seed", type=param_type("seed"), default=0)
     s.add_argument("--lr", type=param_type("learning_rate"), default=PARAMS["learning_rate"].default)
+
+
+def flag_given(args, *flags: str) -> bool:
+    """Whether the command line named one of ``flags`` (not merely left its default)."""
+    return any(tok == f or tok.startswith(f + "=") for tok in getattr(args, "argv", []) for f in flags)
