@@ -465,8 +465,9 @@ def test_compare_shows_what_the_tuning_search_spent_on_hover(server, browser):
         page.goto(f"{server}/compare", timeout=90_000)
         page.get_by_text(VIEWS["compare"]).first.wait_for(timeout=120_000)
         page.get_by_role("button", name="All central mechanisms, Adult").click()
+        # drawn once what each search spent is recomputed, after the page (about a minute on a new cache)
         page.wait_for_function("[...document.querySelectorAll('.js-plotly-plot')].some(g => (g.data || [])"
-                               ".some(t => (t.name || '').includes('search paid')))", timeout=120_000)
+                               ".some(t => (t.name || '').includes('search paid')))", timeout=300_000)
         point = page.evaluate(_POINT_OF, "search paid")
         assert point is not None
         page.wait_for_timeout(300)
