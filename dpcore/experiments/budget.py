@@ -5,6 +5,7 @@ does not fit; :mod:`dpcore.experiments.run` calls it before the exact reference'
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from .. import kernels
@@ -13,7 +14,7 @@ from ..exceptions import BudgetError, ParameterError
 from .context import DEFAULT_WORK_BUDGET, Budget
 
 __all__ = ["SECONDS_PER_OPERATION", "BUDGET_SCALE", "UNCOMPILED_SLOWDOWN", "GLM_UNCOMPILED_SLOWDOWN",
-           "work_estimate", "reference_estimate", "memory_estimate", "check_budget"]
+           "work_estimate", "reference_estimate", "memory_estimate", "square_counts", "check_budget"]
 
 #: what the work budget's unit costs at most on 2 cores (``benchmarks/bench_budget.py``): the
 #: default budget in about 6 minutes
@@ -54,16 +55,34 @@ def reference_estimate(dataset, model) -> float:
     return float(passes * _pass_cost(dataset, model))
 
 
+#: (p × p) float64 matrices the exact reference of a linear model holds at once: Newton's Hessian and
+#: its factorisation (logreg), XᵀX + λI, its eigenvectors and LAPACK's workspace (linreg)
+REFERENCE_SQUARES = 3
+#: (p × p) matrices per run of a mechanism that solves a perturbed objective exactly (the batched
+#: Newton's Hessians and their factorisations)
+OBJECTIVE_SQUARES = 2
+
+
+def square_counts(config, model, mechanism) -> tuple[int, int]:
+    """(fixed, per run): how many (p × p) float64 matrices a run holds, for the reference's exact
+    solve (linear models; the MLP's L-BFGS holds none) and the objective family's per-run solves."""
+    fixed = 0 if reference_passes(model) else REFERENCE_SQUARES
+    return fixed, OBJECTIVE_SQUARES if getattr(mechanism, "family", "") == "objective" else 0
+
+
 def memory_estimate(config, dataset, model, mechanism) -> float:
     """Bytes a run holds at its peak: a few (runs × rows) float64 arrays (margins, their
     derivatives, the metrics), the mechanism's per-repeat copies of the records
-    (:attr:`~dpcore.mechanisms.base.Mechanism.data_copies`) and the model's working set
-    (:attr:`~dpcore.models.Model.memory_overhead`).  ``tests/test_budget.py`` measures every
-    mechanism × model's real peak against it."""
+    (:attr:`~dpcore.mechanisms.base.Mechanism.data_copies`), the model's working set
+    (:attr:`~dpcore.models.Model.memory_overhead`) and the (p × p) matrices of the exact solves
+    (:func:`square_counts`: what refuses a d = 300,000 run before it asks for 671 GiB).
+    ``tests/test_budget.py`` measures every mechanism × model's real peak against it."""
     rows = max(dataset.n, dataset.X_test.shape[0])
     R = config.repeats
+    fixed, per_run = square_counts(config, model, mechanism)
+    square = float(model.n_params(dataset.d)) ** 2 * 8
     return float(R * rows * 8 * 4 + mechanism.data_copies * R * dataset.n * dataset.d * 8
-                 + model.memory_overhead)
+                 + model.memory_overhead + (fixed + per_run * R) * square)
 
 
 def check_budget(config, dataset, model, mechanism, runs: int | None = None,
@@ -83,6 +102,16 @@ def check_budget(config, dataset, model, mechanism, runs: int | None = None,
     n = dataset.n
     R = config.repeats
     memory = memory_estimate(config, dataset, model, mechanism)
+    fixed, per_run = square_counts(config, model, mechanism)
+    p = model.n_params(dataset.d)
+    one = memory_estimate(replace(config, repeats=1), dataset, model, mechanism)
+    if (fixed or per_run) and one > budget.memory:  # no number of repeats fits: the dimension does not
+        squares = fixed + per_run
+        most = int(math.sqrt(max(0.0, budget.memory - (one - squares * p * p * 8)) / (8 * squares)))
+        raise BudgetError(
+            f"{dataset.d:,} features need {squares} matrices of {p:,} × {p:,} for the exact solve (about "
+            f"{one / 2**30:,.1f} GiB, budget {budget.memory / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): "
+            f"use at most about {most:,} features (select or hash them), or raise the budget")
     if memory > budget.memory:
         per_run = max(1.0, (memory - model.memory_overhead) / R)
         fit = max(1, int((budget.memory - model.memory_overhead) // per_run))

@@ -507,7 +507,10 @@ def _outcomes(specs: Sequence[RunSpec], ctx: Context, dataset, keep_reference: b
     outcomes: list[RunResult | DPCoreError | None] = [None] * len(specs)
     for group in stack_groups(specs, ctx.stack_runs):
         try:
-            results = _run_stack([specs[i] for i in group], ctx, dataset, keep_reference)
+            try:
+                results = _run_stack([specs[i] for i in group], ctx, dataset, keep_reference)
+            except MemoryError as exc:  # an allocation no estimate priced: one line, never a traceback
+                raise _out_of_memory(specs[group[0]], dataset, exc) from None
         except DPCoreError as exc:
             if len(group) == 1:
                 results = [exc]
@@ -518,6 +521,16 @@ def _outcomes(specs: Sequence[RunSpec], ctx: Context, dataset, keep_reference: b
         for i, res in zip(group, results):
             outcomes[i] = res
     return outcomes  # type: ignore[return-value]
+
+
+def _out_of_memory(spec: RunSpec, dataset, exc: MemoryError) -> BudgetError:
+    """A MemoryError as the one line of a :class:`BudgetError` naming the data's size."""
+    data = dataset if dataset is not None else (spec.n, spec.d)
+    size = (f"{data.n:,} rows × {data.d:,} features" if dataset is not None
+            else f"{spec.dataset} (n = {data[0] or 'all'}, d = {data[1] or 'its own'})")
+    said = str(exc).splitlines()[0][:120] if str(exc) else "no detail"
+    return BudgetError(f"{spec.mechanism} on {size} ran out of memory ({said}): use fewer features or rows, "
+                       "or fewer repeats")
 
 
 def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool = False) -> list[RunResult]:
