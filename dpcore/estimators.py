@@ -71,9 +71,25 @@ def expected_failed_checks(estimator) -> dict[str, str]:
 
 def _validate_data(estimator, X, y="no_validation", *, reset: bool, **kw):
     """``sklearn.utils.validation.validate_data`` (≥ 1.6) or the older method."""
+    _two_dimensional(X)
     if _sk_validate_data is not None:
         return _sk_validate_data(estimator, X, y, reset=reset, **kw)
     return estimator._validate_data(X, y, reset=reset, **kw)  # pragma: no cover
+
+
+def _two_dimensional(X) -> None:
+    """Refuse a 1-D ``X`` in one line (scikit-learn's own message prints the whole array)."""
+    ndim = getattr(X, "ndim", None)
+    if ndim is None:
+        try:
+            ndim = np.ndim(X)
+        except Exception:  # ragged: scikit-learn says so
+            return
+    if ndim == 1:
+        raise DatasetError(
+            f"X is a 1-D array of shape {np.shape(X)}, but must be 2-D (one row per record, one column per "
+            "feature): Reshape your data with X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a "
+            "single record")
 
 
 def _draw_seed(random_state, owner: str) -> tuple[int, int]:

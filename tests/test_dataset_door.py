@@ -96,6 +96,7 @@ BROKEN = {
         "test split with 4 columns": _reshaped(X_test=lambda X: np.hstack([X, X[:, :1]])),
         "X_train one-dimensional": _reshaped(X=lambda X: X[:, 0]),
         "feature names for 2 columns": _reshaped(names=("a", "b")),
+        "empty test split": _reshaped(X_test=lambda X: X[:0], y_test=lambda y: y[:0]),
     },
 }
 CASES = [pytest.param(bound, make, id=f"{bound}: {case}") for bound, cases in BROKEN.items()

@@ -39,7 +39,7 @@ LAYERS = [
     ("figures", ["dpcore.figures", "dpcore.figures_missed", "dpcore.figures_screen", "dpcore.report"]),  # charts name mechanisms by their short names
     # the experiments: how runs execute, one run, grids of runs, studies that arrange grids
     ("execution", ["dpcore.experiments.context", "dpcore.experiments.progress"]),
-    ("runs", ["dpcore.experiments.result", "dpcore.experiments.run"]),
+    ("runs", ["dpcore.experiments.result", "dpcore.experiments.budget", "dpcore.experiments.run"]),
     ("grids", ["dpcore.experiments.records", "dpcore.experiments.sweep", "dpcore.experiments.grid", "dpcore.experiments.baselines",
                "dpcore.certify_tuning",  # what a tuning's search runs and costs: its writer's and its reader's
                "dpcore.experiments.tune"]),

@@ -13,6 +13,15 @@ from ..metrics import guessing_accuracy, guessing_rmse, majority_label
 __all__ = ["DataFile", "Dataset", "DatasetSpec"]
 
 
+def _as_array(value):
+    """An array-like as a numpy array (numbers as float64), or ``value`` itself if it is none."""
+    try:
+        out = np.asarray(value)
+    except (ValueError, TypeError):  # ragged lists, objects numpy cannot read
+        return value
+    return out.astype(np.float64) if out.dtype.kind in "biuf" else out
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """A preprocessed dataset: arrays plus what a user needs to know about them.
@@ -21,6 +30,11 @@ class Dataset:
     classification and in [−1, 1] for regression.  ``n`` is the number of
     training rows (the records the privacy guarantee is about); ``d`` counts
     every feature, the bias included.
+
+    The four arrays may be given as any array-like (lists of lists, as scikit-learn takes
+    them): whatever is not a numpy array is converted here, numbers to float64; what does
+    not convert to an array of numbers is kept as given, for the door's check
+    (:func:`~dpcore.datasets.contract.check_dataset`) to refuse in one line.
     """
 
     id: str
@@ -39,6 +53,12 @@ class Dataset:
     notes: tuple[str, ...] = ()
     #: the two classes as a reader names them, (−1, +1): "benign (class 2)", not the file's "2"
     class_names: tuple[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("X_train", "y_train", "X_test", "y_test"):
+            value = getattr(self, name)
+            if not isinstance(value, np.ndarray):
+                object.__setattr__(self, name, _as_array(value))
 
     @property
     def n(self) -> int:

@@ -53,8 +53,10 @@ class Bound:
 #: The contract, in the order it is checked (the first broken bound is the one reported).
 CONTRACT: tuple[Bound, ...] = (
     Bound(SHAPES, "X_train and X_test are 2-D arrays of numbers with the same d ≥ 1 columns, X_train has "
-                  "n ≥ 1 rows, y_train and y_test are 1-D with one label per row, and feature_names has d names",
-          "give one label per row and the same columns in both splits"),
+                  "n ≥ 1 rows and X_test at least one (every view shows the test accuracy), y_train and y_test "
+                  "are 1-D with one label per row, and feature_names has d names",
+          "give one label per row, at least one test row, and the same columns in both splits (numpy arrays, "
+          "or lists of lists of numbers)"),
     Bound(FINITE, "every value of X_train, y_train, X_test and y_test is finite (no NaN, no ±inf)",
           "drop or impute the missing values (dpcore.datasets.from_dataframe does) before handing the data over"),
     Bound(LABELS, "classification labels (both splits) are −1 or +1; regression training targets are in [−1, 1]",
@@ -101,6 +103,8 @@ def _shapes(ds) -> str | None:
         return f"X_train must be a 2-D array with at least one row and one column, got shape {X.shape}"
     if Xt.ndim != 2 or Xt.shape[1] != X.shape[1]:
         return f"X_test has shape {Xt.shape} but X_train has {X.shape[1]} columns"
+    if Xt.shape[0] < 1:
+        return "X_test has no rows: the test accuracy (or RMSE) would be NaN"
     for name, labels, rows in (("y_train", y, X.shape[0]), ("y_test", yt, Xt.shape[0])):
         if labels.ndim != 1 or labels.shape[0] != rows:
             return f"{name} has shape {labels.shape} but its split has {rows} rows"
@@ -140,12 +144,16 @@ def _labels(ds, task: str) -> str | None:
 
 
 def _row_norms(ds) -> str | None:
-    norms = linalg.row_norms(np.asarray(ds.X_train))  # held per shared matrix: once, not per run
+    X = np.asarray(ds.X_train)
+    # in float64 whatever X's precision (a float32 norm reads 1 + 3e-8 as exactly 1); a float64 X's
+    # norms are held per shared matrix: once, not per run
+    norms = linalg.row_norms(X) if X.dtype == np.float64 else np.linalg.norm(X.astype(np.float64), axis=-1)
     bad = ~(norms <= 1.0 + ROW_NORM_TOLERANCE)
     if not bad.any():
         return None
     i = int(np.argmax(np.where(np.isnan(norms), np.inf, norms)))
-    return f"row {i} of X_train has norm {norms[i]:.3g} > 1"
+    shown = f"{norms[i]:.3g}" if norms[i] >= 1.001 else f"{norms[i]:.10g}"  # never "norm 1 > 1"
+    return f"row {i} of X_train has norm {shown} > 1"
 
 
 def violations(dataset, task: str | None = None, bounds: tuple[str, ...] | None = None) -> list[Violation]:

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..metrics import summarize
 from .context import Context, default_context
-from .run import RunSpec, check_data_many
+from .run import RunSpec, check_data_many, spec_list
 from .sweep import Task, run_tasks, tidy_rows
 
 __all__ = ["run_grid", "summaries", "METRICS"]
@@ -67,8 +67,8 @@ def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
     earlier.  ``whole_budget``: the specs still to compute must fit the work budget together
     (:func:`~dpcore.experiments.sweep.run_tasks`).
     """
+    specs = spec_list(specs, "run_grid")
     ctx = default_context() if ctx is None else ctx
-    specs = list(specs)
     if dataset is not None:  # the door: data a spec's mechanism cannot take refuse the whole grid
         check_data_many(specs, dataset)
     tags = [dict(t) for t in tags] if tags is not None else [{} for _ in specs]

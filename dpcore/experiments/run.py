@@ -15,17 +15,17 @@ import math
 import numbers
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, asdict, dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import datasets as _datasets
-from .. import kernels, linalg
+from .. import linalg
 from .. import privacy
 from ..datasets import contract
-from ..erm import MLP_MAX_ITER, MLP_RESTARTS, reference_passes, solve_erm
+from ..erm import MLP_RESTARTS, reference_passes, solve_erm
 from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
 from ..mechanisms import REGISTRY, Problem, get_mechanism, validate_options
 from ..metrics import accuracy, optimality_gap, rmse
@@ -34,7 +34,9 @@ from ..optim import BatchRNG, run_seeds
 from ..params import check_conflicts, validate
 from ..privacy import NoisePlan
 from .result import RunResult, SpecOf
-from .context import DEFAULT_STACK_RUNS, DEFAULT_TRACE_POINTS, DEFAULT_WORK_BUDGET, Budget, Context, default_context
+from .budget import (BUDGET_SCALE, GLM_UNCOMPILED_SLOWDOWN, SECONDS_PER_OPERATION, UNCOMPILED_SLOWDOWN,  # noqa: F401
+                     check_budget, memory_estimate, reference_estimate, work_estimate)
+from .context import DEFAULT_STACK_RUNS, DEFAULT_TRACE_POINTS, Budget, Context, default_context
 
 
 if TYPE_CHECKING:  # the event type, for annotations only
@@ -195,14 +197,6 @@ class RunSpec:
         else:
             del out["stream"]  # a plain run's record (and its cache key) stays what it always was
         return out
-
-
-#: what the work budget's unit costs at most on 2 cores (``benchmarks/bench_budget.py``): the
-#: default budget in about 6 minutes
-SECONDS_PER_OPERATION = 6 * 60 / DEFAULT_WORK_BUDGET
-#: the budget's refusals say what a budget means in time, from the same figure
-BUDGET_SCALE = (f"DPCORE_WORK_BUDGET; {DEFAULT_WORK_BUDGET:.0e} takes up to about "
-                 f"{DEFAULT_WORK_BUDGET * SECONDS_PER_OPERATION / 60:.0f} minutes on 2 cores")
 
 
 #: Above this many training rows the MLP's reference solve takes long enough to announce.
@@ -390,91 +384,6 @@ def row_norm_warning(X: np.ndarray) -> str | None:
             "‖x‖ ≤ 1, so the stated guarantee does not hold.")
 
 
-def work_estimate(config: RunSpec, dataset, model, mechanism) -> float:
-    """The work budget's measure of a run: runs × steps × (rows × parameters × the model's
-    :attr:`~dpcore.models.Model.work_weight` + 3000).  ``benchmarks/bench_budget.py``
-    measures what a unit costs per mechanism."""
-    return float(config.repeats * mechanism.work_steps(config, dataset.n, dataset.d) * _pass_cost(dataset, model))
-
-
-#: how many times slower a step is when numba's compiler is switched off (``NUMBA_DISABLE_JIT=1``:
-#: the compiled kernels run in the interpreter), per model (default: the GLMs): DP-GD on Adult
-#: measured 24× (0.26 s → 6.4 s); the MLP's fused clipped-gradient kernel on 400 Adult rows × 2
-#: runs 5.1 ms → 5.2 s.  (Not a model attribute: dpcore/models.py is part of the stored exact
-#: solutions' key, and a price is not a solution.)
-UNCOMPILED_SLOWDOWN = {"mlp": 1000.0}
-GLM_UNCOMPILED_SLOWDOWN = 30.0
-
-
-def _pass_cost(dataset, model) -> float:
-    """One step of one run (a pass over the rows): rows × parameters × the model's weight + 3000,
-    times :data:`UNCOMPILED_SLOWDOWN` when numba's compiler is off (``NUMBA_DISABLE_JIT``)."""
-    slow = 1.0 if kernels.compiled() else UNCOMPILED_SLOWDOWN.get(model.id, GLM_UNCOMPILED_SLOWDOWN)
-    return (dataset.n * max(model.n_params(dataset.d), dataset.d) * model.work_weight + 3000) * slow
-
-
-def reference_estimate(dataset, model) -> float:
-    """The work budget's measure of the exact reference's solve (:func:`~dpcore.erm.reference_passes`
-    passes, each priced as one step of :func:`work_estimate`); counted only when it must be solved."""
-    passes = reference_passes(model)
-    if not passes:
-        return 0.0
-    return float(passes * _pass_cost(dataset, model))
-
-
-def memory_estimate(config: RunSpec, dataset, model, mechanism) -> float:
-    """Bytes a run holds at its peak: a few (runs × rows) float64 arrays (margins, their
-    derivatives, the metrics), the mechanism's per-repeat copies of the records
-    (:attr:`~dpcore.mechanisms.base.Mechanism.data_copies`) and the model's working set
-    (:attr:`~dpcore.models.Model.memory_overhead`).  ``tests/test_budget.py`` measures every
-    mechanism × model's real peak against it."""
-    rows = max(dataset.n, dataset.X_test.shape[0])
-    R = config.repeats
-    return float(R * rows * 8 * 4 + mechanism.data_copies * R * dataset.n * dataset.d * 8
-                 + model.memory_overhead)
-
-
-def check_budget(config: RunSpec, dataset, model, mechanism, runs: int | None = None,
-                 what: str = "the iterations or the repeats", budget: Budget | None = None,
-                 reference: bool = False) -> None:
-    """Refuse a run whose memory or work estimate exceeds the budget, saying how to lower it.
-
-    Memory: :func:`memory_estimate` of ``config.repeats`` runs held at once.  Work:
-    :func:`work_estimate` of ``runs`` runs in all (default ``config.repeats``; an audit holds
-    one chunk at a time but trains every run), plus :func:`reference_estimate` when ``reference``
-    (the exact reference is not yet solved).  ``what``: the settings the message asks to lower.
-    ``budget``: the context's (by default the environment's, read now: :meth:`Budget.from_environment`).
-    """
-    budget = Budget.from_environment() if budget is None else budget
-    if budget.error:
-        raise ParameterError(budget.error)
-    n = dataset.n
-    R = config.repeats
-    memory = memory_estimate(config, dataset, model, mechanism)
-    if memory > budget.memory:
-        per_run = max(1.0, (memory - model.memory_overhead) / R)
-        fit = max(1, int((budget.memory - model.memory_overhead) // per_run))
-        raise BudgetError(
-            f"{R:,} runs on {n:,} rows need about {memory / 2**30:.1f} GiB of memory (budget "
-            f"{budget.memory / 2**30:.1f} GiB, DPCORE_MEMORY_BUDGET): use at most {fit:,} repeats")
-    total = config if runs is None else replace(config, repeats=int(runs))
-    solve = reference_estimate(dataset, model) if reference else 0.0
-    if solve > budget.work:
-        raise BudgetError(
-            f"the exact reference L* behind the gap ({model.id} on {n:,} rows: the best of "
-            f"{MLP_RESTARTS} L-BFGS runs of up to {MLP_MAX_ITER} iterations) is about {solve:.1e} operations alone (budget "
-            f"{budget.work:.0e}, {BUDGET_SCALE}): "
-            "raise the budget, or use a smaller dataset or a linear model")
-    work = work_estimate(total, dataset, model, mechanism) + solve
-    if work > budget.work:
-        steps = mechanism.work_steps(config, n, dataset.d)
-        also = f", with {solve:.1e} for the exact reference L*" if solve else ""
-        raise BudgetError(
-            f"{total.repeats:,} runs × {steps:,.0f} steps on {n:,} rows are about {work:.1e} operations{also} (budget "
-            f"{budget.work:.0e}, {BUDGET_SCALE}): lower "
-            f"{what}")
-
-
 def run(spec: RunSpec, *, ctx: Context | None = None, dataset=None) -> RunResult:
     """Run ``spec.repeats`` batched runs of one mechanism and measure them.
 
@@ -514,6 +423,27 @@ def run(spec: RunSpec, *, ctx: Context | None = None, dataset=None) -> RunResult
     """
     (result,) = run_many([spec], ctx, dataset=dataset)
     return result
+
+
+def spec_list(specs, owner: str) -> list[RunSpec]:
+    """``specs`` as a list, each a :class:`RunSpec`; anything else (a dataset's name, one spec not in
+    a list, a dict) refused in one line naming what ``owner`` expects."""
+    if isinstance(specs, (RunSpec, str, bytes, Mapping)) or not isinstance(specs, Iterable):
+        raise ParameterError(f"{owner} expects a list of RunSpec, got {_shown(specs)}: "
+                             "pass [RunSpec('breast-cancer', mechanism=...), ...]")
+    out = list(specs)
+    for i, spec in enumerate(out):
+        if not isinstance(spec, RunSpec):
+            name = repr(spec) if isinstance(spec, str) and len(spec) <= 40 else "'breast-cancer'"
+            raise ParameterError(f"{owner} expects a list of RunSpec, but item {i} is {_shown(spec)}: "
+                                 f"build each with RunSpec({name}, mechanism=...)")
+    return out
+
+
+def _shown(value) -> str:
+    """``value`` named in a line: its repr, cut to 40 characters, and its type."""
+    text = repr(value)
+    return f"{text if len(text) <= 40 else text[:37] + '...'} (a {type(value).__name__})"
 
 
 def run_many(specs: Sequence[RunSpec], ctx: Context | None = None, *, dataset=None) -> list[RunResult]:
@@ -566,6 +496,7 @@ def run_outcomes(specs: Sequence[RunSpec], ctx: Context | None = None, *,
     ``keep_reference``: ``dataset`` is one dpcore derived from bundled data (a validation
     split), so its exact ERM may be kept in the context's store like the bundled data's,
     rather than solved afresh for every stack as a user's upload is."""
+    specs = spec_list(specs, "run_many")
     ctx = default_context() if ctx is None else ctx
     with ctx.active():
         return _outcomes(specs, ctx, dataset, keep_reference)
@@ -576,7 +507,10 @@ def _outcomes(specs: Sequence[RunSpec], ctx: Context, dataset, keep_reference: b
     outcomes: list[RunResult | DPCoreError | None] = [None] * len(specs)
     for group in stack_groups(specs, ctx.stack_runs):
         try:
-            results = _run_stack([specs[i] for i in group], ctx, dataset, keep_reference)
+            try:
+                results = _run_stack([specs[i] for i in group], ctx, dataset, keep_reference)
+            except MemoryError as exc:  # an allocation no estimate priced: one line, never a traceback
+                raise _out_of_memory(specs[group[0]], dataset, exc) from None
         except DPCoreError as exc:
             if len(group) == 1:
                 results = [exc]
@@ -587,6 +521,16 @@ def _outcomes(specs: Sequence[RunSpec], ctx: Context, dataset, keep_reference: b
         for i, res in zip(group, results):
             outcomes[i] = res
     return outcomes  # type: ignore[return-value]
+
+
+def _out_of_memory(spec: RunSpec, dataset, exc: MemoryError) -> BudgetError:
+    """A MemoryError as the one line of a :class:`BudgetError` naming the data's size."""
+    data = dataset if dataset is not None else (spec.n, spec.d)
+    size = (f"{data.n:,} rows × {data.d:,} features" if dataset is not None
+            else f"{spec.dataset} (n = {data[0] or 'all'}, d = {data[1] or 'its own'})")
+    said = str(exc).splitlines()[0][:120] if str(exc) else "no detail"
+    return BudgetError(f"{spec.mechanism} on {size} ran out of memory ({said}): use fewer features or rows, "
+                       "or fewer repeats")
 
 
 def _run_stack(specs: list[RunSpec], ctx: Context, dataset, keep_reference: bool = False) -> list[RunResult]:
