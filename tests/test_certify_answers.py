@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import math
@@ -28,7 +29,7 @@ from dpcore.certify_params import CERTIFY_PARAMS
 from dpcore.cli import main
 from fake_opacus import install as install_fake_opacus
 
-cert_mod = sys.modules["dpcore.certify"]  # dpcore.certify is the function; the module is here
+cert_mod = importlib.import_module("dpcore.certify")  # the module, whatever dpcore.certify names
 
 #: the inverse's routes, one case each: (mechanism flags, what the noise is called in forward mode)
 #: Poisson-sampled DP-SGD (q < 1 and q = 1), shuffled DP-SGD, k Gaussians, k Laplace releases
