@@ -196,29 +196,21 @@ if rows:
         if "error" in r:
             st.error(f"{r['mechanism']} at ε = {r['epsilon']:g}: {r['error']}")
     ok = [r for r in rows if "error" not in r]
+    fig1 = metric_figure(ok)
     fig2 = band_figure(ok, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
                        x_title="ε", y_title="L(θ) − L*")
-
-    def draw_metric(ok, suffix=""):
-        """The metric chart, its notes and its download: drawn at once, and again with each tuned
-        search's cost once that is recomputed."""
-        fig1 = metric_figure(ok)
-        show_chart(fig1, key=f"cmp_metric{suffix}")
-        ref = reference_for(base, row_lambdas(ok, lam)) if ok else None
-        if ref is not None:
-            st.caption(ref.definition())
-        missed_target_note(ok)
-        searched = [(r["tuned_search_epsilon"] / r["tuned_at"]) for r in ok if r.get("tuned_search_epsilon")]
-        if searched:
-            st.caption(f"Tuned settings: each was chosen on this dataset by a search that spent {min(searched):.1f}–"
-                       f"{max(searched):.1f}× the ε it was tuned for (every candidate run, the private choice and "
-                       "the final run; the hover gives each point's). The chart shows each run's own ε; the Tune "
-                       "view shows what each search cost, and the toggle above runs every mechanism untuned.")
-        download_figure(fig1, "compare_metric", f"cmp_dl_fig1{suffix}")
-
-    metric_slot = st.empty()
-    with metric_slot.container():
-        draw_metric(ok)
+    show_chart(fig1)
+    ref = reference_for(base, row_lambdas(ok, lam)) if ok else None
+    if ref is not None:
+        st.caption(ref.definition())
+    missed_target_note(ok)
+    searched = [(r["tuned_search_epsilon"] / r["tuned_at"]) for r in ok if r.get("tuned_search_epsilon")]
+    if searched:
+        st.caption(f"Tuned settings: each was chosen on this dataset by a search that spent {min(searched):.1f}–"
+                   f"{max(searched):.1f}× the ε it was tuned for (every candidate run, the private choice and "
+                   "the final run; the hover gives each point's). The chart shows each run's own ε; the Tune "
+                   "view shows what each search cost, and the toggle above runs every mechanism untuned.")
+    download_figure(fig1, "compare_metric", "cmp_dl_fig1")
     show_chart(fig2)
     download_figure(fig2, "compare_gap", "cmp_dl_fig2")
     st.dataframe(readable(ok), width="stretch")
@@ -228,11 +220,10 @@ if rows:
     if current and own_data is None and any("tuned_at" in r and "tuned_search_epsilon" not in r for r in ok):
         try:
             with st.spinner("Recomputing what each search behind the tuned settings spent (the first time this "
-                            "machine reads the tuning: most of a minute; the rest of the page is final)…"):
+                            "machine reads the tuning: most of a minute; then the page is drawn again with it)…"):
                 paid = with_search_spent(rows, dataset, model, app_context().data_dir)
         except DPCoreError as exc:
             st.error(f"What the tuned settings' searches spent is not shown: {exc}")
-        else:
+        else:  # the page again, every part of it (chart, table, downloads) with what each search spent
             st.session_state["cmp_rows"] = paid
-            with metric_slot.container():
-                draw_metric([r for r in paid if "error" not in r], suffix="_paid")
+            st.rerun()

@@ -488,9 +488,9 @@ def with_search_spent(rows: Sequence[Mapping[str, Any]], dataset: str, model: st
     paid = {(r["mechanism"], r["epsilon"]): r.get("epsilon_spent")
             for r in record.get("rows", []) + record.get("released_rows", []) if "error" not in r}
     for r in out:
-        value = paid.get((r["mechanism"], r.get("tuned_at")))
-        if value is not None:
-            r["tuned_search_epsilon"] = float(value)
+        if "tuned_at" in r:  # None: a tuned row whose search spent nothing the file states (never guessed)
+            value = paid.get((r["mechanism"], r["tuned_at"]))
+            r["tuned_search_epsilon"] = None if value is None else float(value)
     return out
 
 
