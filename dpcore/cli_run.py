@@ -16,6 +16,7 @@ from .experiments.context import shared_context
 from .experiments.run import RunSpec, run
 from .experiments.studies import tradeoff
 from .experiments.tune import setting_text, tuned_setting, with_setting
+from .figures_result import noise_words, r_squared, versus_guessing
 from .mechanisms import REGISTRY
 from .params import CONFLICTS
 from .theory.catalog import bounds_report
@@ -149,7 +150,7 @@ def cmd_run(args) -> Any:
         f"{record['mechanism_name']} on {record['dataset_name']} ({record['model']}), "
         f"n = {record['n_train']}, d = {record['d']}, {record['repeats']} runs",
         f"  ε target {eps(record['epsilon_target'])}   ε certified {eps(record['epsilon_certified'])}"
-        f"   ε local {eps(record['epsilon_local'])}   σ = {record['sigma']}",
+        f"   ε local {eps(record['epsilon_local'])}   " + noise_words(record),
     ]
     if record.get("diverged_runs") == record["repeats"]:
         lines.append("  every run diverged: no accuracy or gap to report (see the warning above)")
@@ -163,12 +164,11 @@ def cmd_run(args) -> Any:
                      + f" {record['accuracy_guess']:.4f})")
     if "rmse_mean" in record:
         lines.append(f"  RMSE {record['rmse_mean']:.4f} ± {record['rmse_std']:.4f}"
-                     f"   ({ref.label} {ref.value:.4f}, guessing the mean {record['rmse_guess']:.4f})")
-    if ("accuracy_mean" in record and record["accuracy_mean"] <= record["accuracy_guess"]) or \
-            ("rmse_mean" in record and record["rmse_mean"] >= record["rmse_guess"]):
-        what = (f"always answering “{record['guess_class']}”" if record.get("guess_class")
-                else "always answering the majority class" if "accuracy_mean" in record else "always the mean")
-        lines.append(f"  no better than guessing ({what}): the noise has drowned what the data says at this ε")
+                     f"   R² {r_squared(record['rmse_mean'], record['rmse_guess']):.3f}"
+                     f"   ({ref.label} {ref.value:.4f}, predicting the training mean {record['rmse_guess']:.4f})")
+    versus = versus_guessing(record)  # the rule every view applies (dpcore.figures_guess)
+    if versus is not None and versus.no_better:
+        lines.append(f"  {versus.sentence()} The noise has drowned what the data says at this ε.")
     if record.get("tuned_on_release"):  # what each release chose on its own records
         chosen = record["tuned_on_release"]
         kinds = sorted({c if isinstance(c, str) else setting_text(c) for c in chosen})

@@ -42,6 +42,7 @@ from .figures_screen import (
     without_notes,
 )
 from .mechanisms import short_name
+from .figures_result import from_zero
 
 __all__ = ["NOTE", "on_screen", "panels", "panel_columns", "legend_html", "PANEL_HEIGHT", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
            "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
@@ -261,6 +262,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
     fig = go.Figure()
     groups = list(dict.fromkeys(r[group] for r in rows))
     plotted: list[float] = []
+    means: list[float] = []  # the drawn points (without their bands)
     xname, yname = x_title or x, y_title or y  # the hover says what the axes say, not the column names
     paid_drawn = False
     spent_xs: list[float] = []  # the ε's the searches spent: the x axis must reach them
@@ -277,6 +279,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
         if log_y:
             low = np.maximum(low, ys / 10.0)
         plotted += [*ys, *low, *high]
+        means += list(ys)
         colour = COLOURS[k % len(COLOURS)]
         fig.add_trace(go.Scatter(x=xs + xs[::-1], y=list(high) + list(low[::-1]), fill="toself", mode="lines",
                                  line=dict(width=0), fillcolor=colour, opacity=0.15, showlegend=False,
@@ -325,6 +328,10 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                       annotation_position="bottom right", **GUESS_LINE)
     fig.update_layout(title=title, xaxis_title=x_title or x, yaxis_title=y_title or y)
     readable_axes(fig, [r[x] for r in rows], log_x=log_x, log_y=log_y, ys=plotted, reach=spent_xs)
+    if not log_y and from_zero(means, guess, "accuracy" if "accuracy" in y else "rmse"):
+        # a point at or below guessing: the axis from zero, so the fall is drawn to the metric's scale
+        top = max([v for v in plotted if math.isfinite(v)] + [guess]) * 1.05
+        fig.update_yaxes(range=[0.0, min(top, bounds[1] * 1.02) if bounds is not None else top])
     return fig
 
 

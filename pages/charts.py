@@ -15,6 +15,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.figures import (REFERENCE_LINE, figure_note, legend_html, on_screen, panel_columns, panels, target_note,
                             without_notes)
 from dpcore.experiments.run import RunSpec, noise_plan
+from dpcore.figures_result import no_better_rows
 from dpcore.jsonutil import dumps
 from dpcore.privacy import dp_events_list
 from pages.appstate import app_context, user_dataset
@@ -26,6 +27,24 @@ def missed_target_note(rows, target: str = "epsilon", x: str | None = None) -> N
     note = target_note(rows, target=target, x=x)
     if note:
         st.warning(note)
+
+
+def guessing_box(rows, name, guess: float | None = None, advice: str = "") -> bool:
+    """The one box every view shows when a result it shows is no better than guessing
+    (:func:`dpcore.figures_result.versus_guessing`, at the digits shown): ``name(row)`` says which
+    result it is; ``guess`` stands in for rows that carry no guess of their own; ``advice``: what
+    to try.  Whether the box was shown."""
+    found = no_better_rows(rows, guess)
+    if not found:
+        return False
+    head = found[0][1]
+    what = "; ".join(f"{name(r)}: {v.value:.4f}" for r, v in found)
+    st.warning(f"**No better than guessing** — {head.words} scores {head.guess:.4f} "
+               f"({head.label}); "
+               f"{'this result' if len(found) == 1 else 'these results'} score{'s' if len(found) == 1 else ''} "
+               f"no better: {what}. The noise has drowned what the data says there. "
+               + (advice or "Try a larger ε or more data."))
+    return True
 
 
 def loss_figure(rec: dict, title: str = "Training objective on the data the optimiser saw") -> go.Figure | None:

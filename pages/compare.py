@@ -20,7 +20,7 @@ from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
 from dpcore.figures import band_figure
 from pages.common import (
-    choice, enter_view, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
+    choice, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -203,6 +203,7 @@ if rows:
     ref = reference_for(base, row_lambdas(ok, lam)) if ok else None
     if ref is not None:
         st.caption(ref.definition())
+        guessing_box(ok, lambda r: f"{r['mechanism']} at ε = {r['epsilon']:g}", guess=ref.guess)
     missed_target_note(ok)
     searched = [(r["tuned_search_epsilon"] / r["tuned_at"]) for r in ok if r.get("tuned_search_epsilon")]
     if searched:

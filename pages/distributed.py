@@ -12,8 +12,9 @@ from dpcore.partition import SPLIT_CERTIFIES, SPLITS, client_sizes
 from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.figures import band_figure
+from dpcore.figures_result import r_squared
 from pages.common import (
-    choice, enter_view, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
+    choice, enter_view, guessing_box, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -76,6 +77,12 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
             st.metric(EPS_LABEL[split], fmt_eps(rec["epsilon_certified"]))
             if rec.get("accuracy_guess") is not None:
                 st.caption(f"guessing (always the majority class): {rec['accuracy_guess']:.4f}")
+            elif rec.get("rmse_guess") is not None:
+                st.caption(f"predicting the training mean: {rec['rmse_guess']:.4f} · "
+                           f"R² {r_squared(rec['rmse_mean'], rec['rmse_guess']):.3f}")
+            guessing_box([rec], lambda r: f"{REGISTRY[mech].short} with {m} clients at skew u = {u:g}",
+                         advice="Try a larger ε, fewer clients or a smaller skew: the smallest client's noise "
+                                "grows as its share of the records shrinks.")
             cert = rec["epsilon_certified"]
             if cert is None or cert > rec["epsilon_target"] * (1 + 1e-6):
                 st.error(f"The noise that ran certifies ε = {fmt_eps(cert)}, above the target "
@@ -87,12 +94,13 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
             download_table(clients, f"clients_{mech}", f"dist_dl_{mech}")
 
 #: what the skew sweep depends on: a chart drawn for other values is marked as stale
-swept_for = (dataset, model, m, epsilon, delta, calibration, T, repeats, split)
-SWEEP = "Sweep the skew u ∈ {1, 2, 4, 8, 16}"
+swept_for = (dataset, model, m, u, epsilon, delta, calibration, T, repeats, split)
+SKEWS = sorted({1.0, 2.0, 4.0, 8.0, 16.0, float(u)})  # the chosen skew is always on the chart
+SWEEP = "Sweep the skew u ∈ {" + ", ".join(f"{v:g}" for v in SKEWS) + "}"
 pressed = st.button(SWEEP, type="primary", key="dist_run")
 curve, _ = linked_result(
     "dist_curve", "dist_shown", swept_for, pressed,
-    lambda bar: skew_curve(dataset, epsilon, delta, model=model, clients=m, iterations=T, repeats=repeats,
+    lambda bar: skew_curve(dataset, epsilon, delta, model=model, clients=m, skews=SKEWS, iterations=T, repeats=repeats,
                            calibration=calibration, split=split, data=own_data, ctx=with_progress(bar)),
     what="skew sweep", button=SWEEP)
 if curve:
@@ -112,6 +120,8 @@ if curve:
     show_chart(fig)
     if ref is not None:
         st.caption(ref.definition())
+    guessing_box(rows, lambda r: f"{REGISTRY[r['mechanism']].short} at u = {r['skew']:g}",
+                 guess=None if ref is None else ref.guess)
     missed_target_note(rows, x="skew")
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")
     fig_gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",

@@ -9,8 +9,10 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
+from dpcore.figures_result import noise_words, r_squared, versus_guessing
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
+from dpcore.models import make_model
 from dpcore.params import PARAMS
 from pages.common import (
     app_context, choice, enter_view, show_chart, glossary_link, shared_audit, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error, skew_refusal,
@@ -100,10 +102,15 @@ with st.sidebar:
     elif "batch_size" in cls.settings:
         extra["batch_size"] = param_widget("batch_size", "ex_batch", label="batch size")
     if "clip_norm" in cls.settings:
-        clip = param_widget("clip_norm", "ex_clip", label="clipping norm C (0: none, the loss's own bound)",
+        clip = param_widget("clip_norm", "ex_clip", label="clipping norm C (0: the mechanism's own, below)",
                             zero=True, value=0.0)
         if clip:
             extra["clip_norm"] = clip
+        else:  # what 0 means, in the certificate's words (the mechanism's own statement of its clip)
+            own = make_model(model)
+            why = cls().clips_records(own, RunSpec(dataset=dataset, model=model, mechanism=mechanism))
+            st.caption("C = 0: " + (why or f"no clipping; the loss's own gradient bound G = {own.lipschitz:g} "
+                                           "on rows of norm ≤ 1 sets the noise") + ".")
     if "clients" in cls.settings:
         extra["clients"] = param_widget("clients", "ex_m", label="clients m")
         extra["skew"] = param_widget("skew", "ex_u", label="skew u = n_max/n_min",
@@ -147,25 +154,21 @@ if "accuracy_mean" in rec:
     c1.metric("test accuracy", f"{rec['accuracy_mean']:.4f}",
               delta=f"{rec['accuracy_mean'] - ref.value:+.4f} vs {ref.label}",
               help=f"{ref.definition()} ± {rec['accuracy_std']:.4f} over runs.")
-    c1.caption(f"{ref.label} {ref.value:.4f} · guessing {ref.guess:.4f}")
-    # equal to guessing at the four digits shown counts (0.8874 beside a guess of 0.8874)
-    worse = round(rec["accuracy_mean"], 4) <= round(rec["accuracy_guess"], 4)
-    beaten = round(rec["accuracy_mean"], 4) < round(rec["accuracy_guess"], 4)
+    c1.caption(f"{ref.label} {ref.value:.4f} · guessing {ref.guess:.4f} (always the majority class)")
 else:
     c1.metric("test RMSE", f"{rec['rmse_mean']:.4f}",
               delta=f"{rec['rmse_mean'] - ref.value:+.4f} vs {ref.label}", delta_color="inverse",
               help=ref.definition())
-    c1.caption(f"{ref.label} {ref.value:.4f} · guessing {ref.guess:.4f}")
-    worse = round(rec["rmse_mean"], 4) >= round(rec["rmse_guess"], 4)
-    beaten = round(rec["rmse_mean"], 4) > round(rec["rmse_guess"], 4)
-if worse:
-    st.warning("No better than guessing: always answering "
-             + (f"the majority class, “{rec['guess_class']}”," if "accuracy_mean" in rec and rec.get("guess_class")
-                else "the majority class" if "accuracy_mean" in rec else "the mean label")
-             + (" scores better than this private model. " if beaten else " scores as well as this private model. ")
-             + ("At this ε the noise has drowned what the data " if certifies else
-                f"The noise it adds (set by its paper for ε = {fmt_eps(rec['epsilon_target'])}, which no proof "
-                "certifies here) has drowned what the data ")
+    c1.caption(f"{ref.label} {ref.value:.4f} · predicting the mean {ref.guess:.4f} · "
+               f"R² {r_squared(rec['rmse_mean'], rec['rmse_guess']):.3f}",
+               help="R² = 1 − (RMSE / RMSE of always predicting the training split's mean label)²: "
+                    "1 is a perfect fit, 0 no better than predicting the mean, below 0 worse.")
+versus = versus_guessing(rec)  # the one rule every view applies (dpcore.figures_result)
+if versus is not None and versus.no_better:
+    st.warning(versus.sentence()
+               + (" At this ε the noise has drowned what the data " if certifies else
+                  f" The noise it adds (set by its paper for ε = {fmt_eps(rec['epsilon_target'])}, which no proof "
+                  "certifies here) has drowned what the data ")
                + ("says: its own released records could not show anything better; try a larger ε or more data."
                   if rec.get("guess_chosen") else "says; try a larger ε, more data, or the tuned settings."
                   if tuned is not None and not tuned_in_use else "says; try a larger ε or more data."))
@@ -177,7 +180,11 @@ if rec.get("tuned_on_release"):  # input and local perturbation, tuned on their 
                "could not show a model that beats guessing. " if kept else "")
             + "Chosen: " + "; ".join(chosen) + ".")
 c2.metric("optimality gap L(θ) − L*", f"{rec['gap_mean']:.3e}", help=f"± {rec['gap_std']:.2e} over runs")
-c3.metric("noise σ", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
+if rec.get("noise_multiplier") is not None:  # a sampled mechanism's noise: the multiplier z times the clip C
+    c3.metric("noise σ = z·C", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
+    c3.caption(noise_words(rec) + " (noise multiplier z, clip C)")
+else:
+    c3.metric("noise σ", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
 c4.metric("seconds", f"{rec['seconds']:.2f}")
 
 e1, e2, e3, e4 = st.columns(4)

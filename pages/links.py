@@ -96,6 +96,10 @@ def restore_from_url(defaults: dict[str, Any], prefixes: dict[str, Any] | None =
         st.session_state[key] = value
 
 
+#: the query key of presenter mode (app.py): kept in the lecturer's own address, never in a link handed out
+PRESENTER_KEY = "present"
+
+
 def share_link(base: str | None, params: dict[str, str]) -> str:
     """The address that opens this view with these settings: the page's URL without its old
     query, then the settings (relative, ``?…``, when the page's URL is unknown)."""
@@ -116,7 +120,8 @@ def write_to_url(keys, prefixes=()) -> None:
     with st.sidebar.expander("Link for students"):
         st.session_state["_link_slot"] = st.empty()  # this run's: a result shown later rewrites it
         st.caption("Opens this view with these settings, and with the result shown here when there is one "
-                   "(the copy button is at the right of the box).")
+                   "(the copy button is at the right of the box), in the reader's ordinary type: presenter mode "
+                   "stays on the projector (add &present=1 to open the link in it).")
     _show_link()
 
 
@@ -124,7 +129,9 @@ def _show_link() -> None:
     """The link box's text: the page's address with the query as it stands now."""
     slot = st.session_state.get("_link_slot")
     if slot is not None:
-        link = share_link(getattr(st.context, "url", None), {k: st.query_params[k] for k in st.query_params})
+        # a student's phone opens in the reader's mode: the lecturer's presenter mode is not handed on
+        link = share_link(getattr(st.context, "url", None),
+                          {k: st.query_params[k] for k in st.query_params if k != PRESENTER_KEY})
         slot.code(link, language=None, wrap_lines=True)
 
 

@@ -10,8 +10,9 @@ from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.run import RunSpec
 from dpcore.figures import misses_target, tradeoff_figure
 from dpcore.experiments.studies import tradeoff
+from dpcore.params import PARAMS
 from pages.common import (
-    bounded_slider, enter_view, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, mechanisms_for, missed_target_note, param_widget, reference_for, user_dataset,
+    bounded_slider, enter_view, guessing_box, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, mechanisms_for, missed_target_note, param_widget, reference_for, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -27,7 +28,9 @@ st.markdown(
     "it from the *server* that collects the data. Central mechanisms give no local protection (local "
     "ε = ∞); input perturbation and local DP give both, and so does distributed learning, where each party "
     "noises its own updates and the server sees only those (worth the worst party's ε, the parties being a "
-    "random split of the records). Here every mechanism runs at one central target ε."
+    "random split of the records). Here every mechanism runs at one central target ε; the distributed rows "
+    f"are one federation of **m = {PARAMS['clients'].default} equal clients** (skew u = "
+    f"{PARAMS['skew'].default:g}, the records split at random): the Distributed view varies both."
 )
 
 c1, c2, c3, c4 = st.columns(4)
@@ -63,12 +66,11 @@ if out:
     show_chart(fig)
     if ref is not None:
         st.caption(ref.definition())
-        below = [r["mechanism"] for r in ok if r.get("accuracy_mean") is not None and r["accuracy_mean"] < ref.guess]
-        if below:
-            st.info(f"Below guessing: {', '.join(below)}. At this ε the noise outweighs each record: the model "
-                    f"the server trains is steered by it, and the mean over a few runs "
-                    "can even land below guessing (input (Fukuchi)'s runs are sign-flipped models there: "
-                    "turned around, they score well). Explore's note on each says why; a larger ε lets the data win.")
+        guessing_box(ok, lambda r: r["mechanism"], guess=ref.guess,
+                     advice="At this ε the noise outweighs each record, and the mean over a few runs can even "
+                            "land below guessing (input (Fukuchi)'s runs are sign-flipped models there: turned "
+                            "around, they score well). Explore's note on each says why; a larger ε lets the "
+                            "data win.")
     in_chart = [r for r in ok if r.get("epsilon_local") is not None and math.isfinite(r["epsilon_local"])]
     missed_target_note(in_chart, target="epsilon_target")  # the points drawn above
     table_only = [f"{r['mechanism']} (certified ε = {fmt_eps(r.get('epsilon_certified'))} for a target of "

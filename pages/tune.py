@@ -20,7 +20,7 @@ from dpcore.figures import released_tuning_figure, tuning_figure
 from dpcore.mechanisms import REGISTRY, short_name
 from dpcore.params import parse_grid
 from pages.common import (
-    app_context, bounded_slider, choice, enter_view, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
+    app_context, bounded_slider, choice, enter_view, guessing_box, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
 )
 from pages.links import linked_result, restore_from_url, write_to_url
 
@@ -119,6 +119,8 @@ fig = tuning_figure(rows, YU_2020_ADULT if paper else None, 0.1 if paper else No
                     baseline=ref.value, baseline_label=ref.label)
 show_chart(fig)
 st.caption(ref.definition())
+guessing_box([{**r, f"{k}_mean": r[f"test_{k}"]} for r in rows for k in ("accuracy", "rmse") if f"test_{k}" in r],
+             lambda r: f"{r['mechanism']} tuned for ε = {fmt_eps(r['epsilon'])}", guess=ref.guess)
 download_figure(fig, "tuning", "tu_dl_fig")
 if paper:
     st.caption("Open diamonds: Yu et al. 2020 (IJCAI), Table 2, Adult at ε = 0.1, δ = 1/n² (their AMP and "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -160,7 +161,9 @@ def _outside_by_server() -> list[str]:
 def _app_server():
     """A freshly started app on a free port, its network observed (:func:`_observed_env`); yields its URL."""
     port = _free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **_observed_env()}
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **_observed_env(),
+           # every deprecation shown once in the server's log, where deprecated_calls reads it
+           "PYTHONWARNINGS": "default::DeprecationWarning,default::PendingDeprecationWarning,default::FutureWarning"}
     # The server's log goes to a file, never to an unread pipe: once a pipe's 64 KiB buffer is
     # full, every server thread that logs blocks for good (in a full run, the download's handler
     # was one of them: the "download flake").  The file is printed when the server is stopped.
@@ -193,6 +196,41 @@ def _app_server():
         Path(log.name).unlink(missing_ok=True)
         if "Traceback" in text or "Error" in text:  # shown by pytest with the failing test's output
             print(f"--- the app server's log ({len(text)} characters; last 4000) ---\n{text[-4000:]}")
+        deprecated = deprecated_calls(text)
+        if deprecated:  # a lecturer's terminal full of "will be removed" (issue 68): the views must move on
+            pytest.fail("the app called what Streamlit or Plotly deprecate (the server's log):\n"
+                        + "\n".join(deprecated[:10]))
+
+
+#: a deprecation in a server's log: Streamlit's own notice ("… will be removed after 2025-12-31") or a
+#: Python warning of the deprecation kinds
+_DEPRECATION = re.compile(r"deprecat|will be removed|FutureWarning", re.IGNORECASE)
+#: whose deprecations fail the browser tests: the app's libraries for the page (and the app's own code)
+_OURS = re.compile(r"streamlit|plotly|app\.py|pages/|dpcore/", re.IGNORECASE)
+
+
+def deprecated_calls(log: str) -> list[str]:
+    """The lines of a server's ``log`` that report a deprecated Streamlit or Plotly call (a Python
+    warning's line names its file; the line after it, its source, is kept with it)."""
+    lines = log.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if _DEPRECATION.search(line) and (_OURS.search(line) or "`" in line):
+            found.append(line.strip() + (" | " + lines[i + 1].strip() if i + 1 < len(lines) else ""))
+    return found
+
+
+def test_check_of_the_check_a_deprecation_in_the_servers_log_is_found():
+    """Streamlit's notice and a Python warning from Plotly are found; a clean log and another
+    library's deprecation (not the app's to mend) are not."""
+    streamlit_notice = ("2026-11-28 10:00:01.123 Please replace `use_container_width` with `width`.\n\n"
+                        "`use_container_width` will be removed after 2025-12-31.")
+    plotly_warning = ("/venv/lib/python3.11/site-packages/plotly/graph_objs/_figure.py:12: DeprecationWarning: "
+                      "titlefont is deprecated\n  fig.update_layout(titlefont=dict(size=9))")
+    assert deprecated_calls(streamlit_notice) and deprecated_calls(plotly_warning)
+    assert not deprecated_calls("  You can now view your Streamlit app in your browser.\n  URL: http://x")
+    assert not deprecated_calls("/venv/lib/python3.11/site-packages/dask/config.py:1: FutureWarning: x is "
+                                "deprecated\n  import y")
 
 
 @pytest.fixture(scope="module")
