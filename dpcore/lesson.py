@@ -23,11 +23,12 @@ from .audit import run_audit
 from .cache import code_fingerprint
 from .experiments.context import Context
 from .experiments.run import RunSpec
-from .experiments.studies import epsilon_sweep, skew_curve, tradeoff
+from .experiments.studies import class_parts, epsilon_sweep, skew_curve, tradeoff
 
 __all__ = ["DATA", "BASE", "NOISE_EPS", "PLACES", "PLACES_EPS", "TRADEOFF", "SKEW", "LEAKING_AUDIT",
            "LEAKING_TRIALS", "LEAKING_THREAT", "noise_rows", "places_rows", "tradeoff_result", "skew_rows",
-           "audit_record", "prepare_lesson"]
+           "audit_record", "prepare_lesson", "prepare_parts", "part_estimates", "record_part_seconds",
+           "PREPARE_SECONDS"]
 
 DATA = "breast-cancer"  # small: every step answers in seconds
 BASE = RunSpec(dataset=DATA, iterations=100, repeats=5)
@@ -122,3 +123,67 @@ def prepare_lesson(ctx: Context, *, tell: Callable[[str, float], None] | None = 
         if tell is not None:
             tell(what, done[-1]["seconds"])
     return done
+
+
+def prepare_parts(ctx: Context, *, mlp: bool = True) -> list[tuple[str, Callable[[], str]]]:
+    """Everything "Prepare for class" computes, in order and named before any of it runs: the views'
+    defaults and Compare's first preset (:func:`~dpcore.experiments.studies.class_parts`), then every
+    step of the lesson; ``(what, compute)``, ``compute()`` saying what it did."""
+    def step(what: str, make: Callable[[Context | None], Any]) -> str:
+        make(ctx)
+        return what
+
+    return class_parts(ctx, mlp=mlp) + [(what, functools.partial(step, what, make)) for what, make in STEPS]
+
+
+#: what each part took the first time (an empty cache folder) on an idle 2-core Intel Xeon (the project's
+#: machine, docs/benchmarks.md), in seconds: what the Start view says a part costs before this machine has
+#: measured it (:func:`part_estimates`); a part not listed is said to take :data:`UNKNOWN_PART_SECONDS`
+PREPARE_SECONDS = {
+    "exact references over the λ grid, breast-cancer (logreg)": 1.0,
+    "exact references over the λ grid, adult (logreg)": 3.0,
+    "exact references over the λ grid, iris (logreg)": 0.5,
+    "exact reference, adult (mlp)": 1.0,
+    "Compare's first preset": 15.0,
+    "what the shipped tuning's searches spent, adult (logreg)": 45.0,
+    "lesson step 2, DP-GD over ε": 2.0,
+    "lesson step 3, four places to add noise": 8.0,
+    "lesson step 4, local vs central": 10.0,
+    "lesson step 5, skewed clients": 3.0,
+    "lesson step 6, the leaking setup's audit": 40.0,
+}
+UNKNOWN_PART_SECONDS = 10.0
+
+
+def _times_key() -> str:
+    """Where a context's results cache keeps what each part took here the last time: for this version
+    only (a new version's parts are new work, said at the reference figures until measured; not the
+    code's fingerprint, whose hashing of the package would cost the Start view seconds)."""
+    return "prepare-seconds-" + hashlib.sha256(__version__.encode()).hexdigest()[:16]
+
+
+def _check_times(document: Any) -> dict[str, float]:
+    if not (isinstance(document, dict) and all(isinstance(k, str) and isinstance(v, (int, float)) and v >= 0
+                                                for k, v in document.items())):
+        raise ValueError("not a record of part times")
+    return document
+
+
+def part_estimates(ctx: Context | None, names: list[str]) -> list[tuple[float, str]]:
+    """Each part's expected seconds and where the figure comes from: ``"measured here"`` (what it took
+    on this machine the last time it computed, kept in ``ctx``'s cache folder) or ``"reference"``
+    (:data:`PREPARE_SECONDS`, an idle 2-core machine's first time)."""
+    here = {}
+    if ctx is not None and ctx.results is not None:
+        here = ctx.results.read(_times_key(), _check_times) or {}
+    return [(float(here[n]), "measured here") if n in here else
+            (PREPARE_SECONDS.get(n, UNKNOWN_PART_SECONDS), "reference") for n in names]
+
+
+def record_part_seconds(ctx: Context | None, seconds: dict[str, float]) -> None:
+    """Keep what each part of a preparation took (the parts that computed: a part that found its work
+    done would set the next estimate to nothing) in ``ctx``'s cache folder, for :func:`part_estimates`."""
+    if ctx is None or ctx.results is None or not seconds:
+        return
+    before = ctx.results.read(_times_key(), _check_times) or {}
+    ctx.results.write(_times_key(), {**before, **{k: round(float(v), 1) for k, v in seconds.items()}})

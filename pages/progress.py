@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 import time
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from dpcore.experiments.context import Context
 from dpcore.experiments.progress import TimeLeft, duration
@@ -130,3 +132,57 @@ def live_curve(iterations: int, after: float = CURVE_AFTER_SECONDS, every: float
         yield on_trace
     finally:
         on_trace.clear()
+
+
+class PartsBar:
+    """One bar over work made of named parts whose cost is known beforehand (``estimates``, seconds):
+    it moves at least every ``every`` seconds while a part runs (a thread of this script run redraws
+    it), so a long part never looks hung.  ``part(k)`` when the k-th begins; ``stop()`` at the end.
+    The bar stands at the parts done plus the share of the running part's estimate its time has
+    used (never past 95 % of it), and says the part, its time so far against its estimate and the
+    time left in all."""
+
+    def __init__(self, bar, names: list[str], estimates: list[float], every: float = 1.0,
+                 clock=time.perf_counter):
+        self.bar, self.names, self.estimates, self.every, self.clock = bar, names, estimates, every, clock
+        self.total = max(sum(estimates), 1e-9)
+        self.k, self.started = 0, clock()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="prepare-progress")
+        add_script_run_ctx(self._thread, get_script_run_ctx())
+
+    def start(self) -> "PartsBar":
+        self.draw()
+        self._thread.start()
+        return self
+
+    def part(self, k: int) -> None:
+        with self._lock:
+            self.k, self.started = k, self.clock()
+        self.draw()
+
+    def text(self) -> tuple[float, str]:
+        """(the bar's fraction, its text) now."""
+        k, est = self.k, self.estimates[self.k]
+        spent = self.clock() - self.started
+        done = sum(self.estimates[:k]) + min(spent, 0.95 * est)
+        left = sum(self.estimates[k + 1:]) + max(est - spent, 0.0)
+        against = (f"{_duration(spent)} of about {_duration(est)}" if spent <= est else
+                   f"{_duration(spent)}, longer than the {_duration(est)} expected")
+        return (min(done / self.total, 1.0),
+                f"Part {k + 1} of {len(self.names)}: {self.names[k]} · {against} · about {_duration(left)} left in all")
+
+    def draw(self) -> None:
+        with self._lock:
+            frac, text = self.text()
+            self.bar.progress(frac, text=text)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            self.draw()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)

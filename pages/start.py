@@ -8,9 +8,10 @@ import streamlit as st
 
 from dpcore.experiments.presets import shipped_ids
 from dpcore.shipped import ShippedFileError, folder_of
-from dpcore.experiments.studies import prepare_for_class
-from dpcore.lesson import prepare_lesson
+from dpcore.experiments.progress import duration
+from dpcore.lesson import part_estimates, prepare_parts, record_part_seconds
 from pages.common import app_context, enter_view, load_shipped, progress_reporter
+from pages.progress import PartsBar
 
 enter_view("start")
 st.title("Differentially private ERM, explained by running it")
@@ -99,28 +100,53 @@ for page, text in [
 
 st.subheader("Before a class")
 st.caption("Compute ahead what a lecture opens first, so every first click answers at once: the exact "
-           "references of the views' defaults, Compare's first preset (nothing to do when its shipped "
-           "rows are this code's), every step of the lesson, "
-           "and the network's reference on Adult (the slowest part on a fresh machine; the progress bar "
-           "says how far it is and estimates the rest). Kept in the app's "
-           "cache folder for every session and for `python -m dpcore run`; the same as "
-           "`python -m dpcore prepare`, which also draws Paper figures' first figure in this server.")
+           "references of the views' defaults, Compare's first preset (its shipped rows checked when they are "
+           "this code's), what the shipped tuning's searches spent, every step of the lesson and Paper figures' "
+           "first figure. Kept in the app's cache folder for every session and for `python -m dpcore run`; "
+           "`python -m dpcore prepare` does the same but the figure, which it cannot draw in this server.")
 with_mlp = st.checkbox("Include the network's (MLP) reference on Adult", value=True, key="start_prep_mlp")
+FIRST_FIGURE = "Paper figures' first figure"
+
+
+def first_figure(ctx) -> str:
+    """This server's first paper figure, verified and drawn once for every session."""
+    first = shipped_ids(folder_of("results", ctx.data_dir))[:1]
+    if not first:
+        return "Paper figures: no figure is shipped"
+    load_shipped(first[0])
+    return f"{FIRST_FIGURE} ({first[0]}), verified and drawn for this server"
+
+
+def parts_of(ctx) -> list:
+    return prepare_parts(ctx, mlp=with_mlp) + [(FIRST_FIGURE, lambda: first_figure(ctx))]
+
+
+names = [what for what, _ in parts_of(app_context())]
+estimates = part_estimates(app_context(), names)
+with st.expander(f"What it computes: {len(names)} parts, about {duration(sum(e for e, _ in estimates))} "
+                 "in all the first time"):
+    st.dataframe([{"part": n, "about": duration(e), "figure": ("what it took on this machine the last time"
+                                                                if src == "measured here" else
+                                                                "an idle 2-core machine's first time")}
+                  for n, (e, src) in zip(names, estimates)], hide_index=True, width="stretch")
 if st.button("Prepare for class", key="start_prepare"):
     with st.status("Preparing…", expanded=True) as status:
-        ctx = app_context().with_(progress=progress_reporter(st.progress(0.0)))
-        done = prepare_for_class(ctx, mlp=with_mlp, tell=lambda what, seconds: st.write(f"{what}: {seconds:.1f} s"))
-        done += prepare_lesson(ctx, tell=lambda what, seconds: st.write(f"{what}: {seconds:.1f} s"))
-        # this server's first paper figure, drawn once for every session
-        for first in shipped_ids(folder_of("results", ctx.data_dir))[:1]:
-            t0 = time.time()
-            try:
-                load_shipped(first)
-            except ShippedFileError as exc:  # refused: the Paper figures view says so too
-                st.warning(f"Paper figures' first figure ({first}) is not drawn: {exc}")
-                continue
-            done.append({"what": "Paper figures' first figure", "seconds": round(time.time() - t0, 1)})
-            st.write(f"Paper figures' first figure ({first}), verified and drawn for this server: "
-                     f"{done[-1]['seconds']:.1f} s")
-        status.update(label=f"Ready: {len(done)} parts, {sum(d['seconds'] for d in done):.0f} s in all.",
+        overall = PartsBar(st.progress(0.0), names, [e for e, _ in estimates]).start()
+        ctx = app_context().with_(progress=progress_reporter(st.progress(0.0)))  # within a part: its own count
+        measured, started = {}, time.time()
+        try:
+            for k, (what, compute) in enumerate(parts_of(ctx)):
+                overall.part(k)
+                t0 = time.time()
+                try:
+                    said = compute()
+                except ShippedFileError as exc:  # refused: the view that reads the file says so too
+                    st.warning(f"{what}: not prepared: {exc}")
+                    continue
+                measured[what] = time.time() - t0
+                st.write(f"{k + 1}/{len(names)} · {said}: {measured[what]:.1f} s")
+        finally:
+            overall.stop()
+        record_part_seconds(ctx, measured)
+        status.update(label=f"Ready: {len(measured)} of {len(names)} parts in {duration(time.time() - started)}.",
                       state="complete", expanded=False)

@@ -1215,9 +1215,8 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
                         recomputed.append((d, m, spent)) or {"rows": [{}] * 56})
     from dpcore import lesson
     lessons = []
-    monkeypatch.setattr(lesson, "prepare_lesson", lambda ctx, tell: lessons.append(ctx) or tell("lesson steps", 0.5)
-                        or [{"what": "lesson steps", "seconds": 0.5}])
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()  # Start is the app's first view
+    monkeypatch.setattr(lesson, "STEPS", (("lesson steps", lambda ctx: lessons.append(ctx)),))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()  # Start is the app's first view
     at.checkbox(key="start_prep_mlp").uncheck().run()
     at.button(key="start_prepare").click().run()
     assert not at.exception and not at.error
@@ -1234,7 +1233,11 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     # and this server's first paper figure, drawn once for every session (the command line's
     # prepare cannot: it is another process)
     assert any("Paper figures' first figure" in s for s in said)
-    assert at.status[0].label.startswith("Ready: 5 parts")
+    assert at.status[0].label.startswith("Ready: 5 of 5 parts")
+    # every part named with its cost before it runs (an expander's table), and the bar over all of them
+    [plan] = [e for e in at.expander if e.label.startswith("What it computes: 5 parts")]
+    assert list(at.dataframe[0].value["part"])[:2] == ["exact references over the λ grid, iris (logreg)",
+                                                       "Compare's first preset"]
 
 
 def test_prepare_verifies_the_shipped_classroom_rows_instead_of_recomputing_them(monkeypatch):
@@ -1253,7 +1256,7 @@ def test_prepare_verifies_the_shipped_classroom_rows_instead_of_recomputing_them
     assert computed == [] and "shipped with the app for this code" in done[0]["what"]
     monkeypatch.setattr(studies, "classroom_keys", lambda data_dir=None: ["0" * 24] * 72)  # the code changed
     done = studies.prepare_for_class(Context())
-    assert computed == [1] and done[0]["what"] == "Compare's first preset (72 configurations)"
+    assert computed == [1] and done[0]["what"] == "Compare's first preset (72 configurations), computed"
 
 
 def test_explore_opens_input_perturbation_tuned_on_its_released_records():

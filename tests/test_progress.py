@@ -299,3 +299,35 @@ def test_the_work_before_a_runs_first_step_is_never_a_silent_wait():
     with report.heartbeat("calibrating", every=0.05):
         time.sleep(0.3)  # under the quiet seconds: a quick run prints nothing
     assert busy.getvalue() == ""
+
+
+def test_a_bar_over_parts_moves_while_a_part_runs_and_says_its_cost():
+    """PartsBar (Prepare for class): during a part with no report of its own the bar still moves
+    (its clock, not the work, drives it), never past 95 % of the running part's estimate, and
+    says when a part runs longer than expected; its thread redraws it at least every second."""
+    import threading
+
+    from pages.progress import PartsBar
+
+    now = [0.0]
+    drawn = []
+
+    class Bar:
+        def progress(self, frac, text):
+            drawn.append((frac, text))
+
+    bar = PartsBar(Bar(), ["a", "b"], [10.0, 30.0], every=0.05, clock=lambda: now[0])
+    bar.part(0)
+    now[0] = 5.0
+    frac, text = bar.text()
+    assert frac == pytest.approx(5 / 40) and "Part 1 of 2: a" in text and "about 35 s left in all" in text
+    now[0] = 50.0  # far past its estimate: held at 95 % of the part, and said
+    frac, text = bar.text()
+    assert frac == pytest.approx(9.5 / 40) and "longer than the 10 s expected" in text
+    bar.part(1)
+    assert bar.text()[0] == pytest.approx(10 / 40)
+    before = len(drawn)
+    bar.start()
+    threading.Event().wait(0.3)
+    bar.stop()
+    assert len(drawn) - before >= 3  # redrawn by its thread while nothing else reported

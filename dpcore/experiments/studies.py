@@ -16,6 +16,7 @@ tidy table into the rows its view shows:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -48,7 +49,7 @@ __all__ = ["epsilon_sweep", "tradeoff", "skew_curve", "compare_measured", "DEFAU
            "CHEAP_MECHANISMS", "CENTRAL_MECHANISMS", "CLASSROOM_COMPARE", "compare_base", "classroom_compare",
            "classroom_file", "classroom_keys", "with_search_spent", "ship_classroom_compare", "shipped_classroom_compare", "check_classroom_rows", "PREPARE_REFERENCES",
            "SHIPPED_REFERENCE_PAIRS", "SHIPPED_REFERENCE_GRIDS", "shipped_reference_specs", "ship_references", "ship_calibrations",
-           "prepare_for_class"]
+           "prepare_for_class", "class_parts"]
 
 DEFAULT_NOISE_GRID = tuple(float(s) for s in np.geomspace(0.05, 20.0, 9))
 #: the central mechanisms (output, objective and gradient perturbation), in registry order
@@ -91,44 +92,51 @@ PREPARE_REFERENCES = (("breast-cancer", "logreg"), ("adult", "logreg"), ("iris",
 PREPARE_TUNINGS = (("adult", "logreg"),)
 
 
-def prepare_for_class(ctx: Context, *, mlp: bool = True,
-                      tell: Callable[[str, float], None] | None = None) -> list[dict[str, Any]]:
-    """Compute ahead, into ``ctx``'s stores, what a class opens first: the exact references of the
-    views' defaults (the MLP's on Adult, a minute or more on a fresh machine unless shipped, or
-    skipped when ``mlp`` is False) and Compare's first preset (unless its shipped rows are this
-    code's, which the view shows at once) and what the shipped tuning's searches spent (:data:`PREPARE_TUNINGS`:
-    most of a minute, then marked in the cache folder), so the first clicks answer at once.  ``tell(what, seconds)``
-    hears each part as it is done; returns the same as a list of {what, seconds}.  (The command
-    line's ``prepare`` and the Start view's "Prepare for class" button.)"""
-    done: list[dict[str, Any]] = []
-
-    def finished(what: str, t0: float) -> None:
-        done.append({"what": what, "seconds": round(time.time() - t0, 1)})
-        if tell is not None:
-            tell(what, done[-1]["seconds"])
-
-    for dataset, model in PREPARE_REFERENCES:
-        if model == "mlp" and not mlp:
-            continue
-        t0 = time.time()
+def class_parts(ctx: Context, *, mlp: bool = True) -> list[tuple[str, Callable[[], str]]]:
+    """:func:`prepare_for_class`'s parts, in order and named before any runs: ``(what, compute)``,
+    ``compute()`` saying what it did (a part that found its work shipped says so)."""
+    def reference(dataset: str, model: str) -> str:
         load_problem(RunSpec(dataset=dataset, model=model), ctx=ctx)
         if model != "mlp":  # and the λ grid every view's non-private line searches (its references stored)
             baseline(RunSpec(dataset=dataset, model=model), lams=(), ctx=ctx)
-        finished(f"exact reference{'' if model == 'mlp' else 's over the λ grid'}, {dataset} ({model})", t0)
-    t0 = time.time()
-    shipped_rows = shipped_classroom_compare(ctx=ctx)
-    if shipped_rows is not None:  # verified, not recomputed: its task keys are this code's (the cache's rule)
-        finished(f"Compare's first preset ({len(shipped_rows[0])} configurations): shipped with the app for "
-                 "this code, nothing to compute", t0)
-    else:
-        rows = classroom_compare(ctx)
-        finished(f"Compare's first preset ({len(rows)} configurations)", t0)
-    for dataset, model in PREPARE_TUNINGS:  # what each shipped search spent, which Compare and Tune show
-        t0 = time.time()
+        return f"exact reference{'' if model == 'mlp' else 's over the λ grid'}, {dataset} ({model})"
+
+    def classroom() -> str:
+        shipped_rows = shipped_classroom_compare(ctx=ctx)
+        if shipped_rows is not None:  # verified, not recomputed: its task keys are this code's (the cache's rule)
+            return (f"Compare's first preset ({len(shipped_rows[0])} configurations): shipped with the app for "
+                    "this code, its rows and their certificates checked")
+        return f"Compare's first preset ({len(classroom_compare(ctx))} configurations), computed"
+
+    def spent(dataset: str, model: str) -> str:  # what each shipped search spent, which Compare and Tune show
         record = shipped_tuning(dataset, model, data_dir=ctx.data_dir, spent=True)
-        if record is not None:
-            finished(f"what the shipped tuning's {len(record.get('rows', []))} searches spent, {dataset} ({model}): "
-                     "recomputed", t0)
+        return (f"no tuning shipped for {dataset} ({model}): nothing to recompute" if record is None else
+                f"what the shipped tuning's {len(record.get('rows', []))} searches spent, {dataset} ({model}): recomputed")
+
+    parts = [(f"exact reference{'' if m == 'mlp' else 's over the λ grid'}, {d} ({m})", functools.partial(reference, d, m))
+             for d, m in PREPARE_REFERENCES if mlp or m != "mlp"]
+    parts.append(("Compare's first preset", classroom))
+    parts += [(f"what the shipped tuning's searches spent, {d} ({m})", functools.partial(spent, d, m))
+              for d, m in PREPARE_TUNINGS]
+    return parts
+
+
+def prepare_for_class(ctx: Context, *, mlp: bool = True,
+                      tell: Callable[[str, float], None] | None = None) -> list[dict[str, Any]]:
+    """Compute ahead, into ``ctx``'s stores, what a class opens first (:func:`class_parts`): the exact
+    references of the views' defaults (the MLP's on Adult, a minute or more on a fresh machine unless
+    shipped, or skipped when ``mlp`` is False), Compare's first preset (unless its shipped rows are this
+    code's, which the view shows at once) and what the shipped tuning's searches spent (:data:`PREPARE_TUNINGS`),
+    so the first clicks answer at once.  ``tell(what, seconds)`` hears each part as it is done; returns the
+    same as a list of {what, seconds}.  (The command line's ``prepare``; the Start view runs the parts
+    with the lesson's, :func:`dpcore.lesson.prepare_parts`.)"""
+    done: list[dict[str, Any]] = []
+    for _, compute in class_parts(ctx, mlp=mlp):
+        t0 = time.time()
+        what = compute()
+        done.append({"what": what, "seconds": round(time.time() - t0, 1)})
+        if tell is not None:
+            tell(what, done[-1]["seconds"])
     return done
 
 
