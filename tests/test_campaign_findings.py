@@ -19,6 +19,8 @@ from dpcore.exceptions import DatasetError, DPCoreError, ParameterError
 from dpcore.experiments.context import Context
 from dpcore.experiments.grid import run_grid
 
+from clirun import run_cli  # tests/clirun.py
+
 SMALL = dict(epsilon=1.0, iterations=20, repeats=2, seed=3)
 
 
@@ -180,3 +182,85 @@ def test_the_estimators_refuse_in_one_line_and_take_a_matrix(which, X, y, said):
         with pytest.raises(DatasetError) as info:
             est.fit(Xin, yin)
     assert said in _one_line(info.value)
+
+
+# -- the command line's certify ------------------------------------------------------------------------
+
+@pytest.mark.slow  # a minute on 2 loaded cores; its cheap twin is the check of the check below
+def test_certify_laplace_near_delta_one_answers_the_inverse():
+    """Found: k Laplace releases at δ = 0.9999999999 with a target ε: dp-accounting refused its own grid
+    of δ's ("deltas are not in non-increasing order"), exit 1.  The pure ε bounds the profile there."""
+    import json
+    with time_limit(180):
+        code, out, err = run_cli("certify", "--mechanism", "laplace", "--sensitivity", "1000000", "--compositions", "3",
+                                 "--sigma", "0.01", "--delta", "0.9999999999", "--target-epsilon", "100", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["add_remove"] <= 3e8 and all(0 < doc["inverse"][r] < math.inf for r in ("add-remove", "replace-one"))
+
+
+def test_check_of_the_check_the_laplace_profile_falls_back_only_to_the_pure_bound(monkeypatch):
+    from dpcore import certify as C
+
+    class Refusing:
+        def __init__(self, *a, **k):
+            pass
+
+        def compose(self, *a, **k):
+            return self
+
+        def get_epsilon(self, d):
+            raise ValueError("deltas are not in non-increasing order")
+    monkeypatch.setattr(C.dpa.pld, "PLDAccountant", Refusing)
+    assert C._laplace_profile(2.0, 1.0, 3, C.ADD_REMOVE)(0.5) == 1.5  # k·Δ/b: sound at every δ
+
+    class RefusingToCompose(Refusing):
+        def compose(self, *a, **k):
+            raise ValueError("deltas are not in non-increasing order")
+    monkeypatch.setattr(C.dpa.pld, "PLDAccountant", RefusingToCompose)
+    assert C._laplace_profile(2.0, 1.0, 3, C.REPLACE)(0.5) == 3.0  # replace-one: 2Δ
+
+
+def test_the_finer_add_remove_grid_is_priced():
+    """Found: DP-SGD at q = 1e-6 (z = 0.7, one step) asked for an add/remove grid of 1e-6: 3e7 points,
+    minutes (a hang).  The finer grid is now at most FINE_GRID_SECONDS of points; the certificate is the
+    smaller of two upper bounds, as before."""
+    from dpcore import certify as C
+    old_seconds = C._BUILD_SECONDS_PER_POINT * C._loss_width(0.7) / 1e-6  # the check of the check: the old grid
+    assert old_seconds > 300
+    with time_limit(30):
+        eps = C.dpsgd_profile(0.7, 1e-6, 1, C.ADD_REMOVE)(1e-12)
+    assert 0 <= eps <= C.acc.gaussian_epsilon(1.0, 0.7, 1, 1e-12)  # at most the unsampled Gaussian's
+
+
+# -- the data folder ----------------------------------------------------------------------------------
+
+def _data_folder(tmp_path):
+    from dpcore.datasets import data_folder
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for p in data_folder().iterdir():
+        if p.name.endswith((".csv.gz", ".csv.xz")):
+            (folder / p.name).symlink_to(p)
+    return folder
+
+
+def test_a_huge_file_in_a_datasets_place_is_refused_unread(tmp_path):
+    """Found: Breast Cancer's file replaced by a sparse 3 GiB file was read whole to be hashed: no answer
+    in 60 s (a hang).  A file far larger than any bundled one is now refused from its size, at once."""
+    from dpcore import datasets
+    from dpcore.datasets import registry
+    folder = _data_folder(tmp_path)
+    target = folder / "breast-cancer-wisconsin-original.csv.gz"
+    target.unlink()
+    with open(target, "wb") as fh:
+        fh.truncate(3 * 2**30)  # sparse: no disk written
+    with time_limit(10), pytest.raises(DatasetError) as info:
+        datasets.load("breast-cancer", data_dir=folder)
+    assert "3,221,225,472 bytes" in _one_line(info.value)
+    # the check of the check: a file under the cap is read and hashed, and its altered bytes refused
+    with open(target, "wb") as fh:
+        fh.truncate(registry.MAX_DATA_FILE_BYTES)
+    with time_limit(30), pytest.raises(DatasetError, match="sha256"):
+        datasets.load("breast-cancer", data_dir=folder)
+    assert max(p.stat().st_size for p in registry.data_folder().glob("*.csv.*")) < registry.MAX_DATA_FILE_BYTES / 10
