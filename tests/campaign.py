@@ -1461,6 +1461,7 @@ def main(argv=None) -> int:
     parser.add_argument("--door", action="append", choices=list(GENERATORS))
     parser.add_argument("--limit", type=int, default=None, help="at most this many inputs per door")
     parser.add_argument("--match", default=None, help="only inputs whose id holds this text")
+    parser.add_argument("--skip", type=int, default=0, help="leave out each door's first SKIP inputs (resume a run)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every input's outcome")
     args = parser.parse_args(argv)
     os.environ.setdefault("DPCORE_CACHE_DIR", tempfile.mkdtemp(prefix="dpcore-campaign-"))
@@ -1479,6 +1480,7 @@ def main(argv=None) -> int:
         cases = GENERATORS[door](rng)
         if args.match:
             cases = [c for c in cases if args.match in c.id]
+        cases = cases[args.skip:]
         if args.limit is not None:
             cases = cases[: args.limit]
         _CASES[:] = cases
