@@ -154,7 +154,8 @@ def dpsgd_profile(noise_multiplier: float, sample_rate: float, steps: int,
         # can add many grid steps to ε): the coarse PLD's ε at δ = 1e-10 (the curve's far end) sets
         # the scale, the span rule's 2e6 points the floor; both PLDs are upper bounds, the smaller holds
         scale = float(plds[0].get_epsilon_for_delta(1e-10))
-        fine = max(1e-6, min_grid, 1e-4 * scale, (acc.pld_span(z, q, T) or 0.0) / 2e6)
+        fine = max(1e-6, min_grid, 1e-4 * scale, (acc.pld_span(z, q, T) or 0.0) / 2e6,
+                   _BUILD_SECONDS_PER_POINT * _loss_width(z) / FINE_GRID_SECONDS)  # priced: never minutes
         if fine < grid / 2:
             plds.append(_add_remove_pld(z, q, T, fine))
     else:
@@ -189,13 +190,33 @@ def _laplace_profile(scale: float, sensitivity: float, k: int, relation: str) ->
     if pure > 1e5:  # the grid would not fit: the pure ε is a bound
         return lambda d: pure
     accountant = dpa.pld.PLDAccountant(_NR.ADD_OR_REMOVE_ONE, value_discretization_interval=grid)
-    accountant.compose(dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(scale / sens), int(k)))
-    return lambda d: min(pure, float(accountant.get_epsilon(d)))
+    try:
+        accountant.compose(dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(scale / sens), int(k)))
+    except ValueError:  # dp-accounting's own grid of δ's out of order (a loss of 1e-6 per release: issue 67's campaign)
+        return lambda d: pure  # the pure ε: a bound at every δ
+
+    def eps(d: float) -> float:
+        try:
+            return min(pure, float(accountant.get_epsilon(d)))
+        except ValueError:
+            return pure
+    return eps
 
 
 #: seconds per point of dp-accounting's one-step sampled-Gaussian distribution as the add/remove route
 #: builds it (measured 1.6e-5 on 2 shared cores: z = 0.0625, q = 3e-5, 1e-2 grid, 0.7 s), rounded up
 _BUILD_SECONDS_PER_POINT = 2e-5
+
+
+#: the most seconds the finer add/remove grid of :func:`dpsgd_profile` may take to build (a smaller q
+#: asked for a grid of 1e-6 whose millions of points took minutes: issue 67's campaign, q = 1e-6, z = 0.7)
+FINE_GRID_SECONDS = 4.0
+
+
+def _loss_width(z: float) -> float:
+    """The privacy loss's width μ²/2 + 20μ (μ = 1/z) that a one-step distribution spans."""
+    mu = 1.0 / z
+    return mu * mu / 2 + 20 * mu
 
 
 def _add_remove_seconds(z: float, min_grid: float) -> float:
@@ -204,8 +225,7 @@ def _add_remove_seconds(z: float, min_grid: float) -> float:
     :mod:`dpcore.certify_plans`) over the 1e-2 grid of the span and the grid of the search."""
     if z < acc.PLD_MIN_MULTIPLIER:
         return 0.01  # the closed form
-    mu = 1.0 / z
-    width = mu * mu / 2 + 20 * mu
+    width = _loss_width(z)
     return _BUILD_SECONDS_PER_POINT * (width / 1e-2 + width / max(acc.PLD_DISCRETIZATION, min_grid))
 
 

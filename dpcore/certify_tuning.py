@@ -18,8 +18,8 @@ import contextlib
 import contextvars
 import functools
 import itertools
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import fields, replace
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,27 @@ def search_space(mechanism: str, model: str = "logreg") -> dict[str, tuple]:
         raise ParameterError("tuning the MLP is not offered: each of its candidates takes minutes here; "
                              "tune a linear model (logreg or linreg)")
     return dict(SEARCH_SPACES[mechanism])
+
+
+def check_tune_arguments(mechanisms, epsilons, grids, seed) -> None:
+    """:func:`~dpcore.experiments.tune.tune`'s arguments of the wrong kind, refused in one line (issue 67's
+    campaign: a lone ε, a grid naming no setting, a list for the grids, a negative seed were tracebacks)."""
+    for name, value in (("mechanisms", mechanisms), ("epsilons", epsilons)):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise ParameterError(f"tune: {name} must be a list, e.g. {['output-gaussian'] if name == 'mechanisms' else [0.1, 1.0]}. "
+                                 f"Got {value!r:.60} instead.")
+    if grids is not None:
+        settings = {f.name for f in fields(RunSpec)} - {"dataset", "model", "mechanism", "epsilon", "delta", "stream"}
+        if not isinstance(grids, Mapping) or not all(isinstance(g, Mapping) for g in grids.values()):
+            raise ParameterError(f"tune: grids must map a mechanism to {{setting: values}}. Got {grids!r:.60} instead.")
+        for mech, grid in grids.items():
+            unknown = sorted(str(k) for k in grid if k not in settings)
+            if unknown:
+                raise ParameterError(f"tune: the grid of {mech} names {unknown[0]!r}, not a setting of a run "
+                                     f"({', '.join(sorted(settings))})")
+            if not all(isinstance(v, Iterable) and not isinstance(v, (str, bytes)) for v in grid.values()):
+                raise ParameterError(f"tune: each setting of the grid of {mech} needs a list of values")
+    validate("seed", seed, "tune")
 
 
 def candidates(base: RunSpec, space: dict[str, tuple]) -> list[RunSpec]:

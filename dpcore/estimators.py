@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import linalg
 from .datasets import Dataset
 from .erm import LazySolution
-from .exceptions import DatasetError, ParameterError, PrivacyWarning
+from .exceptions import DatasetError, DPCoreError, ParameterError, PrivacyWarning
 from .experiments.run import RunSpec, delta_warning
 from .mechanisms import Problem, get_mechanism
 from .models import make_model
@@ -72,9 +72,16 @@ def expected_failed_checks(estimator) -> dict[str, str]:
 def _validate_data(estimator, X, y="no_validation", *, reset: bool, **kw):
     """``sklearn.utils.validation.validate_data`` (≥ 1.6) or the older method."""
     _two_dimensional(X)
-    if _sk_validate_data is not None:
-        return _sk_validate_data(estimator, X, y, reset=reset, **kw)
-    return estimator._validate_data(X, y, reset=reset, **kw)  # pragma: no cover
+    if isinstance(X, np.matrix):  # scikit-learn refuses it with a TypeError: the same numbers as an array
+        X = np.asarray(X)
+    try:
+        if _sk_validate_data is not None:
+            return _sk_validate_data(estimator, X, y, reset=reset, **kw)
+        return estimator._validate_data(X, y, reset=reset, **kw)  # pragma: no cover
+    except DPCoreError:
+        raise
+    except ValueError as exc:  # NaN, no feature, no row …: scikit-learn's words, in one line (issue 67's campaign)
+        raise DatasetError(" ".join(str(exc).split())) from None
 
 
 def _two_dimensional(X) -> None:
@@ -359,16 +366,19 @@ class DPLogisticRegression(ClassifierMixin, _DPLinearModel):
         """Train one private run on ``(X, y)``; returns ``self``."""
         config, mechanism, seed = self._check_params()
         X, y = _validate_data(self, X, y, reset=True, dtype=np.float64)
-        check_classification_targets(y)
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:  # continuous labels: scikit-learn's words, in one line
+            raise DatasetError(" ".join(str(exc).split())) from None
         classes = np.unique(y)
         if classes.size < 2:
-            raise ValueError(
+            raise DatasetError(
                 f"{type(self).__name__} needs two classes, but y holds one class "
                 f"({classes[0]!r}); the logistic model cannot be trained on 1 class."
             )
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
-            raise ValueError(
+            raise DatasetError(
                 "Only binary classification is supported. The type of the target is "
                 f"{y_type} ({classes.size} classes); train one-vs-rest classifiers, each "
                 "spending its own privacy budget."

@@ -253,7 +253,9 @@ def check(param: Param, value: Any, owner: str = "dpcore") -> Any:
             ok_type = False
     except OverflowError:  # an integer no float holds (a JSON file's 400-digit number)
         ok_type = False
-    if not ok_type or not cons.contains(value):
+    # the range is checked on the number stored, not on the one given: a numpy long double of 1e-4000
+    # is above 0 but stores as 0.0, which an open range refuses (issue 67's campaign)
+    if not ok_type or not cons.contains(int(value) if cons.kind is int else float(value)):
         tiny = ", not a subnormal number (0 < |x| < 2.2e-308)" if ok_type and subnormal(value) else ""
         raise ParameterError(
             f"The {name!r} parameter of {owner} must be {cons.describe()}{tiny}. "

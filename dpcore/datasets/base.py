@@ -57,7 +57,10 @@ class Dataset:
     def __post_init__(self) -> None:
         for name in ("X_train", "y_train", "X_test", "y_test"):
             value = getattr(self, name)
-            if not isinstance(value, np.ndarray):
+            if isinstance(value, np.ma.MaskedArray) and value.dtype.kind in "biuf":  # masked: missing, so NaN
+                value = value.astype(np.float64).filled(np.nan)  # (the door refuses it in one line)
+                object.__setattr__(self, name, value)
+            if type(value) is not np.ndarray:  # a list, or a subclass (np.matrix, a memory map): a plain array
                 object.__setattr__(self, name, _as_array(value))
 
     @property

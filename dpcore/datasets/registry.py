@@ -67,6 +67,10 @@ def data_folder(data_dir: str | os.PathLike | None = None) -> Path:
 # files and checksums
 
 
+#: the largest bundled file is 1.3 MB: a file in a bundled file's place larger than this is refused unread
+MAX_DATA_FILE_BYTES = 64 * 2**20
+
+
 @functools.cache
 def _verified(path: str, size: int, mtime_ns: int, expected: str) -> bool:
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -89,6 +93,10 @@ def verify_file(f: DataFile, data_dir: str | os.PathLike | None = None) -> Path:
             "`git checkout -- data/` or copy it from shared/data/ (see data/README.md)."
         )
     st = path.stat()
+    if st.st_size > MAX_DATA_FILE_BYTES:  # never read whole to be hashed (a sparse 3 GiB file hung: issue 67)
+        raise DatasetError(
+            f"data file {f.filename} holds {st.st_size:,} bytes, far more than any bundled file: it was "
+            "altered or replaced; restore it with `git checkout -- data/` (see data/README.md).")
     _verified(str(path), st.st_size, st.st_mtime_ns, f.sha256)
     return path
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..exceptions import ParameterError
 from ..metrics import summarize
 from .context import Context, default_context
 from .run import RunSpec, check_data_many, spec_list
@@ -71,9 +72,11 @@ def run_grid(specs: Sequence[RunSpec], ctx: Context | None = None, *,
     ctx = default_context() if ctx is None else ctx
     if dataset is not None:  # the door: data a spec's mechanism cannot take refuse the whole grid
         check_data_many(specs, dataset)
+    if tags is not None and (isinstance(tags, (str, bytes, Mapping)) or not all(isinstance(t, Mapping) for t in tags)):
+        raise ParameterError(f"run_grid: tags must be one mapping per spec (column → value). Got {tags!r:.80} instead.")
     tags = [dict(t) for t in tags] if tags is not None else [{} for _ in specs]
     if len(tags) != len(specs):
-        raise ValueError(f"{len(tags)} tags for {len(specs)} specs")
+        raise ParameterError(f"run_grid: {len(tags)} tags for {len(specs)} specs: give one mapping per spec")
     tasks = [Task(spec, tags=(("spec", i), *tag.items())) for i, (spec, tag) in enumerate(zip(specs, tags))]
     on_result = None
     if partial is not None:

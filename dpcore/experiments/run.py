@@ -148,6 +148,15 @@ class RunSpec:
             raise ParameterError(f"The 'stream' of {owner} must be a tuple of integers in [0, 2**32). "
                                  f"Got {self.stream!r} instead.")
         object.__setattr__(self, "stream", tuple(int(w) for w in words))
+        for name in ("dataset", "model", "mechanism"):  # ids: a list would make the spec unhashable
+            if not isinstance(getattr(self, name), str):
+                raise ParameterError(f"The {name!r} parameter of {owner} must be an id (a str). "
+                                     f"Got {getattr(self, name)!r} instead.")
+        pairs = list(self.options.items()) if isinstance(self.options, Mapping) else self.options
+        if not isinstance(pairs, (tuple, list)) or not all(isinstance(p, (tuple, list)) and len(p) == 2
+                                                      and isinstance(p[0], str) for p in pairs):
+            raise ParameterError(f"The 'options' of {owner} must be (name, value) pairs, e.g. (('smoothing', 1.0),). "
+                                 f"Got {self.options!r} instead.")
         for name in ("epsilon", "delta", "iterations", "repeats", "seed", "calibration", "c",
                      "noise_scale", "learning_rate"):
             object.__setattr__(self, name, validate(name, getattr(self, name), owner))

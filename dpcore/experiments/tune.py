@@ -69,7 +69,7 @@ from .. import shipped
 # what a search runs and what it costs: shared with the reader of a record (check_tuning), so kept below both
 from .. import certify_marks, certify_tuning
 from ..certify_tuning import (RELEASE_FAMILIES, SEARCH_SPACES, TUNABLE_FAMILIES, candidates, released_tunable,
-                              search_cost, search_plan, search_space, search_spent, validation_positions,
+                              check_tune_arguments, search_cost, search_plan, search_space, search_spent, validation_positions,
                               validation_split)
 from ..privacy import CLOSED_FORM_TOL, NoisePlan, certificate_error, certify, same_certificate
 from .context import Context, default_context
@@ -202,6 +202,7 @@ def tune(dataset: str | Dataset, *, mechanisms: Sequence[str], epsilons: Sequenc
     >>> row["epsilon_spent"] > row["epsilon"]        # the search released every candidate
     True
     """
+    check_tune_arguments(mechanisms, epsilons, grids, seed)
     ctx = default_context() if ctx is None else ctx
     own = dataset if isinstance(dataset, Dataset) else None  # a user's: solved afresh, never kept
     full = own if own is not None else _datasets.load(dataset)
