@@ -22,13 +22,15 @@ h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; }
 
 #: Always: a wide Markdown table, or a formula (KaTeX display) wider than a phone, scrolls inside
 #: itself instead of being cut off or widening the page; on a narrow screen a formula is set a
-#: little smaller, so most fit whole.  And these style blocks themselves take no room: each is an
+#: little smaller, so most fit whole, and a chart has no Plotly toolbar (it lies over the legend and
+#: the highest points on a phone; every chart has its download button below it).  And these style blocks themselves take no room: each is an
 #: (empty) element of the page, and Streamlit puts a 1rem gap after every element (44 px at the
 #: top of every view in presenter mode, where a lesson step must fit one screen).
 BASE_CSS = """<style>
 [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
 .katex-display { overflow-x: auto; overflow-y: hidden; max-width: 100%; padding-bottom: 2px; }
 @media (max-width: 640px) { .katex-display > .katex { font-size: 1.05em; } }
+@media (max-width: 640px) { .js-plotly-plot .modebar-container { display: none; } }
 [data-testid="stElementContainer"]:has(> [data-testid="stMarkdown"] [data-testid="stMarkdownContainer"] > style:only-child)
   { display: none; }
 </style>"""

@@ -72,6 +72,7 @@ LAYOUT_CHECK = """() => {
     const title = box(plot.querySelector('.gtitle')), modebar = box(plot.querySelector('.modebar'));
     if (hit(legend, xtitle)) problems.push(`chart ${i}: the legend covers the x-axis title`);
     if (hit(title, modebar)) problems.push(`chart ${i}: the toolbar covers the title`);
+    if (window.innerWidth <= 640 && hit(legend, modebar)) problems.push(`chart ${i}: the toolbar covers the legend`);
     const frame = plot.getBoundingClientRect();
     if (title && title.width > 0 && (title.left < frame.left - 1 || title.right > frame.right + 1))
       problems.push(`chart ${i}: the title is cut off`);
