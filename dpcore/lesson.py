@@ -136,21 +136,24 @@ def prepare_parts(ctx: Context, *, mlp: bool = True) -> list[tuple[str, Callable
     return class_parts(ctx, mlp=mlp) + [(what, functools.partial(step, what, make)) for what, make in STEPS]
 
 
-#: what each part took the first time (an empty cache folder) on an idle 2-core Intel Xeon (the project's
-#: machine, docs/benchmarks.md), in seconds: what the Start view says a part costs before this machine has
-#: measured it (:func:`part_estimates`); a part not listed is said to take :data:`UNKNOWN_PART_SECONDS`
+#: what each part took the first time for a new version of the code (an empty results cache) on the
+#: project's 2-core Intel Xeon with other work running (load 3-8), in seconds, rounded up (``prepare --ship``
+#: at bff5c80; the first figure and the shipped rows' check in the Start view): what the Start view says a
+#: part costs before this machine has measured it (:func:`part_estimates`); a part not listed is said to take
+#: :data:`UNKNOWN_PART_SECONDS`
 PREPARE_SECONDS = {
     "exact references over the λ grid, breast-cancer (logreg)": 1.0,
-    "exact references over the λ grid, adult (logreg)": 3.0,
-    "exact references over the λ grid, iris (logreg)": 0.5,
-    "exact reference, adult (mlp)": 1.0,
-    "Compare's first preset": 15.0,
-    "what the shipped tuning's searches spent, adult (logreg)": 45.0,
+    "exact references over the λ grid, adult (logreg)": 2.0,
+    "exact references over the λ grid, iris (logreg)": 1.0,
+    "exact reference, adult (mlp)": 2.0,
+    "Compare's first preset": 30.0,
+    "what the shipped tuning's searches spent, adult (logreg)": 40.0,
     "lesson step 2, DP-GD over ε": 2.0,
-    "lesson step 3, four places to add noise": 8.0,
-    "lesson step 4, local vs central": 10.0,
-    "lesson step 5, skewed clients": 3.0,
-    "lesson step 6, the leaking setup's audit": 40.0,
+    "lesson step 3, four places to add noise": 5.0,
+    "lesson step 4, local vs central": 5.0,
+    "lesson step 5, skewed clients": 2.0,
+    "lesson step 6, the leaking setup's audit": 15.0,
+    "Paper figures' first figure": 20.0,
 }
 UNKNOWN_PART_SECONDS = 10.0
 
