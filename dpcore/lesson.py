@@ -175,7 +175,7 @@ def _check_times(document: Any) -> dict[str, float]:
 def part_estimates(ctx: Context | None, names: list[str]) -> list[tuple[float, str]]:
     """Each part's expected seconds and where the figure comes from: ``"measured here"`` (what it took
     on this machine the last time it computed, kept in ``ctx``'s cache folder) or ``"reference"``
-    (:data:`PREPARE_SECONDS`, an idle 2-core machine's first time)."""
+    (:data:`PREPARE_SECONDS`, a first time on the project's 2-core machine with other work running)."""
     here = {}
     if ctx is not None and ctx.results is not None:
         here = ctx.results.read(_times_key(), _check_times) or {}

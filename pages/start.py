@@ -127,7 +127,7 @@ with st.expander(f"What it computes: {len(names)} parts, about {duration(sum(e f
                  "in all the first time"):
     st.dataframe([{"part": n, "about": duration(e), "figure": ("what it took on this machine the last time"
                                                                 if src == "measured here" else
-                                                                "an idle 2-core machine's first time")}
+                                                                "a first time on a busy 2-core machine")}
                   for n, (e, src) in zip(names, estimates)], hide_index=True, width="stretch")
 if st.button("Prepare for class", key="start_prepare"):
     with st.status("Preparing…", expanded=True) as status:
