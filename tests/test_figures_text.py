@@ -95,3 +95,51 @@ def test_the_table_as_html_folds_under_its_label_with_column_headers():
     odd = chart_text(go.Figure(go.Scatter(x=[1], y=[2], name="x < y & z")))
     assert "<td>x &lt; y &amp; z</td>" in table_html(odd)
 
+
+# -- every chart the app draws has its text alternative -------------------------------------------
+
+#: Streamlit's calls that draw a chart
+CHART_CALLS = {"plotly_chart", "bar_chart", "line_chart", "area_chart", "scatter_chart", "altair_chart",
+               "vega_lite_chart", "graphviz_chart", "pyplot", "map", "pydeck_chart", "bokeh_chart"}
+#: what gives a chart drawn in the same function (or view) its text alternative (pages/charts.py)
+DESCRIBING = {"chart_text", "describe_chart", "say_to_screen_readers"}
+#: charts drawn without one, and why
+UNDESCRIBED = {("pages/progress.py", "draw"): "the loss curve drawn while a run trains, replaced by the finished "
+                                               "one (show_chart) when it ends"}
+
+
+def undescribed_charts(source: str, name: str) -> list[str]:
+    """The chart calls of a file (its text ``source``, named ``name``) whose function (or the module,
+    outside any function) calls nothing of :data:`DESCRIBING`."""
+    import ast
+
+    tree = ast.parse(source)
+    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    found = []
+    for scope in scopes:
+        inner = {id(n) for f in ast.walk(scope) if f is not scope and isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for n in ast.walk(f)}
+        calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call) and id(n) not in inner]
+        called = {c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", "") for c in calls}
+        where = getattr(scope, "name", "<module>")
+        for c in calls:
+            if isinstance(c.func, ast.Attribute) and c.func.attr in CHART_CALLS and not called & DESCRIBING \
+                    and (name, where) not in UNDESCRIBED:
+                found.append(f"{name}:{c.lineno} ({where}) draws {c.func.attr} without a text alternative")
+    return found
+
+
+def test_every_chart_the_app_draws_has_its_text_alternative():
+    """Every chart call in the views and app.py sits beside the summary and table of its data (or is
+    listed in :data:`UNDESCRIBED`, with why); the browser test (tests/test_accessibility.py) checks
+    the page."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    files = [root / "app.py", *sorted((root / "pages").glob("*.py"))]
+    found = [f for path in files for f in undescribed_charts(path.read_text(), path.relative_to(root).as_posix())]
+    assert not found, "\n".join(found)
+    # the check of the check: a chart alone is caught, one beside its description is not
+    planted = "import streamlit as st\ndef a(s):\n    st.bar_chart(s)\ndef b(fig):\n    st.plotly_chart(fig)\n" \
+              "    describe_chart(fig)\n"
+    assert undescribed_charts(planted, "planted.py") == ["planted.py:3 (a) draws bar_chart without a text alternative"]
