@@ -30,7 +30,8 @@ h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; }
 #: style blocks, take no room: their element is taken out of the page's flow (no gap after it either).
 #: A caption is the text's colour at 72 % (Streamlit's 60 % opacity gave grey on white at 3.9:1, under
 #: WCAG AA's 4.5:1; now 5.5:1 on white, 5.2:1 on the sidebar, 8:1 on the dark theme), mixed into the
-#: colour rather than made transparent, so that a link in a caption keeps its own colour whole.
+#: colour rather than made transparent, so that a link in a caption keeps its own colour whole.  A
+#: slider's value is written in the text's colour (the dark theme's red on black was 3.9:1).
 BASE_CSS = """<style>
 [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
 [data-testid="stMarkdownContainer"] :is(td, th) { overflow-wrap: anywhere; }
@@ -39,6 +40,7 @@ BASE_CSS = """<style>
 [data-testid="stElementContainer"]:has(> [data-testid="stMarkdown"] [data-testid="stMarkdownContainer"] > style:only-child)
   { display: none; }
 [data-testid="stCaptionContainer"] { opacity: 1; color: color-mix(in srgb, currentColor 72%, transparent); }
+[data-testid="stSliderThumbValue"] { color: inherit; }
 .sr-only, [data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > .sr-only)
   { position: absolute !important; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
     clip-path: inset(50%); white-space: nowrap; border: 0; }
