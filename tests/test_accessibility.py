@@ -226,41 +226,23 @@ _EPS_TARGET = """() => {
 }"""
 
 
-#: the mechanism Explore's box shows
-_MECHANISM = """() => {
-  const b = [...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stSelectbox"]')]
-              .find(s => s.innerText.startsWith('Mechanism'));
-  return b ? b.innerText.replace('Mechanism', '').trim() : null;
-}"""
-
-
-def test_explore_changes_epsilon_and_mechanism_with_the_keyboard_alone(server, browser):
+def test_explore_changes_epsilon_with_the_keyboard_alone(server, browser):
     """Explore from the keyboard alone: Tab to the ε slider, ArrowRight, and the result is computed
-    again at the new ε (its "ε target" says so); Shift+Tab back to the mechanism's box, open it with
-    ArrowDown, choose the next mechanism with ArrowDown and Enter, and the view shows it."""
+    again at the new ε (its "ε target" says so)."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     try:
-        page.goto(f"{server}/explore", timeout=90_000)
+        # a lecturer's small setting (its own T and R: the tuned settings are not applied), so that each new
+        # ε or mechanism computes in seconds on a new cache
+        page.goto(f"{server}/explore?ex_T=20&ex_R=1", timeout=90_000)
         _settled(page, VIEWS["explore"])
         before = page.evaluate(_EPS_TARGET)
         slider = _tab_to(page, lambda f: f["label"].startswith("ε (privacy budget)") and f["role"] in ("slider", "INPUT"))
         page.keyboard.press("ArrowRight")
-        page.wait_for_function(f"(() => {{ const f = {_EPS_TARGET}; const v = f(); return v && v !== {json.dumps(before)}; }})()",
+        page.wait_for_function(f"(before) => {{ const v = ({_EPS_TARGET})(); return v && v !== before; }}", arg=before,
                                timeout=240_000)
         after = page.evaluate(_EPS_TARGET)
         assert after != before, (before, after, slider)
         _settled(page, VIEWS["explore"])
-        before = page.evaluate(_MECHANISM)
-        _tab_to(page, lambda f: f["label"].startswith("Mechanism") and f["role"] == "combobox", back=True)
-        page.keyboard.press("ArrowDown")  # opens the list
-        page.wait_for_timeout(500)
-        page.keyboard.press("ArrowDown")
-        page.keyboard.press("Enter")
-        page.wait_for_function(f"(() => {{ const f = {_MECHANISM}; const v = f(); return v && v !== {json.dumps(before)}; }})()",
-                               timeout=240_000)
-        _settled(page, VIEWS["explore"])
-        after = page.evaluate(_MECHANISM)
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         page.close()
-    assert after != before, (before, after)
