@@ -21,18 +21,36 @@ h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; }
 </style>"""
 
 #: Always: a wide Markdown table, or a formula (KaTeX display) wider than a phone, scrolls inside
-#: itself instead of being cut off or widening the page; on a narrow screen a formula is set a
-#: little smaller, so most fit whole, and a chart has no Plotly toolbar (it lies over the legend and
-#: the highest points on a phone; every chart has its download button below it).  And these style blocks themselves take no room: each is an
+#: itself instead of being cut off or widening the page (a table's words wrap first, even inside a
+#: word: a box that scrolls must take the keyboard's focus, and a Markdown table's cannot); on a narrow
+#: screen a formula is set a little smaller, so most fit whole, and a chart has no Plotly toolbar (it
+#: lies over the legend and the highest points on a phone; every chart has its download button below
+#: it).  And these style blocks themselves take no room: each is an
 #: (empty) element of the page, and Streamlit puts a 1rem gap after every element (44 px at the
-#: top of every view in presenter mode, where a lesson step must fit one screen).
+#: top of every view in presenter mode, where a lesson step must fit one screen).  Words for a screen
+#: reader alone (class ``sr-only``: a chart's summary, pages/charts.py) are out of sight and, like the
+#: style blocks, take no room: their element is taken out of the page's flow (no gap after it either).
+#: A caption is the text's colour at 72 % (Streamlit's 60 % opacity gave grey on white at 3.9:1, under
+#: WCAG AA's 4.5:1; now 5.5:1 on white, 5.2:1 on the sidebar, 8:1 on the dark theme), mixed into the
+#: colour rather than made transparent, so that a link in a caption keeps its own colour whole.  A
+#: slider's value is written in the text's colour (the dark theme's red on black was 3.9:1).
 BASE_CSS = """<style>
 [data-testid="stMarkdownContainer"] table { display: block; max-width: 100%; overflow-x: auto; }
+[data-testid="stMarkdownContainer"] :is(td, th) { overflow-wrap: anywhere; }
 .katex-display { overflow-x: auto; overflow-y: hidden; max-width: 100%; padding-bottom: 2px; }
 @media (max-width: 640px) { .katex-display > .katex { font-size: 1.05em; } }
 @media (max-width: 640px) { .js-plotly-plot .modebar-container { display: none; } }
 [data-testid="stElementContainer"]:has(> [data-testid="stMarkdown"] [data-testid="stMarkdownContainer"] > style:only-child)
   { display: none; }
+[data-testid="stCaptionContainer"] { opacity: 1; color: color-mix(in srgb, currentColor 72%, transparent); }
+[data-testid="stSliderThumbValue"] { color: inherit; }
+.sr-only, [data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > .sr-only)
+  { position: absolute !important; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
+    clip-path: inset(50%); white-space: nowrap; border: 0; }
+.chart-data summary { cursor: pointer; font-size: 0.9rem; }
+.chart-data-box { max-height: 22rem; max-width: 100%; overflow: auto; margin-top: 0.3rem; }
+.chart-data table { border-collapse: collapse; font-size: 0.85rem; }
+.chart-data th, .chart-data td { border: 1px solid rgba(128, 128, 128, 0.45); padding: 0.1rem 0.5rem; text-align: left; }
 </style>"""
 
 #: The tab icon, a file of the repository (Streamlit inlines an SVG as a data: URL).  Not

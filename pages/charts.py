@@ -4,6 +4,7 @@ view's table, figure and noise plan."""
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -16,6 +17,7 @@ from dpcore.figures import (REFERENCE_LINE, figure_note, legend_html, on_screen,
                             without_notes)
 from dpcore.experiments.run import RunSpec, noise_plan
 from dpcore.figures_result import no_better_rows
+from dpcore.figures_text import ChartText, chart_text, panels_text, table_html
 from dpcore.jsonutil import dumps
 from dpcore.privacy import dp_events_list
 from pages.appstate import app_context, user_dataset
@@ -121,8 +123,10 @@ def show_panels(prepared) -> None:
                     if name:
                         st.caption(f"**{_escape(name)}**")
                     st.plotly_chart(chart, width="stretch")
+                    say_to_screen_readers(chart_text(chart).summary)
     for note in notes:
         st.markdown(f":red[{_escape(note)}]")
+    data_of_chart(panels_text(charts))
 
 
 #: a record's non-private model is the exact one at that row's own λ; the line the views draw is
@@ -162,6 +166,8 @@ def client_bars(sizes) -> None:
     """Records per client as bars, clients numbered from 1 as in the tables."""
     st.bar_chart({"client": list(range(1, len(sizes) + 1)), "records": list(sizes)}, x="client", y="records",
                  x_label="client", y_label="records")
+    describe_chart(go.Figure(go.Bar(x=list(range(1, len(sizes) + 1)), y=list(sizes), name="records"),
+                             layout=dict(xaxis_title="client", yaxis_title="records")))
 
 
 def show_chart(fig=None, width: str = "stretch", key: str | None = None, *, prepared=None) -> None:
@@ -174,8 +180,38 @@ def show_chart(fig=None, width: str = "stretch", key: str | None = None, *, prep
     if title:
         st.markdown(f"**{_escape(title)}**")
     st.plotly_chart(shown, width=width, key=key)
+    text = chart_text(shown)
+    say_to_screen_readers(text.summary)
     for note in notes:
         st.markdown(f":red[{_escape(note)}]")
+    data_of_chart(text)
+
+
+#: the class of words only a screen reader reads: out of sight, and (app.py's BASE_CSS) taking no room
+SCREEN_READER_ONLY = "sr-only"
+
+
+def say_to_screen_readers(text: str) -> None:
+    """``text`` in the page for a screen reader alone (a chart's summary): unseen, and it takes no
+    room (a lesson step must still fit a projector's screen)."""
+    st.html(f'<p class="{SCREEN_READER_ONLY}">{html.escape(text)}</p>')
+
+
+def data_of_chart(text: ChartText) -> None:
+    """A chart's data as a table (:func:`dpcore.figures_text.table_html`: an HTML table a screen
+    reader walks), folded under it; none in presenter mode, where a lesson step must fit the
+    projector's screen (the summary is still read)."""
+    if st.session_state.get("present") or not text.rows:
+        return
+    st.html(table_html(text))
+
+
+def describe_chart(fig: go.Figure) -> None:
+    """The text alternative of a chart drawn otherwise (Streamlit's own charts), from a figure of
+    the same data: its summary for a screen reader and its data as a table."""
+    text = chart_text(fig)
+    say_to_screen_readers(text.summary)
+    data_of_chart(text)
 
 
 def plain_markdown(text: str) -> str:

@@ -3,9 +3,11 @@ from pages.boot import load_core
 load_core()  # before the core: a new server can run a view before app.py (pages/boot.py)
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore import datasets
+from pages.charts import describe_chart
 from pages.common import choice, dataset_details, enter_view, user_datasets
 from pages.links import restore_from_url, write_to_url
 
@@ -58,6 +60,8 @@ for note in info["notes"]:
     st.caption(note)
 st.markdown(f"**Row norms ‖x‖ after preprocessing** (largest {info['max_row_norm']:.6f}; all must be ≤ 1)")
 st.bar_chart(pd.Series(info["norm_histogram"], name="rows"))
+describe_chart(go.Figure(go.Bar(x=list(info["norm_histogram"]), y=list(info["norm_histogram"].values()), name="rows"),
+                         layout=dict(xaxis_title="row norm ‖x‖", yaxis_title="rows")))
 with st.expander(f"The {info['d']} features"):
     st.write(", ".join(info["feature_names"]))
 

@@ -10,6 +10,7 @@ from dpcore.experiments.presets import shipped_ids
 from dpcore.shipped import ShippedFileError, folder_of
 from dpcore.experiments.progress import duration
 from dpcore.lesson import part_estimates, prepare_parts, record_part_seconds
+from pages.charts import say_to_screen_readers
 from pages.common import app_context, enter_view, load_shipped, progress_reporter
 from pages.progress import PartsBar
 
@@ -77,6 +78,11 @@ digraph {
   output -> released [style=dashed, color="#d62728"];
 }
 """)
+say_to_screen_readers("Diagram: each person's record goes to the server that trains, into the loss on all records, "
+                      "then T gradient steps, then the model θ, then the released model. Noise can enter at four "
+                      "places: input (noise on the record, which also protects it from the server), objective (a "
+                      "random linear term in the loss), gradient (Gaussian noise on every step) and output (noise "
+                      "on θ before release).")
 st.caption("Red: the four places a mechanism adds noise. Only noise on the record itself (input, or local DP) "
            "protects it from the server; the others protect it from whoever sees the released model.")
 

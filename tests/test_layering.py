@@ -36,7 +36,7 @@ LAYERS = [
                                        "dpcore.mechanisms.distributed"]),
     ("mechanisms: registry", ["dpcore.mechanisms"]),
     ("bounds catalog", ["dpcore.theory.catalog"]),
-    ("figures", ["dpcore.figures", "dpcore.figures_missed", "dpcore.figures_screen", "dpcore.figures_result", "dpcore.report"]),  # charts name mechanisms by their short names
+    ("figures", ["dpcore.figures", "dpcore.figures_missed", "dpcore.figures_screen", "dpcore.figures_result", "dpcore.figures_text", "dpcore.report"]),  # charts name mechanisms by their short names
     # the experiments: how runs execute, one run, grids of runs, studies that arrange grids
     ("execution", ["dpcore.experiments.context", "dpcore.experiments.progress"]),
     ("runs", ["dpcore.experiments.result", "dpcore.experiments.budget", "dpcore.experiments.run"]),
