@@ -166,7 +166,7 @@ def cmd_run(args) -> Any:
         lines.append(f"  RMSE {record['rmse_mean']:.4f} ± {record['rmse_std']:.4f}"
                      f"   R² {r_squared(record['rmse_mean'], record['rmse_guess']):.3f}"
                      f"   ({ref.label} {ref.value:.4f}, predicting the training mean {record['rmse_guess']:.4f})")
-    versus = versus_guessing(record)  # the rule every view applies (dpcore.figures_guess)
+    versus = versus_guessing(record)  # the rule every view applies (dpcore.figures_result)
     if versus is not None and versus.no_better:
         lines.append(f"  {versus.sentence()} The noise has drowned what the data says at this ε.")
     if record.get("tuned_on_release"):  # what each release chose on its own records

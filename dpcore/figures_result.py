@@ -62,11 +62,6 @@ class Guessing:
         v, g = round(self.value, DIGITS), round(self.guess, DIGITS)
         return v < g if self.metric == "accuracy" else v > g
 
-    @property
-    def r2(self) -> float | None:
-        """A regression's R² against the guess (``None`` for an accuracy)."""
-        return r_squared(self.value, self.guess) if self.metric == "rmse" else None
-
     def sentence(self, who: str = "this private model") -> str:
         """"No better than guessing: … scores better than this private model." """
         return (f"No better than guessing: {self.words} "
@@ -88,7 +83,8 @@ def versus_guessing(row: dict, guess: float | None = None) -> Guessing | None:
     none); ``None`` when either is missing or not finite."""
     for metric in ("accuracy", "rmse"):
         value = row.get(f"{metric}_mean")
-        g = row.get(f"{metric}_guess", guess) if row.get(f"{metric}_guess") is not None else guess
+        g = row.get(f"{metric}_guess")
+        g = guess if g is None else g
         if _finite(value) and _finite(g):
             if metric == "accuracy":
                 cls = row.get("guess_class")
@@ -116,7 +112,7 @@ def from_zero(values, guess: float | None, metric: str = "accuracy") -> bool:
     vals = [float(v) for v in values if _finite(v)]
     if not vals or not _finite(guess):
         return False
-    return bool(no_better_rows([{f"{metric}_mean": v} for v in vals], guess))
+    return any(Guessing(metric, v, float(guess), "").no_better for v in vals)
 
 
 def noise_words(record: dict) -> str:
