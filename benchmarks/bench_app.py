@@ -3,7 +3,8 @@ opening each preset from its shipped results, and a load test.
 
 Run: ``python benchmarks/bench_app.py [--skip-compare] [--sessions 10] [--only figures]``
 (``--only views --sessions 6``: every view under 6 concurrent sessions, p50/p95 each; ``--only class
-[--students 30] [--browsers 6]``: a class after "Prepare for class", p50/p95 per view).  Prints figures;
+[--students 30] [--browsers 6]``: a class after "Prepare for class", p50/p95 per view; ``--only prepare
+[--busy]``: "Prepare for class" pressed in Chromium on a new cache folder, timed part by part).  Prints figures;
 asserts nothing.  The load test needs Debian ``chromium`` and the ``playwright`` package
 (both installed by ``.ci/run`` / requirements-dev); it talks to 127.0.0.1 only.
 """
@@ -394,6 +395,69 @@ def class_load(students: int, browsers: int) -> tuple[dict[str, float], float]:
     return worst, prepared
 
 
+def prepare_in_browser(busy: bool = False) -> float | None:
+    """"Prepare for class" as a lecturer presses it (issue 68): a new cache folder, a new server over it,
+    the Start view in Chromium at 1400 × 900, the button pressed with the view's defaults (the MLP's
+    reference ticked), until the status says "Ready".  ``busy``: another process keeps one core busy the
+    whole time.  Prints the wall time, each part as the page reports it, the bar's text sampled every
+    second (the longest time it stood still is the figure a lecturer sees as "hung") and the load.
+    Returns the wall seconds (``None`` without Debian chromium)."""
+    import os
+    import re
+    import tempfile
+
+    if shutil.which("chromium") is None:
+        print("Prepare in a browser skipped: Debian chromium is not installed")
+        return None
+    from playwright.sync_api import sync_playwright
+
+    os.environ["DPCORE_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpcore-prepare-")  # an empty cache: a new machine
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    load = os.getloadavg()
+    proc, url = _start_server()
+    samples: list[tuple[float, str]] = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(url, timeout=300_000)
+            page.get_by_role("button", name="Prepare for class").wait_for(timeout=300_000)
+            t = time.perf_counter()
+            page.get_by_role("button", name="Prepare for class").click()
+            while True:
+                texts = page.locator('[data-testid="stProgress"]').all_inner_texts()
+                samples.append((time.perf_counter() - t, texts[0].strip() if texts else ""))
+                if page.get_by_text(re.compile(r"^Ready: ")).count():
+                    break
+                if time.perf_counter() - t > 1800:
+                    raise RuntimeError("Prepare for class did not finish in 30 minutes")
+                page.wait_for_timeout(1000)
+            wall = time.perf_counter() - t
+            page.get_by_text(re.compile(r"^Ready: ")).first.click()  # unfold the status: each part's line
+            lines = [s for s in page.locator('[data-testid="stExpanderDetails"] p').all_inner_texts()
+                     if re.match(r"^\d+/\d+ · ", s)]
+            bad = page.locator('[data-testid="stException"]').count()
+            browser.close()
+    finally:
+        proc.terminate()
+        if hog is not None:
+            hog.terminate()
+    if bad:
+        raise RuntimeError("the Start view shows an exception after Prepare for class")
+    still, last_change, last = 0.0, 0.0, None
+    for when, text in samples:
+        if text != last:
+            still, last_change, last = max(still, when - last_change), when, text
+    print(f"Prepare for class in Chromium (Start view, a new cache folder, the MLP's reference ticked"
+          f"{', another process keeping one core busy' if busy else ''}): {wall:.1f} s; the bar's text stood "
+          f"still {still:.1f} s at most; {os.cpu_count()} cores, load {load[0]:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after")
+    for line in lines:
+        print(f"  {line}")
+    print("samples (s: the bar's text): " + " | ".join(f"{w:.0f}: {s[:60]}" for w, s in samples))
+    return wall
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-compare", action="store_true")
@@ -401,6 +465,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--students", type=int, default=30, help="the class part: sessions on the server's side")
     ap.add_argument("--browsers", type=int, default=6, help="the class part: real browsers")
+    ap.add_argument("--busy", action="store_true", help="the prepare part: another process keeps a core busy")
     args = ap.parse_args()
     parts = set(args.only.split(","))
     if "explore" in parts:
@@ -415,6 +480,8 @@ def main() -> None:
         views_load_test(args.sessions)
     if "class" in parts:
         class_load(args.students, args.browsers)
+    if "prepare" in parts:
+        prepare_in_browser(args.busy)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Streamlit pages, exercised with AppTest (one smoke test per page plus interactions)."""
 
 import json
+import sys
 import math
 import shutil
 from pathlib import Path
@@ -1210,9 +1211,12 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     monkeypatch.setattr(studies, "baseline", lambda spec, lams, ctx: grids.append((spec.dataset, spec.model)))
     monkeypatch.setattr(studies, "classroom_compare", lambda ctx: compared.append(ctx) or [{}] * 72)
     monkeypatch.setattr(studies, "shipped_classroom_compare", lambda ctx=None: None)  # as if shipped for other code
-    recomputed = []  # what each shipped search spent, recomputed ahead (a minute the first time: not this test's)
-    monkeypatch.setattr(studies, "shipped_tuning", lambda d, m, data_dir=None, spent=False:
+    recomputed, started = [], []  # what each shipped search spent, recomputed ahead in a second process and
+    # read at the end (a minute the first time: not this test's; tests/test_prepare_ahead.py runs the process)
+    from dpcore.experiments import ahead
+    monkeypatch.setattr(ahead, "shipped_tuning", lambda d, m, data_dir=None, spent=False:
                         recomputed.append((d, m, spent)) or {"rows": [{}] * 56})
+    monkeypatch.setattr(ahead.subprocess, "Popen", lambda args, **kw: started.append(args) or _Done())
     from dpcore import lesson
     lessons = []
     monkeypatch.setattr(lesson, "STEPS", (("lesson steps", lambda ctx: lessons.append(ctx)),))
@@ -1228,16 +1232,27 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     assert grids == [("iris", "logreg")]  # the λ grid every view's non-private line searches, solved ahead
     assert any("Compare's first preset (72 configurations)" in s for s in said)
     assert recomputed == [("adult", "logreg", True)]
+    [args] = started  # the second process, started first: this interpreter, the module, the data folder, the tuning
+    assert args[:3] == [sys.executable, "-m", "dpcore.experiments.ahead"] and args[4:] == ["adult:logreg"]
+    assert any("what the shipped tuning's searches spent, adult (logreg): started in a second process" in s for s in said)
     assert any("what the shipped tuning's 56 searches spent, adult (logreg): recomputed" in s for s in said)
     assert lessons == [ctx] and any("lesson steps" in s for s in said)  # the lesson, into the same stores
     # and this server's first paper figure, drawn once for every session (the command line's
     # prepare cannot: it is another process)
     assert any("Paper figures' first figure" in s for s in said)
-    assert at.status[0].label.startswith("Ready: 5 of 5 parts")
+    assert at.status[0].label.startswith("Ready: 6 of 6 parts")
     # every part named with its cost before it runs (an expander's table), and the bar over all of them
-    [plan] = [e for e in at.expander if e.label.startswith("What it computes: 5 parts")]
-    assert list(at.dataframe[0].value["part"])[:2] == ["exact references over the λ grid, iris (logreg)",
+    [plan] = [e for e in at.expander if e.label.startswith("What it computes: 6 parts")]
+    assert list(at.dataframe[0].value["part"])[:3] == ["what the shipped tuning's searches spent: started in a second process",
+                                                       "exact references over the λ grid, iris (logreg)",
                                                        "Compare's first preset"]
+
+
+class _Done:
+    """A second process that has ended well at once."""
+
+    def wait(self) -> int:
+        return 0
 
 
 def test_prepare_verifies_the_shipped_classroom_rows_instead_of_recomputing_them(monkeypatch):
@@ -1247,16 +1262,17 @@ def test_prepare_verifies_the_shipped_classroom_rows_instead_of_recomputing_them
     from dpcore.experiments.context import Context
 
     monkeypatch.setattr(studies, "PREPARE_REFERENCES", ())
+    monkeypatch.setattr(studies, "PREPARE_TUNINGS", ())  # no tuning's cost recomputed: this test's is the preset
     computed = []
     monkeypatch.setattr(studies, "classroom_compare", lambda ctx: computed.append(1) or [{}] * 72)
     import json
     keys = json.loads(studies.classroom_file().read_text())["record"]["keys"]
     monkeypatch.setattr(studies, "classroom_keys", lambda data_dir=None: keys)  # this code's (test_tune checks the real keys)
     done = studies.prepare_for_class(Context())
-    assert computed == [] and "shipped with the app for this code" in done[0]["what"]
+    assert computed == [] and "shipped with the app for this code" in done[-1]["what"]
     monkeypatch.setattr(studies, "classroom_keys", lambda data_dir=None: ["0" * 24] * 72)  # the code changed
     done = studies.prepare_for_class(Context())
-    assert computed == [1] and done[0]["what"] == "Compare's first preset (72 configurations), computed"
+    assert computed == [1] and done[-1]["what"] == "Compare's first preset (72 configurations), computed"
 
 
 def test_explore_opens_input_perturbation_tuned_on_its_released_records():

@@ -43,7 +43,7 @@ LAYERS = [
     ("grids", ["dpcore.experiments.records", "dpcore.experiments.sweep", "dpcore.experiments.grid", "dpcore.experiments.baselines",
                "dpcore.certify_tuning",  # what a tuning's search runs and costs: its writer's and its reader's
                "dpcore.experiments.tune"]),
-    ("studies", ["dpcore.experiments.studies", "dpcore.experiments.presets*", "dpcore.experiments"]),
+    ("studies", ["dpcore.experiments.ahead", "dpcore.experiments.studies", "dpcore.experiments.presets*", "dpcore.experiments"]),
     # the audit, above the runs it attacks: its estimators, its tests, the threat strategies, audit()
     ("audit: estimators", ["dpcore.audit.bounds", "dpcore.audit.canaries", "dpcore.audit.noisecheck"]),
     ("audit: tests", ["dpcore.audit.membership", "dpcore.audit.whitebox", "dpcore.audit.one_run", "dpcore.audit.evidence",

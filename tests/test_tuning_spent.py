@@ -117,21 +117,33 @@ def test_reading_the_settings_does_not_compute_the_search_cost(record, tmp_path,
         shipped_tuning("adult", "logreg", data_dir=_shipped_as(forged, tmp_path / "forged"))
 
 
+def with_rows(doc: dict, keep) -> dict:
+    """``doc`` with only the searches ``keep`` ((mechanism, ε) pairs) and their candidates: a smaller
+    tuning of the same kind, each of its searches as shipped."""
+    keep = set(keep)
+    out = copy.deepcopy(doc)
+    out["rows"] = [r for r in out["rows"] if (r["mechanism"], r["epsilon"]) in keep]
+    out["candidates"] = [c for c in out["candidates"] if (c["mechanism"], c["epsilon"]) in keep]
+    return out
+
+
 def test_asking_for_the_spent_figures_of_a_forged_file_still_refuses_it(record, tmp_path):
-    doc = copy.deepcopy(record)
-    _row(doc, "gradient-dpsgd", 1.0)["epsilon_spent"] = _row(doc, "gradient-dpsgd", 1.0)["epsilon_certified"] * 1.000123
+    # the file cut to the twin's searches (one of each kind of plan), the sampled one's spent forged
+    doc = with_rows(record, TWIN_ROWS)
+    forged = _row(doc, "gradient-dpsgd", 0.2)
+    forged["epsilon_spent"] = forged["epsilon_certified"] * 1.000123
     data = _shipped_as(doc, tmp_path)
     # its settings read (the spent figure is not among them) ...
-    assert _row(shipped_tuning("adult", "logreg", data_dir=data), "gradient-dpsgd", 1.0)["setting"]
+    assert _row(shipped_tuning("adult", "logreg", data_dir=data), "gradient-dpsgd", 0.2)["setting"]
     # ... its spent figures refused, each time they are asked for (no mark is left for a refusal)
     for _ in range(2):
         with pytest.raises(shipped.ShippedFileError) as caught:
             shipped_tuning("adult", "logreg", data_dir=data, spent=True)
-        assert "gradient-dpsgd at ε = 1.0: ε spent" in str(caught.value)
+        assert "gradient-dpsgd at ε = 0.2: ε spent" in str(caught.value)
         assert "but its search certifies" in str(caught.value)
     # and through the reader of Compare's hover (the tuned row with what its search spent)
     with pytest.raises(shipped.ShippedFileError, match="but its search certifies"):
-        tune_mod.tuned_row("adult", "logreg", "gradient-dpsgd", 1.0, data_dir=data, spent=True)
+        tune_mod.tuned_row("adult", "logreg", "gradient-dpsgd", 0.2, data_dir=data, spent=True)
 
 
 def test_every_spent_forged_to_its_certified_times_1_000123_is_refused(record, tmp_path):

@@ -102,7 +102,8 @@ NOT_IN_RESULTS = ("cli.py", "cli_*.py", "__main__.py", "__init__.py", "figures.p
                   "shipped.py",  # reads shipped files, computes no result
                   "lesson.py",  # arranges the lesson's runs
                   "theory/catalog.py", "theory/rows.py", "audit/*", "experiments/studies.py", "experiments/presets*.py",
-                  "experiments/tune.py", "experiments/baselines.py", "experiments/progress.py")
+                  "experiments/tune.py", "experiments/baselines.py", "experiments/progress.py",
+                  "experiments/ahead.py")
 
 
 @functools.cache
