@@ -441,8 +441,13 @@ def _epsilon_optimistic(z: float, q: float, steps: int, delta: float, grid: floa
 
 def sampled_epsilon_lower(z: float, q: float, steps: int, delta: float, grid: float = 1e-3) -> float:
     """ε at δ of ``steps`` Poisson-sampled Gaussians (multiplier z, rate q) from an *optimistic*
-    privacy-loss distribution: a lower estimate of the true ε, what a lower bound may use (cached)."""
-    return _epsilon_optimistic(float(z), float(q), int(steps), float(delta), float(grid))
+    privacy-loss distribution: a lower estimate of the true ε, what a lower bound may use (cached).
+
+    Below :data:`~dpcore.accounting.PLD_MIN_DELTA` the distribution does not resolve δ (at δ = 1e-100 it
+    answered ε = ∞, and a correct certificate was shown refuted): the figure at that δ is taken instead,
+    still a lower bound, as ε(δ) only grows as δ shrinks."""
+    delta = max(float(delta), acc.PLD_MIN_DELTA)
+    return _epsilon_optimistic(float(z), float(q), int(steps), delta, float(grid))
 
 
 def sampled_step_llr(o, z: float, q: float):
