@@ -1232,18 +1232,23 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     assert grids == [("iris", "logreg")]  # the λ grid every view's non-private line searches, solved ahead
     assert any("Compare's first preset (72 configurations)" in s for s in said)
     assert recomputed == [("adult", "logreg", True)]
-    [args] = started  # the second process, started first: this interpreter, the module, the data folder, the tuning
-    assert args[:3] == [sys.executable, "-m", "dpcore.experiments.ahead"] and args[4:] == ["adult:logreg"]
+    # the second processes, started first: the first figure's results verified, the tuning's spent recomputed
+    # (this interpreter, the module, what, the folders, the preset or the tuning)
+    figure, spent = started
+    assert figure[:4] == [sys.executable, "-m", "dpcore.experiments.ahead", "results"]
+    assert figure[5:7] == [str(ctx.results_dir), str(ctx.erm_dir)] and figure[7:] == ["001-fig2"]
+    assert spent[:4] == [sys.executable, "-m", "dpcore.experiments.ahead", "spent"] and spent[5:] == ["adult:logreg"]
     assert any("what the shipped tuning's searches spent, adult (logreg): started in a second process" in s for s in said)
     assert any("what the shipped tuning's 56 searches spent, adult (logreg): recomputed" in s for s in said)
     assert lessons == [ctx] and any("lesson steps" in s for s in said)  # the lesson, into the same stores
     # and this server's first paper figure, drawn once for every session (the command line's
     # prepare cannot: it is another process)
     assert any("Paper figures' first figure" in s for s in said)
-    assert at.status[0].label.startswith("Ready: 6 of 6 parts")
+    assert at.status[0].label.startswith("Ready: 7 of 7 parts")
     # every part named with its cost before it runs (an expander's table), and the bar over all of them
-    [plan] = [e for e in at.expander if e.label.startswith("What it computes: 6 parts")]
-    assert list(at.dataframe[0].value["part"])[:3] == ["what the shipped tuning's searches spent: started in a second process",
+    [plan] = [e for e in at.expander if e.label.startswith("What it computes: 7 parts")]
+    assert list(at.dataframe[0].value["part"])[:4] == ["Paper figures' first figure: verified in a second process",
+                                                       "what the shipped tuning's searches spent: started in a second process",
                                                        "exact references over the λ grid, iris (logreg)",
                                                        "Compare's first preset"]
 

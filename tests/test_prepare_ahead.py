@@ -60,3 +60,27 @@ def test_check_of_the_check_without_the_second_process_the_reader_recomputes(rec
     monkeypatch.setattr(certify_tuning, "check_tuning_spent", lambda *a, **k: checked.append(a) or real(*a, **k))
     ahead.read("adult", "logreg")
     assert len(checked) == 1 + len(CHEAP)  # the released rows, then each search
+
+
+@pytest.mark.parametrize("killed", [False, True], ids=["ended", "killed at once"])
+def test_a_presets_results_verified_there_are_read_here_without_a_check(tmp_path, monkeypatch, killed):
+    """Paper figures' first figure is verified in a second process into the app's results cache: the reader
+    here then finds its mark and checks nothing (the smallest shipped preset, 002-appendix); a second
+    process killed before it marked anything leaves every check to the reader."""
+    from dpcore.experiments import presets
+    from dpcore.experiments.ahead import ResultsAhead
+    from dpcore.experiments.context import Context
+
+    monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path / "cache"))
+    ctx = Context(workers=1, results_dir=tmp_path / "cache" / "results", erm_dir=tmp_path / "cache" / "erm")
+    ahead = ResultsAhead(ctx, ["002-appendix"])
+    assert ahead.start() == "the shipped results of 002-appendix verified: started in a second process"
+    if killed:
+        ahead._proc.kill()
+    assert ahead.wait() is (not killed)
+    checked = []
+    real = presets.check_table
+    monkeypatch.setattr(presets, "check_table", lambda *a, **k: checked.append(1) or real(*a, **k))
+    got = presets.shipped_results("002-appendix", ctx=ctx)
+    assert got is not None and len(got.table)
+    assert (len(checked) >= 1) is killed  # the table and its published twin, each checked here only if unmarked

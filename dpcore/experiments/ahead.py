@@ -1,15 +1,20 @@
-"""Work started ahead in a second process while this one does other work: what the shipped tunings'
-searches spent, recomputed (:func:`~dpcore.experiments.tune.shipped_tuning` with ``spent=True``: pure
-accounting, about 35 s of one core on Adult), which "Prepare for class" needs last and a 2-core machine
-can do beside the lesson's runs.
+"""Checks started ahead, each in a second process, while this one does other work: the pure accounting
+"Prepare for class" needs last and a 2-core machine can do beside the lesson's runs.
 
-The second process leaves nothing but the verification marks of the rows it checked in the cache
-folder (:mod:`dpcore.certify_marks`, signed with this user's key): the reader in this process then finds
-them and does not check those rows again.  Nothing it says is trusted otherwise: a row it did not mark
-(it failed, was killed, or the marks cannot be kept) is checked here as before, and a file it refused is
-refused here too, with the same one-line reason.
+* :class:`SpentAhead`: what the shipped tunings' searches spent, recomputed
+  (:func:`~dpcore.experiments.tune.shipped_tuning` with ``spent=True``: about 35 s of one core on Adult);
+* :class:`ResultsAhead`: a shipped preset's results verified, their certificates recomputed
+  (:func:`~dpcore.experiments.presets.shipped_results`: Paper figures' first figure, 50 s of one core).
 
-Run as ``python -m dpcore.experiments.ahead DATA_DIR DATASET:MODEL …`` (what :class:`SpentAhead` starts).
+A second process leaves nothing but the marks of what it verified in the cache folder (a tuning's rows:
+signed with this user's key, :mod:`dpcore.certify_marks`; a preset's files: the results cache's mark of
+their content and this code) and the calibrations it computed (re-certified by every reader).  The
+reader in this process then finds them and does not check again.  Nothing else it says is trusted: what
+it did not mark (it failed, was killed, or the marks cannot be kept) is checked here as before, and a
+file it refused is refused here too, with the same one-line reason.
+
+Run as ``python -m dpcore.experiments.ahead spent DATA_DIR DATASET:MODEL …`` or ``… results DATA_DIR
+RESULTS_DIR ERM_DIR PRESET …`` (what the classes start; an empty folder argument: the default).
 """
 from __future__ import annotations
 
@@ -19,38 +24,55 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
+from .context import Context
+from .presets import shipped_results
 from .tune import shipped_tuning
 
-__all__ = ["SpentAhead"]
+__all__ = ["SpentAhead", "ResultsAhead"]
 
 _LOG = logging.getLogger(__name__)
 
 
-class SpentAhead:
-    """The tunings ``pairs`` ((dataset, model)) of the data folder ``data_dir`` checked for what their
-    searches spent, in a second process: :meth:`start` starts it (once), :meth:`wait` waits for its end
-    (``True`` when it ended well; the caller then reads the tunings as usual, from the marks)."""
+def _folder(path) -> str:
+    return "" if path is None else os.fspath(path)
 
-    def __init__(self, data_dir, pairs: Sequence[tuple[str, str]]):
-        self.data_dir, self.pairs = data_dir, list(pairs)
+
+class _Ahead:
+    """One second process running ``python -m dpcore.experiments.ahead ARGS``: :meth:`start` starts it
+    (once), :meth:`wait` waits for its end (``True`` when it ended well; the caller then reads as usual,
+    from the marks)."""
+
+    def __init__(self, args: list[str], said: str):
+        self.args, self.said = args, said
         self._proc: subprocess.Popen | None = None
 
     def start(self) -> str:
-        if self._proc is None and self.pairs:
-            args = [sys.executable, "-m", __name__, "" if self.data_dir is None else os.fspath(self.data_dir),
-                    *(f"{d}:{m}" for d, m in self.pairs)]
+        if self._proc is None:
             try:
-                self._proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                              stderr=subprocess.DEVNULL)
-            except OSError as exc:  # no second process here: the reader checks every row itself
-                _LOG.info("could not start the tunings' check in a second process (%s)", exc)
-        names = ", ".join(f"{d} ({m})" for d, m in self.pairs)
-        return f"what the shipped tuning's searches spent, {names}: started in a second process"
+                self._proc = subprocess.Popen([sys.executable, "-m", __name__, *self.args], stdin=subprocess.DEVNULL,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            except OSError as exc:  # no second process here: the reader checks everything itself
+                _LOG.info("could not start a check in a second process (%s)", exc)
+        return f"{self.said}: started in a second process"
 
     def wait(self) -> bool:
         if self._proc is None:
             return False
         return self._proc.wait() == 0
+
+
+class SpentAhead(_Ahead):
+    """The tunings ``pairs`` ((dataset, model)) of the data folder ``data_dir`` checked for what their
+    searches spent."""
+
+    def __init__(self, data_dir, pairs: Sequence[tuple[str, str]]):
+        self.data_dir, self.pairs = data_dir, list(pairs)
+        names = ", ".join(f"{d} ({m})" for d, m in self.pairs)
+        super().__init__(["spent", _folder(data_dir), *(f"{d}:{m}" for d, m in self.pairs)],
+                         f"what the shipped tuning's searches spent, {names}")
+
+    def start(self) -> str:
+        return super().start() if self.pairs else f"{self.said}: nothing to start"
 
     def read(self, dataset: str, model: str) -> str:
         """What a tuning's searches spent, read here once the second process has ended (its marks)."""
@@ -60,15 +82,36 @@ class SpentAhead:
                 f"what the shipped tuning's {len(record.get('rows', []))} searches spent, {dataset} ({model}): recomputed")
 
 
+class ResultsAhead(_Ahead):
+    """The shipped results of ``presets`` verified into ``ctx``'s results cache (its data folder, its
+    results and exact-solution folders: where its own reader looks for the marks and calibrations)."""
+
+    def __init__(self, ctx: Context, presets: Sequence[str]):
+        super().__init__(["results", _folder(ctx.data_dir), _folder(ctx.results_dir), _folder(ctx.erm_dir),
+                          *presets], f"the shipped results of {', '.join(presets)} verified")
+
+
 def _main(argv: Sequence[str]) -> int:
-    data_dir = argv[0] or None
+    kind, *rest = argv
     status = 0
-    for pair in argv[1:]:
-        dataset, _, model = pair.partition(":")
-        try:
-            shipped_tuning(dataset, model, data_dir=data_dir, spent=True)
-        except Exception:  # the reader in the first process checks this file again and says why
-            status = 1
+    if kind == "spent":
+        data_dir, pairs = rest[0] or None, rest[1:]
+        for pair in pairs:
+            dataset, _, model = pair.partition(":")
+            try:
+                shipped_tuning(dataset, model, data_dir=data_dir, spent=True)
+            except Exception:  # the reader in the first process checks this file again and says why
+                status = 1
+    elif kind == "results":
+        data_dir, results_dir, erm_dir, presets = rest[0] or None, rest[1] or None, rest[2] or None, rest[3:]
+        ctx = Context(workers=1, data_dir=data_dir, results_dir=results_dir, erm_dir=erm_dir)
+        for preset in presets:
+            try:
+                shipped_results(preset, ctx=ctx)
+            except Exception:  # the same: checked again there
+                status = 1
+    else:
+        return 2
     return status
 
 
