@@ -128,12 +128,13 @@ def prepare_lesson(ctx: Context, *, tell: Callable[[str, float], None] | None = 
 def prepare_parts(ctx: Context, *, mlp: bool = True) -> list[tuple[str, Callable[[], str]]]:
     """Everything "Prepare for class" computes, in order and named before any of it runs: the views'
     defaults and Compare's first preset (:func:`~dpcore.experiments.studies.class_parts`), then every
-    step of the lesson; ``(what, compute)``, ``compute()`` saying what it did."""
+    step of the lesson, then the shipped tunings' spent figures (recomputed in a second process from the
+    start); ``(what, compute)``, ``compute()`` saying what it did."""
     def step(what: str, make: Callable[[Context | None], Any]) -> str:
         make(ctx)
         return what
 
-    return class_parts(ctx, mlp=mlp) + [(what, functools.partial(step, what, make)) for what, make in STEPS]
+    return class_parts(ctx, mlp=mlp, then=[(what, functools.partial(step, what, make)) for what, make in STEPS])
 
 
 #: what each part took the first time for a new version of the code (an empty results cache) on the

@@ -93,9 +93,10 @@ PREPARE_REFERENCES = (("breast-cancer", "logreg"), ("adult", "logreg"), ("iris",
 PREPARE_TUNINGS = (("adult", "logreg"),)
 
 
-def class_parts(ctx: Context, *, mlp: bool = True) -> list[tuple[str, Callable[[], str]]]:
+def class_parts(ctx: Context, *, mlp: bool = True, then=()) -> list[tuple[str, Callable[[], str]]]:
     """:func:`prepare_for_class`'s parts, in order and named before any runs: ``(what, compute)``,
-    ``compute()`` saying what it did (a part that found its work shipped says so)."""
+    ``compute()`` saying what it did (a part that found its work shipped says so); ``then``: more parts,
+    run before the tunings' spent figures are read (their second process meanwhile)."""
     def reference(dataset: str, model: str) -> str:
         load_problem(RunSpec(dataset=dataset, model=model), ctx=ctx)
         if model != "mlp":  # and the λ grid every view's non-private line searches (its references stored)
@@ -111,10 +112,10 @@ def class_parts(ctx: Context, *, mlp: bool = True) -> list[tuple[str, Callable[[
 
     # what each shipped search spent, which Compare and Tune show: started first, read last
     ahead = SpentAhead(ctx.data_dir, PREPARE_TUNINGS)
-    parts = [("what the shipped tuning's searches spent: started in a second process", ahead.start)] * bool(PREPARE_TUNINGS)
+    parts = [("what the shipped tuning's searches spent: started in a second process", ahead.start)] if PREPARE_TUNINGS else []
     parts += [(f"exact reference{'' if m == 'mlp' else 's over the λ grid'}, {d} ({m})", functools.partial(reference, d, m))
              for d, m in PREPARE_REFERENCES if mlp or m != "mlp"]
-    parts.append(("Compare's first preset", classroom))
+    parts += [("Compare's first preset", classroom), *then]
     parts += [(f"what the shipped tuning's searches spent, {d} ({m})", functools.partial(ahead.read, d, m))
               for d, m in PREPARE_TUNINGS]
     return parts
