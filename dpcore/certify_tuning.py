@@ -456,17 +456,43 @@ def _split_sizes(dataset: str, fraction: float, seed: int) -> tuple[int, int]:
     return full.n, validation_split(full, fraction, seed).n_test
 
 
+def _search_inputs(dataset: str, model: str, mechanism: str, epsilon: float, delta: float, repeats: int,
+                   validation_fraction: float, seed: int) -> tuple[list[RunSpec], Dataset]:
+    """A search of a registered dataset's grid: its candidates' settings and the split they ran on."""
+    full = _datasets.load(dataset)
+    split = validation_split(full, validation_fraction, seed)
+    base = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta, repeats=repeats,
+                   seed=seed)
+    return candidates(base, search_space(mechanism, model)), split
+
+
+def plan_searches(doc: dict[str, Any], dataset: str, model: str, ctx: Context) -> int:
+    """Compute, in ``ctx`` (its calibration table), every plan that recomputing ``doc``'s searches'
+    spent figures computes (:func:`check_search_costs`): what ``prepare --ship`` calibrates ahead, so a
+    reader's table only re-certifies them.  Returns how many searches were planned."""
+    search = _search_of(doc)
+    planned = 0
+    for row in doc.get("rows", []):
+        if "error" in row:
+            continue
+        mech, eps = _search_key_of(row, "a row")
+        specs, split = _search_inputs(doc["dataset"], model, mech, float(eps), float(doc["delta"]), search["repeats"],
+                                      search["validation_fraction"], search["seed"])
+        selection = float(eps) if search["selection_epsilon"] is None else search["selection_epsilon"]
+        with contextlib.suppress(DPCoreError):  # a search this code refuses plans nothing (its check says why)
+            search_spent(specs, final_repeats=search["final_repeats"], split=split, selection_epsilon=selection,
+                         ctx=ctx)
+            planned += 1
+    return planned
+
+
 @functools.lru_cache(maxsize=1024)
 def _searched(dataset: str, model: str, mechanism: str, epsilon: float, delta: float, repeats: int,
               final_repeats: int, validation_fraction: float, seed: int, selection_epsilon: float
               ) -> tuple[float, float, float, tuple[tuple[float, float], ...]]:
     """A search of a registered dataset's grid, recomputed (:func:`search_spent`): ε spent, δ spent, the
     accountant's error on ε spent, and each candidate's certified ε with its error (in the grid's order)."""
-    full = _datasets.load(dataset)
-    split = validation_split(full, validation_fraction, seed)
-    base = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta, repeats=repeats,
-                   seed=seed)
-    specs = candidates(base, search_space(mechanism, model))
+    specs, split = _search_inputs(dataset, model, mechanism, epsilon, delta, repeats, validation_fraction, seed)
     spent, delta_spent, whole, plans = search_spent(specs, final_repeats=final_repeats, split=split,
                                                     selection_epsilon=selection_epsilon)
     return (spent, delta_spent, certificate_error(whole, delta_spent),

@@ -1291,6 +1291,12 @@ LIST_WORDS = (",,,", "0.1,0.1,0.1", "nan,1", "1e-4,1000", "9" * 400, "١٢", "\u
 
 def _links():
     sys.path.insert(0, str(ROOT / "tests"))
+    # AppTest runs a page file with its folder (pages/) first on sys.path: a later ``from distributed import``
+    # (dask, in a worker that ran the library door's dask cases) would find pages/distributed.py and run
+    # the page again inside it (a duplicate widget key).  Streamlit runs the app from app.py's folder, so
+    # this is the harness's own: the real package imported first, before any page runs.
+    with contextlib.suppress(ImportError):
+        import distributed  # noqa: F401
     import test_fuzz_links as fl  # noqa: E402 - its declarations: the views, their keys, ranges and verdict
     return fl
 

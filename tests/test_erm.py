@@ -429,19 +429,20 @@ def test_a_shipped_calibration_is_re_certified_on_reading_and_never_trusted_blin
     assert ReferenceStore(data_dir=tmp_path).calibrations.sampled_gaussian(*event) == z and len(calls) == 3
 
 
-def test_the_shipped_calibrations_are_compares_classroom_preset_and_this_codes(monkeypatch):
-    """data/calibrations holds the noise multiplier of every sampled Gaussian of Compare's classroom
-    preset, tuned (as the view opens) and untuned, and of the shipped tunings' rows (which reading a
-    tuning re-certifies), under the key this code computes (the accountant's source is in it), and
-    nothing else: a fresh store plans every configuration of the preset, and reads the tunings,
-    without one PLD search.  A change to the accountant fails this until `python -m dpcore prepare --ship`."""
-    from dpcore import accounting
+def _shipped_calibrations_asked(monkeypatch, *, whole: bool) -> set[str]:
+    """The calibration keys a fresh store asks for, with every PLD search refused (the shipped file must
+    answer): every configuration of Compare's classroom preset, tuned (as the view opens) and untuned,
+    and the shipped tunings' rows; then, as a reader calls them (the default context's table), the
+    tunings' searches' spent figures (``whole``: every search of every tuning, and every paper figure's
+    shipped results; otherwise one DP-SGD search, the cheap twin)."""
+    from dpcore import accounting, certify_tuning
     from dpcore.exceptions import DPCoreError
-    from dpcore.experiments.context import Context
-    from dpcore.experiments.run import noise_plan
     from dpcore.experiments import tune
+    from dpcore.experiments.context import Context, default_context
+    from dpcore.experiments.presets import PRESETS, shipped_results
+    from dpcore.experiments.run import noise_plan
     from dpcore.experiments.studies import CLASSROOM_COMPARE, _sweep_plan, compare_base
-    from dpcore.shipped import folder_of
+    from dpcore.shipped import folder_of, read_json
 
     def no_search(*a):
         raise AssertionError(f"calibrated {a}: the shipped calibration is missing or stale; run "
@@ -450,6 +451,7 @@ def test_the_shipped_calibrations_are_compares_classroom_preset_and_this_codes(m
     monkeypatch.setattr(accounting, "calibrate_sampled_gaussian", no_search)
     tune._read_tuned.cache_clear()  # memos of pure functions, cleared so that the tunings are read here
     tune._certified_for.cache_clear()
+    certify_tuning._searched.cache_clear()
     c = CLASSROOM_COMPARE
     base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
                         repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
@@ -467,10 +469,47 @@ def test_the_shipped_calibrations_are_compares_classroom_preset_and_this_codes(m
         for row in doc["rows"] + doc.get("released_rows", []):  # the same plans, in this test's table
             if "error" not in row:
                 noise_plan(tune.tuned_spec(doc, row), ctx)
-    asked = ctx.store.calibrations.asked
+    asked = set(ctx.store.calibrations.asked)
     assert planned > 100 and len(asked) >= 16  # DP-SGD's and Bassily et al.'s at every ε, at least
+    table = default_context().store.calibrations
+    table.asked.clear()  # what earlier tests in this process asked of it is not this read's
+    before = len(asked)
+    for path in sorted(folder_of("tuned").glob("*.json")):
+        dataset, model = path.stem.rsplit("-", 1)
+        doc = read_json(f"tuned/{path.name}")
+        sgd = [(r["mechanism"], r["epsilon"]) for r in doc.get("rows", []) if r["mechanism"] == "gradient-dpsgd"]
+        if whole or sgd:
+            certify_tuning.check_tuning_spent(doc, dataset, model, only=None if whole else sgd[:1])
+    if whole:
+        for preset in PRESETS:
+            shipped_results(preset)
+    asked |= table.asked
+    assert len(asked) > before + (50 if whole else 0)  # the searches' candidates: DP-SGD's grid at each ε
+    return asked
+
+
+def test_the_shipped_calibrations_answer_compares_classroom_preset_and_a_tunings_search(monkeypatch):
+    """data/calibrations holds the noise multiplier of every sampled Gaussian of Compare's classroom
+    preset and of the shipped tunings' rows, and of a tuning's search's candidates (whose ε spent a
+    reader recomputes), under the key this code computes (the accountant's source is in it): a fresh
+    store plans them without one PLD search.  The cheap twin of the next test (which also says the
+    folder holds nothing else).  A change to the accountant fails this until
+    `python -m dpcore prepare --ship`."""
+    from dpcore.shipped import folder_of
+
+    shipped_names = {p.name for p in folder_of("calibrations").glob("calibration-*.json")}
+    assert {f"calibration-{key}.json" for key in _shipped_calibrations_asked(monkeypatch, whole=False)} <= shipped_names
+
+
+@pytest.mark.slow
+def test_the_shipped_calibrations_are_what_readers_ask_and_nothing_else(monkeypatch):
+    """The same for every search of every shipped tuning and every paper figure's shipped results (whose
+    certificates a reader recomputes): data/calibrations holds exactly the calibrations a reader of
+    all of them asks for (about 50 s)."""
+    from dpcore.shipped import folder_of
+
     assert sorted(p.name for p in folder_of("calibrations").glob("calibration-*.json")) == sorted(
-        f"calibration-{key}.json" for key in asked)
+        f"calibration-{key}.json" for key in _shipped_calibrations_asked(monkeypatch, whole=True))
 
 
 def test_the_mlp_reference_takes_no_more_evaluations_than_its_budget_counts(monkeypatch):

@@ -41,6 +41,8 @@ from .context import Context
 from .grid import run_grid, summaries
 from .ahead import SpentAhead
 from .tune import shipped_tuning, tuned_row, tuned_spec, with_setting
+from .presets import PRESETS, shipped_results
+from ..certify_tuning import plan_searches
 from .run import RunSpec, load_problem, noise_plan, problem_data
 from .sweep import environment, task_key
 
@@ -210,9 +212,8 @@ def shipped_reference_specs() -> list[RunSpec]:
 def ship_references(progress=None, folder: Path | None = None, *, mlp: bool = True) -> list[dict[str, Any]]:
     """Solve (or find, when current) the exact references of :func:`shipped_reference_specs` into
     ``folder`` (default: the data folder's ``references/``, :func:`dpcore.shipped.folder_of`), and remove
-    the files of earlier code there (their keys include the solver's and the models' source, so no
-    reader would find them).  ``mlp=False`` (``prepare --ship --no-mlp``) leaves the MLP's references
-    unsolved: a current file is kept, a stale one removed."""
+    the files of earlier code there (their keys include the solver's and the models' source).  ``mlp=False``
+    (``prepare --ship --no-mlp``) leaves the MLP's references unsolved: a current file is kept, a stale one removed."""
     folder = shipped.folder_of("references") if folder is None else Path(folder)
     store, keep, done = erm.ReferenceStore(folder), set(), []
     for spec in shipped_reference_specs():
@@ -234,9 +235,8 @@ def ship_references(progress=None, folder: Path | None = None, *, mlp: bool = Tr
 
 
 def _ship_only(folder: Path, prefix: str, names: set[str]) -> set[str]:
-    """List in the manifest the files ``names`` of ``folder`` that exist, and remove its other
-    ``prefix*.json`` files (an earlier code's: no reader would find them) from it and from the
-    manifest, and the cache layer's lock files; returns the names listed."""
+    """List in the manifest the files ``names`` of ``folder`` that exist; remove its other ``prefix*.json``
+    files (an earlier code's) from it and the manifest, and its lock files; returns the names listed."""
     with contextlib.suppress(OSError):
         shutil.rmtree(folder / ".locks")  # the store that wrote the files locked them: nothing ships those
     keep = {name for name in names if (folder / name).exists()}
@@ -250,13 +250,13 @@ def _ship_only(folder: Path, prefix: str, names: set[str]) -> set[str]:
 
 
 def ship_calibrations(folder: Path | None = None) -> dict[str, Any]:
-    """Calibrate the sampled Gaussians of Compare's classroom preset (tuned, as the view opens, and
-    untuned: the noise multipliers of DP-SGD and Bassily et al.'s SGD at every ε, 0.2–0.8 s of PLD
-    search each) and those of the shipped tunings' rows (whose certificates a reader of a tuning
-    recomputes) into ``folder`` (default: the data folder's ``calibrations/``), list them in the
-    manifest and remove the files of earlier code there (their keys hash the accountant's source).
-    A reader re-certifies each file it reads (two PLD evaluations), so a new machine's first Compare
-    checks these multipliers instead of searching for them."""
+    """Calibrate every sampled Gaussian a reader of the shipped files would search for (0.2–0.8 s of PLD
+    search each): Compare's classroom preset (tuned, as the view opens, and untuned), the shipped
+    tunings' rows and their searches' candidates (whose certificates and ε spent a reader recomputes:
+    :func:`~dpcore.certify_tuning.plan_searches`) and the paper figures' shipped results; into ``folder``
+    (default: the data folder's ``calibrations/``), listed in the manifest, the files of earlier code
+    there removed (their keys hash the accountant's source).  A reader re-certifies each file it reads
+    (two PLD evaluations), so a new machine checks these multipliers instead of searching for them."""
     folder = shipped.folder_of("calibrations") if folder is None else Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -266,15 +266,18 @@ def ship_calibrations(folder: Path | None = None) -> dict[str, Any]:
              _sweep_plan(_classroom_base(), c["mechanisms"], c["epsilons"], None, None, tuned, folder.parent)[1]]
     for path in sorted(shipped.folder_of("tuned", folder.parent).glob("*.json")):  # what reading a tuning re-certifies
         doc = shipped.read_json(f"tuned/{path.name}", folder.parent)
-        for row in doc.get("rows", []) + doc.get("released_rows", []):
-            if "error" not in row:
-                with contextlib.suppress(DPCoreError, TypeError, KeyError, ValueError):  # the check refuses those
-                    specs.append(tuned_spec(doc, row))
+        with contextlib.suppress(DPCoreError, TypeError, KeyError, ValueError):  # the check refuses those
+            plan_searches(doc, doc["dataset"], path.stem.rsplit("-", 1)[1], ctx)
+            specs += [tuned_spec(doc, row) for row in doc.get("rows", []) + doc.get("released_rows", [])
+                      if "error" not in row]
     for spec in specs:
         with contextlib.suppress(DPCoreError):  # a refused configuration calibrates nothing (its row says why)
             noise_plan(spec, ctx)
+    for preset in PRESETS:  # a file refused (ShippedFileError) is the view's to explain
+        with contextlib.suppress(DPCoreError, ValueError):
+            shipped_results(preset, ctx=ctx)
     keep = _ship_only(folder, "calibration-", {f"calibration-{key}.json" for key in ctx.store.calibrations.asked})
-    return {"what": f"{len(keep)} noise calibrations of Compare's classroom preset, shipped in {folder}",
+    return {"what": f"{len(keep)} noise calibrations of the shipped files' readers, shipped in {folder}",
             "seconds": round(time.time() - started, 1)}
 
 
