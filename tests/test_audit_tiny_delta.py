@@ -30,6 +30,20 @@ def test_the_sampled_lower_bound_below_the_distributions_reach_is_its_figure_at_
     assert bounds._epsilon_optimistic(z, q, steps, TINY, 1e-4) == math.inf
 
 
+def test_the_scale_bound_below_the_distributions_reach_is_its_figure_at_that_reach():
+    """The χ² bound on a sampled Gaussian's noise takes the same floor (it said "no estimate" below it):
+    at δ = 1e-100 its figure at 1e-12, finite, and below the certificate of the noise it bounds; a third
+    of the noise (sum of squares 9× smaller) reads an ε above the claim's certificate at 1e-100."""
+    z, q, steps, df = 2.0, 0.1, 10, 20_000
+    ss = df * 1.0  # the sum of squares of unit-scale noise: r_U just above 1
+    low = bounds.sampled_gaussian_scale_bound(ss, df, z, q, steps, TINY, 0.05)
+    assert low.epsilon == bounds.sampled_gaussian_scale_bound(ss, df, z, q, steps, PLD_MIN_DELTA, 0.05).epsilon
+    assert 0 < low.epsilon <= certify(sampled_gaussian("the step", 1.0, z, q, steps), TINY)
+    assert "smallest the distribution resolves" in low.detail
+    planted = bounds.sampled_gaussian_scale_bound(ss / 9, df, z, q, steps, TINY, 0.05)
+    assert planted.epsilon > certify(sampled_gaussian("the step", 1.0, z, q, steps), TINY)
+
+
 @pytest.mark.parametrize("scale, refuted", [(1.0, False), (0.1, True)], ids=["as certified", "a tenth of the noise"])
 def test_a_white_box_audit_at_delta_1e_100_passes_the_truth_and_catches_a_tenth_of_the_noise(scale, refuted):
     spec = RunSpec("breast-cancer", mechanism="gradient-dpsgd", epsilon=1.0, delta=TINY, iterations=1, repeats=1,

@@ -387,9 +387,8 @@ def sampled_gaussian_scale_bound(ss: float, df: int, noise_multiplier: float, sa
     z, q, steps = float(noise_multiplier), float(sample_rate), int(steps)
     if not (z > 0 and 0 < q <= 1 and steps >= 1):
         raise ParameterError(f"need a positive multiplier, a rate in (0, 1] and ≥ 1 step; got {z}, {q}, {steps}")
-    if delta < acc.PLD_MIN_DELTA:
-        return Estimate(name, 0.0, alpha, why, None, f"δ = {delta:g} is below what the privacy-loss "
-                        f"distribution resolves ({acc.PLD_MIN_DELTA:g}): no estimate")
+    at = f" at δ = {acc.PLD_MIN_DELTA:g}, the smallest the distribution resolves" if delta < acc.PLD_MIN_DELTA else ""
+    delta = max(float(delta), acc.PLD_MIN_DELTA)  # ε(δ) grows as δ shrinks: still a lower bound at the δ asked
     r_u = scale_upper(ss, df, alpha)
     if not math.isfinite(r_u):
         return Estimate(name, 0.0, alpha, why, None, "the noise is not finite (diverged runs): no estimate")
@@ -397,7 +396,7 @@ def sampled_gaussian_scale_bound(ss: float, df: int, noise_multiplier: float, sa
         r_u = 1e-3 / z
     return Estimate(name, _epsilon_optimistic(r_u * z, q, steps, float(delta), grid), alpha, why, None,
                     f"noise multiplier ≤ {r_u * z:.6g}, {r_u:.6g}× the claimed {z:.4g} (χ², {int(df)} degrees "
-                    f"of freedom; q = {q:.4g}, {steps} steps)")
+                    f"of freedom; q = {q:.4g}, {steps} steps){at}")
 
 
 # ---------------------------------------------------------------------------
