@@ -76,3 +76,16 @@ def load_core() -> None:
                 importlib.import_module(module.name)
         importlib.import_module("pages.common")
         _loaded = True
+        _compile_kernels_ahead()
+
+
+def _compile_kernels_ahead() -> None:
+    """On a server (not a test's script runner), the compiled kernels compiled in a second process as it
+    starts (:func:`dpcore.experiments.ahead.kernels_ahead`): a class's first run then loads them from the
+    kernel cache (about 1 s) instead of compiling them in front of the class (about 5 s of CPU)."""
+    from streamlit import runtime
+
+    if runtime.exists():
+        from dpcore.experiments.ahead import kernels_ahead
+
+        kernels_ahead().start()

@@ -1217,6 +1217,7 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     monkeypatch.setattr(ahead, "shipped_tuning", lambda d, m, data_dir=None, spent=False:
                         recomputed.append((d, m, spent)) or {"rows": [{}] * 56})
     monkeypatch.setattr(ahead.subprocess, "Popen", lambda args, **kw: started.append(args) or _Done())
+    ahead.kernels_ahead.cache_clear()  # this process's kernels not yet started (once a process)
     from dpcore import lesson
     lessons = []
     monkeypatch.setattr(lesson, "STEPS", (("lesson steps", lambda ctx: lessons.append(ctx)),))
@@ -1234,7 +1235,10 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     assert recomputed == [("adult", "logreg", True)]
     # the second processes, started first: the first figure's results verified, the tuning's spent recomputed
     # (this interpreter, the module, what, the folders, the preset or the tuning)
-    figure, spent = started
+    # (the kernels: started when this process's first script loaded the core, or by Prepare, once a process)
+    compiled = [args for args in started if args[-1] == "kernels"]
+    assert compiled == [[sys.executable, "-m", "dpcore.experiments.ahead", "kernels"]]
+    figure, spent = [args for args in started if args[-1] != "kernels"]
     assert figure[:4] == [sys.executable, "-m", "dpcore.experiments.ahead", "results"]
     assert figure[5:7] == [str(ctx.results_dir), str(ctx.erm_dir)] and figure[7:] == ["001-fig2"]
     assert spent[:4] == [sys.executable, "-m", "dpcore.experiments.ahead", "spent"] and spent[5:] == ["adult:logreg"]
@@ -1244,10 +1248,11 @@ def test_start_prepares_for_class_into_the_apps_stores(monkeypatch):
     # and this server's first paper figure, drawn once for every session (the command line's
     # prepare cannot: it is another process)
     assert any("Paper figures' first figure" in s for s in said)
-    assert at.status[0].label.startswith("Ready: 7 of 7 parts")
+    assert at.status[0].label.startswith("Ready: 8 of 8 parts")
     # every part named with its cost before it runs (an expander's table), and the bar over all of them
-    [plan] = [e for e in at.expander if e.label.startswith("What it computes: 7 parts")]
-    assert list(at.dataframe[0].value["part"])[:4] == ["Paper figures' first figure: verified in a second process",
+    [plan] = [e for e in at.expander if e.label.startswith("What it computes: 8 parts")]
+    assert list(at.dataframe[0].value["part"])[:5] == ["Paper figures' first figure: verified in a second process",
+                                                       "the compiled kernels: compiled in a second process",
                                                        "what the shipped tuning's searches spent: started in a second process",
                                                        "exact references over the λ grid, iris (logreg)",
                                                        "Compare's first preset"]

@@ -39,7 +39,7 @@ from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scali
 from .baselines import LAMBDA_GRID, baseline
 from .context import Context
 from .grid import run_grid, summaries
-from .ahead import SpentAhead
+from .ahead import SpentAhead, kernels_ahead
 from .tune import shipped_tuning, tuned_row, tuned_spec, with_setting
 from .presets import PRESETS, shipped_results
 from ..certify_tuning import plan_searches
@@ -112,12 +112,12 @@ def class_parts(ctx: Context, *, mlp: bool = True, then=()) -> list[tuple[str, C
                     "this code, its rows and their certificates checked")
         return f"Compare's first preset ({len(classroom_compare(ctx))} configurations), computed"
 
-    # what each shipped search spent, which Compare and Tune show: started first, read last
+    # the compiled kernels, and what each shipped search spent (which Compare and Tune show: read last), started first
     ahead = SpentAhead(ctx.data_dir, PREPARE_TUNINGS)
-    parts = [("what the shipped tuning's searches spent: started in a second process", ahead.start)] if PREPARE_TUNINGS else []
+    parts = [("the compiled kernels: compiled in a second process", kernels_ahead().start)] + (
+        [("what the shipped tuning's searches spent: started in a second process", ahead.start)] if PREPARE_TUNINGS else [])
     parts += [(f"exact reference{'' if m == 'mlp' else 's over the λ grid'}, {d} ({m})", functools.partial(reference, d, m))
-             for d, m in PREPARE_REFERENCES if mlp or m != "mlp"]
-    parts += [("Compare's first preset", classroom), *then]
+              for d, m in PREPARE_REFERENCES if mlp or m != "mlp"] + [("Compare's first preset", classroom), *then]
     parts += [(f"what the shipped tuning's searches spent, {d} ({m})", functools.partial(ahead.read, d, m))
               for d, m in PREPARE_TUNINGS]
     return parts
