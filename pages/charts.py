@@ -7,16 +7,16 @@ from __future__ import annotations
 import html
 import math
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.figures import (REFERENCE_LINE, figure_note, legend_html, on_screen, panel_columns, panels, target_note,
+from dpcore.figures import (figure_note, legend_html, on_screen, panel_columns, panels, target_note,
                             without_notes)
 from dpcore.experiments.run import RunSpec, noise_plan
 from dpcore.figures_result import no_better_rows
+from dpcore.figures_views import loss_figure  # noqa: F401 - the views draw it from here
 from dpcore.figures_text import ChartText, chart_text, panels_text, table_html
 from dpcore.jsonutil import dumps
 from dpcore.privacy import dp_events_list
@@ -47,44 +47,6 @@ def guessing_box(rows, name, guess: float | None = None, advice: str = "") -> bo
                f"no better: {what}. The noise has drowned what the data says there. "
                + (advice or "Try a larger ε or more data."))
     return True
-
-
-def loss_figure(rec: dict, title: str = "Training objective on the data the optimiser saw") -> go.Figure | None:
-    """Every repeat's training objective against the step, with L* when the record has it, and
-    the *released* model's objective L* + gap (mean ± sd over runs) at the last step: the loss
-    of the model whose gap the view reports.  Where noise is added after training (output
-    perturbation) it stands apart from the curve, and the title says so."""
-    trace, steps = rec.get("loss_trace"), rec.get("trace_steps")
-    if not trace:
-        return None
-    arr = np.asarray(trace, dtype=float)
-    fig = go.Figure()
-    for r in range(arr.shape[1]):
-        fig.add_trace(go.Scatter(x=steps, y=arr[:, r], mode="lines", name=f"run {r + 1}",
-                                 line=dict(width=1)))
-    star, gap = rec.get("loss_star"), rec.get("gap_mean")
-    if star is not None:
-        # under its line: the released model's label sits above its point, at L* + gap ≥ L*
-        fig.add_hline(y=star, annotation_text="L* (non-private optimum)", annotation_position="bottom right",
-                      **REFERENCE_LINE)
-    if star is not None and gap is not None and math.isfinite(gap):
-        released = star + gap
-        end = float(np.nanmean(arr[-1])) if np.isfinite(arr[-1]).any() else math.nan
-        apart = not math.isfinite(end) or abs(released - end) > 1e-6 * max(1.0, abs(released))
-        fig.add_trace(go.Scatter(
-            x=[steps[-1]], y=[released], mode="markers", name="released model",
-            marker=dict(symbol="diamond", size=11, color="#d62728"),
-            error_y=dict(type="data", array=[rec.get("gap_std") or 0.0], visible=True),
-            hovertext=[f"the released model: L(θ) = L* + gap = {released:.4g} (mean over runs)"
-                       + ("; the curve is the training before the noise added at the end" if apart else "")],
-            hoverinfo="text"))
-        fig.add_annotation(x=steps[-1], y=released, text="released model" + (" (after its noise)" if apart else ""),
-                           showarrow=False, xanchor="right", yanchor="bottom", font=dict(color="#d62728"))
-        if apart:
-            title = "Training objective before the noise, and the released model's (◆, after it)"
-    fig.update_layout(title=title, xaxis_title="step t",
-                      yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
-    return fig
 
 
 def drawn(results):

@@ -9,6 +9,7 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
+from dpcore.experiments.presets_views import explore_spec
 from dpcore.figures_result import noise_words, r_squared, versus_guessing
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
@@ -123,9 +124,9 @@ with st.sidebar:
     seed = param_widget("seed", "ex_seed", label="seed")
 
 try:
-    config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                     iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, c=c,
-                     lam=lam, learning_rate=lr, options=options, **extra)
+    config = explore_spec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                          iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, c=c,
+                          lam=lam, learning_rate=lr, options=options, **extra)  # as its export does
 except DPCoreError as exc:  # a ParameterError from the declared constraints
     st.error(f"{exc}")
     st.stop()
