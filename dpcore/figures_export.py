@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Mapping
 from urllib.parse import parse_qsl, urlsplit
@@ -75,9 +76,15 @@ def settings_of(view: ViewExport, given: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _commit() -> str | None:
+    """The commit this package runs from (once a process: the environment takes a second)."""
+    return environment()["git_commit"]
+
+
 def _cells(view: ViewExport, values: dict[str, Any], fmt: str, given=frozenset()) -> list[tuple[str, str]]:
     """The export's cells, (``"markdown"`` or ``"code"``, text), in order."""
-    commit = environment()["git_commit"]
+    commit = _commit()
     head = (f"# {view.title}: the view as code\n\n"
             f"This {'notebook' if fmt == 'ipynb' else 'script'} computes what the app's **{view.title}** view "
             f"showed for the link `{view.link(values)}`, with the same dpcore calls, settings and seeds, "

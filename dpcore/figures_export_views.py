@@ -15,7 +15,11 @@ from urllib.parse import urlencode
 
 from .exceptions import DPCoreError, unknown_choice
 from .experiments.tune import setting_text, tuned_setting
-from .experiments.presets_views import HIDDEN_OPTIONS, compare_setting, explore_options, explore_spec
+from .experiments.presets_views import (HIDDEN_OPTIONS, compare_setting, distributed_spec, explore_options, explore_spec,
+                                       tradeoff_mechanisms)
+from .partition import client_sizes
+from .datasets import DATASETS
+from .experiments.run import RunSpec
 from .mechanisms import REGISTRY
 from .params import PARAMS
 
@@ -261,5 +265,104 @@ COMPARE = ViewExport(
     ))
 
 
+# -- Local vs central -------------------------------------------------------------------------------
+
+def _local_central_check(values: Mapping[str, Any]) -> None:
+    RunSpec(dataset=values["lc_dataset"], model="logreg", epsilon=values["lc_epsilon"], delta=values["lc_delta"],
+            iterations=values["lc_T"], repeats=values["lc_R"])
+
+
+LOCAL_CENTRAL = ViewExport(
+    name="local_central", title="Local vs central",
+    defaults={"lc_dataset": "breast-cancer", "lc_epsilon": 1.0, "lc_delta": 1e-05, "lc_R": 2, "lc_T": 100,
+              "lc_shown": False},
+    names={"lc_dataset": "dataset", "lc_epsilon": "epsilon", "lc_delta": "delta", "lc_T": "T", "lc_R": "R"},
+    imports=("from dpcore import RunSpec\n"
+             "from dpcore.experiments.baselines import baseline, row_lambdas\n"
+             "from dpcore.experiments.presets_views import tradeoff_mechanisms\n"
+             "from dpcore.experiments.studies import tradeoff\n"
+             "from dpcore.figures import tradeoff_figure"),
+    change="Every mechanism runs at the one central target ε (logistic regression, classification data); the "
+           "curve varies the input noise of input perturbation.",
+    check=_local_central_check,
+    steps=(
+        ("## The trade-off\n\n`tradeoff` runs every mechanism of `tradeoff_mechanisms()` at the central ε (R runs "
+         "each, seeds 0 … R − 1) and reads each one's local ε: ∞ for a central mechanism, which protects no record "
+         "from the server that collects the data.",
+         "out = tradeoff(dataset, epsilon, delta, iterations=T, repeats=R, mechanisms=tradeoff_mechanisms())\n"
+         "ok = [r for r in out[\"rows\"] if \"error\" not in r]\n"
+         "for r in out[\"rows\"]:\n"
+         "    if \"error\" in r:\n"
+         "        print(f\"{r['mechanism']} did not run: {r['error']}\")"),
+        ("## The headline numbers\n\nEach mechanism's accuracy (mean over the runs), its certified ε and its "
+         "local ε: the view's table.",
+         "for r in ok:\n"
+         "    print(f\"{r['mechanism']}: accuracy = {r['accuracy_mean']!r}\")\n"
+         "    print(f\"{r['mechanism']}: epsilon certified = {r['epsilon_certified']!r}\")\n"
+         "    print(f\"{r['mechanism']}: epsilon local = {r['epsilon_local']!r}\")"),
+        ("## The chart\n\nAccuracy against local ε, with the non-private reference (the best exact model over "
+         "the tuning's λ grid).",
+         "reference = baseline(RunSpec(dataset=dataset, model=\"logreg\"), lams=row_lambdas(ok, None))\n"
+         "fig = tradeoff_figure(out, baseline=reference.value, baseline_label=reference.label)\n"
+         "fig.update_layout(title=f\"Test accuracy against local ε, at central ε = {out['epsilon']:g}\")\n"
+         "show(fig, \"local_vs_central\")"),
+    ))
+
+
+# -- Distributed -------------------------------------------------------------------------------------
+
+def _distributed_args(values: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(dataset=values["dist_dataset"], model=values["dist_model"], epsilon=values["dist_epsilon"],
+                delta=values["dist_delta"], iterations=values["dist_T"], repeats=values["dist_R"],
+                clients=values["dist_m"], skew=values["dist_u"], calibration=values["dist_cal"],
+                split=values["dist_split"])
+
+
+def _distributed_check(values: Mapping[str, Any]) -> None:
+    if values["dist_dataset"] in DATASETS:
+        client_sizes(DATASETS[values["dist_dataset"]].n_train, values["dist_m"], values["dist_u"])
+    distributed_spec("distributed-wddp", **_distributed_args(values))
+
+
+DISTRIBUTED = ViewExport(
+    name="distributed", title="Distributed",
+    defaults={"dist_dataset": "breast-cancer", "dist_model": "logreg", "dist_m": 4, "dist_u": 1.0,
+              "dist_epsilon": 1.0, "dist_delta": 1e-05, "dist_cal": "certified", "dist_T": 100, "dist_R": 3,
+              "dist_split": "random", "dist_shown": False},
+    names={f"dist_{k}": k for k in ("dataset", "model", "m", "u", "epsilon", "delta", "cal", "T", "R", "split")},
+    imports=("from dpcore import RunSpec\n"
+             "from dpcore.experiments.baselines import baseline, row_lambdas\n"
+             "from dpcore.experiments.presets_views import distributed_spec, run_record, skew_grid\n"
+             "from dpcore.experiments.studies import skew_curve\n"
+             "from dpcore.figures_views import skew_figures"),
+    change="m is the number of clients, u = n_max / n_min how uneven their sizes are; `split` says which "
+           "records each client holds (random or stratified by label).",
+    check=_distributed_check,
+    steps=(
+        ("## The two federations\n\nWD-DP weights each client by its share of the data, plain averaging "
+         "gives each 1/m: `run_record` trains each R times at these m and u, as the view's two columns do.",
+         "for mechanism in (\"distributed-wddp\", \"distributed-avg\"):\n"
+         "    spec = distributed_spec(mechanism, dataset=dataset, model=model, epsilon=epsilon, delta=delta,\n"
+         "                            iterations=T, repeats=R, clients=m, skew=u, calibration=cal, split=split)\n"
+         "    record = run_record(spec)\n"
+         "    metric = \"accuracy\" if record.get(\"accuracy_mean\") is not None else \"rmse\"\n"
+         "    print(f\"{mechanism}: {metric} = {record[metric + '_mean']!r}\")\n"
+         "    print(f\"{mechanism}: epsilon certified = {record['epsilon_certified']!r}\")"),
+        ("## The sweep over the skew\n\n`skew_curve` runs both and the centralised DP-GD at every skew of "
+         "`skew_grid(u)` (the chosen u among them).",
+         "curve = skew_curve(dataset, epsilon, delta, model=model, clients=m, skews=skew_grid(u), iterations=T,\n"
+         "                   repeats=R, calibration=cal, split=split)\n"
+         "rows = [r for r in curve[\"rows\"] if \"error\" not in r]\n"
+         "for r in rows:\n"
+         "    metric = \"accuracy\" if r.get(\"accuracy_mean\") is not None else \"rmse\"\n"
+         "    print(f\"{r['mechanism']} at u {r['skew']:g}: {metric} = {r[metric + '_mean']!r}\")"),
+        ("## The charts\n\nThe score and the gap against u, with the non-private reference.",
+         "reference = baseline(RunSpec(dataset=dataset, model=model), lams=row_lambdas(rows, None))\n"
+         "score, gap = skew_figures(rows, reference)\n"
+         "show(score, \"accuracy_vs_skew\")\n"
+         "show(gap, \"gap_vs_skew\")"),
+    ))
+
+
 #: every view that computes, by its link's path (the navigation's url_path)
-VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE)}
+VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, LOCAL_CENTRAL, DISTRIBUTED)}

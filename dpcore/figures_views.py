@@ -1,6 +1,6 @@
 """The figures a view draws from its result, in the core so that the view and the code it exports
 (:mod:`dpcore.figures_export`) draw the same chart: Explore's loss curve (:func:`loss_figure`) and Compare's
-two charts against ε (:func:`compare_figures`)."""
+two charts against ε (:func:`compare_figures`), Distributed's against skew (:func:`skew_figures`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from .figures import REFERENCE_LINE, band_figure
 
-__all__ = ["compare_figures", "loss_figure"]
+__all__ = ["compare_figures", "loss_figure", "skew_figures"]
 
 
 def loss_figure(rec: dict, title: str = "Training objective on the data the optimiser saw") -> go.Figure | None:
@@ -66,3 +66,19 @@ def compare_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Fig
     fig2 = band_figure(rows, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
                        x_title="ε", y_title="L(θ) − L*")
     return fig1, fig2
+
+
+def skew_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Figure]:
+    """Distributed's two charts of its skew sweep's rows (those without ``error``): accuracy (RMSE)
+    against skew u with the non-private ``reference`` and what guessing scores, and the gap."""
+    metric, label = (("accuracy_mean", "test accuracy") if any(r.get("accuracy_mean") is not None for r in rows)
+                     else ("rmse_mean", "test RMSE"))
+    fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
+                      x_title="u = n_max / n_min", y_title=label,
+                      bounds=(0.0, 1.0) if metric == "accuracy_mean" else None,
+                      baseline=None if reference is None else reference.value,
+                      baseline_label="non-private" if reference is None else reference.label,
+                      guess=None if reference is None else reference.guess)
+    gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
+                      x_title="u = n_max / n_min", y_title="L(θ) − L*")
+    return fig, gap

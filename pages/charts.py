@@ -15,12 +15,13 @@ from dpcore.exceptions import DPCoreError
 from dpcore.figures import (figure_note, legend_html, on_screen, panel_columns, panels, target_note,
                             without_notes)
 from dpcore.experiments.run import RunSpec, noise_plan
+from dpcore.figures_export import VIEWS as EXPORTED, export_view
 from dpcore.figures_result import no_better_rows
 from dpcore.figures_views import loss_figure  # noqa: F401 - the views draw it from here
 from dpcore.figures_text import ChartText, chart_text, panels_text, table_html
 from dpcore.jsonutil import dumps
 from dpcore.privacy import dp_events_list
-from pages.appstate import app_context, user_dataset
+from pages.appstate import UPLOAD_PREFIX, app_context, user_dataset
 
 
 def missed_target_note(rows, target: str = "epsilon", x: str | None = None) -> None:
@@ -193,3 +194,30 @@ def download_figure(fig, name: str, key: str) -> None:
     every rerun: the file embeds plotly.js (4.8 MB, 55 ms to write)."""
     st.download_button("Download plot (HTML)", lambda: fig.to_html(include_plotlyjs=True).encode(),
                        file_name=f"{name}.html", mime="text/html", key=key)
+
+
+def download_code(view: str, keys, key: str, prefixes=()) -> None:
+    """"Download as notebook" and "Download as script": the view with its settings on screen (its
+    declared link ``keys`` and the keys of its ``prefixes`` families, as the link writes them) as code
+    that computes it again (:func:`dpcore.figures_export.export_view`); where the settings cannot be
+    exported (an uploaded dataset stays in this session), a caption says why instead."""
+    if view not in EXPORTED:
+        return
+    given = {k: st.session_state[k] for k in keys if k in st.session_state}
+    given.update({k: v for k, v in st.session_state.items()
+                  if isinstance(k, str) and k not in given and any(k.startswith(p) for p in prefixes)})
+    if any(isinstance(v, str) and v.startswith(UPLOAD_PREFIX) for v in given.values()):
+        st.caption("An uploaded dataset stays in this session: its view is not offered as a notebook or a script.")
+        return
+    try:
+        notebook, script = (export_view(view, fmt=f, given=given) for f in ("ipynb", "py"))
+    except DPCoreError as exc:
+        st.caption(f"This view is not offered as code for these settings: {exc}")
+        return
+    help_ = ("computes this view again with the same dpcore calls, settings and seeds, prints its numbers and "
+             "draws its charts; run it from the repository's folder after python -m pip install -r requirements.txt")
+    c1, c2 = st.columns(2)
+    c1.download_button("Download as notebook", notebook.encode(), file_name=f"{view}.ipynb",
+                       mime="application/x-ipynb+json", key=f"{key}_nb", help="A Jupyter notebook that " + help_)
+    c2.download_button("Download as script", script.encode(), file_name=f"{view}.py", mime="text/x-python",
+                       key=f"{key}_py", help="A Python script that " + help_)

@@ -19,7 +19,7 @@ from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
 from dpcore.figures_views import compare_figures
 from pages.common import (
-    choice, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
+    choice, download_code, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -205,6 +205,7 @@ if rows:
     download_figure(fig2, "compare_gap", "cmp_dl_fig2")
     st.dataframe(readable(ok), width="stretch")
     download_table(ok, "compare", "cmp_dl_table")
+    download_code("compare", URL_KEYS, "cmp_dl_code")  # this comparison as a notebook and a script
     # what each tuned setting's search spent: recomputed from the shipped tuning (never read from it),
     # most of a minute the first time a machine reads the file, so asked for after the page is drawn
     if current and own_data is None and any("tuned_at" in r and "tuned_search_epsilon" not in r for r in ok):

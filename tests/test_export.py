@@ -19,6 +19,8 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -27,8 +29,9 @@ import pytest
 from clirun import run_cli
 from dpcore import export_view
 from dpcore.experiments.baselines import baseline
-from dpcore.experiments.presets_views import compare_setting, explore_options, explore_spec, run_record
-from dpcore.experiments.studies import epsilon_sweep
+from dpcore.experiments.presets_views import (compare_setting, distributed_spec, explore_options, explore_spec,
+                                              run_record, skew_grid, tradeoff_mechanisms)
+from dpcore.experiments.studies import epsilon_sweep, skew_curve, tradeoff
 from dpcore.figures_export import VIEWS, parse_link, settings_of
 from dpcore.figures_export_views import EXPLORE, COMPARE
 from test_fuzz_links import declaration, restores
@@ -55,7 +58,7 @@ def computes(path: Path) -> bool:
 #: the views that compute (their settings in their link, a chart drawn): each one is exported
 LINKED = [(name, path) for name, path in NAVIGATION if computes(path)]
 #: the views whose export is not written yet (said in docs/views.md), expected to fail until it is
-NOT_YET = {"figures", "tune", "local_central", "distributed", "theory", "audit", "certify", "lesson"}
+NOT_YET = {"figures", "tune", "theory", "audit", "certify", "lesson"}
 
 
 def _linked_params():
@@ -111,10 +114,19 @@ def test_the_import_check_can_fail():
     assert not import_problems("from dpcore import RunSpec, run\nimport dpcore.figures_views")
 
 
+#: each exported view at a size that fits the suite
+SMALL = {"explore": "explore?ex_T=5&ex_R=2",
+         "compare": "compare?cmp_T=5&cmp_R=1&cmp_eps=1,3&cmp_mechs=gradient-dpgd,output-gaussian&cmp_tuned=false",
+         "local_central": "local_central?lc_T=5&lc_R=1",
+         "distributed": "distributed?dist_T=5&dist_R=1&dist_m=3&dist_u=2"}
+
+
 def _small(name: str) -> str:
-    return {"explore": "explore?ex_T=5&ex_R=2",
-            "compare": "compare?cmp_T=5&cmp_R=1&cmp_eps=1,3&cmp_mechs=gradient-dpgd,output-gaussian"
-                       "&cmp_tuned=false"}.get(name, name)
+    return SMALL.get(name, name)
+
+
+def test_every_exported_view_has_a_small_link():
+    assert set(SMALL) == set(VIEWS)
 
 
 @pytest.mark.parametrize("name", list(VIEWS))
@@ -210,8 +222,7 @@ def test_the_explore_notebook_prints_the_views_numbers_and_a_changed_seed_does_n
     assert differences(changed, expected), "a changed seed printed the same numbers"
 
 
-def test_the_compare_notebook_prints_the_views_numbers(tmp_path, monkeypatch):
-    link = _small("compare")
+def _compare_expected(link: str) -> dict[str, float]:
     values = settings_of(COMPARE, parse_link(link)[1])
     setting = compare_setting(values["cmp_dataset"], values["cmp_model"], values["cmp_mechs"], values["cmp_eps"],
                               delta=values["cmp_delta"], iterations=values["cmp_T"], repeats=values["cmp_R"],
@@ -224,6 +235,63 @@ def test_the_compare_notebook_prints_the_views_numbers(tmp_path, monkeypatch):
         at = f"{r['mechanism']} at epsilon {r['epsilon']:g}"
         expected.update({f"{at}: accuracy": r["accuracy_mean"], f"{at}: gap": r["gap_mean"],
                          f"{at}: epsilon certified": r["epsilon_certified"]})
+    return expected
+
+
+def _local_central_expected(link: str) -> dict[str, float]:
+    values = settings_of(VIEWS["local_central"], parse_link(link)[1])
+    out = tradeoff(values["lc_dataset"], values["lc_epsilon"], values["lc_delta"], iterations=values["lc_T"],
+                   repeats=values["lc_R"], mechanisms=tradeoff_mechanisms())
+    expected = {}
+    for r in out["rows"]:
+        if "error" not in r:
+            expected.update({f"{r['mechanism']}: accuracy": r["accuracy_mean"],
+                             f"{r['mechanism']}: epsilon certified": r["epsilon_certified"],
+                             f"{r['mechanism']}: epsilon local": r["epsilon_local"]})
+    return expected
+
+
+def _distributed_expected(link: str) -> dict[str, float]:
+    v = settings_of(VIEWS["distributed"], parse_link(link)[1])
+    args = dict(dataset=v["dist_dataset"], model=v["dist_model"], epsilon=v["dist_epsilon"], delta=v["dist_delta"],
+                iterations=v["dist_T"], repeats=v["dist_R"], clients=v["dist_m"], skew=v["dist_u"],
+                calibration=v["dist_cal"], split=v["dist_split"])
+    expected = {}
+    for mech in ("distributed-wddp", "distributed-avg"):
+        rec = run_record(distributed_spec(mech, **args))
+        expected.update({f"{mech}: accuracy": rec["accuracy_mean"],
+                         f"{mech}: epsilon certified": rec["epsilon_certified"]})
+    curve = skew_curve(v["dist_dataset"], v["dist_epsilon"], v["dist_delta"], model=v["dist_model"],
+                       clients=v["dist_m"], skews=skew_grid(v["dist_u"]), iterations=v["dist_T"],
+                       repeats=v["dist_R"], calibration=v["dist_cal"], split=v["dist_split"])
+    expected.update({f"{r['mechanism']} at u {r['skew']:g}: accuracy": r["accuracy_mean"]
+                     for r in curve["rows"] if "error" not in r})
+    return expected
+
+
+#: what the library functions the page calls return for a link, as the export prints them
+EXPECTED = {"explore": lambda link: _explore_expected(link), "compare": lambda link: _compare_expected(link),
+            "local_central": lambda link: _local_central_expected(link),
+            "distributed": lambda link: _distributed_expected(link)}
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_each_exported_script_run_as_python_prints_the_views_numbers(name, tmp_path):
+    """``python exported.py`` in a new process (this tree on its path, in an empty folder)."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(export_view(_small(name), fmt="py"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    expected = EXPECTED[name](_small(name))
+    assert len(expected) >= 4 and differences(numbers(done.stdout), expected) == []
+    assert list(tmp_path.glob("*.html")), "no chart was written"
+
+
+def test_the_compare_notebook_prints_the_views_numbers(tmp_path, monkeypatch):
+    link = _small("compare")
+    expected = _compare_expected(link)
     assert len(expected) == 12
     printed = numbers(_execute(export_view(link, fmt="ipynb"), tmp_path, monkeypatch))
     assert differences(printed, expected) == []

@@ -4,7 +4,9 @@ agree by construction.
 
 * Explore: :func:`explore_spec` (the RunSpec of its settings, each mechanism reading the common
   settings it declares) and :func:`run_record` (the run as the view shows it, with its loss curve);
-* Compare: :func:`compare_setting` (the base specification, the ε grid and a seed preset's overrides).
+* Compare: :func:`compare_setting` (the base specification, the ε grid and a seed preset's overrides);
+* Local vs central: :func:`tradeoff_mechanisms` (every mechanism it runs);
+* Distributed: :func:`distributed_spec` (each distributed mechanism's run) and :func:`skew_grid` (its sweep's u).
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ from .presets import PRESETS
 from .run import RunSpec, run
 from .studies import compare_base
 
-__all__ = ["HIDDEN_OPTIONS", "MAX_GRID", "compare_setting", "explore_options", "explore_spec", "run_record"]
+__all__ = ["HIDDEN_OPTIONS", "MAX_GRID", "TRADEOFF_FAMILIES", "compare_setting", "distributed_spec", "explore_options",
+           "explore_spec", "run_record", "skew_grid", "tradeoff_mechanisms"]
 
 #: a mechanism's options that are for audits and scripts, never a view's choice
 HIDDEN_OPTIONS = ("keep_data",)
 #: the most ε values of one comparison (Compare)
 MAX_GRID = 50
+#: the families Local vs central runs (every one with a central ε; logistic regression)
+TRADEOFF_FAMILIES = ("output", "objective", "gradient", "input", "local", "distributed")
+#: the skews u of Distributed's sweep (the chosen one joins them)
+SKEWS = (1.0, 2.0, 4.0, 8.0, 16.0)
 
 
 def run_record(spec: RunSpec, ctx: Context | None = None, dataset=None) -> dict[str, Any]:
@@ -87,3 +94,22 @@ def compare_setting(dataset: str, model: str, mechanisms: Sequence[str], epsilon
     if not mechanisms:
         raise DPCoreError("choose at least one mechanism")
     return {"base": base, "epsilons": grid, "per_mechanism": per_mechanism, "data_options": data_options}
+
+
+def tradeoff_mechanisms(model: str = "logreg") -> list[str]:
+    """Local vs central's mechanisms: every registered one of :data:`TRADEOFF_FAMILIES` for ``model``."""
+    return [m for m, cls in REGISTRY.items() if model in cls.models and cls.family in TRADEOFF_FAMILIES]
+
+
+def distributed_spec(mechanism: str, *, dataset: str, model: str, epsilon: float, delta: float, iterations: int,
+                     repeats: int, clients: int, skew: float, calibration: str, split: str) -> RunSpec:
+    """Distributed's run of one distributed ``mechanism``: m clients at skew u, the records split
+    by ``split`` (the mechanism's option)."""
+    return RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                   iterations=iterations, repeats=repeats, clients=clients, skew=skew, calibration=calibration,
+                   options=(("split", split),))
+
+
+def skew_grid(skew: float) -> list[float]:
+    """Distributed's sweep: the skews :data:`SKEWS` and the chosen ``skew``, sorted."""
+    return sorted({*SKEWS, float(skew)})
