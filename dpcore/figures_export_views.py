@@ -23,7 +23,7 @@ from .experiments.run import RunSpec
 from .mechanisms import REGISTRY
 from .params import PARAMS
 
-__all__ = ["Prepared", "VIEWS", "ViewExport", "url_text", "url_value"]
+__all__ = ["Prepared", "VIEWS", "ViewExport", "certify_arguments", "url_text", "url_value"]
 
 
 def url_value(raw: str, default: Any) -> Any:
@@ -364,5 +364,64 @@ DISTRIBUTED = ViewExport(
     ))
 
 
+# -- Certify a run ------------------------------------------------------------------------------------
+
+def certify_arguments(*, mechanism: str, delta: float, accountant: str, z: float, sampling: str, rate: str,
+                      q: float, batch: int, n: int, length: str, steps: int, epochs: float, sigma: float,
+                      sens: float, k: int, ask: bool, target: float) -> dict[str, Any]:
+    """The Certify view's call of :func:`dpcore.certify.certify_noise` (its keyword arguments) from its
+    controls, as the view and its export make it: DP-SGD's noise multiplier, batches, rate (a sample
+    rate, or a batch and a dataset size) and length (epochs or steps), or the Gaussian / Laplace
+    releases' scale, sensitivity and count; a target ε where it is asked for."""
+    if mechanism == "dp-sgd":
+        rate_args = {"sample_rate": q} if rate == "sample rate" else {"batch_size": batch, "dataset_size": n}
+        length_args = {"steps": steps} if length == "steps" else {"epochs": epochs}
+        args = {"noise_multiplier": z, "sampling": sampling, "accountant": accountant, **rate_args, **length_args}
+    else:
+        args = {"sigma": sigma, "sensitivity": sens, "compositions": k}
+    return {"mechanism": mechanism, "delta": delta, "target_epsilon": target if ask else None, **args}
+
+
+CERTIFY = ViewExport(
+    name="certify", title="Certify a run",
+    defaults={"cert_mechanism": "dp-sgd", "cert_accountant": "opacus-rdp", "cert_sampling": "poisson",
+              "cert_z": 1.1, "cert_rate": "sample rate", "cert_q": 0.004, "cert_batch": 256, "cert_n": 60_000,
+              "cert_length": "epochs", "cert_steps": 1000, "cert_epochs": 60.0, "cert_sigma": 2.0,
+              "cert_sens": 1.0, "cert_k": 10, "cert_delta": 1e-5, "cert_ask": False, "cert_target": 1.0},
+    names={f"cert_{k}": k for k in ("mechanism", "accountant", "sampling", "z", "rate", "q", "batch", "n", "length",
+                                    "steps", "epochs", "sigma", "sens", "k", "delta", "ask", "target")},
+    imports=("from dpcore import certify_noise\n"
+             "from dpcore.figures import privacy_profile_figure\n"
+             "from dpcore.figures_export_views import certify_arguments"),
+    change="For DP-SGD: z, the batches (poisson or shuffle), the rate as q (`rate = 'sample rate'`) or as batch "
+           "and n, the length in epochs or steps; for the Gaussian or Laplace mechanism: sigma, sens and k. "
+           "`ask = True` also finds the noise that meets `target`.",
+    check=lambda values: certify_arguments(**{k[len("cert_"):]: v for k, v in values.items()}),
+    steps=(
+        ("## The certificate\n\n`certify_noise` certifies the run under add/remove one record (the other "
+         "libraries' relation) and under replace-one (this app's), from the tight privacy-loss distribution.",
+         "arguments = certify_arguments(mechanism=mechanism, delta=delta, accountant=accountant, z=z,\n"
+         "                              sampling=sampling, rate=rate, q=q, batch=batch, n=n, length=length,\n"
+         "                              steps=steps, epochs=epochs, sigma=sigma, sens=sens, k=k, ask=ask,\n"
+         "                              target=target)\n"
+         "print(arguments)\n"
+         "cert = certify_noise(**arguments, full_curve=True)"),
+        ("## The headline numbers\n\nThe ε under each relation, the Rényi-DP figure and the originating "
+         "library's own, and (when asked) the noise for the target ε.",
+         "print(f\"epsilon add/remove = {cert.add_remove!r}\")\n"
+         "print(f\"epsilon replace-one = {cert.replace_one!r}\")\n"
+         "if cert.rdp is not None:\n"
+         "    print(f\"epsilon by Renyi DP = {cert.rdp!r}\")\n"
+         "if cert.library_epsilon is not None:\n"
+         "    print(f\"epsilon as {cert.accountant} reports = {cert.library_epsilon!r}\")\n"
+         "for note in cert.notes:\n"
+         "    print(note)\n"
+         "if cert.inverse:\n"
+         "    print(cert.inverse)"),
+        ("## The chart\n\nThe privacy profile: ε against δ under both relations.",
+         "show(privacy_profile_figure(cert.curve, delta), \"privacy_profile\")"),
+    ))
+
+
 #: every view that computes, by its link's path (the navigation's url_path)
-VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, LOCAL_CENTRAL, DISTRIBUTED)}
+VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, LOCAL_CENTRAL, DISTRIBUTED, CERTIFY)}
