@@ -18,6 +18,7 @@ from .experiments.tune import setting_text, tuned_setting
 from .experiments.presets_views import (HIDDEN_OPTIONS, compare_setting, distributed_spec, explore_options, explore_spec,
                                        tradeoff_mechanisms)
 from .partition import client_sizes
+from .theory.catalog import bounds_report
 from .datasets import DATASETS
 from .experiments.run import RunSpec
 from .mechanisms import REGISTRY
@@ -423,5 +424,43 @@ CERTIFY = ViewExport(
     ))
 
 
+# -- Theory -------------------------------------------------------------------------------------------
+
+THEORY = ViewExport(
+    name="theory", title="Theory",
+    defaults={"th_dataset": "adult", "th_model": "logreg", "th_epsilon": 0.1, "th_delta": 1e-05, "th_T": 1000,
+              "th_m": 4, "th_u": 1.0, "th_seed": "001", "th_over": "n",
+              "th_rows": ["001-wang2017-gd", "001-kang-input", "002-dbdp-sgd", "003-input"], "th_shown": False},
+    names={"th_dataset": "dataset", "th_model": "model", "th_epsilon": "epsilon", "th_delta": "delta", "th_T": "T",
+           "th_m": "m", "th_u": "u", "th_over": "over", "th_rows": "rows", "th_shown": "measure"},
+    imports=("from dpcore.experiments.studies import compare_measured\n"
+             "from dpcore.figures_views import measured_figure, scaling_figure\n"
+             "from dpcore.theory.catalog import bounds_report, scaling_report"),
+    change="`over` is the axis of the scaling chart (\"n\" or \"epsilon\"), `rows` the bounds drawn on it; "
+           "`measure = True` also runs the implementing mechanisms and draws their measured gap (slower).",
+    check=lambda v: bounds_report(v["th_dataset"], v["th_model"], v["th_epsilon"], v["th_delta"], v["th_T"],
+                                  v["th_m"], v["th_u"]),
+    steps=(
+        ("## The bounds\n\n`bounds_report` evaluates every published noise and excess-risk bound at the "
+         "dataset's n, d and your ε, δ, T (big-O constants set to 1: compare slopes for those rows).",
+         "report = bounds_report(dataset, model, epsilon, delta, T, m, u)\n"
+         "for r in report[\"rows\"]:\n"
+         "    print(f\"{r['id']}: noise = {r.get('noise')!r}\")\n"
+         "    print(f\"{r['id']}: excess risk = {r.get('risk')!r}\")"),
+        ("## How each bound scales\n\n`scaling_report` evaluates them along n (or ε); the chart draws the "
+         "chosen rows on log axes, as the view does.",
+         "sc = scaling_report(dataset, model, epsilon, delta, T, m, u, over=over)\n"
+         "show(scaling_figure(sc, rows), \"bounds_scaling\")"),
+        ("## The measured gap beside the prediction\n\nWith `measure` on, `compare_measured` runs the "
+         "mechanisms that implement the rows (T at most 200, 2 runs each) and fits their slopes.",
+         "if measure:\n"
+         "    meas = compare_measured(dataset, model, epsilon, delta, min(T, 200), over=over, repeats=2)\n"
+         "    for mrec in meas[\"mechanisms\"]:\n"
+         "        if mrec.get(\"gap_mean\"):\n"
+         "            print(f\"{mrec['mechanism']}: measured slope = {mrec['measured_slope']!r}\")\n"
+         "    show(measured_figure(meas), \"measured_vs_predicted\")"),
+    ))
+
+
 #: every view that computes, by its link's path (the navigation's url_path)
-VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, LOCAL_CENTRAL, DISTRIBUTED, CERTIFY)}
+VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, LOCAL_CENTRAL, DISTRIBUTED, CERTIFY, THEORY)}

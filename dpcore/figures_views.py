@@ -1,6 +1,7 @@
 """The figures a view draws from its result, in the core so that the view and the code it exports
 (:mod:`dpcore.figures_export`) draw the same chart: Explore's loss curve (:func:`loss_figure`) and Compare's
-two charts against ε (:func:`compare_figures`), Distributed's against skew (:func:`skew_figures`)."""
+two charts against ε (:func:`compare_figures`), Distributed's against skew (:func:`skew_figures`), Theory's
+scaling of the bounds and its measured gaps (:func:`scaling_figure`, :func:`measured_figure`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .figures import REFERENCE_LINE, band_figure
+from .figures import REFERENCE_LINE, band_figure, readable_axes
 
-__all__ = ["compare_figures", "loss_figure", "skew_figures"]
+__all__ = ["compare_figures", "integer_ticks", "loss_figure", "measured_figure", "scaling_figure", "skew_figures",
+           "tell_apart"]
 
 
 def loss_figure(rec: dict, title: str = "Training objective on the data the optimiser saw") -> go.Figure | None:
@@ -82,3 +84,80 @@ def skew_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Figure
     gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
                       x_title="u = n_max / n_min", y_title="L(θ) − L*")
     return fig, gap
+
+
+#: how a curve that coincides with an earlier one is drawn over it (k-th repeat: k-th style), so
+#: both stay visible: a dashed line over a solid one shows both colours, and the markers differ
+OVER_DASHES = ["dash", "dashdot", "longdash", "longdashdot", "5px,3px,1px,3px"]
+OVER_SYMBOLS = ["square-open", "diamond-open", "triangle-up-open", "x-thin-open", "star-open", "cross-thin-open"]
+
+
+def tell_apart(fig: go.Figure) -> None:
+    """Curves with the same values (several rows share one bound) all visible: each repeat is
+    drawn on top, dashed, with its own open marker, and its legend entry says which curve it
+    lies on.  Two curves are the same when every point agrees to 0.1 % (indistinguishable on
+    a log axis)."""
+    drawn: list[tuple[object, list[float], int]] = []  # (first trace, its y's, repeats so far)
+    for tr in fig.data:
+        ys = [None if v is None else float(v) for v in (tr.y if tr.y is not None else ())]
+        same = next((i for i, (_, other, _) in enumerate(drawn) if len(other) == len(ys) and ys
+                     and all(u == v if u is None or v is None else math.isclose(u, v, rel_tol=1e-3)
+                             for u, v in zip(ys, other))), None)
+        if same is None:
+            drawn.append((tr, ys, 0))
+            continue
+        first, other, k = drawn[same]
+        drawn[same] = (first, other, k + 1)
+        tr.line.dash = OVER_DASHES[k % len(OVER_DASHES)]
+        tr.marker.symbol = OVER_SYMBOLS[k % len(OVER_SYMBOLS)]
+        tr.marker.size = 9
+        tr.name = f"{tr.name} (same as {first.name.split(' (')[0]})"
+
+
+def integer_ticks(fig: go.Figure, xs) -> None:
+    """A sample-size axis (log) labelled at round integers, 1–2–5 steps: 5,000, 10,000, 20,000, …
+    (the scaling grid's n are the dataset's n times powers of 2, e.g. 4522.125).  The hover
+    reads n as a whole number too."""
+    lo, hi = min(xs), max(xs)
+    ticks = [m * 10**k for k in range(10) for m in (1, 2, 5) if lo <= m * 10**k <= hi]
+    fig.update_xaxes(tickmode="array", tickvals=ticks, ticktext=[f"{t:,}" for t in ticks])
+    fig.update_traces(xhoverformat=",.0f")
+
+
+def scaling_figure(sc: dict, rows) -> go.Figure:
+    """Theory's chart: each chosen row's predicted excess risk (``rows``: their ids) along the grid of
+    :func:`dpcore.theory.catalog.scaling_report`'s result ``sc``, on log axes, coinciding curves told apart."""
+    fig = go.Figure()
+    for r in sc["rows"]:
+        if r["id"] in rows:
+            fig.add_trace(go.Scatter(x=sc["grid"], y=r["risk"], mode="lines+markers",
+                                     name=f"{r['id']} (slope {r['risk_slope']:.2f})" if r["risk_slope"] is not None
+                                     else r["id"]))
+    fig.update_xaxes(title=sc["over"])
+    fig.update_yaxes(title="predicted excess risk")
+    readable_axes(fig, sc["grid"], log_x=True, log_y=True)  # decades, no minor labels; legend above
+    if sc["over"] == "n":
+        integer_ticks(fig, sc["grid"])
+    tell_apart(fig)
+    return fig
+
+
+def measured_figure(meas: dict) -> go.Figure:
+    """Theory's measured gaps (:func:`dpcore.experiments.studies.compare_measured`'s result) beside each
+    implementing row's predicted excess risk, dotted."""
+    fig = go.Figure()
+    for mrec in meas["mechanisms"]:
+        if not mrec.get("gap_mean"):
+            continue
+        fig.add_trace(go.Scatter(x=meas["grid"], y=mrec["gap_mean"], mode="lines+markers",
+                                 name=f"{mrec['mechanism']} measured (slope {mrec['measured_slope']:.2f})"))
+        for row in mrec["rows"]:
+            fig.add_trace(go.Scatter(x=meas["grid"], y=row["predicted_risk"], mode="lines", line=dict(dash="dot"),
+                                     name=f"{row['id']} predicted (slope {row['predicted_slope']:.2f})"))
+    fig.update_xaxes(title=meas["over"])
+    fig.update_yaxes(title="optimality gap / predicted excess risk")
+    readable_axes(fig, meas["grid"], log_x=True, log_y=True)
+    if meas["over"] == "n":
+        integer_ticks(fig, meas["grid"])
+    tell_apart(fig)
+    return fig
