@@ -17,6 +17,7 @@ from .exceptions import DPCoreError, unknown_choice
 from .experiments.tune import setting_text, tuned_setting
 from .experiments.presets_views import (HIDDEN_OPTIONS, compare_setting, distributed_spec, explore_options, explore_spec,
                                        tradeoff_mechanisms)
+from .experiments.presets import PRESETS, shipped_ids
 from .partition import client_sizes
 from .theory.catalog import bounds_report
 from .datasets import DATASETS
@@ -462,5 +463,56 @@ THEORY = ViewExport(
     ))
 
 
+# -- Paper figures ------------------------------------------------------------------------------------
+
+def _figures_check(values: Mapping[str, Any]) -> None:
+    if values["fig_preset"] not in PRESETS:
+        raise DPCoreError(unknown_choice("preset", values["fig_preset"], list(PRESETS)))
+    for key, options in (("fig_rerun_size", ("quick", "full")), ("fig_rerun_cal", ("certified", "published"))):
+        if values[key] not in options:
+            raise DPCoreError(unknown_choice(key, values[key], options))
+
+
+_SHIPPED = shipped_ids()
+
+FIGURES = ViewExport(
+    name="figures", title="Paper figures",
+    defaults={"fig_preset": _SHIPPED[0] if _SHIPPED else list(PRESETS)[0], "fig_rerun_size": "quick",
+              "fig_rerun_cal": "certified"},
+    names={"fig_preset": "preset", "fig_rerun_size": "size", "fig_rerun_cal": "calibration"},
+    imports="from dpcore.experiments.presets import rerun, shipped_results",
+    change="`preset` is the seed paper's figure (`python -m dpcore sweep --list` lists them); `rerun_here = True` "
+           "computes it again on this machine, a quick rehearsal or at full size (`size`), with the certified "
+           "or the papers' published calibration, never over the shipped files.",
+    prepare=lambda values, given=frozenset(): Prepared(dict(values), extra=(
+        "rerun_here = False  # True: compute the figure again here, as the view's \"Re-run here\" does",)),
+    check=_figures_check,
+    steps=(
+        ("## The shipped results\n\n`shipped_results` reads the figure's full-size results shipped in "
+         "`data/results/`, every number checked against this code (nothing trains).",
+         "shipped = shipped_results(preset)\n"
+         "if shipped is None:\n"
+         "    raise SystemExit(f\"{preset} is not shipped: python -m dpcore sweep --preset {preset} computes it\")\n"
+         "print(shipped.provenance())"),
+        ("## The figure's numbers\n\nEvery point of every trace the view draws (the mean over the repeats): "
+         "`figure_and_points` is the function the view draws with.",
+         "fig, points = shipped.figure_and_points()\n"
+         "for panel, trace in enumerate(fig.data):\n"
+         "    if trace.x is None or trace.y is None:\n"
+         "        continue\n"
+         "    for x, y in zip(trace.x, trace.y):\n"
+         "        if y is not None:\n"
+         "            print(f\"{trace.name} [{trace.xaxis}] at x {x}: y = {float(y)!r}\")"),
+        ("## The chart", "show(fig, preset)"),
+        ("## Re-run here\n\nWith `rerun_here` on, `rerun` computes the figure again into `reruns/` "
+         "(resumable) and draws it.",
+         "if rerun_here:\n"
+         "    result = rerun(preset, \"reruns\", quick=size == \"quick\", calibration=calibration)\n"
+         "    print(result.provenance())\n"
+         "    show(result.figure_and_points()[0], f\"{preset}-rerun\")"),
+    ))
+
+
 #: every view that computes, by its link's path (the navigation's url_path)
-VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, LOCAL_CENTRAL, DISTRIBUTED, CERTIFY, THEORY)}
+VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, FIGURES, LOCAL_CENTRAL, DISTRIBUTED, THEORY,
+                                                    CERTIFY)}
