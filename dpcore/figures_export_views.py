@@ -14,7 +14,8 @@ from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
 from .exceptions import DPCoreError, unknown_choice
-from .experiments.tune import setting_text, tuned_setting
+from .experiments.tune import DEFAULT_MECHANISMS, setting_text, tuned_setting
+from .params import parse_grid
 from .experiments.presets_views import (HIDDEN_OPTIONS, compare_setting, distributed_spec, explore_options, explore_spec,
                                        tradeoff_mechanisms)
 from .experiments.presets import PRESETS, shipped_ids
@@ -513,6 +514,60 @@ FIGURES = ViewExport(
     ))
 
 
+# -- Tune ---------------------------------------------------------------------------------------------
+
+def _tune_check(values: Mapping[str, Any]) -> None:
+    unknown = [m for m in values["tu_mechs"] if m not in REGISTRY]
+    if unknown:
+        raise DPCoreError(unknown_choice("mechanism", unknown[0], list(REGISTRY)))
+    if values["tu_dataset"] not in DATASETS:
+        raise DPCoreError(unknown_choice("dataset", values["tu_dataset"], list(DATASETS)))
+    parse_grid("epsilon", values["tu_eps"], "the ε grid", 12)
+
+
+TUNE = ViewExport(
+    name="tune", title="Tune",
+    defaults={"tu_dataset": "adult", "tu_eps": "0.1, 1, 10", "tu_acc": 0.82, "tu_mechs": list(DEFAULT_MECHANISMS),
+              "tu_pick": 0, "tu_shown": False},
+    names={"tu_dataset": "dataset", "tu_mechs": "mechs", "tu_eps": "eps", "tu_shown": "tune_here", "tu_acc": "need"},
+    imports=("from dpcore import RunSpec\n"
+             "from dpcore.experiments.baselines import baseline\n"
+             "from dpcore.experiments.presets_views import tuning_here, tuning_lambdas\n"
+             "from dpcore.experiments.tune import YU_2020_ADULT, epsilon_for_accuracy, shipped_tuning\n"
+             "from dpcore.figures import tuning_figure"),
+    change="With `tune_here = False` the shipped tuning of the dataset is read (its every ε spent recomputed: "
+           "about a minute the first time); `True` tunes `mechs` at every ε of `eps` here, paying for every "
+           "candidate. `need` is the test accuracy the question \"ε for this accuracy\" asks for.",
+    check=_tune_check,
+    steps=(
+        ("## The tuning\n\nEvery candidate setting runs on 80 % of the training rows; the choice among them is "
+         "private (the exponential mechanism on the other 20 %); ε spent is what the whole search costs.",
+         "if tune_here:\n"
+         "    record = tuning_here(dataset, mechs, eps)\n"
+         "else:\n"
+         "    record = shipped_tuning(dataset, \"logreg\", spent=True)\n"
+         "rows = [r for r in record[\"rows\"] if \"error\" not in r]\n"
+         "released_rows = [r for r in record.get(\"released_rows\", []) if \"error\" not in r]"),
+        ("## The headline numbers\n\nEach mechanism tuned for each ε: its setting, its test accuracy, the ε its "
+         "released run certifies and the ε the search spent; then the smallest tuned ε that reaches `need`.",
+         "for r in rows:\n"
+         "    at = f\"{r['mechanism']} at epsilon {r['epsilon']:g}\"\n"
+         "    print(f\"{at}: setting {r['setting']}\")\n"
+         "    print(f\"{at}: test accuracy = {r['test_accuracy']!r}\")\n"
+         "    print(f\"{at}: epsilon certified = {r['epsilon_certified']!r}\")\n"
+         "    print(f\"{at}: epsilon spent = {r['epsilon_spent']!r}\")\n"
+         "for a in epsilon_for_accuracy(rows, need):\n"
+         "    print(f\"{a['mechanism']} reaches {need:g}: smallest tuned epsilon {a['epsilon']}\")"),
+        ("## The chart\n\nTest accuracy against ε, at the target and at what the search spent, beside the "
+         "non-private reference (and, on Adult, Yu et al. 2020's Table 2).",
+         "reference = baseline(RunSpec(dataset=dataset, model=\"logreg\"), lams=tuning_lambdas(rows, released_rows))\n"
+         "paper = dataset == \"adult\"\n"
+         "fig = tuning_figure(rows, YU_2020_ADULT if paper else None, 0.1 if paper else None, guess=reference.guess,\n"
+         "                    baseline=reference.value, baseline_label=reference.label)\n"
+         "show(fig, \"tuning\")"),
+    ))
+
+
 #: every view that computes, by its link's path (the navigation's url_path)
-VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, FIGURES, LOCAL_CENTRAL, DISTRIBUTED, THEORY,
-                                                    CERTIFY)}
+VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, FIGURES, TUNE, LOCAL_CENTRAL, DISTRIBUTED,
+                                                    THEORY, CERTIFY)}

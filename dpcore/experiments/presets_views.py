@@ -6,7 +6,8 @@ agree by construction.
   settings it declares) and :func:`run_record` (the run as the view shows it, with its loss curve);
 * Compare: :func:`compare_setting` (the base specification, the ε grid and a seed preset's overrides);
 * Local vs central: :func:`tradeoff_mechanisms` (every mechanism it runs);
-* Distributed: :func:`distributed_spec` (each distributed mechanism's run) and :func:`skew_grid` (its sweep's u).
+* Distributed: :func:`distributed_spec` (each distributed mechanism's run) and :func:`skew_grid` (its sweep's u);
+* Tune: :func:`tuning_here` (its "Tune here") and :func:`tuning_lambdas` (the λ's its reference covers).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from .context import Context
 from .presets import PRESETS
 from .run import RunSpec, run
 from .studies import compare_base
+from .tune import tune
 
 __all__ = ["HIDDEN_OPTIONS", "MAX_GRID", "TRADEOFF_FAMILIES", "compare_setting", "distributed_spec", "explore_options",
-           "explore_spec", "run_record", "skew_grid", "tradeoff_mechanisms"]
+           "explore_spec", "run_record", "skew_grid", "tradeoff_mechanisms", "tuning_here", "tuning_lambdas"]
 
 #: a mechanism's options that are for audits and scripts, never a view's choice
 HIDDEN_OPTIONS = ("keep_data",)
@@ -113,3 +115,19 @@ def distributed_spec(mechanism: str, *, dataset: str, model: str, epsilon: float
 def skew_grid(skew: float) -> list[float]:
     """Distributed's sweep: the skews :data:`SKEWS` and the chosen ``skew``, sorted."""
     return sorted({*SKEWS, float(skew)})
+
+
+def tuning_here(dataset: str, mechanisms: Sequence[str], epsilons: str, ctx: Context | None = None) -> dict[str, Any]:
+    """Tune's "Tune here": :func:`~dpcore.experiments.tune.tune` of ``mechanisms`` at every ε of the grid's
+    text (at most 12) on ``dataset``, as a JSON-able record."""
+    grid = parse_grid("epsilon", epsilons, "the ε grid", 12)
+    if not mechanisms:
+        raise DPCoreError("choose at least one mechanism")
+    return tune(dataset, mechanisms=mechanisms, epsilons=grid, ctx=ctx).to_dict()
+
+
+def tuning_lambdas(rows: Sequence[Mapping], released_rows: Sequence[Mapping] = ()) -> list:
+    """The λ's a tuning's rows chose (and those its releases chose on their own records): Tune's
+    non-private reference is the best exact model over the λ grid and these."""
+    return ([r["setting"].get("lam") for r in rows]
+            + [c.get("lam") for r in released_rows for c in r.get("tuned_on_release") or [] if isinstance(c, dict)])
