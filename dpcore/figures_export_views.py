@@ -16,8 +16,8 @@ from urllib.parse import urlencode
 from .exceptions import DPCoreError, unknown_choice
 from .experiments.tune import DEFAULT_MECHANISMS, setting_text, tuned_setting
 from .params import parse_grid
-from .experiments.presets_views import (HIDDEN_OPTIONS, compare_setting, distributed_spec, explore_options, explore_spec,
-                                       tradeoff_mechanisms)
+from .experiments.presets_views import (HIDDEN_OPTIONS, audit_spec, compare_setting, distributed_spec,
+                                       explore_options, explore_spec, tradeoff_mechanisms)
 from .experiments.presets import PRESETS, shipped_ids
 from .partition import client_sizes
 from .theory.catalog import bounds_report
@@ -568,6 +568,62 @@ TUNE = ViewExport(
     ))
 
 
+# -- Audit --------------------------------------------------------------------------------------------
+
+def _audit_args(values: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(dataset=values["au_dataset"], model=values["au_model"], mechanism=values["au_mechanism"],
+                epsilon=values["au_epsilon"], delta=values["au_delta"], iterations=values["au_T"],
+                calibration=values["au_cal"], c=values["au_c"], noise_scale=values["au_noise"], seed=values["au_seed"])
+
+
+def _audit_check(values: Mapping[str, Any]) -> None:
+    if values["au_mechanism"] not in REGISTRY:
+        raise DPCoreError(unknown_choice("mechanism", values["au_mechanism"], list(REGISTRY)))
+    for key, name in (("au_threat", "threat"), ("au_canary", "canary")):
+        if values[key] not in PARAMS[name].constraint.values:
+            raise DPCoreError(unknown_choice(name, values[key], list(PARAMS[name].constraint.values)))
+    audit_spec(**_audit_args(values))
+
+
+AUDIT = ViewExport(
+    name="audit", title="Audit",
+    defaults={"au_dataset": "breast-cancer", "au_model": "logreg", "au_mechanism": "gradient-dpgd",
+              "au_epsilon": 1.0, "au_delta": 1e-05, "au_cal": "certified", "au_c": 1.0, "au_T": 50, "au_trials": 500,
+              "au_canary": "auto", "au_threat": "white-box", "au_noise": 1.0, "au_seed": 0, "au_shown": False,
+              "au_onerun_shown": False},
+    names={f"au_{k}": k for k in ("dataset", "model", "mechanism", "epsilon", "delta", "cal", "c", "T", "noise",
+                                  "seed", "trials", "threat", "canary")},
+    imports=("from dpcore import run_audit\n"
+             "from dpcore.experiments.presets_views import audit_spec\n"
+             "from dpcore.figures import privacy_region_figure\n"
+             "from dpcore.figures_views import audit_scores_figure\n"
+             "from dpcore.params import PARAMS"),
+    change="`threat` is \"white-box\" (every step watched) or \"black-box\" (the released model only, with the "
+           "`canary` pair); `noise` below 1 runs less noise than calibrated (a leak the audit should catch); "
+           "another `seed` is another audit. The view's end-to-end toggle is not in its link: off here.",
+    check=_audit_check,
+    steps=(
+        ("## The audit\n\nThe mechanism trains `trials` times on each of two neighbouring datasets; the attack's "
+         "success gives a lower bound on the ε actually spent. A refutation is confirmed by a second, independent "
+         "audit, as in the view.",
+         "spec = audit_spec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,\n"
+         "                  iterations=T, calibration=cal, c=c, noise_scale=noise, seed=seed)\n"
+         "result = run_audit(spec, trials=trials, threat=threat,\n"
+         "                   canary=canary if threat == \"black-box\" else PARAMS[\"canary\"].default,\n"
+         "                   end_to_end=False, confirm=True).to_dict()"),
+        ("## The headline numbers\n\nThe target, the certified and the audited ε (a lower bound, never a proof), "
+         "and the verdict.",
+         "print(f\"epsilon target = {result['epsilon_target']!r}\")\n"
+         "print(f\"epsilon certified = {result['epsilon_certified']!r}\")\n"
+         "print(f\"epsilon audited = {result['epsilon_lower_bound']!r}\")\n"
+         "print(f\"verdict: {result['verdict']}\")"),
+        ("## The charts\n\nThe privacy region (no attack's ROC can enter what the certified ε forbids) and the "
+         "attack's scores on both datasets.",
+         "show(privacy_region_figure(result, log_axes=False), \"audit_privacy_region\")\n"
+         "show(audit_scores_figure(result), \"audit_scores\")"),
+    ))
+
+
 #: every view that computes, by its link's path (the navigation's url_path)
 VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, FIGURES, TUNE, LOCAL_CENTRAL, DISTRIBUTED,
-                                                    THEORY, CERTIFY)}
+                                                    THEORY, AUDIT, CERTIFY)}

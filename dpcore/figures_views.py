@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from .figures import REFERENCE_LINE, band_figure, readable_axes
 
-__all__ = ["compare_figures", "integer_ticks", "loss_figure", "measured_figure", "scaling_figure", "skew_figures",
+__all__ = ["audit_scores_figure", "compare_figures", "integer_ticks", "loss_figure", "measured_figure", "scaling_figure", "skew_figures",
            "tell_apart"]
 
 
@@ -161,3 +161,16 @@ def measured_figure(meas: dict) -> go.Figure:
         integer_ticks(fig, meas["grid"])
     tell_apart(fig)
     return fig
+
+
+def audit_scores_figure(res: dict) -> go.Figure:
+    """The Audit view's histograms of an audit's scores (:meth:`dpcore.audit.AuditResult.to_dict`): the runs
+    on D (the record out) and on D' (in), overlaid, with the attack's threshold."""
+    hist = go.Figure()
+    hist.add_trace(go.Histogram(x=res["scores"]["without_canary"], name="D (record out)", opacity=0.6))
+    hist.add_trace(go.Histogram(x=res["scores"]["with_canary"], name="D' (record in)", opacity=0.6))
+    if res.get("threshold") is not None:
+        hist.add_vline(x=res["threshold"], line_dash="dot", annotation_text="threshold")
+    hist.update_layout(barmode="overlay", xaxis_title=f"score ({res['score']})", yaxis_title="runs",
+                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+    return hist

@@ -7,7 +7,8 @@ agree by construction.
 * Compare: :func:`compare_setting` (the base specification, the ε grid and a seed preset's overrides);
 * Local vs central: :func:`tradeoff_mechanisms` (every mechanism it runs);
 * Distributed: :func:`distributed_spec` (each distributed mechanism's run) and :func:`skew_grid` (its sweep's u);
-* Tune: :func:`tuning_here` (its "Tune here") and :func:`tuning_lambdas` (the λ's its reference covers).
+* Tune: :func:`tuning_here` (its "Tune here") and :func:`tuning_lambdas` (the λ's its reference covers);
+* Audit: :func:`audit_spec` (the run it attacks).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .run import RunSpec, run
 from .studies import compare_base
 from .tune import tune
 
-__all__ = ["HIDDEN_OPTIONS", "MAX_GRID", "TRADEOFF_FAMILIES", "compare_setting", "distributed_spec", "explore_options",
+__all__ = ["HIDDEN_OPTIONS", "MAX_GRID", "TRADEOFF_FAMILIES", "audit_spec", "compare_setting", "distributed_spec", "explore_options",
            "explore_spec", "run_record", "skew_grid", "tradeoff_mechanisms", "tuning_here", "tuning_lambdas"]
 
 #: a mechanism's options that are for audits and scripts, never a view's choice
@@ -131,3 +132,12 @@ def tuning_lambdas(rows: Sequence[Mapping], released_rows: Sequence[Mapping] = (
     non-private reference is the best exact model over the λ grid and these."""
     return ([r["setting"].get("lam") for r in rows]
             + [c.get("lam") for r in released_rows for c in r.get("tuned_on_release") or [] if isinstance(c, dict)])
+
+
+def audit_spec(*, dataset: str, model: str, mechanism: str, epsilon: float, delta: float, iterations: int,
+               calibration: str, c: float, noise_scale: float, seed: int) -> RunSpec:
+    """The Audit view's run (one repeat: the audit draws its own runs from ``seed``); ``c`` holds for the
+    published calibration only."""
+    return RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                   iterations=iterations, calibration=calibration, c=c if calibration == "published" else 1.0,
+                   repeats=1, noise_scale=noise_scale, seed=seed)
