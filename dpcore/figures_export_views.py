@@ -16,8 +16,8 @@ from urllib.parse import urlencode
 from .exceptions import DPCoreError, unknown_choice
 from .experiments.tune import DEFAULT_MECHANISMS, setting_text, tuned_setting
 from .params import parse_grid
-from .experiments.presets_views import (HIDDEN_OPTIONS, audit_spec, compare_setting, distributed_spec,
-                                       explore_options, explore_spec, tradeoff_mechanisms)
+from .experiments.presets_views import (audit_spec, compare_setting, distributed_spec,
+                                       explore_options, explore_spec, option_default_of, tradeoff_mechanisms)
 from .experiments.presets import PRESETS, shipped_ids
 from .partition import client_sizes
 from .theory.catalog import bounds_report
@@ -110,17 +110,17 @@ class ViewExport:
                                             or any(k.startswith(p) for p in self.prefixes)})
 
 
+def _keyed(values: Mapping[str, Any], prefix: str, **suffixes: str) -> dict[str, Any]:
+    """A library call's keyword arguments from a view's settings: each argument's link key is ``prefix``
+    and its suffix."""
+    return {arg: values[prefix + suffix] for arg, suffix in suffixes.items()}
+
+
 # -- Explore -----------------------------------------------------------------------------------------
 
 def _option_default(key: str) -> Any:
     """An ``ex_opt_<mechanism>_<option>`` box's declared default, ``None`` for a key no mechanism declares."""
-    rest = key[len("ex_opt_"):]
-    for mid, cls in REGISTRY.items():
-        if rest.startswith(mid + "_"):
-            p = cls.options.get(rest[len(mid) + 1:])
-            if p is not None and p.default is not None and p.name not in HIDDEN_OPTIONS:
-                return p.default
-    return None
+    return option_default_of(key[len("ex_opt_"):])
 
 
 #: a tuned setting's fields → Explore's link keys
@@ -210,9 +210,8 @@ EXPLORE = ViewExport(
 # -- Compare -----------------------------------------------------------------------------------------
 
 def _compare_args(values: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(delta=values["cmp_delta"], iterations=values["cmp_T"], repeats=values["cmp_R"],
-                calibration=values["cmp_cal"], lam=values["cmp_lam"], clients=values["cmp_clients"],
-                skew=values["cmp_skew"], paper=values["cmp_paper"])
+    return _keyed(values, "cmp_", delta="delta", iterations="T", repeats="R", calibration="cal", lam="lam",
+                  clients="clients", skew="skew", paper="paper")
 
 
 def _compare_check(values: Mapping[str, Any]) -> None:
@@ -315,10 +314,8 @@ LOCAL_CENTRAL = ViewExport(
 # -- Distributed -------------------------------------------------------------------------------------
 
 def _distributed_args(values: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(dataset=values["dist_dataset"], model=values["dist_model"], epsilon=values["dist_epsilon"],
-                delta=values["dist_delta"], iterations=values["dist_T"], repeats=values["dist_R"],
-                clients=values["dist_m"], skew=values["dist_u"], calibration=values["dist_cal"],
-                split=values["dist_split"])
+    return _keyed(values, "dist_", dataset="dataset", model="model", epsilon="epsilon", delta="delta", iterations="T",
+                  repeats="R", clients="m", skew="u", calibration="cal", split="split")
 
 
 def _distributed_check(values: Mapping[str, Any]) -> None:
@@ -571,9 +568,8 @@ TUNE = ViewExport(
 # -- Audit --------------------------------------------------------------------------------------------
 
 def _audit_args(values: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(dataset=values["au_dataset"], model=values["au_model"], mechanism=values["au_mechanism"],
-                epsilon=values["au_epsilon"], delta=values["au_delta"], iterations=values["au_T"],
-                calibration=values["au_cal"], c=values["au_c"], noise_scale=values["au_noise"], seed=values["au_seed"])
+    return _keyed(values, "au_", dataset="dataset", model="model", mechanism="mechanism", epsilon="epsilon",
+                  delta="delta", iterations="T", calibration="cal", c="c", noise_scale="noise", seed="seed")
 
 
 def _audit_check(values: Mapping[str, Any]) -> None:

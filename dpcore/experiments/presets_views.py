@@ -25,6 +25,7 @@ from .studies import compare_base
 from .tune import tune
 
 __all__ = ["HIDDEN_OPTIONS", "MAX_GRID", "TRADEOFF_FAMILIES", "audit_spec", "compare_setting", "distributed_spec", "explore_options",
+           "option_default_of",
            "explore_spec", "run_record", "skew_grid", "tradeoff_mechanisms", "tuning_here", "tuning_lambdas"]
 
 #: a mechanism's options that are for audits and scripts, never a view's choice
@@ -45,6 +46,17 @@ def run_record(spec: RunSpec, ctx: Context | None = None, dataset=None) -> dict[
     rec["loss_trace"] = None if res.loss_trace is None else res.loss_trace.tolist()
     rec["trace_steps"] = None if res.trace_steps is None else res.trace_steps.tolist()
     return rec
+
+
+def option_default_of(name: str) -> Any:
+    """The declared default of a mechanism's option box named ``<mechanism>_<option>`` (as the views'
+    keys end), ``None`` for a name no mechanism declares, or an option no view shows (:data:`HIDDEN_OPTIONS`)."""
+    for mid, cls in REGISTRY.items():
+        if name.startswith(mid + "_"):
+            p = cls.options.get(name[len(mid) + 1:])
+            if p is not None and p.default is not None and p.name not in HIDDEN_OPTIONS:
+                return p.default
+    return None
 
 
 def explore_options(mechanism: str, given: Mapping[str, Any]) -> tuple:
