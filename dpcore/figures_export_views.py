@@ -22,6 +22,7 @@ from .experiments.presets import PRESETS, shipped_ids
 from .partition import client_sizes
 from .theory.catalog import bounds_report
 from .datasets import DATASETS
+from . import lesson
 from .experiments.run import RunSpec
 from .mechanisms import REGISTRY
 from .params import PARAMS
@@ -620,6 +621,64 @@ AUDIT = ViewExport(
     ))
 
 
+# -- Lesson -------------------------------------------------------------------------------------------
+
+def _lesson_check(values: Mapping[str, Any]) -> None:
+    if not 1 <= values["lesson_step"] <= len(lesson.STEPS) + 1:
+        raise DPCoreError(f"the lesson has steps 1 to {len(lesson.STEPS) + 1}, not {values['lesson_step']}")
+
+
+LESSON = ViewExport(
+    name="lesson", title="Lesson",
+    defaults={"lesson_step": 1}, names={"lesson_step": "step"},
+    imports=("from dpcore import lesson\n"
+             "from dpcore.experiments.baselines import baseline, row_lambdas\n"
+             "from dpcore.figures import privacy_region_figure, tradeoff_figure\n"
+             "from dpcore.figures_views import lesson_noise_figure, lesson_places_figure, lesson_skew_figure, odds_figure"),
+    change="`step` is the lesson's step, 1 to 6: what ε means, noise costs accuracy, four places to add noise, "
+           "local vs central, skewed clients, what an audit shows; each step's settings are the lesson's own "
+           "(`dpcore.lesson`: breast cancer, T = 100).",
+    check=_lesson_check,
+    steps=(
+        ("## The step\n\nEach step is one computation of `dpcore.lesson` (the app's \"Prepare for class\" "
+         "computes them ahead) and its chart, with the numbers the chart draws.",
+         "if step == 1:\n"
+         "    fig = odds_figure()\n"
+         "    for x, y in zip(fig.data[0].x, fig.data[0].y):\n"
+         "        print(f\"odds factor at {x} = {y!r}\")\n"
+         "elif step == 2:\n"
+         "    rows = lesson.noise_rows()\n"
+         "    for r in rows:\n"
+         "        print(f\"DP-GD at epsilon {r['epsilon']:g}: accuracy = {r['accuracy_mean']!r}\")\n"
+         "    fig = lesson_noise_figure(rows, baseline(lesson.BASE, lams=row_lambdas(rows, lesson.BASE.lam)))\n"
+         "elif step == 3:\n"
+         "    rows = lesson.places_rows()\n"
+         "    for r in rows:\n"
+         "        print(f\"{r['mechanism']} at epsilon {r['epsilon']:g}: gap = {r['gap_mean']!r}\")\n"
+         "    fig = lesson_places_figure(rows)\n"
+         "elif step == 4:\n"
+         "    out = lesson.tradeoff_result()\n"
+         "    for r in out[\"rows\"]:\n"
+         "        if \"error\" not in r:\n"
+         "            print(f\"{r['mechanism']}: accuracy = {r['accuracy_mean']!r}\")\n"
+         "            print(f\"{r['mechanism']}: epsilon local = {r['epsilon_local']!r}\")\n"
+         "    reference = baseline(lesson.BASE)\n"
+         "    fig = tradeoff_figure(out, reference.value, reference.label)\n"
+         "elif step == 5:\n"
+         "    rows = lesson.skew_rows()\n"
+         "    for r in rows:\n"
+         "        print(f\"{r['mechanism']} at u {r['skew']:g}: accuracy = {r['accuracy_mean']!r}\")\n"
+         "    fig = lesson_skew_figure(rows)\n"
+         "else:\n"
+         "    record = lesson.audit_record()\n"
+         "    print(f\"epsilon certified = {record['epsilon_certified']!r}\")\n"
+         "    print(f\"epsilon audited = {record['epsilon_lower_bound']!r}\")\n"
+         "    print(f\"verdict: {record['verdict']}\")\n"
+         "    fig = privacy_region_figure(record)\n"
+         "show(fig, f\"lesson_step_{step}\")"),
+    ))
+
+
 #: every view that computes, by its link's path (the navigation's url_path)
-VIEWS: dict[str, ViewExport] = {v.name: v for v in (EXPLORE, COMPARE, FIGURES, TUNE, LOCAL_CENTRAL, DISTRIBUTED,
-                                                    THEORY, AUDIT, CERTIFY)}
+VIEWS: dict[str, ViewExport] = {v.name: v for v in (LESSON, EXPLORE, COMPARE, FIGURES, TUNE, LOCAL_CENTRAL,
+                                                    DISTRIBUTED, THEORY, AUDIT, CERTIFY)}

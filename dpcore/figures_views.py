@@ -12,7 +12,8 @@ import plotly.graph_objects as go
 
 from .figures import REFERENCE_LINE, band_figure, readable_axes
 
-__all__ = ["audit_scores_figure", "compare_figures", "integer_ticks", "loss_figure", "measured_figure", "scaling_figure", "skew_figures",
+__all__ = ["audit_scores_figure", "compare_figures", "integer_ticks", "lesson_noise_figure", "lesson_places_figure",
+           "lesson_skew_figure", "loss_figure", "measured_figure", "odds_figure", "scaling_figure", "skew_figures",
            "tell_apart"]
 
 
@@ -174,3 +175,35 @@ def audit_scores_figure(res: dict) -> go.Figure:
     hist.update_layout(barmode="overlay", xaxis_title=f"score ({res['score']})", yaxis_title="runs",
                        margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
     return hist
+
+
+def odds_figure() -> go.Figure:
+    """The Lesson's first step: e to the power ε, the most one record can move the odds of a conclusion."""
+    eps = [0.1, 0.5, 1.0, 2.0, 5.0]
+    fig = go.Figure(go.Bar(x=[f"ε = {e:g}" for e in eps], y=[math.exp(e) for e in eps],
+                           text=[f"{math.exp(e):.3g}×" for e in eps], textposition="outside"))
+    fig.update_layout(title="How much one record can move the odds of any conclusion: e to the power ε",
+                      yaxis_title="largest odds factor", yaxis_type="log", yaxis_dtick=1,  # decades only
+                      margin=dict(l=10, r=10, t=60, b=10))
+    return fig
+
+
+def lesson_noise_figure(rows: list[dict], reference) -> go.Figure:
+    """The Lesson's second step: DP-GD's test accuracy against ε (:func:`dpcore.lesson.noise_rows`), with the
+    non-private ``reference`` and what guessing scores."""
+    return band_figure(rows, "epsilon", "accuracy_mean", title="DP-GD: test accuracy against ε", x_title="ε",
+                       y_title="accuracy", baseline=reference.value, baseline_label=reference.label,
+                       bounds=(0.0, 1.0), guess=reference.guess)
+
+
+def lesson_places_figure(rows: list[dict]) -> go.Figure:
+    """The Lesson's third step: the optimality gap of each place the noise enters (:func:`dpcore.lesson.places_rows`)."""
+    return band_figure(rows, "epsilon", "gap_mean", log_y=True, title="Where the noise enters: optimality gap",
+                       x_title="ε", y_title="L(θ) − L*")
+
+
+def lesson_skew_figure(rows: list[dict]) -> go.Figure:
+    """The Lesson's fifth step: accuracy against the clients' skew u (:func:`dpcore.lesson.skew_rows`)."""
+    return band_figure(rows, "skew", "accuracy_mean", title="Uneven clients: accuracy against skew u",
+                       x_title="u = n_max / n_min", y_title="accuracy", bounds=(0.0, 1.0),
+                       guess=rows[0].get("accuracy_guess") if rows else None)
