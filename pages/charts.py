@@ -15,7 +15,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.figures import (figure_note, legend_html, on_screen, panel_columns, panels, target_note,
                             without_notes)
 from dpcore.experiments.run import RunSpec, noise_plan
-from dpcore.figures_export import VIEWS as EXPORTED, export_view
+from dpcore.figures_export import VIEWS as EXPORTED, export_view, settings_of
 from dpcore.figures_result import no_better_rows
 from dpcore.figures_views import loss_figure  # noqa: F401 - the views draw it from here
 from dpcore.figures_text import ChartText, chart_text, panels_text, table_html
@@ -209,15 +209,17 @@ def download_code(view: str, keys, key: str, prefixes=()) -> None:
     if any(isinstance(v, str) and v.startswith(UPLOAD_PREFIX) for v in given.values()):
         st.caption("An uploaded dataset stays in this session: its view is not offered as a notebook or a script.")
         return
-    try:
-        notebook, script = (export_view(view, fmt=f, given=given) for f in ("ipynb", "py"))
+    try:  # refused settings are said here; the code itself is written when a button is clicked
+        EXPORTED[view].check(settings_of(EXPORTED[view], given))
     except DPCoreError as exc:
         st.caption(f"This view is not offered as code for these settings: {exc}")
         return
     help_ = ("computes this view again with the same dpcore calls, settings and seeds, prints its numbers and "
              "draws its charts; run it from the repository's folder after python -m pip install -r requirements.txt")
     c1, c2 = st.columns(2)
-    c1.download_button("Download as notebook", notebook.encode(), file_name=f"{view}.ipynb",
-                       mime="application/x-ipynb+json", key=f"{key}_nb", help="A Jupyter notebook that " + help_)
-    c2.download_button("Download as script", script.encode(), file_name=f"{view}.py", mime="text/x-python",
-                       key=f"{key}_py", help="A Python script that " + help_)
+    c1.download_button("Download as notebook", lambda: export_view(view, fmt="ipynb", given=given).encode(),
+                       file_name=f"{view}.ipynb", mime="application/x-ipynb+json", key=f"{key}_nb",
+                       help="A Jupyter notebook that " + help_)
+    c2.download_button("Download as script", lambda: export_view(view, fmt="py", given=given).encode(),
+                       file_name=f"{view}.py", mime="text/x-python", key=f"{key}_py",
+                       help="A Python script that " + help_)
