@@ -2,7 +2,7 @@
 result again, with the same library calls, settings and seeds (issue 70).
 
 A view's link (``compare?cmp_T=20&cmp_R=2``: the settings ``pages/links.py`` writes to the address) is
-the input.  :data:`dpcore.figures_export_views.VIEWS` declares, once for each view, its link keys with their
+the input.  :data:`dpcore.figures_export_more.VIEWS` declares, once for each view, its link keys with their
 defaults (the page's own ``URL_KEYS``, checked equal by the tests), the variable each key becomes, and
 the steps the view takes: each a sentence for the reader and a piece of valid Python that calls the
 same dpcore function the page calls.  :func:`export_view` writes them out: a first cell naming the
@@ -25,7 +25,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ._version import __version__
 from .exceptions import DPCoreError, unknown_choice
-from .figures_export_views import VIEWS, ViewExport, url_text, url_value
+from .figures_export_more import VIEWS
+from .figures_export_views import ViewExport, url_text, url_value
 from .experiments.sweep import environment
 
 __all__ = ["FORMATS", "INSTALL", "export_view", "notebook", "parse_link", "script", "settings_of", "url_text",

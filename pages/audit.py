@@ -7,7 +7,6 @@ import streamlit as st
 
 from dpcore.audit import WHITE_BOX_UNAVAILABLE, one_run_audit
 from dpcore.exceptions import DPCoreError
-from dpcore.experiments.run import RunSpec
 from dpcore.experiments.presets_views import audit_spec
 from dpcore.figures import privacy_region_figure
 from dpcore.figures_views import audit_scores_figure

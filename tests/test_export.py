@@ -34,7 +34,8 @@ from dpcore.experiments.presets_views import (audit_spec, compare_setting, distr
                                               run_record, skew_grid, tradeoff_mechanisms, tuning_here)
 from dpcore.experiments.studies import compare_measured, epsilon_sweep, skew_curve, tradeoff
 from dpcore.figures_export import VIEWS, parse_link, settings_of
-from dpcore.figures_export_views import COMPARE, EXPLORE, certify_arguments
+from dpcore.figures_export_more import certify_arguments
+from dpcore.figures_export_views import COMPARE, EXPLORE
 from dpcore.theory.catalog import bounds_report
 from test_fuzz_links import declaration, restores
 
