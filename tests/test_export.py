@@ -389,3 +389,20 @@ def test_the_command_line_exports_a_good_link(tmp_path):
 def test_the_command_line_refuses_a_bad_link_in_one_line(link, said):
     code, out, err = run_cli("export", "--view", link)
     assert code == 2 and out == "" and said in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_explores_export_sets_what_the_view_opens_at_tuned_settings_included():
+    """A link without T, η, λ, C opens Explore at the shipped tuning (Adult): the export sets the same values."""
+    from streamlit.testing.v1 import AppTest
+
+    link = "explore?ex_dataset=adult&ex_mechanism=gradient-dpgd"
+    at = AppTest.from_file(str(ROOT / "pages" / "explore.py"), default_timeout=180)
+    for key, value in parse_link(link)[1].items():
+        at.query_params[key] = value
+    at.session_state["ex_R"] = 1  # the run the page makes: one repeat is enough to open it
+    at.run()
+    assert not at.exception
+    script = export_view(link + "&ex_R=1", fmt="py")
+    for key in ("ex_T", "ex_lr", "ex_lam", "ex_clip"):
+        name = VIEWS["explore"].names[key]
+        assert f"\n{name} = {at.session_state[key]!r}  # {key}" in script, key
