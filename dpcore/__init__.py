@@ -68,7 +68,8 @@ from .exceptions import BudgetError, DatasetError, DPCoreError, ModelError, Para
 _LAZY = {"AuditResult": ".audit", "run_audit": ".audit", "Certificate": ".certify", "certify_noise": ".certify",
          "DPLinearRegression": ".estimators", "DPLogisticRegression": ".estimators",
          "baseline": ".experiments.baselines", "Context": ".experiments.context", "RunResult": ".experiments.run",
-         "RunSpec": ".experiments.run", "run": ".experiments.run", "tune": ".experiments.tune"}
+         "RunSpec": ".experiments.run", "run": ".experiments.run", "tune": ".experiments.tune",
+         "export_view": ".figures_export"}
 
 
 def __getattr__(name: str):
@@ -92,5 +93,5 @@ def __dir__() -> list[str]:
 #: the public face: what a script or a notebook needs (``from dpcore import RunSpec, run``); every
 #: callable here takes its first parameter by position and the rest by keyword (tests/test_face.py)
 __all__ = ["RunSpec", "RunResult", "run", "Context", "run_audit", "AuditResult", "tune", "baseline", "certify_noise",
-           "Certificate", "DPLogisticRegression", "DPLinearRegression",
+           "Certificate", "DPLogisticRegression", "DPLinearRegression", "export_view",
            "BudgetError", "DPCoreError", "DatasetError", "ModelError", "ParameterError", "PrivacyWarning", "__version__"]

@@ -62,7 +62,8 @@ def _refuse_conflicts(parser: argparse.ArgumentParser, args) -> None:
 #: solver, no audit), so a short command answers in a fraction of the whole package's import time
 COMMANDS = {"prepare": ".cli_sweep", "tune": ".cli_sweep", "sweep": ".cli_sweep", "datasets": ".cli_run",
             "mechanisms": ".cli_run", "run": ".cli_run", "tradeoff": ".cli_run", "bounds": ".cli_run",
-            "audit": ".cli_audit", "certify": ".cli_certify"}
+            "audit": ".cli_audit", "certify": ".cli_certify",
+            "export": ".cli_export"}
 
 
 def command(name: str):

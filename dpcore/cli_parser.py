@@ -237,6 +237,17 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(s, "also train this app's central mechanisms on this dataset at the certified (replace-one) ε: "
                  "what the guarantee buys", required=False)
     s.add_argument("--json", action="store_true", help="print one JSON document (the full ε(δ) list)")
+
+    s = sub.add_parser("export", help="a view of the app, given by its link, as a Jupyter notebook or a Python "
+                                      "script that computes it again (the same calls, settings and seeds)")
+    s.add_argument("--view", required=True, metavar="LINK",
+                   help="the view's link: its name and the settings of its address, e.g. "
+                        "'compare?cmp_T=20&cmp_R=2' (the app's 'Link for students')")
+    s.add_argument("--format", choices=("ipynb", "py"), default="py",
+                   help="ipynb: a Jupyter notebook; py: a plain script (default)")
+    s.add_argument("--output", default=None, metavar="OUTPUT",
+                   help="write it to this file (default: standard output)")
+    s.add_argument("--json", action="store_true", help="print one JSON document saying what was written")
     return p
 
 

@@ -7,8 +7,9 @@ import streamlit as st
 
 from dpcore.audit import WHITE_BOX_UNAVAILABLE, one_run_audit
 from dpcore.exceptions import DPCoreError
-from dpcore.experiments.run import RunSpec
+from dpcore.experiments.presets_views import audit_spec
 from dpcore.figures import privacy_region_figure
+from dpcore.figures_views import audit_scores_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (
@@ -16,7 +17,7 @@ from pages.common import (
     LEAKING_THREAT,
     LEAKING_TRIALS,
     audit_view_state,
-    choice, enter_view, keep_choice, show_chart, param_help, shared_audit, dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget, user_dataset,
+    choice, download_code, enter_view, keep_choice, show_chart, param_help, shared_audit, dataset_picker, download_figure, fmt_eps, mechanisms_for, model_picker, param_widget, user_dataset,
 )
 from pages.auditview import show_verdict
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
@@ -96,8 +97,8 @@ if threat == "white-box" and mechanism in WHITE_BOX_UNAVAILABLE:
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
 try:
-    config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta, iterations=T,
-                     calibration=calibration, c=c, repeats=1, noise_scale=noise_scale, seed=seed)
+    config = audit_spec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                        iterations=T, calibration=calibration, c=c, noise_scale=noise_scale, seed=seed)  # as exported
 except DPCoreError as exc:
     st.error(f"Check the settings: {exc}")
     st.stop()
@@ -132,15 +133,10 @@ if res:
                "The dashed curve is what the target ε would forbid. The closer the blue ROC comes to "
                "the red curve, the tighter the audit.")
     download_figure(fig, "audit_privacy_region", "au_dl_region")
-    hist = go.Figure()
-    hist.add_trace(go.Histogram(x=res["scores"]["without_canary"], name="D (record out)", opacity=0.6))
-    hist.add_trace(go.Histogram(x=res["scores"]["with_canary"], name="D' (record in)", opacity=0.6))
-    if res.get("threshold") is not None:
-        hist.add_vline(x=res["threshold"], line_dash="dot", annotation_text="threshold")
-    hist.update_layout(barmode="overlay", xaxis_title=f"score ({res['score']})", yaxis_title="runs",
-                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h"))
+    hist = audit_scores_figure(res)  # as its export draws it
     show_chart(hist)
     download_figure(hist, "audit_scores", "au_dl_fig")
+    download_code("audit", URL_KEYS, "au_dl_code")  # this audit as a notebook and a script
 
 st.divider()
 st.subheader("One training run, a thousand canaries")

@@ -15,7 +15,8 @@ from dpcore import datasets
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import Baseline, baseline, lambdas_for
 from dpcore.experiments import presets as _presets
-from dpcore.experiments.run import RunSpec, run, slow_reference
+from dpcore.experiments.run import RunSpec, slow_reference
+from dpcore.experiments.presets_views import run_record
 from pages.appstate import app_context, run_records, user_dataset
 from pages.charts import drawn
 from pages.progress import live_curve, run_progress
@@ -36,12 +37,8 @@ def dataset_details(dataset_id: str) -> dict:
 
 
 def _record(config: RunSpec, dataset=None, progress=None, on_trace=None) -> dict:
-    """``dpcore.experiments.run.run`` as a record with the loss trace."""
-    res = run(config, ctx=app_context().with_(progress=progress, on_trace=on_trace), dataset=dataset)
-    rec = res.to_dict()
-    rec["loss_trace"] = None if res.loss_trace is None else res.loss_trace.tolist()
-    rec["trace_steps"] = None if res.trace_steps is None else res.trace_steps.tolist()
-    return rec
+    """``dpcore.experiments.presets_views.run_record``: the run as a record with the loss trace (as its export runs it)."""
+    return run_record(config, ctx=app_context().with_(progress=progress, on_trace=on_trace), dataset=dataset)
 
 
 def run_or_error(config: RunSpec) -> dict | None:

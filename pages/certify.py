@@ -15,7 +15,8 @@ from dpcore.certify import CERTIFY_PARAMS as CP  # the declarations
 from dpcore.certify_params import format_noise
 from dpcore.exceptions import DPCoreError
 from dpcore.figures import privacy_profile_figure
-from pages.common import choice, declared_number, enter_view, fmt_eps, show_chart
+from dpcore.figures_export_more import certify_arguments
+from pages.common import choice, declared_number, download_code, enter_view, fmt_eps, show_chart
 from pages.links import restore_from_url, write_to_url
 
 
@@ -59,22 +60,21 @@ if mechanism == "dp-sgd":
     sampling = choice("radio", "batches", CP["sampling"].constraint.values, key="cert_sampling", container=d1,
                       horizontal=True, help=CP["sampling"].help)
     rate = choice("radio", "rate from", ("sample rate", "batch and dataset size"), key="cert_rate", container=d2)
-    if rate == "sample rate":
-        rate_args = {"sample_rate": _bounded("sample_rate", "cert_q", "sample rate q", d3, "%.3g")}
+    if rate == "sample rate":  # each control under its key: certify_arguments reads them there
+        _bounded("sample_rate", "cert_q", "sample rate q", d3, "%.3g")
     else:
-        rate_args = {"batch_size": _bounded("batch_size", "cert_batch", "batch size", d3),
-                     "dataset_size": _bounded("dataset_size", "cert_n", "dataset size n", d3)}
+        _bounded("batch_size", "cert_batch", "batch size", d3)
+        _bounded("dataset_size", "cert_n", "dataset size n", d3)
     length = choice("radio", "length in", ("epochs", "steps"), key="cert_length", container=d4, horizontal=True)
     if length == "steps":
-        length_args = {"steps": _bounded("steps", "cert_steps", "steps T", d4)}
+        _bounded("steps", "cert_steps", "steps T", d4)
     else:
-        length_args = {"epochs": _bounded("epochs", "cert_epochs", "epochs", d4, "%g")}
-    args = {"noise_multiplier": z, "sampling": sampling, "accountant": accountant, **rate_args, **length_args}
+        _bounded("epochs", "cert_epochs", "epochs", d4, "%g")
 else:
     d1, d2, d3 = st.columns(3)
-    args = {"sigma": _bounded("sigma", "cert_sigma", "σ" if mechanism == "gaussian" else "scale b", d1, "%g"),
-            "sensitivity": _bounded("sensitivity", "cert_sens", "sensitivity Δ (add/remove)", d2, "%g"),
-            "compositions": _bounded("compositions", "cert_k", "releases k", d3)}
+    _bounded("sigma", "cert_sigma", "σ" if mechanism == "gaussian" else "scale b", d1, "%g")
+    _bounded("sensitivity", "cert_sens", "sensitivity Δ (add/remove)", d2, "%g")
+    _bounded("compositions", "cert_k", "releases k", d3)
 e1, e2 = st.columns([1, 3])
 ask = e1.checkbox("find the noise for a target ε", key="cert_ask")
 target = _bounded("target_epsilon", "cert_target", "target ε", e2, "%g") if ask else None
@@ -83,7 +83,9 @@ write_to_url(list(URL_KEYS))
 
 try:
     with st.spinner("certifying…"):
-        cert = certify_noise(mechanism=mechanism, delta=delta, target_epsilon=target, full_curve=True, **args)
+        # the controls' values (each widget's, under its key) as its export passes them
+        cert = certify_noise(**certify_arguments(**{k[len("cert_"):]: st.session_state[k] for k in URL_KEYS}),
+                             full_curve=True)
 except DPCoreError as exc:
     st.error(str(exc))
     st.stop()
@@ -110,6 +112,7 @@ if cert.inverse:
 
 fig = privacy_profile_figure(cert.curve, delta)
 show_chart(fig, key="cert_curve")
+download_code("certify", URL_KEYS, "cert_dl_code")  # this certificate as a notebook and a script
 
 eps_here = cert.replace_one
 if math.isfinite(eps_here) and CP["target_epsilon"].constraint.low <= eps_here <= 1000:

@@ -7,20 +7,21 @@ from __future__ import annotations
 import html
 import math
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.figures import (REFERENCE_LINE, figure_note, legend_html, on_screen, panel_columns, panels, target_note,
+from dpcore.figures import (figure_note, legend_html, on_screen, panel_columns, panels, target_note,
                             without_notes)
 from dpcore.experiments.run import RunSpec, noise_plan
+from dpcore.figures_export import VIEWS as EXPORTED, export_view, settings_of
 from dpcore.figures_result import no_better_rows
+from dpcore.figures_views import loss_figure  # noqa: F401 - the views draw it from here
 from dpcore.figures_text import ChartText, chart_text, panels_text, table_html
 from dpcore.jsonutil import dumps
 from dpcore.privacy import dp_events_list
-from pages.appstate import app_context, user_dataset
+from pages.appstate import UPLOAD_PREFIX, app_context, user_dataset
 
 
 def missed_target_note(rows, target: str = "epsilon", x: str | None = None) -> None:
@@ -47,44 +48,6 @@ def guessing_box(rows, name, guess: float | None = None, advice: str = "") -> bo
                f"no better: {what}. The noise has drowned what the data says there. "
                + (advice or "Try a larger ε or more data."))
     return True
-
-
-def loss_figure(rec: dict, title: str = "Training objective on the data the optimiser saw") -> go.Figure | None:
-    """Every repeat's training objective against the step, with L* when the record has it, and
-    the *released* model's objective L* + gap (mean ± sd over runs) at the last step: the loss
-    of the model whose gap the view reports.  Where noise is added after training (output
-    perturbation) it stands apart from the curve, and the title says so."""
-    trace, steps = rec.get("loss_trace"), rec.get("trace_steps")
-    if not trace:
-        return None
-    arr = np.asarray(trace, dtype=float)
-    fig = go.Figure()
-    for r in range(arr.shape[1]):
-        fig.add_trace(go.Scatter(x=steps, y=arr[:, r], mode="lines", name=f"run {r + 1}",
-                                 line=dict(width=1)))
-    star, gap = rec.get("loss_star"), rec.get("gap_mean")
-    if star is not None:
-        # under its line: the released model's label sits above its point, at L* + gap ≥ L*
-        fig.add_hline(y=star, annotation_text="L* (non-private optimum)", annotation_position="bottom right",
-                      **REFERENCE_LINE)
-    if star is not None and gap is not None and math.isfinite(gap):
-        released = star + gap
-        end = float(np.nanmean(arr[-1])) if np.isfinite(arr[-1]).any() else math.nan
-        apart = not math.isfinite(end) or abs(released - end) > 1e-6 * max(1.0, abs(released))
-        fig.add_trace(go.Scatter(
-            x=[steps[-1]], y=[released], mode="markers", name="released model",
-            marker=dict(symbol="diamond", size=11, color="#d62728"),
-            error_y=dict(type="data", array=[rec.get("gap_std") or 0.0], visible=True),
-            hovertext=[f"the released model: L(θ) = L* + gap = {released:.4g} (mean over runs)"
-                       + ("; the curve is the training before the noise added at the end" if apart else "")],
-            hoverinfo="text"))
-        fig.add_annotation(x=steps[-1], y=released, text="released model" + (" (after its noise)" if apart else ""),
-                           showarrow=False, xanchor="right", yanchor="bottom", font=dict(color="#d62728"))
-        if apart:
-            title = "Training objective before the noise, and the released model's (◆, after it)"
-    fig.update_layout(title=title, xaxis_title="step t",
-                      yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
-    return fig
 
 
 def drawn(results):
@@ -231,3 +194,32 @@ def download_figure(fig, name: str, key: str) -> None:
     every rerun: the file embeds plotly.js (4.8 MB, 55 ms to write)."""
     st.download_button("Download plot (HTML)", lambda: fig.to_html(include_plotlyjs=True).encode(),
                        file_name=f"{name}.html", mime="text/html", key=key)
+
+
+def download_code(view: str, keys, key: str, prefixes=()) -> None:
+    """"Download as notebook" and "Download as script": the view with its settings on screen (its
+    declared link ``keys`` and the keys of its ``prefixes`` families, as the link writes them) as code
+    that computes it again (:func:`dpcore.figures_export.export_view`); where the settings cannot be
+    exported (an uploaded dataset stays in this session), a caption says why instead."""
+    if view not in EXPORTED:
+        return
+    given = {k: st.session_state[k] for k in keys if k in st.session_state}
+    given.update({k: v for k, v in st.session_state.items()
+                  if isinstance(k, str) and k not in given and any(k.startswith(p) for p in prefixes)})
+    if any(isinstance(v, str) and v.startswith(UPLOAD_PREFIX) for v in given.values()):
+        st.caption("An uploaded dataset stays in this session: its view is not offered as a notebook or a script.")
+        return
+    try:  # refused settings are said here; the code itself is written when a button is clicked
+        EXPORTED[view].check(settings_of(EXPORTED[view], given))
+    except DPCoreError as exc:
+        st.caption(f"This view is not offered as code for these settings: {exc}")
+        return
+    help_ = ("computes this view again with the same dpcore calls, settings and seeds, prints its numbers and "
+             "draws its charts; run it from the repository's folder after python -m pip install -r requirements.txt")
+    c1, c2 = st.columns(2)
+    c1.download_button("Download as notebook", lambda: export_view(view, fmt="ipynb", given=given).encode(),
+                       file_name=f"{view}.ipynb", mime="application/x-ipynb+json", key=f"{key}_nb",
+                       help="A Jupyter notebook that " + help_)
+    c2.download_button("Download as script", lambda: export_view(view, fmt="py", given=given).encode(),
+                       file_name=f"{view}.py", mime="text/x-python", key=f"{key}_py",
+                       help="A Python script that " + help_)

@@ -22,7 +22,7 @@ from pages.appstate import (app_context, CACHE_DIR, run_records, UPLOAD_PREFIX, 
                             WORKERS)
 from pages.cached import (audit_view_state, dataset_details, load_shipped, reference_for, reference_notice,
                           run_or_error, shared_audit)
-from pages.charts import (client_bars, guessing_box, download_figure, download_plan, download_table, drawn, loss_figure,
+from pages.charts import (client_bars, guessing_box, download_code, download_figure, download_plan, download_table, drawn, loss_figure,
                           MAX_PANELS_A_ROW, missed_target_note, plain_markdown, ROW_LAMBDA_COLUMNS,
                           show_chart, show_panels, table_csv)
 from pages.formatting import fmt_eps, fmt_num, readable
@@ -45,7 +45,7 @@ __all__ = [
     "model_picker", "skew_refusal", "mechanisms_for",
     "missed_target_note", "guessing_box", "loss_figure", "drawn", "MAX_PANELS_A_ROW", "show_panels", "ROW_LAMBDA_COLUMNS",
     "table_csv", "download_table", "download_plan", "client_bars", "show_chart", "plain_markdown",
-    "download_figure",
+    "download_figure", "download_code",
     "progress_reporter", "time_left", "live_drawer", "with_progress", "PROGRESS_AFTER_SECONDS",
     "run_progress", "CURVE_AFTER_SECONDS", "CURVE_REDRAW_SECONDS", "live_curve",
     "dataset_details", "run_or_error", "reference_for", "reference_notice", "load_shipped",

@@ -9,18 +9,17 @@ from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.studies import (
     CENTRAL_MECHANISMS,
     CLASSROOM_COMPARE,
-    compare_base,
     epsilon_sweep,
     shipped_classroom_compare,
     with_search_spent,
 )
 from dpcore.mechanisms import REGISTRY
-from dpcore.params import parse_grid
+from dpcore.experiments.presets_views import compare_setting
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
-from dpcore.figures import band_figure
+from dpcore.figures_views import compare_figures
 from pages.common import (
-    choice, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
+    choice, download_code, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -33,7 +32,6 @@ restore_from_url(URL_KEYS)
 SHARED = {'dataset': 'cmp_dataset', 'delta': 'cmp_delta', 'iterations': 'cmp_T'}
 shared_settings(SHARED)
 
-MAX_GRID = 50  # ε values per comparison
 CENTRAL = list(CENTRAL_MECHANISMS)
 _C = CLASSROOM_COMPARE  # the first preset: `python -m dpcore prepare` computes it ahead
 
@@ -121,12 +119,11 @@ if per_mechanism or data_options:
     if notes:
         st.caption(f"From the preset {paper.id}: " + "; ".join(notes) + ".")
 
-try:
-    epsilons = parse_grid("epsilon", eps_text, "the ε grid", MAX_GRID)
-    base = compare_base(dataset, model, delta=delta, iterations=T, repeats=repeats, calibration=calibration,
-                        lam=lam, clients=clients, skew=skew, **data_options)
-    if not mechs:
-        raise DPCoreError("choose at least one mechanism")
+try:  # the comparison's setting, as its export builds it (dpcore.experiments.presets_views)
+    setting = compare_setting(dataset, model, mechs, eps_text, delta=delta, iterations=T, repeats=repeats,
+                              calibration=calibration, lam=lam, clients=clients, skew=skew,
+                              paper=st.session_state.get("cmp_paper", ""))
+    epsilons, base = setting["epsilons"], setting["base"]
 except DPCoreError as exc:
     st.error(f"Check the settings: {exc}")
     st.stop()
@@ -150,15 +147,8 @@ if own_data is None:
 
 def metric_figure(ok):
     """Accuracy (RMSE) against ε, with the one non-private reference (the best exact model over
-    the tuning's λ grid and every λ a row runs at) and what guessing scores."""
-    metric = "accuracy_mean" if any("accuracy_mean" in r for r in ok) else "rmse_mean"
-    name = metric.split("_")[0]
-    ref = reference_for(base, row_lambdas(ok, lam)) if ok else None
-    return band_figure(ok, "epsilon", metric, title=name + " against ε",
-                       baseline=None if ref is None else ref.value,
-                       baseline_label="non-private" if ref is None else ref.label,
-                       guess=None if ref is None else ref.guess, x_title="ε", y_title=name,
-                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None, paid="tuned_search_epsilon")
+    the tuning's λ grid and every λ a row runs at) and what guessing scores (as its export draws it)."""
+    return compare_figures(ok, reference_for(base, row_lambdas(ok, lam)) if ok else None)[0]
 
 
 def run_comparison(bar):
@@ -174,7 +164,7 @@ def run_comparison(bar):
     live = live_drawer(draw_so_far, every=1.5)  # the first at once; then a redraw the browser can afford
     try:
         with reference_notice(base):
-            rows = epsilon_sweep(base, mechs, epsilons, with_progress(bar), per_mechanism=per_mechanism,
+            rows = epsilon_sweep(base, mechs, epsilons, with_progress(bar), per_mechanism=setting["per_mechanism"],
                                  dataset=own_data, tuned=tuned, spent=False, partial=live)
     except DPCoreError as exc:  # e.g. a shipped tuning refused (not the file shipped): said, nothing kept
         raise DPCoreError(f"The comparison did not run: {exc}" + (". Turn off the tuned settings to compare at "
@@ -197,8 +187,7 @@ if rows:
             st.error(f"{r['mechanism']} at ε = {r['epsilon']:g}: {r['error']}")
     ok = [r for r in rows if "error" not in r]
     fig1 = metric_figure(ok)
-    fig2 = band_figure(ok, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
-                       x_title="ε", y_title="L(θ) − L*")
+    fig2 = compare_figures(ok)[1]
     show_chart(fig1)
     ref = reference_for(base, row_lambdas(ok, lam)) if ok else None
     if ref is not None:
@@ -216,6 +205,7 @@ if rows:
     download_figure(fig2, "compare_gap", "cmp_dl_fig2")
     st.dataframe(readable(ok), width="stretch")
     download_table(ok, "compare", "cmp_dl_table")
+    download_code("compare", URL_KEYS, "cmp_dl_code")  # this comparison as a notebook and a script
     # what each tuned setting's search spent: recomputed from the shipped tuning (never read from it),
     # most of a minute the first time a machine reads the file, so asked for after the page is drawn
     if current and own_data is None and any("tuned_at" in r and "tuned_search_epsilon" not in r for r in ok):

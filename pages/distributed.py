@@ -11,10 +11,11 @@ from dpcore.experiments.studies import skew_curve
 from dpcore.partition import SPLIT_CERTIFIES, SPLITS, client_sizes
 from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.baselines import row_lambdas
-from dpcore.figures import band_figure
+from dpcore.experiments.presets_views import distributed_spec, skew_grid
+from dpcore.figures_views import skew_figures
 from dpcore.figures_result import r_squared
 from pages.common import (
-    choice, enter_view, guessing_box, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
+    choice, download_code, enter_view, guessing_box, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -66,9 +67,9 @@ cols = st.columns(2)
 for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
     with col:
         st.subheader(REGISTRY[mech].name)
-        rec = run_or_error(RunSpec(dataset=dataset, model=model, mechanism=mech, epsilon=epsilon, delta=delta,
-                                   iterations=T, repeats=repeats, clients=m, skew=u, calibration=calibration,
-                                   options=(("split", split),)))
+        rec = run_or_error(distributed_spec(mech, dataset=dataset, model=model, epsilon=epsilon, delta=delta,
+                                            iterations=T, repeats=repeats, clients=m, skew=u,
+                                            calibration=calibration, split=split))  # as its export runs it
         if rec:
             if rec.get("accuracy_mean") is not None:
                 st.metric("test accuracy", f"{rec['accuracy_mean']:.4f}")
@@ -95,7 +96,7 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
 
 #: what the skew sweep depends on: a chart drawn for other values is marked as stale
 swept_for = (dataset, model, m, u, epsilon, delta, calibration, T, repeats, split)
-SKEWS = sorted({1.0, 2.0, 4.0, 8.0, 16.0, float(u)})  # the chosen skew is always on the chart
+SKEWS = skew_grid(u)  # the chosen skew is always on the chart
 SWEEP = "Sweep the skew u ∈ {" + ", ".join(f"{v:g}" for v in SKEWS) + "}"
 pressed = st.button(SWEEP, type="primary", key="dist_run")
 curve, _ = linked_result(
@@ -108,15 +109,8 @@ if curve:
     for r in curve["rows"]:
         if "error" in r:
             st.error(f"{r['mechanism']} at u = {r['skew']:g}: {r['error']}")
-    metric, label = (("accuracy_mean", "test accuracy") if any(r.get("accuracy_mean") is not None for r in rows)
-                     else ("rmse_mean", "test RMSE"))
     ref = reference_for(RunSpec(dataset=dataset, model=model), row_lambdas(rows, None))  # no λ: the model's own
-    fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
-                      x_title="u = n_max / n_min", y_title=label,
-                      bounds=(0.0, 1.0) if metric == "accuracy_mean" else None,
-                      baseline=None if ref is None else ref.value,
-                      baseline_label="non-private" if ref is None else ref.label,
-                      guess=None if ref is None else ref.guess)
+    fig, fig_gap = skew_figures(rows, ref)  # as its export draws them
     show_chart(fig)
     if ref is not None:
         st.caption(ref.definition())
@@ -124,8 +118,7 @@ if curve:
                  guess=None if ref is None else ref.guess)
     missed_target_note(rows, x="skew")
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")
-    fig_gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
-                          x_title="u = n_max / n_min", y_title="L(θ) − L*")
     show_chart(fig_gap)
     download_figure(fig_gap, "gap_vs_skew", "dist_dl_fig_gap")
     download_table(rows, "skew_curve", "dist_dl_curve")
+    download_code("distributed", URL_KEYS, "dist_dl_code")  # this view as a notebook and a script

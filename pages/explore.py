@@ -9,13 +9,14 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
+from dpcore.experiments.presets_views import explore_spec
 from dpcore.figures_result import noise_words, r_squared, versus_guessing
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import make_model
 from dpcore.params import PARAMS
 from pages.common import (
-    app_context, choice, enter_view, show_chart, glossary_link, shared_audit, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error, skew_refusal,
+    app_context, choice, download_code, enter_view, show_chart, glossary_link, shared_audit, apply_setting, setting_in_use, TUNED_WIDGETS, user_dataset, client_bars, dataset_picker, download_figure, download_plan, fmt_eps, fmt_num, loss_figure, mechanisms_for, model_picker, option_default, reset_tuned_widgets, option_widgets, param_widget, reference_for, run_or_error, skew_refusal,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -123,9 +124,9 @@ with st.sidebar:
     seed = param_widget("seed", "ex_seed", label="seed")
 
 try:
-    config = RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                     iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, c=c,
-                     lam=lam, learning_rate=lr, options=options, **extra)
+    config = explore_spec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                          iterations=iterations, repeats=repeats, seed=seed, calibration=calibration, c=c,
+                          lam=lam, learning_rate=lr, options=options, **extra)  # as its export does
 except DPCoreError as exc:  # a ParameterError from the declared constraints
     st.error(f"{exc}")
     st.stop()
@@ -231,6 +232,7 @@ if fig is not None:
     show_chart(fig)
     download_figure(fig, "loss_curve", "ex_dl_fig")
 download_plan(config, "ex_dl_plan")
+download_code("explore", URL_KEYS, "ex_dl_code", URL_PREFIXES)  # this view as a notebook and a script
 with st.expander("All numbers (JSON)"):
     # the run's record (its accuracy_nonprivate is the exact model at this run's own λ), and the one
     # reference the metric above is compared with

@@ -11,7 +11,7 @@ from dpcore.shipped import ShippedFileError
 from dpcore.experiments.presets import PRESETS, rerun, shipped_ids
 from dpcore.shipped import folder_of
 from pages.common import (
-    app_context, choice, CACHE_DIR, WORKERS, download_figure, download_table, drawn, enter_view, load_shipped,
+    app_context, choice, CACHE_DIR, WORKERS, download_code, download_figure, download_table, drawn, enter_view, load_shipped,
     progress_reporter, show_panels,
 )
 from pages.links import restore_from_url, write_to_url
@@ -80,6 +80,7 @@ with c2:
     if shipped.published is not None:  # the dotted lines' rows, a file of their own
         download_table(shipped.published, f"{preset_id}-published", key="fig_download_published",
                        label="Download table, published calibration (CSV)")
+download_code("figures", URL_KEYS, "fig_dl_code")  # this figure as a notebook and a script
 
 with st.expander("Re-run here"):
     work = shipped.record.get("compute_seconds")  # every configuration's recorded time, cached ones included

@@ -10,7 +10,8 @@ import streamlit as st
 
 from dpcore import lesson
 from dpcore.experiments.run import RunSpec
-from dpcore.figures import NOTE, band_figure, privacy_region_figure, tradeoff_figure
+from dpcore.figures import NOTE, privacy_region_figure, tradeoff_figure
+from dpcore.figures_views import lesson_noise_figure, lesson_places_figure, lesson_skew_figure, odds_figure
 from dpcore.report import LessonStep, lesson_html
 from dpcore.experiments.baselines import row_lambdas
 from pages.common import (
@@ -19,6 +20,7 @@ from pages.common import (
     LEAKING_TRIALS,
     app_context,
     audit_view_state,
+    download_code,
     enter_view,
     fmt_eps,
     held_within,
@@ -50,13 +52,7 @@ def _step(name: str):
 
 
 def odds() -> go.Figure:
-    eps = [0.1, 0.5, 1.0, 2.0, 5.0]
-    fig = go.Figure(go.Bar(x=[f"ε = {e:g}" for e in eps], y=[math.exp(e) for e in eps],
-                           text=[f"{math.exp(e):.3g}×" for e in eps], textposition="outside"))
-    fig.update_layout(title="How much one record can move the odds of any conclusion: e to the power ε",
-                      yaxis_title="largest odds factor", yaxis_type="log", yaxis_dtick=1,  # decades only
-                      margin=dict(l=10, r=10, t=60, b=10))
-    return fig
+    return odds_figure()  # as the step's export draws it (dpcore.figures_views), and the lesson's file
 
 
 def _reference_line(spec: RunSpec) -> tuple[float, str]:
@@ -67,23 +63,16 @@ def _reference_line(spec: RunSpec) -> tuple[float, str]:
 
 def noise() -> go.Figure:
     rows = _step("noise_rows")
-    ref = reference_for(BASE, row_lambdas(rows, BASE.lam))  # the one non-private reference every view draws
-    return band_figure(rows, "epsilon", "accuracy_mean", title="DP-GD: test accuracy against ε", x_title="ε",
-                       y_title="accuracy", baseline=ref.value, baseline_label=ref.label, bounds=(0.0, 1.0),
-                       guess=ref.guess)
+    # the one non-private reference every view draws
+    return lesson_noise_figure(rows, reference_for(BASE, row_lambdas(rows, BASE.lam)))
 
 
 def places() -> go.Figure:
-    rows = _step("places_rows")
-    return band_figure(rows, "epsilon", "gap_mean", log_y=True, title="Where the noise enters: optimality gap",
-                       x_title="ε", y_title="L(θ) − L*")
+    return lesson_places_figure(_step("places_rows"))
 
 
 def skew() -> go.Figure:
-    rows = _step("skew_rows")
-    return band_figure(rows, "skew", "accuracy_mean", title="Uneven clients: accuracy against skew u",
-                       x_title="u = n_max / n_min", y_title="accuracy", bounds=(0.0, 1.0),
-                       guess=rows[0].get("accuracy_guess") if rows else None)
+    return lesson_skew_figure(_step("skew_rows"))
 
 
 def audited() -> go.Figure:
@@ -289,3 +278,5 @@ with st.sidebar.expander("Take the lesson away"):
     if st.session_state.get("lesson_html"):
         st.download_button("Download the lesson (HTML)", st.session_state["lesson_html"].encode(),
                            file_name="dp-erm-lesson.html", mime="text/html", key="lesson_download")
+    st.caption("This step as code that computes it again:")
+    download_code("lesson", URL_KEYS, "lesson_dl_code")  # this step as a notebook and a script

@@ -8,45 +8,12 @@ opens the same numbers.  Settings such as the dataset, ε and δ travel from vie
 
 from __future__ import annotations
 
-import math
 from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
 
-def url_value(raw: str, default: Any) -> Any:
-    """A link's text as a value of ``default``'s type (a list: comma-separated items); raises
-    ValueError when it does not parse."""
-    if isinstance(default, bool):
-        low = raw.strip().lower()
-        if low not in ("1", "true", "yes", "0", "false", "no"):
-            raise ValueError(raw)
-        return low in ("1", "true", "yes")
-    if isinstance(default, int):
-        value = float(raw)
-        if not math.isfinite(value) or value != int(value):
-            raise ValueError(raw)
-        return int(value)
-    if isinstance(default, float):
-        value = float(raw)
-        if math.isnan(value):
-            raise ValueError(raw)
-        return value
-    if isinstance(default, (list, tuple)):
-        return [item.strip() for item in raw.split(",") if item.strip()]
-    return raw
-
-
-def url_text(value: Any) -> str:
-    """A widget's value as a link writes it (the inverse of :func:`url_value`)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    return str(value)
-
+from dpcore.figures_export_views import url_text, url_value  # one reader and writer of links: the app's and the export's
 
 def _declared(defaults: dict[str, Any], prefixes: dict[str, Any], key: str) -> Any:
     """The default (hence the type) a view declares for ``key``, or ``None`` when it declares none."""

@@ -10,9 +10,10 @@ from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.run import RunSpec
 from dpcore.figures import misses_target, tradeoff_figure
 from dpcore.experiments.studies import tradeoff
+from dpcore.experiments.presets_views import tradeoff_mechanisms
 from dpcore.params import PARAMS
 from pages.common import (
-    bounded_slider, enter_view, guessing_box, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, mechanisms_for, missed_target_note, param_widget, reference_for, user_dataset,
+    bounded_slider, download_code, enter_view, guessing_box, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, param_widget, reference_for, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -40,7 +41,7 @@ epsilon = param_widget("epsilon", "lc_epsilon", label="central target ε", conta
 delta = param_widget("delta", "lc_delta", label="δ", container=c3)
 repeats = param_widget("repeats", "lc_R", label="repeats", value=2, container=c4)
 T = bounded_slider("iterations T", 10, 500, "lc_T", URL_KEYS["lc_T"])
-mechs = [m for m in mechanisms_for("logreg", ("output", "objective", "gradient", "input", "local", "distributed"))]
+mechs = tradeoff_mechanisms()  # as its export runs them (dpcore.experiments.presets_views)
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
@@ -81,4 +82,5 @@ if out:
                    + "; ".join(table_only) + ".")
     download_figure(fig, "local_vs_central", "lc_dl_fig")
     download_table(rows + out["curve"], "local_vs_central", "lc_dl_table")
+    download_code("local_central", URL_KEYS, "lc_dl_code")  # this trade-off as a notebook and a script
     st.caption(out["note"])

@@ -2,57 +2,16 @@ from pages.boot import load_core
 
 load_core()  # before the core: a new server can run a view before app.py (pages/boot.py)
 
-import math
-
-import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.studies import compare_measured
-from dpcore.figures import readable_axes
+from dpcore.figures_views import measured_figure, scaling_figure
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
-    choice, enter_view, show_chart, readable, with_progress, dataset_picker, download_figure, download_table, model_picker, param_widget, skew_refusal, user_datasets,
+    choice, download_code, enter_view, show_chart, readable, with_progress, dataset_picker, download_figure, download_table, model_picker, param_widget, skew_refusal, user_datasets,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
-
-#: how a curve that coincides with an earlier one is drawn over it (k-th repeat: k-th style), so
-#: both stay visible: a dashed line over a solid one shows both colours, and the markers differ
-OVER_DASHES = ["dash", "dashdot", "longdash", "longdashdot", "5px,3px,1px,3px"]
-OVER_SYMBOLS = ["square-open", "diamond-open", "triangle-up-open", "x-thin-open", "star-open", "cross-thin-open"]
-
-
-def tell_apart(fig: go.Figure) -> None:
-    """Curves with the same values (several rows share one bound) all visible: each repeat is
-    drawn on top, dashed, with its own open marker, and its legend entry says which curve it
-    lies on.  Two curves are the same when every point agrees to 0.1 % (indistinguishable on
-    a log axis)."""
-    drawn: list[tuple[object, list[float], int]] = []  # (first trace, its y's, repeats so far)
-    for tr in fig.data:
-        ys = [None if v is None else float(v) for v in (tr.y if tr.y is not None else ())]
-        same = next((i for i, (_, other, _) in enumerate(drawn) if len(other) == len(ys) and ys
-                     and all(u == v if u is None or v is None else math.isclose(u, v, rel_tol=1e-3)
-                             for u, v in zip(ys, other))), None)
-        if same is None:
-            drawn.append((tr, ys, 0))
-            continue
-        first, other, k = drawn[same]
-        drawn[same] = (first, other, k + 1)
-        tr.line.dash = OVER_DASHES[k % len(OVER_DASHES)]
-        tr.marker.symbol = OVER_SYMBOLS[k % len(OVER_SYMBOLS)]
-        tr.marker.size = 9
-        tr.name = f"{tr.name} (same as {first.name.split(' (')[0]})"
-
-
-def integer_ticks(fig: go.Figure, xs) -> None:
-    """A sample-size axis (log) labelled at round integers, 1–2–5 steps: 5,000, 10,000, 20,000, …
-    (the scaling grid's n are the dataset's n times powers of 2, e.g. 4522.125).  The hover
-    reads n as a whole number too."""
-    lo, hi = min(xs), max(xs)
-    ticks = [m * 10**k for k in range(10) for m in (1, 2, 5) if lo <= m * 10**k <= hi]
-    fig.update_xaxes(tickmode="array", tickvals=ticks, ticktext=[f"{t:,}" for t in ticks])
-    fig.update_traces(xhoverformat=",.0f")
-
 
 enter_view("theory")
 st.title("Theory: the published bounds, evaluated")
@@ -122,17 +81,7 @@ over = choice("radio", "Vary", ["n", "epsilon"], horizontal=True, key="th_over")
 sc = scaling_report(dataset, model, epsilon, delta, T, m, u, over=over)
 st.session_state.setdefault("th_rows", list(URL_KEYS["th_rows"]))
 chosen = choice("multiselect", "Rows", [r["id"] for r in sc["rows"]], key="th_rows")
-fig = go.Figure()
-for r in sc["rows"]:
-    if r["id"] in chosen:
-        fig.add_trace(go.Scatter(x=sc["grid"], y=r["risk"], mode="lines+markers",
-                                 name=f"{r['id']} (slope {r['risk_slope']:.2f})" if r["risk_slope"] is not None else r["id"]))
-fig.update_xaxes(title=over)
-fig.update_yaxes(title="predicted excess risk")
-readable_axes(fig, sc["grid"], log_x=True, log_y=True)  # decades, no minor labels; legend above
-if over == "n":
-    integer_ticks(fig, sc["grid"])
-tell_apart(fig)
+fig = scaling_figure(sc, chosen)  # as its export draws it
 show_chart(fig)
 download_figure(fig, "bounds_scaling", "th_dl_fig")
 
@@ -146,24 +95,10 @@ meas, _ = linked_result(
     what="measured gap", button=MEASURE)
 if meas:
     st.caption(meas.get("dataset_note", ""))
-    fig2 = go.Figure()
-    for mrec in meas["mechanisms"]:
-        if not mrec.get("gap_mean"):
-            continue
-        fig2.add_trace(go.Scatter(x=meas["grid"], y=mrec["gap_mean"], mode="lines+markers",
-                                  name=f"{mrec['mechanism']} measured (slope {mrec['measured_slope']:.2f})"))
-        for row in mrec["rows"]:
-            fig2.add_trace(go.Scatter(x=meas["grid"], y=row["predicted_risk"], mode="lines",
-                                      line=dict(dash="dot"),
-                                      name=f"{row['id']} predicted (slope {row['predicted_slope']:.2f})"))
-    fig2.update_xaxes(title=meas["over"])
-    fig2.update_yaxes(title="optimality gap / predicted excess risk")
-    readable_axes(fig2, meas["grid"], log_x=True, log_y=True)
-    if meas["over"] == "n":
-        integer_ticks(fig2, meas["grid"])
-    tell_apart(fig2)
+    fig2 = measured_figure(meas)  # as its export draws it
     show_chart(fig2)
     for mrec in meas["mechanisms"]:
         if mrec.get("note"):
             st.info(mrec["note"])
     download_figure(fig2, "measured_vs_predicted", "th_dl_fig2")
+download_code("theory", URL_KEYS, "th_dl_code")  # this view as a notebook and a script

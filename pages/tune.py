@@ -14,13 +14,12 @@ from dpcore.experiments.tune import (
     YU_2020_ADULT,
     epsilon_for_accuracy,
     shipped_tuning,
-    tune,
 )
+from dpcore.experiments.presets_views import tuning_here, tuning_lambdas
 from dpcore.figures import released_tuning_figure, tuning_figure
 from dpcore.mechanisms import REGISTRY, short_name
-from dpcore.params import parse_grid
 from pages.common import (
-    app_context, bounded_slider, choice, enter_view, guessing_box, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
+    app_context, bounded_slider, choice, download_code, enter_view, guessing_box, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,
 )
 from pages.links import linked_result, restore_from_url, write_to_url
 
@@ -53,11 +52,8 @@ write_to_url(list(URL_KEYS))
 
 def tune_here(bar) -> dict:
     """Every candidate of every mechanism at every ε of the grid (``bar``: its progress)."""
-    try:
-        epsilons = parse_grid("epsilon", eps_text, "the ε grid", 12)
-        if not mechs:
-            raise DPCoreError("choose at least one mechanism")
-        return tune(dataset, mechanisms=mechs, epsilons=epsilons, ctx=with_progress(bar)).to_dict()
+    try:  # as its export runs it
+        return tuning_here(dataset, mechs, eps_text, ctx=with_progress(bar))
     except DPCoreError as exc:
         raise DPCoreError(f"Check the settings: {exc}") from None
 
@@ -109,10 +105,7 @@ for e in record.get("errors", []):
 
 paper = dataset == "adult"
 # the one non-private reference, over the λ grid and every λ a tuned row (or a release) chose
-ref = reference_for(RunSpec(dataset=dataset, model="logreg"),
-                    [r["setting"].get("lam") for r in rows]
-                    + [c.get("lam") for r in released_rows for c in r.get("tuned_on_release") or []
-                       if isinstance(c, dict)])
+ref = reference_for(RunSpec(dataset=dataset, model="logreg"), tuning_lambdas(rows, released_rows))
 if ref is None:
     st.stop()
 fig = tuning_figure(rows, YU_2020_ADULT if paper else None, 0.1 if paper else None, guess=ref.guess,
@@ -137,6 +130,7 @@ st.caption("ε spent covers the chosen setting and the model trained with it. Th
            "(the chosen candidate's and the best) are shown to teach how the search went: they are computed "
            "from private records without noise, and publishing them is not covered by ε spent.")
 download_table(rows, "tuning", "tu_dl_table")
+download_code("tune", URL_KEYS, "tu_dl_code")  # this tuning as a notebook and a script
 
 st.subheader("ε for this accuracy")
 need = bounded_slider("The test accuracy I need", 0.5, 1.0, "tu_acc", URL_KEYS["tu_acc"], step=0.005, format="%.3f")

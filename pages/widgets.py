@@ -16,6 +16,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
 from dpcore.params import PARAMS, Interval, Options, Param, check, log_ticks
 from dpcore.partition import check_split
+from dpcore.experiments.presets_views import HIDDEN_OPTIONS, option_default_of  # one declaration of the option boxes
 from pages.appstate import UPLOAD_PREFIX, user_dataset, user_datasets
 from pages.terms import param_help
 
@@ -248,7 +249,6 @@ OPTION_LABELS = {"tune_on_release": "tune T, η and λ on the released records",
                  "normalize": "divide the selection's norm by √d", "w_min": "floor I of the gradient norm",
                  "radius": "radius η of the parameter ball", "partition": "client sizes",
                  "split": "which records each client holds"}
-HIDDEN_OPTIONS = ("keep_data",)  # for audits and scripts, not a user's choice
 
 
 def option_widgets(cls, key_prefix: str, container=st) -> tuple:
@@ -297,13 +297,7 @@ def option_default(key_prefix: str):
     head = key_prefix + "_"
 
     def default_of(key: str):
-        rest = key[len(head):]
-        for mid, cls in REGISTRY.items():
-            if rest.startswith(mid + "_"):
-                p = cls.options.get(rest[len(mid) + 1:])
-                if p is not None and p.default is not None and p.name not in HIDDEN_OPTIONS:
-                    return p.default
-        return None
+        return option_default_of(key[len(head):]) if key.startswith(head) else None
 
     return default_of
 

@@ -71,6 +71,7 @@ BASES = {
     "sweep": ["sweep", "--preset", "002-appendix", "--quick", "--set", "datasets=iris", "--set", "epsilons=1",
               "--set", "learning_rates=1", "--workers", "1", "--out", f"{OUT}/sweep"],
     "certify": ["certify", "--noise-multiplier", "1.0", "--sample-rate", "0.01", "--steps", "100"],
+    "export": ["export", "--view", "explore?ex_T=3&ex_R=1"],
 }
 
 
@@ -104,6 +105,9 @@ TEXT_VALUES = {
     "--option": ["smoothing=5e-324", "variant=pl", "novalue", "=1", "x=1"],
     "--out": ["", "\x00", "/dev/full", "/dev/null", OUT, f"{OUT}/file.json/under", f"{OUT}/new/deep/x.json"],
     "--plan-out": ["", "\x00", "/dev/full", "/dev/null", OUT, f"{OUT}/file.json/under", f"{OUT}/new/plan.json"],
+    "--output": ["", "\x00", "/dev/full", "/dev/null", OUT, f"{OUT}/file.json/under", f"{OUT}/new/view.ipynb"],
+    "--view": ["explore", "compare?cmp_T=3&cmp_R=1&cmp_eps=1", "", "\x00", "nope?x=1", "explore?ex_T=abc",
+               "explore?ex_zz=1", "explore?ex_epsilon=-1", "compare?cmp_mechs=nope", "explore?=&&", "a" * 500],
     # a user's CSV (the base then names --label y); its other flags run on CSV (module fixture)
     "--csv": ["", "\x00", "/nonexistent.csv", OUT, "/dev/null", f"{OUT}/file.json", CSV, f"{OUT}/{'x' * 300}.csv"],
     "--label": ["y", "a", "", "nope", "\x00"],

@@ -36,7 +36,7 @@ LAYERS = [
                                        "dpcore.mechanisms.distributed"]),
     ("mechanisms: registry", ["dpcore.mechanisms"]),
     ("bounds catalog", ["dpcore.theory.catalog"]),
-    ("figures", ["dpcore.figures", "dpcore.figures_missed", "dpcore.figures_screen", "dpcore.figures_result", "dpcore.figures_text", "dpcore.report"]),  # charts name mechanisms by their short names
+    ("figures", ["dpcore.figures", "dpcore.figures_missed", "dpcore.figures_screen", "dpcore.figures_result", "dpcore.figures_text", "dpcore.figures_views", "dpcore.report"]),  # charts name mechanisms by their short names
     # the experiments: how runs execute, one run, grids of runs, studies that arrange grids
     ("execution", ["dpcore.experiments.context", "dpcore.experiments.progress"]),
     ("runs", ["dpcore.experiments.result", "dpcore.experiments.budget", "dpcore.experiments.run"]),
@@ -53,7 +53,7 @@ LAYERS = [
     # the lesson's steps: studies and the audit, computed ahead by "Prepare for class"
     ("lesson", ["dpcore.lesson"]),
     # the package's public face (dpcore/__init__.py) re-exports the entry points
-    ("interfaces", ["dpcore", "dpcore.estimators", "dpcore.certify", "dpcore.certify_params", "dpcore.certify_plans", "dpcore.cli_parser", "dpcore.cli_common", "dpcore.cli_run", "dpcore.cli_audit", "dpcore.cli_sweep", "dpcore.cli_certify", "dpcore.cli", "dpcore.__main__"]),
+    ("interfaces", ["dpcore", "dpcore.estimators", "dpcore.certify", "dpcore.certify_params", "dpcore.certify_plans", "dpcore.cli_parser", "dpcore.cli_common", "dpcore.cli_run", "dpcore.cli_audit", "dpcore.cli_sweep", "dpcore.cli_certify", "dpcore.figures_export_views", "dpcore.figures_export_more", "dpcore.figures_export", "dpcore.cli_export", "dpcore.cli", "dpcore.__main__"]),
 ]
 
 #: Imports allowed inside a function: optional dependencies, loaded only when used.
