@@ -295,13 +295,14 @@ def _smallest_noise(eps_of: Callable[[float], float], target: float, start: floa
         return 1e6 if not math.isfinite(e) else (-1e6 if e <= 0 else math.log(e) - math.log(target))
 
     lo = hi = math.log(start)
-    while excess(hi) > 0:
+    reach = math.log(1e12)  # searched within 10¹² times the start either way (a scale of the question's own:
+    while excess(hi) > 0:  # a sensitivity of 10⁶ needs σ of 10¹² for a small ε, issue 67's campaign)
         lo, hi = hi, hi + math.log(4.0)
-        if hi > math.log(1e12):
+        if hi > math.log(start) + reach:
             return math.inf
     while excess(lo) <= 0:
         lo, hi = lo - math.log(4.0), lo
-        if lo < math.log(1e-12):
+        if lo < math.log(start) - reach:
             return math.exp(hi)
     root = brentq(excess, lo, hi, xtol=rtol / 4, rtol=1e-12)
     for k in (1, 2, 4):  # just above the root: checked, else the bracket's top (checked when bracketed)
@@ -646,9 +647,10 @@ def _certify_plain(mechanism, sigma, sens, k, delta, target, deltas):
         rdp = rdp_of(sigma)
     inverse = None
     if target is not None:
+        scale = sens * (math.sqrt(k) if mechanism == "gaussian" else k)  # the noise of μ = 1 (pure ε = 1)
         inverse = {"target_epsilon": target, "what": "σ =" if mechanism == "gaussian" else "scale b =",
-                   ADD_REMOVE: _smallest_noise(lambda s: profile(ADD_REMOVE, s)(delta), target, sigma or 1.0),
-                   REPLACE: _smallest_noise(lambda s: profile(REPLACE, s)(delta), target, sigma or 1.0)}
+                   ADD_REMOVE: _smallest_noise(lambda s: profile(ADD_REMOVE, s)(delta), target, scale),
+                   REPLACE: _smallest_noise(lambda s: profile(REPLACE, s)(delta), target, scale)}
     description = {"sigma": sigma, "sensitivity": sens, "compositions": k}
     return Certificate(mechanism=mechanism, description=description, delta=delta, add_remove=ar, replace_one=rp,
                        rdp=rdp, accountant=None, library=None, library_epsilon=None, curve=curve, inverse=inverse,

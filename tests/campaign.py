@@ -871,7 +871,8 @@ def _judge_inverse(d: Described, inverse: dict, target: float) -> None:
                 raise Wrong(f"the inverse says no {rel} noise multiplier meets ε = {target:g} (there is one: "
                             "an unsampled Gaussian composition)")
             f = d.flags
-            q = float(f["--sample-rate"]) if "--sample-rate" in f else 1.0
+            q = (float(f["--sample-rate"]) if "--sample-rate" in f else  # or the batch's share of the data
+                 min(1.0, float(f["--batch-size"]) / float(f["--dataset-size"])) if "--batch-size" in f else 1.0)
             steps = int(float(f["--steps"])) if "--steps" in f else math.ceil(float(f["--epochs"]) / q - 1e-9)
             rounds = math.ceil(steps * q - 1e-9) if d.mode == "dp-sgd-shuffled" else steps
             got = gdp_epsilon_exact(math.sqrt(rounds) * factor / s, delta) if s > 0 else math.inf
