@@ -28,6 +28,7 @@ installed package, ``DPCORE_DATA_DIR`` when set), looked up at each call.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -218,9 +219,14 @@ def read_csv(relpath: str, folder: str | os.PathLike | None = None, **kwargs: An
     if raw is None:
         return None
     try:
-        return pd.read_csv(io.BytesIO(raw), **kwargs)
+        table = pd.read_csv(io.BytesIO(raw), **kwargs)
+        header = next(csv.reader([raw.split(b"\n", 1)[0].decode("utf-8").rstrip("\r")]))
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise ShippedFileError(f"the shipped {relpath} is not a table ({str(exc)[:80]})") from None
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:  # pandas would read the second as "name.1": a column the reader looks for by name is lost
+        raise ShippedFileError(f"the shipped {relpath} names the column {twice[0]!r} twice in its header")
+    return table
 
 
 def record(paths: Iterable[str | os.PathLike], folder: str | os.PathLike | None = None,

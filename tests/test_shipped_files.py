@@ -99,6 +99,27 @@ def _csv_edit(column: str | None = None, value: str | None = None, whole_task: b
     return edit
 
 
+def _csv_header(old: str, new: str) -> Callable[[bytes], bytes]:
+    """The header's column ``old`` named ``new`` (a name the header already holds: pandas reads the
+    second as "new.1", so the reader finds no ``old``)."""
+    def edit(raw: bytes) -> bytes:
+        first, rest = raw.split(b"\n", 1)
+        names = first.decode().split(",")
+        return ",".join(new if n == old else n for n in names).encode() + b"\n" + rest
+    return edit
+
+
+def _csv_decimal(column: str) -> Callable[[bytes], bytes]:
+    """The first row's whole number in ``column`` written as a decimal ("0" as "0.0": the same value)."""
+    def edit(raw: bytes) -> bytes:
+        header, *body = list(csv.reader(io.StringIO(raw.decode())))
+        body[0][header.index(column)] += ".0"
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows([header, *body])
+        return out.getvalue().encode()
+    return edit
+
+
 def _set(*path, value) -> Callable[[Any], None]:
     """``doc[path[0]][path[1]]… = value``."""
     def change(doc):
@@ -279,6 +300,9 @@ FORGERIES: dict[str, Forgery] = {
         "classroom": _json_edit(_first_classroom_row("tuned_at", "0.05")),
         "tuned": _json_edit(_first_setting("lam", "0.03")),
     }),
+    # a table that reads as other columns, or with a whole number written otherwise (the campaign, seed 11)
+    "a column named twice": Forgery({"results-table": _csv_header("preset", "task")}),
+    "a whole number as a decimal": Forgery({"results-table": _csv_decimal("seed")}),
     # another preset's / dataset's file under this one's name
     "another's file": Forgery({name: (lambda raw, t=t: t.other()) for name, t in TARGETS.items()}),
     "truncated": Forgery(_every(lambda raw: raw[: len(raw) // 2])),

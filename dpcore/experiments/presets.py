@@ -264,6 +264,10 @@ def _shipped_files(preset_id: str, folder: Path | None) -> tuple[Path, Path] | N
     return (csv, rec) if os.path.lexists(csv) and os.path.lexists(rec) else None
 
 
+#: a results table's columns of whole numbers (a run's counts and seeds), written as such by every sweep
+WHOLE_COLUMNS = ("iterations", "repeats", "seed", "d", "n_train", "run", "run_seed")
+
+
 def _read_verified(preset: Preset, stem: str, folder: Path | None,
                    ctx: Context | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A shipped table and its record, read by :mod:`dpcore.shipped`'s rule (a regular file under the
@@ -290,6 +294,9 @@ def _read_verified(preset: Preset, stem: str, folder: Path | None,
                 or record["preset"].get("id") != preset.id:
             raise ValueError(f"its record is not {preset.id}'s")
         _check_provenance(record)
+        for column in WHOLE_COLUMNS:  # "0.0" for a seed reads as the same run, but is not what was written
+            if column in table.columns and not pd.api.types.is_integer_dtype(table[column]):
+                raise ValueError(f"its {column} column is not written in whole numbers")
         check_table(table, record.get("configs"), ctx)
     except ValueError as exc:
         raise shipped.ShippedFileError(f"the shipped {rel}.csv is refused: {exc}; compute it again with "
