@@ -239,12 +239,14 @@ def _compare_expected(link: str) -> dict[str, float]:
                               skew=values["cmp_skew"], paper=values["cmp_paper"])
     rows = epsilon_sweep(setting["base"], values["cmp_mechs"], setting["epsilons"],
                          per_mechanism=setting["per_mechanism"], tuned=values["cmp_tuned"], spent=False)
-    expected = {}
-    for r in rows:
-        at = f"{r['mechanism']} at epsilon {r['epsilon']:g}"
-        expected.update({f"{at}: accuracy": r["accuracy_mean"], f"{at}: gap": r["gap_mean"],
-                         f"{at}: epsilon certified": r["epsilon_certified"]})
-    return expected
+    return _per_row(rows, {"accuracy": "accuracy_mean", "gap": "gap_mean", "epsilon certified": "epsilon_certified"})
+
+
+def _per_row(rows, printed: dict[str, str]) -> dict[str, float]:
+    """What an export prints for each (mechanism, ε) row: ``"<mechanism> at epsilon <ε>: <label>"`` → the
+    row's field, for each ``label: field`` of ``printed``."""
+    return {f"{r['mechanism']} at epsilon {r['epsilon']:g}: {label}": r[field]
+            for r in rows for label, field in printed.items()}
 
 
 def _local_central_expected(link: str) -> dict[str, float]:
@@ -311,12 +313,9 @@ def _figures_expected(link: str) -> dict[str, float]:
 
 def _tune_expected(link: str) -> dict[str, float]:
     v = settings_of(VIEWS["tune"], parse_link(link)[1])
-    out = {}
-    for r in tuning_here(v["tu_dataset"], v["tu_mechs"], v["tu_eps"])["rows"]:
-        at = f"{r['mechanism']} at epsilon {r['epsilon']:g}"
-        out.update({f"{at}: test accuracy": r["test_accuracy"], f"{at}: epsilon certified": r["epsilon_certified"],
-                    f"{at}: epsilon spent": r["epsilon_spent"]})
-    return out
+    return _per_row(tuning_here(v["tu_dataset"], v["tu_mechs"], v["tu_eps"])["rows"],
+                    {"test accuracy": "test_accuracy", "epsilon certified": "epsilon_certified",
+                     "epsilon spent": "epsilon_spent"})
 
 
 def _audit_expected(link: str) -> dict[str, float]:
