@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dpcore import accounting as acc  # noqa: E402
+from dpcore.privacy import accounting as acc  # noqa: E402
 
 EPSILONS = (1e-4, 0.01, 1.0, 1000.0)
 DELTAS = (1e-100, 1e-13, acc.PLD_MIN_DELTA, 1e-5, 0.5)

@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpcore.accounting import gdp_epsilon  # noqa: E402
+from dpcore.privacy.accounting import gdp_epsilon  # noqa: E402
 from dpcore.audit import run_audit  # noqa: E402
 from dpcore.experiments.run import RunSpec  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""``python benchmarks/bench_certify.py``: DP-SGD settings certified by ``dpcore.certify`` beside the
+"""``python benchmarks/bench_certify.py``: DP-SGD settings certified by ``dpcore.certify.core`` beside the
 peers' own code (issue 46): Opacus' ``RDPAccountant`` and ``PRVAccountant``, TF Privacy's
 ``compute_dp_sgd_privacy`` and dp-accounting's ``PLDAccountant``.
 
@@ -9,7 +9,7 @@ installed, their columns say so and the checks that need them are reported as no
 
 For 24 settings spanning q 1e-4 … 0.1, z 0.5 … 10, T 10 … 1e5 and δ 1e-5 … 1e-10, one row each:
 
-* ``ε a/r``: the project's add/remove ε (:func:`dpcore.certify.certify`: the PLD on the accountant's
+* ``ε a/r``: the project's add/remove ε (:func:`dpcore.certify.core.certify`: the PLD on the accountant's
   grid, capped by the unsampled GDP bound);
 * ``PLD``: dp-accounting's ``PLDAccountant`` (add/remove) on a 1e-4 grid (or the project's grid
   where that is coarser than 1e-3: a fine grid of the weakest settings would not fit in memory);
@@ -17,15 +17,15 @@ For 24 settings spanning q 1e-4 … 0.1, z 0.5 … 10, T 10 … 1e5 and δ 1e-5 
   bounds it computes (``get_epsilon`` reports the upper one);
 * ``O-RDP`` and ``TF-RDP``: Opacus' ``RDPAccountant`` and TF Privacy's ``compute_dp_sgd_privacy``
   (n = 10⁶, batch = q·n, epochs = T·q);
-* ``ε r/1``: the replace-one ε (:func:`dpcore.accounting.sampled_gaussian_epsilon`, what every
+* ``ε r/1``: the replace-one ε (:func:`dpcore.privacy.accounting.sampled_gaussian_epsilon`, what every
   mechanism of the project certifies);
-* ``O÷here``: Opacus' RDP figure over the one ``dpcore.certify`` prints for ``opacus-rdp`` when
+* ``O÷here``: Opacus' RDP figure over the one ``dpcore.certify.core`` prints for ``opacus-rdp`` when
   Opacus is not installed (dp-accounting's RDP with Opacus' orders): below 1 where Opacus' own sums
   for fractional orders give less than dp-accounting's (z ≤ 1, q ≥ 0.01);
 * ``ok``: the checks of the issue, ``y`` or the ones that failed: add/remove within Opacus' PRV
   bounds widened by its stated ε error (0.01), and at most 1 % above dp-accounting's PLD; at most
   each RDP figure (``opacus_rdp≥``, ``tf_rdp≥``); replace-one at least add/remove (``r/1``); and the
-  figure ``dpcore.certify`` prints for ``tf-privacy-rdp`` equal to TF Privacy's to 1e-9 (``tf≡``);
+  figure ``dpcore.certify.core`` prints for ``tf-privacy-rdp`` equal to TF Privacy's to 1e-9 (``tf≡``);
 * ``s``: seconds of the project's certificate (both relations, the RDP figure and the ε(δ) curve).
 """
 
@@ -45,7 +45,7 @@ import dp_accounting as dpa
 from absl import logging as absl_logging
 
 from dpcore import certify_noise as certify
-from dpcore.accounting import pld_grid
+from dpcore.privacy.accounting import pld_grid
 
 from peers import run_peer
 

@@ -1,11 +1,11 @@
 """``python benchmarks/bench_certify_price.py [COUNT] [SEED]``: what ``certify --plan`` prices before it runs
-(:func:`dpcore.certify.plan_work`, :func:`dpcore.certify.dp_accounting_work`) beside what it then takes
+(:func:`dpcore.certify.core.plan_work`, :func:`dpcore.certify.core.dp_accounting_work`) beside what it then takes
 (issue 67: a pricer within 2× of the cost it prices, for mixed sampled releases and the ε(δ) curve).
 
 For COUNT generated plans (default 24; kinds drawn in turn: one Poisson-sampled Gaussian, two or three
 sampled Gaussians of different z, q and T composed, Gaussian sums with randomized response, a choice
 among sampled runs), each row: the plan, our accountant's price and its measured CPU seconds for the
-certificate at every δ of the text curve (:data:`dpcore.certify_plans.CURVE_DELTAS` and 1e-5, as the
+certificate at every δ of the text curve (:data:`dpcore.certify.plans.CURVE_DELTAS` and 1e-5, as the
 command computes them), then the same for dp-accounting's second figure at δ = 1e-5.  A ratio
 ran ÷ priced above 1 is work the budget did not see; below 1, work refused that would have fit.  Every
 sample is printed; a sample that raised is a failure, reported and counted, never dropped.  The
@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a clone
 
-from dpcore import privacy as P  # noqa: E402
-from dpcore.certify_plans import (CURVE_DELTAS, _dp_accounting_epsilon, _Pricer, dp_accounting_work,  # noqa: E402
+from dpcore.privacy import core as P  # noqa: E402
+from dpcore.certify.plans import (CURVE_DELTAS, _dp_accounting_epsilon, _Pricer, dp_accounting_work,  # noqa: E402
                                   plan_work)
 
 KINDS = ("sampled", "mixed", "gaussian+rr", "any-of")

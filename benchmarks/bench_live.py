@@ -40,8 +40,9 @@ from threadpoolctl import threadpool_limits
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpcore import accounting as acc  # noqa: E402
-from dpcore import datasets, linalg  # noqa: E402
+from dpcore.privacy import accounting as acc  # noqa: E402
+from dpcore import datasets  # noqa: E402
+from dpcore.numerics import linalg  # noqa: E402
 from dpcore.estimators import DPLogisticRegression  # noqa: E402
 from dpcore.experiments.context import Context  # noqa: E402
 from dpcore.experiments.run import RunSpec, load_problem, run  # noqa: E402

@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dpcore.audit import run_audit  # noqa: E402
 from dpcore.audit.bounds import clopper_pearson_upper  # noqa: E402
 from dpcore.audit.core import CONFIRMED_FALSE_RATE, confirmation_alpha  # noqa: E402
-from dpcore.cli_audit import _audit_config  # noqa: E402
-from dpcore.cli_parser import build_parser  # noqa: E402
+from dpcore.cli.audit import _audit_config  # noqa: E402
+from dpcore.cli.parser import build_parser  # noqa: E402
 from dpcore.experiments.run import RunSpec  # noqa: E402
 from dpcore.lesson import LEAKING_AUDIT, LEAKING_THREAT, LEAKING_TRIALS  # noqa: E402
 

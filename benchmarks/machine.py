@@ -57,7 +57,7 @@ def numba_wide_registers() -> int:
     import numba
     import numpy as np
 
-    from dpcore import kernels
+    from dpcore.numerics import kernels
 
     kernels.glm_coef(np.zeros((4, 2)), np.ones(4), kernels.GLM_LOGISTIC)  # its signatures, as used
     kernel = kernels._glm_coef

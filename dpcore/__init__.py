@@ -18,10 +18,10 @@ ctx
     an execution :class:`~dpcore.experiments.context.Context`: how, never what.
 seed
     the user's seed (run r of a batch uses ``seed + r``), or a dataset's own seed;
-    independent uses of one seed draw from the named streams of :mod:`dpcore.streams`.
+    independent uses of one seed draw from the named streams of :mod:`dpcore.numerics.streams`.
 target ε / certified ε / local ε / audited ε
     what the user asked for; what the noise that ran provably gives under
-    replace-one neighbours (:func:`dpcore.privacy.certify`, ``inf`` when nothing is
+    replace-one neighbours (:func:`dpcore.privacy.core.certify`, ``inf`` when nothing is
     proven); the per-record guarantee against the server that collects the data;
     an empirical lower bound from an audit (never a guarantee).
 sensitivity
@@ -69,7 +69,7 @@ _LAZY = {"AuditResult": ".audit", "run_audit": ".audit", "Certificate": ".certif
          "DPLinearRegression": ".estimators", "DPLogisticRegression": ".estimators",
          "baseline": ".experiments.baselines", "Context": ".experiments.context", "RunResult": ".experiments.run",
          "RunSpec": ".experiments.run", "run": ".experiments.run", "tune": ".experiments.tune",
-         "export_view": ".figures_export"}
+         "export_view": ".export"}
 
 
 def __getattr__(name: str):

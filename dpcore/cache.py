@@ -10,7 +10,7 @@ store                     instance                                 an entry read
 exact solutions           ``DiskCache(prefix="erm-")`` + ``Memo``  its loss recomputes and its gradient is that
                           (:class:`dpcore.erm.ReferenceStore`)     of an optimum (:mod:`dpcore.erm`)
 noise calibrations        ``DiskCache(prefix="calibration-")``     it re-certifies, without too much noise
-                          + ``Memo`` (``CalibrationTable``)        (:mod:`dpcore.accounting`)
+                          + ``Memo`` (``CalibrationTable``)        (:mod:`dpcore.privacy.accounting`)
 grid results              ``DiskCache()`` (the results folder)     its record has the schema, the ranges and the
                                                                    recomputed certificate (:mod:`~dpcore.experiments.sweep`)
 a view's run records      ``Memo`` (:attr:`Context.memo`)          (memory only, in the app's process)

@@ -28,7 +28,7 @@ from scipy.optimize import brentq, minimize
 
 from ._version import __version__
 from . import models as _models
-from .accounting import CalibrationTable
+from .privacy.accounting import CalibrationTable
 from . import shipped
 from .datasets import data_folder
 from .exceptions import ModelError, moved_attributes
@@ -321,6 +321,7 @@ def solve_erm(model: Model, X: np.ndarray, y: np.ndarray, progress=None) -> ErmS
 _SOLVER = ("solve_erm", "_newton_logreg", "quadratic_ball", "_ball_least_squares", "_lbfgs_mlp")
 
 
+# pure: a digest of the solver's and the models' source
 @functools.cache
 def _code_fingerprint() -> bytes:
     """The solver's and the models' source (and the tolerances a solve must meet)."""

@@ -32,7 +32,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from . import linalg
+from .numerics import linalg
 from .datasets import Dataset
 from .erm import LazySolution
 from .exceptions import DatasetError, DPCoreError, ParameterError, PrivacyWarning

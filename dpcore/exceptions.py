@@ -139,6 +139,19 @@ def unknown_choice(what: str, value, choices) -> str:
     return f"{text}; choose one of: {listed}"
 
 
+def names_of(package: str, *modules):
+    """A package ``__getattr__`` for the path a module had before the package grew folders: any name of
+    ``modules`` (the first that has it) reads as before, through the package; any other name is an
+    ``AttributeError`` naming the package."""
+    def __getattr__(name: str):
+        for m in modules:
+            if hasattr(m, name):
+                return getattr(m, name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
 def moved_attributes(module: str, moved: dict[str, tuple[str, Callable[[], object]]]):
     """A module ``__getattr__`` for names that became calls: reading ``module.NAME`` still works for
     one release, returns what ``moved[NAME][1]()`` gives now and warns (``DeprecationWarning``) with the

@@ -77,6 +77,7 @@ def skew_rows(ctx: Context | None = None) -> list[dict]:
                           repeats=s["repeats"], ctx=ctx)["rows"])
 
 
+# pure: a digest of the lesson's audit setting and this code
 @functools.cache
 def _audit_key() -> str:
     """The audit record's key: its configuration and the code of the whole package (the audit

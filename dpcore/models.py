@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit, log_expit
 
-from . import kernels, linalg
+from .numerics import kernels, linalg
 from .exceptions import ModelError, unknown_choice
 from .params import validate
 
@@ -189,14 +189,14 @@ class _GLM(Model):
     def d2phi(self, z, y):
         raise NotImplementedError
 
-    #: the compiled coefficients' loss (:func:`dpcore.kernels.glm_coef`), or ``None`` for none
+    #: the compiled coefficients' loss (:func:`dpcore.numerics.kernels.glm_coef`), or ``None`` for none
     kernel: ClassVar[int | None] = None
 
     def _sparse_pass(self, theta, X, y, clip: float, with_grad: bool, with_loss: bool):
         """One pass over a shared X's sparse twin in the products' layout
-        (:func:`~dpcore.linalg.map_sparse_rows`): each block's summed losses (``with_loss``) and
+        (:func:`~dpcore.numerics.linalg.map_sparse_rows`): each block's summed losses (``with_loss``) and
         its coefficients, clipped to ``clip`` when finite, by the compiled
-        :func:`~dpcore.kernels.glm_coef`; ``None`` for other data or a model without the kernel."""
+        :func:`~dpcore.numerics.kernels.glm_coef`; ``None`` for other data or a model without the kernel."""
         if self.kernel is None or y.ndim != 1 or not linalg.is_sparse(X):
             return None
         norms = _row_norms(X) if np.isfinite(clip) else None
@@ -588,7 +588,7 @@ class MLP(Model):
 
         The training loops' heaviest work, so it runs in ``dtype`` (default
         :attr:`compute_dtype`, float32): in float32 through the fused kernel of
-        :mod:`dpcore.kernels` (every row's forward, tanh, norm, clip and backward while it is
+        :mod:`dpcore.numerics.kernels` (every row's forward, tanh, norm, clip and backward while it is
         in cache), in float64 through the numpy passes of :meth:`_clipped_numpy`; their sums are
         returned in float64 either way.  In float32 it clips at ``clip_norm·(1 − 1e-5)``, so the
         rounding of the norms (about 1e-7 relative) never lets a clipped gradient exceed

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import linalg, streams
+from .numerics import linalg, streams
 from .models import Model
 
 __all__ = ["BatchRNG", "OptResult", "gradient_descent", "sgd", "run_seeds", "trace_marks",

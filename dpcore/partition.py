@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import streams
+from .numerics import streams
 from .exceptions import ParameterError
 
 __all__ = ["client_sizes", "check_split", "partition", "SPLITS", "RecordSplit", "RECORD_SPLITS", "record_split",

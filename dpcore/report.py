@@ -6,7 +6,7 @@ that opens without a network (plotly.js is embedded once, at the top).  The step
 small part of Markdown the app's lesson uses (``**bold**``, ``*italic*``, ``[text](url)``); all
 other characters are escaped, so a text can never inject markup.
 
-Each chart is laid out as the app lays it out (:func:`dpcore.figures.on_screen`): its title and
+Each chart is laid out as the app lays it out (:func:`dpcore.figures.charts.on_screen`): its title and
 the notes below it are page text (they wrap at any window width; Plotly's title is one line,
 cut at both ends when it is long), the legend sits above the plot, and every axis takes the
 margin its tick labels need (``automargin``: the app's page does that; Streamlit's Plotly
@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from .figures import on_screen
+from .figures.charts import on_screen
 
 __all__ = ["LessonStep", "lesson_html", "inline_markdown"]
 

@@ -13,7 +13,7 @@ kind add the last two; the contract is §9, "Reproducibility contract", of ``doc
 3. **A schema and ranges**: strict JSON (no ``NaN`` or ``Infinity``), the columns and fields its kind
    declares, each number of its type and in its range (an accuracy in [0, 1], an ε ≥ 0, …).
 4. **Certificates recomputed**: each stored certified ε is recomputed from its configuration by this
-   code and must agree within the accountant's own error (:func:`dpcore.privacy.same_certificate`).
+   code and must agree within the accountant's own error (:func:`dpcore.privacy.core.same_certificate`).
 
 A file that fails any of them raises :class:`ShippedFileError` (a :class:`~dpcore.exceptions.DPCoreError`:
 one line, saying which file and what to do); its reader turns that into a recomputation (Compare's

@@ -7,9 +7,9 @@ import streamlit as st
 
 from dpcore.audit import WHITE_BOX_UNAVAILABLE, one_run_audit
 from dpcore.exceptions import DPCoreError
-from dpcore.experiments.presets_views import audit_spec
-from dpcore.figures import privacy_region_figure
-from dpcore.figures_views import audit_scores_figure
+from dpcore.experiments.views import audit_spec
+from dpcore.figures.charts import privacy_region_figure
+from dpcore.figures.views import audit_scores_figure
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS
 from pages.common import (

@@ -16,7 +16,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import Baseline, baseline, lambdas_for
 from dpcore.experiments import presets as _presets
 from dpcore.experiments.run import RunSpec, slow_reference
-from dpcore.experiments.presets_views import run_record
+from dpcore.experiments.views import run_record
 from pages.appstate import app_context, run_records, user_dataset
 from pages.charts import drawn
 from pages.progress import live_curve, run_progress
@@ -37,7 +37,7 @@ def dataset_details(dataset_id: str) -> dict:
 
 
 def _record(config: RunSpec, dataset=None, progress=None, on_trace=None) -> dict:
-    """``dpcore.experiments.presets_views.run_record``: the run as a record with the loss trace (as its export runs it)."""
+    """``dpcore.experiments.views.run_record``: the run as a record with the loss trace (as its export runs it)."""
     return run_record(config, ctx=app_context().with_(progress=progress, on_trace=on_trace), dataset=dataset)
 
 

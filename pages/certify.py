@@ -11,11 +11,11 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from dpcore import certify_noise
-from dpcore.certify import CERTIFY_PARAMS as CP  # the declarations
-from dpcore.certify_params import format_noise
+from dpcore.certify.core import CERTIFY_PARAMS as CP  # the declarations
+from dpcore.certify.params import format_noise
 from dpcore.exceptions import DPCoreError
-from dpcore.figures import privacy_profile_figure
-from dpcore.figures_export_more import certify_arguments
+from dpcore.figures.charts import privacy_profile_figure
+from dpcore.export.views import certify_arguments
 from pages.common import choice, declared_number, download_code, enter_view, fmt_eps, show_chart
 from pages.links import restore_from_url, write_to_url
 

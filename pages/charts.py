@@ -12,15 +12,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.exceptions import DPCoreError
-from dpcore.figures import (figure_note, legend_html, on_screen, panel_columns, panels, target_note,
+from dpcore.figures.charts import (figure_note, legend_html, on_screen, panel_columns, panels, target_note,
                             without_notes)
 from dpcore.experiments.run import RunSpec, noise_plan
-from dpcore.figures_export import VIEWS as EXPORTED, export_view, settings_of
-from dpcore.figures_result import no_better_rows
-from dpcore.figures_views import loss_figure  # noqa: F401 - the views draw it from here
-from dpcore.figures_text import ChartText, chart_text, panels_text, table_html
+from dpcore.export.writer import VIEWS as EXPORTED, export_view, settings_of
+from dpcore.figures.result import no_better_rows
+from dpcore.figures.views import loss_figure  # noqa: F401 - the views draw it from here
+from dpcore.figures.text import ChartText, chart_text, panels_text, table_html
 from dpcore.jsonutil import dumps
-from dpcore.privacy import dp_events_list
+from dpcore.privacy.core import dp_events_list
 from pages.appstate import UPLOAD_PREFIX, app_context, user_dataset
 
 
@@ -34,7 +34,7 @@ def missed_target_note(rows, target: str = "epsilon", x: str | None = None) -> N
 
 def guessing_box(rows, name, guess: float | None = None, advice: str = "") -> bool:
     """The one box every view shows when a result it shows is no better than guessing
-    (:func:`dpcore.figures_result.versus_guessing`, at the digits shown): ``name(row)`` says which
+    (:func:`dpcore.figures.result.versus_guessing`, at the digits shown): ``name(row)`` says which
     result it is; ``guess`` stands in for rows that carry no guess of their own; ``advice``: what
     to try.  Whether the box was shown."""
     found = no_better_rows(rows, guess)
@@ -134,7 +134,7 @@ def client_bars(sizes) -> None:
 
 
 def show_chart(fig=None, width: str = "stretch", key: str | None = None, *, prepared=None) -> None:
-    """A chart, readable at any width (:func:`dpcore.figures.on_screen`): its title as text above
+    """A chart, readable at any width (:func:`dpcore.figures.charts.on_screen`): its title as text above
     it, its notes (red) below it, a horizontal legend above the plot.  ``prepared``: what
     ``on_screen`` made of a figure every session shows alike (:func:`drawn`), made once: the
     copy it makes checks every property of every trace, most of a session's work on a shipped
@@ -161,7 +161,7 @@ def say_to_screen_readers(text: str) -> None:
 
 
 def data_of_chart(text: ChartText) -> None:
-    """A chart's data as a table (:func:`dpcore.figures_text.table_html`: an HTML table a screen
+    """A chart's data as a table (:func:`dpcore.figures.text.table_html`: an HTML table a screen
     reader walks), folded under it; none in presenter mode, where a lesson step must fit the
     projector's screen (the summary is still read)."""
     if st.session_state.get("present") or not text.rows:
@@ -199,7 +199,7 @@ def download_figure(fig, name: str, key: str) -> None:
 def download_code(view: str, keys, key: str, prefixes=()) -> None:
     """"Download as notebook" and "Download as script": the view with its settings on screen (its
     declared link ``keys`` and the keys of its ``prefixes`` families, as the link writes them) as code
-    that computes it again (:func:`dpcore.figures_export.export_view`); where the settings cannot be
+    that computes it again (:func:`dpcore.export.writer.export_view`); where the settings cannot be
     exported (an uploaded dataset stays in this session), a caption says why instead."""
     if view not in EXPORTED:
         return

@@ -14,10 +14,10 @@ from dpcore.experiments.studies import (
     with_search_spent,
 )
 from dpcore.mechanisms import REGISTRY
-from dpcore.experiments.presets_views import compare_setting
+from dpcore.experiments.views import compare_setting
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
-from dpcore.figures_views import compare_figures
+from dpcore.figures.views import compare_figures
 from pages.common import (
     choice, download_code, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
 )
@@ -119,7 +119,7 @@ if per_mechanism or data_options:
     if notes:
         st.caption(f"From the preset {paper.id}: " + "; ".join(notes) + ".")
 
-try:  # the comparison's setting, as its export builds it (dpcore.experiments.presets_views)
+try:  # the comparison's setting, as its export builds it (dpcore.experiments.views)
     setting = compare_setting(dataset, model, mechs, eps_text, delta=delta, iterations=T, repeats=repeats,
                               calibration=calibration, lam=lam, clients=clients, skew=skew,
                               paper=st.session_state.get("cmp_paper", ""))

@@ -11,9 +11,9 @@ from dpcore.experiments.studies import skew_curve
 from dpcore.partition import SPLIT_CERTIFIES, SPLITS, client_sizes
 from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.baselines import row_lambdas
-from dpcore.experiments.presets_views import distributed_spec, skew_grid
-from dpcore.figures_views import skew_figures
-from dpcore.figures_result import r_squared
+from dpcore.experiments.views import distributed_spec, skew_grid
+from dpcore.figures.views import skew_figures
+from dpcore.figures.result import r_squared
 from pages.common import (
     choice, download_code, enter_view, guessing_box, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
 )

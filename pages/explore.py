@@ -9,8 +9,8 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
-from dpcore.experiments.presets_views import explore_spec
-from dpcore.figures_result import noise_words, r_squared, versus_guessing
+from dpcore.experiments.views import explore_spec
+from dpcore.figures.result import noise_words, r_squared, versus_guessing
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import make_model
@@ -164,7 +164,7 @@ else:
                f"R² {r_squared(rec['rmse_mean'], rec['rmse_guess']):.3f}",
                help="R² = 1 − (RMSE / RMSE of always predicting the training split's mean label)²: "
                     "1 is a perfect fit, 0 no better than predicting the mean, below 0 worse.")
-versus = versus_guessing(rec)  # the one rule every view applies (dpcore.figures_result)
+versus = versus_guessing(rec)  # the one rule every view applies (dpcore.figures.result)
 if versus is not None and versus.no_better:
     st.warning(versus.sentence()
                + (" At this ε the noise has drowned what the data " if certifies else

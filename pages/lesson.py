@@ -10,8 +10,8 @@ import streamlit as st
 
 from dpcore import lesson
 from dpcore.experiments.run import RunSpec
-from dpcore.figures import NOTE, privacy_region_figure, tradeoff_figure
-from dpcore.figures_views import lesson_noise_figure, lesson_places_figure, lesson_skew_figure, odds_figure
+from dpcore.figures.charts import NOTE, privacy_region_figure, tradeoff_figure
+from dpcore.figures.views import lesson_noise_figure, lesson_places_figure, lesson_skew_figure, odds_figure
 from dpcore.report import LessonStep, lesson_html
 from dpcore.experiments.baselines import row_lambdas
 from pages.common import (
@@ -52,7 +52,7 @@ def _step(name: str):
 
 
 def odds() -> go.Figure:
-    return odds_figure()  # as the step's export draws it (dpcore.figures_views), and the lesson's file
+    return odds_figure()  # as the step's export draws it (dpcore.figures.views), and the lesson's file
 
 
 def _reference_line(spec: RunSpec) -> tuple[float, str]:

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from dpcore.figures_export_views import url_text, url_value  # one reader and writer of links: the app's and the export's
+from dpcore.export.declare import url_text, url_value  # one reader and writer of links: the app's and the export's
 
 def _declared(defaults: dict[str, Any], prefixes: dict[str, Any], key: str) -> Any:
     """The default (hence the type) a view declares for ``key``, or ``None`` when it declares none."""

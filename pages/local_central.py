@@ -8,9 +8,9 @@ import streamlit as st
 
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.run import RunSpec
-from dpcore.figures import misses_target, tradeoff_figure
+from dpcore.figures.charts import misses_target, tradeoff_figure
 from dpcore.experiments.studies import tradeoff
-from dpcore.experiments.presets_views import tradeoff_mechanisms
+from dpcore.experiments.views import tradeoff_mechanisms
 from dpcore.params import PARAMS
 from pages.common import (
     bounded_slider, download_code, enter_view, guessing_box, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, param_widget, reference_for, user_dataset,
@@ -41,7 +41,7 @@ epsilon = param_widget("epsilon", "lc_epsilon", label="central target ε", conta
 delta = param_widget("delta", "lc_delta", label="δ", container=c3)
 repeats = param_widget("repeats", "lc_R", label="repeats", value=2, container=c4)
 T = bounded_slider("iterations T", 10, 500, "lc_T", URL_KEYS["lc_T"])
-mechs = tradeoff_mechanisms()  # as its export runs them (dpcore.experiments.presets_views)
+mechs = tradeoff_mechanisms()  # as its export runs them (dpcore.experiments.views)
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)

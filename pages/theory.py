@@ -6,7 +6,7 @@ import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.studies import compare_measured
-from dpcore.figures_views import measured_figure, scaling_figure
+from dpcore.figures.views import measured_figure, scaling_figure
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
     choice, download_code, enter_view, show_chart, readable, with_progress, dataset_picker, download_figure, download_table, model_picker, param_widget, skew_refusal, user_datasets,

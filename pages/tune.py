@@ -15,8 +15,8 @@ from dpcore.experiments.tune import (
     epsilon_for_accuracy,
     shipped_tuning,
 )
-from dpcore.experiments.presets_views import tuning_here, tuning_lambdas
-from dpcore.figures import released_tuning_figure, tuning_figure
+from dpcore.experiments.views import tuning_here, tuning_lambdas
+from dpcore.figures.charts import released_tuning_figure, tuning_figure
 from dpcore.mechanisms import REGISTRY, short_name
 from pages.common import (
     app_context, bounded_slider, choice, download_code, enter_view, guessing_box, show_chart, apply_setting, dataset_picker, dataset_task, download_figure, download_table, fmt_eps, glossary_link, mechanisms_for, readable, reference_for, with_progress,

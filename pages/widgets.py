@@ -16,7 +16,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.models import MODELS
 from dpcore.params import PARAMS, Interval, Options, Param, check, log_ticks
 from dpcore.partition import check_split
-from dpcore.experiments.presets_views import HIDDEN_OPTIONS, option_default_of  # one declaration of the option boxes
+from dpcore.experiments.views import HIDDEN_OPTIONS, option_default_of  # one declaration of the option boxes
 from pages.appstate import UPLOAD_PREFIX, user_dataset, user_datasets
 from pages.terms import param_help
 
@@ -147,7 +147,7 @@ def bounded_slider(label: str, lo, hi, key: str, default, container=st, **kw) ->
 
 def declared_number(p: Param, key: str, label: str, default, container=st, **kw) -> Any:
     """A number input over the whole range of a declaration (``p``: a parameter of a table other than
-    :data:`PARAMS`, such as :data:`dpcore.certify.CERTIFY_PARAMS`); a held value it refuses (a
+    :data:`PARAMS`, such as :data:`dpcore.certify.core.CERTIFY_PARAMS`); a held value it refuses (a
     link's: a typed one is kept in range by the widget) goes back to ``default``, said with the range."""
     cons, held = p.constraint, st.session_state.get(key)
     if held is not None and not cons.contains(held):

@@ -707,7 +707,7 @@ class Described:
 
 
 def _cli(argv: list[str]) -> tuple[int, str, str]:
-    from dpcore.cli import main
+    from dpcore.cli.commands import main
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -1071,7 +1071,7 @@ def _data_case(reader: str, rels: tuple[str, ...], forge: Callable[[Path], None]
             if got is None or _same(got, genuine):
                 return
             if reader == "calibration":
-                from dpcore.accounting import sampled_gaussian_epsilon
+                from dpcore.privacy.accounting import sampled_gaussian_epsilon
                 eps, delta, q, steps = _calibration_event(cal)
                 if sampled_gaussian_epsilon(float(got), q, steps, delta) > eps:
                     raise Wrong(f"the calibration read back, z = {got!r}, does not certify ε = {eps}")

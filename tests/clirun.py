@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from contextlib import redirect_stderr, redirect_stdout
 
-from dpcore.cli import main
+from dpcore.cli.commands import main
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:

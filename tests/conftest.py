@@ -16,7 +16,7 @@ if "DPCORE_CACHE_DIR" not in os.environ:
     os.environ["DPCORE_CACHE_DIR"] = _CACHE
     atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
-# The compiled kernels (dpcore/kernels.py) are kept in NUMBA_CACHE_DIR where it is set, else in the cache
+# The compiled kernels (dpcore/numerics/kernels.py) are kept in NUMBA_CACHE_DIR where it is set, else in the cache
 # folder above: one folder for the whole run and the runs after it (a subprocess given a cache folder of its
 # own inherits this), so a test does not pay the kernels' compile (seconds) in every process it starts.
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"dpcore-test-numba-{getattr(os, 'getuid', lambda: 0)()}"))

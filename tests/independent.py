@@ -1,5 +1,5 @@
 """Second routes to a privacy guarantee, written here from the definitions, independently of
-dpcore.privacy / dpcore.accounting and of dp-accounting.  The verification suite checks every
+dpcore.privacy.core / dpcore.privacy.accounting and of dp-accounting.  The verification suite checks every
 certified ε against these.
 
 * :func:`gdp_delta` / :func:`gdp_epsilon` – μ-Gaussian DP in closed form (Dong, Roth & Su 2019,

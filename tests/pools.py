@@ -2,7 +2,7 @@
 
 from concurrent.futures import ThreadPoolExecutor
 
-from dpcore import linalg
+from dpcore.numerics import linalg
 
 
 class CountingPool(ThreadPoolExecutor):

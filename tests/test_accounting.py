@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from dpcore import accounting as acc, params
+from dpcore import params
+from dpcore.privacy import accounting as acc
 from dpcore.mechanisms.gradient import dpgd_certified_sigma, dpgd_published_sigma
 
 
@@ -314,7 +315,7 @@ def test_gaussian_with_randomized_response_at_tiny_delta_is_the_exact_profile(de
     (at δ = 1e-20 the PLD route asked for 89.5 instead of 34.7; at 1e-40, 508 instead of 51.4)."""
     import mpmath as mp
 
-    from dpcore import privacy
+    from dpcore.privacy import core as privacy
 
     sigma = 30.0
     plan = privacy.compose([privacy.NoisePlan((privacy.Release("gaussian", "features", 2.0, sigma),)),
@@ -339,7 +340,8 @@ def test_gaussian_with_randomized_response_at_tiny_delta_is_the_exact_profile(de
 def test_gaussian_with_randomized_response_agrees_with_the_pld_where_both_apply():
     """At δ = 1e-8 the exact profile and dp-accounting's pessimistic PLD give the same ε to its
     discretisation (the exact one never above it)."""
-    from dpcore import privacy, privacy_pld
+    from dpcore.privacy import core as privacy
+    from dpcore.privacy import pld as privacy_pld
 
     for sigma, e0 in ((5.0, 0.5), (30.0, 1.0), (2.0, 0.1)):
         events = (privacy.Release("gaussian", "features", 2.0, sigma).event(),
@@ -360,7 +362,7 @@ def test_a_record_sampled_with_probability_at_most_delta_is_zero_epsilon_whateve
     import dp_accounting as dpa
     from dp_accounting.pld import pld_privacy_accountant
 
-    from dpcore.accounting import calibrate_sampled_gaussian, never_sampled, sampled_gaussian_epsilon
+    from dpcore.privacy.accounting import calibrate_sampled_gaussian, never_sampled, sampled_gaussian_epsilon
 
     q, T = 1e-7, 100
     p = never_sampled(q, T)

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from dpcore import kernels
+from dpcore.numerics import kernels
 
 ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = textwrap.dedent("""
     import json, sys
-    from dpcore import RunSpec, kernels, run
+    from dpcore import RunSpec, run
+    from dpcore.numerics import kernels
     from dpcore.experiments.ahead import warm_kernels
 
     def signatures():

@@ -119,7 +119,7 @@ def test_compare_opens_the_classroom_preset_at_once_from_its_shipped_rows(monkey
     mark of it outlives the test, and tests/test_tuning_spent.py recomputes them)."""
     import json
 
-    from dpcore import certify_tuning
+    from dpcore.experiments import search as certify_tuning
     from dpcore.experiments import studies
 
     if not whole:
@@ -480,7 +480,7 @@ def test_slider_values_are_round_and_include_every_plotted_epsilon():
 
 
 def test_band_figure_keeps_bands_where_the_metric_can_be_and_labels_the_grid():
-    from dpcore.figures import band_figure
+    from dpcore.figures.charts import band_figure
 
     rows = [{"mechanism": "m", "epsilon": e, "epsilon_certified": e, "accuracy_mean": a, "accuracy_std": 0.2,
              "gap_mean": g, "gap_std": 2 * g} for e, a, g in ((0.1, 0.9, 1e-2), (1.0, 0.95, 1e-3))]
@@ -924,7 +924,7 @@ def test_paper_figures_draw_the_published_calibration_beside_the_certified(tmp_p
 def test_a_chart_on_screen_writes_its_title_and_notes_as_page_text():
     import plotly.graph_objects as go
 
-    from dpcore.figures import NOTE, on_screen
+    from dpcore.figures.charts import NOTE, on_screen
 
     fig = go.Figure(go.Scatter(x=[1, 2], y=[1, 2], name="a"))
     fig.update_layout(title="accuracy<br><sup>mean ± sd</sup>", legend=dict(orientation="h", y=-0.2))

@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from dpcore import datasets as D
-from dpcore import privacy
-from dpcore.accounting import gdp_delta
+from dpcore.privacy import core as privacy
+from dpcore.privacy.accounting import gdp_delta
 from dpcore.audit import (
     ALPHA_SHARES,
     CANARIES,
@@ -582,7 +582,7 @@ def test_the_measured_audit_catches_a_sampler_at_twice_the_declared_rate(monkeyp
 
 
 def test_the_measured_audit_catches_a_plan_that_declares_half_the_sensitivity(monkeypatch):
-    from dpcore import privacy
+    from dpcore.privacy import core as privacy
     from dpcore.mechanisms.gradient import GradientDPGD
 
     real = GradientDPGD.plan

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binom, norm
 
 import dpcore.audit.bounds as ab
-from dpcore.accounting import gdp_delta
+from dpcore.privacy.accounting import gdp_delta
 from dpcore.audit import run_audit
 from dpcore.exceptions import ParameterError
 from dpcore.experiments.run import RunSpec

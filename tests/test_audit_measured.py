@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from dpcore.accounting import gdp_epsilon
+from dpcore.privacy.accounting import gdp_epsilon
 from dpcore.audit import run_audit
 from dpcore.audit.measured import GAUSSIAN_CHECK_LEVEL, check_noise, measured_bound
 from dpcore.experiments.run import RunSpec

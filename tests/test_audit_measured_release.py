@@ -15,7 +15,7 @@ from scipy.stats import chi2
 
 import dpcore.mechanisms.objective as objective
 import dpcore.mechanisms.output as output
-from dpcore.accounting import gdp_epsilon
+from dpcore.privacy.accounting import gdp_epsilon
 from dpcore.audit import run_audit
 from dpcore.audit.bounds import gdp_epsilon_lower, scale_upper
 from dpcore.audit import measured_release

@@ -29,7 +29,7 @@ from scipy import integrate
 from scipy.stats import binom, t as student_t
 
 import dpcore.audit.bounds as ab
-from dpcore.accounting import gdp_delta
+from dpcore.privacy.accounting import gdp_delta
 from dpcore.audit.measured import check_noise, measured_bound, noise_check_bound
 from dpcore.audit.membership import membership_test
 

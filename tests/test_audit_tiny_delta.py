@@ -10,9 +10,9 @@ import math
 import pytest
 
 from dpcore import RunSpec, run_audit
-from dpcore.accounting import PLD_MIN_DELTA
+from dpcore.privacy.accounting import PLD_MIN_DELTA
 from dpcore.audit import bounds
-from dpcore.privacy import certify, sampled_gaussian
+from dpcore.privacy.core import certify, sampled_gaussian
 
 TINY = 1e-100
 

@@ -11,6 +11,7 @@ from dpcore.experiments.studies import compare_measured
 from dpcore.theory import catalog as B
 from dpcore.theory import formulas as F
 from dpcore.exceptions import DatasetError, DPCoreError, ModelError, ParameterError
+from dpcore.mechanisms import REGISTRY
 
 ROW_IDS = [r.id for r in B.CATALOG]
 
@@ -724,7 +725,7 @@ def test_bad_input_raises_a_clear_dpcore_error(kwargs, exc, match):
 
 
 def test_bounds_report_is_strict_json_with_provenance():
-    doc = B.bounds_report("adult", "logreg", 0.1, 1e-5, 1000, clients=4, skew=2)
+    doc = B.bounds_report("adult", "logreg", 0.1, 1e-5, 1000, clients=4, skew=2, registered=REGISTRY)
     text = json.dumps(doc, allow_nan=False)
     assert json.loads(text) == doc
     assert len(doc["rows"]) == len(B.CATALOG) and doc["counts"] == {"001": 12, "002": 6, "003": 5, "004": 4}
@@ -734,6 +735,11 @@ def test_bounds_report_is_strict_json_with_provenance():
     assert row["noise"] == pytest.approx(1000 * ln(1e5) / (36177**2 * 0.01), rel=1e-12)
     assert row["slopes"]["n"]["noise"] == pytest.approx(-2) and row["slopes"]["epsilon"]["risk"] == pytest.approx(-2)
     assert row["mechanism"] == "gradient-dpgd" and row["mechanism_registered"] is True
+    # the registry handed in decides (the catalog imports no mechanism): DP-SVRG has none, and a
+    # report asked without the registry does not guess
+    assert {r["id"]: r for r in doc["rows"]}["001-wang2017-svrg"]["mechanism_registered"] is False
+    bare = B.bounds_report("adult", "logreg", 0.1, 1e-5, 1000, clients=4, skew=2)
+    assert all("mechanism_registered" not in r for r in bare["rows"])
     assert doc["parameters"]["n"] == {"value": 36177, "source": "dataset", "symbol": "n",
                                       "description": doc["parameters"]["n"]["description"]}
     assert doc["parameters"]["u"]["source"] == "user" and doc["notes"]

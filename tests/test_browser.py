@@ -778,7 +778,7 @@ def test_the_offline_lesson_file_cuts_no_title_and_no_tick_label(browser, tmp_pa
     import plotly.graph_objects as go
     import plotly.io as pio
 
-    from dpcore.figures import legend_above
+    from dpcore.figures.charts import legend_above
     from dpcore.report import LessonStep, lesson_html
 
     long = ("above the certified curve no attack can go (with the certified guarantee); above the target "

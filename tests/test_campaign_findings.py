@@ -200,7 +200,7 @@ def test_certify_laplace_near_delta_one_answers_the_inverse():
 
 
 def test_check_of_the_check_the_laplace_profile_falls_back_only_to_the_pure_bound(monkeypatch):
-    from dpcore import certify as C
+    from dpcore.certify import core as C
 
     class Refusing:
         def __init__(self, *a, **k):
@@ -225,7 +225,7 @@ def test_the_finer_add_remove_grid_is_priced():
     """Found: DP-SGD at q = 1e-6 (z = 0.7, one step) asked for an add/remove grid of 1e-6: 3e7 points,
     minutes (a hang).  The finer grid is now at most FINE_GRID_SECONDS of points; the certificate is the
     smaller of two upper bounds, as before."""
-    from dpcore import certify as C
+    from dpcore.certify import core as C
     old_seconds = C._BUILD_SECONDS_PER_POINT * C._loss_width(0.7) / 1e-6  # the check of the check: the old grid
     assert old_seconds > 300
     with time_limit(30):

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq
 
-from dpcore import privacy
+from dpcore.privacy import core as privacy
 from dpcore.audit import replace_record
 from dpcore.erm import LazySolution
 from dpcore.exceptions import ParameterError, PrivacyWarning
@@ -739,7 +739,7 @@ def test_published_is_what_the_paper_printed_and_the_notes_say_so():
 def test_gdp_epsilon_with_next_to_no_noise_is_the_gaussian_tail_bound_and_holds():
     """μ > 10⁴: ε = μ²/2 + μ√(2 ln 1/δ), from the loss N(μ²/2, μ²) and the Gaussian tail bound;
     the closed-form δ(ε) of μ-GDP must be ≤ δ there (it is an upper bound), and not by much."""
-    from dpcore.accounting import gdp_delta, gdp_epsilon
+    from dpcore.privacy.accounting import gdp_delta, gdp_epsilon
 
     for mu, delta in ((2e4, 1e-5), (1e6, 1e-10), (3e10, 1e-5)):
         eps = gdp_epsilon(mu, delta)
@@ -755,7 +755,7 @@ def test_gaussian_and_randomized_response_with_next_to_no_noise_certify_by_basic
     above basic composition ε_μ(δ) + Σ ε_rr, never below the Gaussian's own ε.  A Poisson-sampled
     Gaussian with a response has no exact route: there the certificate is basic composition,
     written out here."""
-    from dpcore.accounting import gdp_epsilon
+    from dpcore.privacy.accounting import gdp_epsilon
 
     plan = privacy.compose([privacy.gaussian("features", 2.0, 2.0 / 400.0),
                             privacy.NoisePlan((privacy.randomized_response("label", 0.5),))])
@@ -784,7 +784,7 @@ def test_a_choice_and_a_sampled_gaussian_with_responses_certify_soundly_below_th
     plans composed with a label response certifies by routes exact at any δ — the larger
     alternative's certificate plus the response's ε (basic composition; a response spends no δ),
     written out here — and never below the (valid) PLD value at the PLD's smallest δ, nor below the plan it dominates."""
-    from dpcore.accounting import PLD_MIN_DELTA
+    from dpcore.privacy.accounting import PLD_MIN_DELTA
 
     loud = privacy.sampled_gaussian("grad", 1.0, 1.0, 0.01, 1000)
     quiet = privacy.sampled_gaussian("grad", 1.0, 1.2, 0.01, 1000)

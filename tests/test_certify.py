@@ -1,4 +1,4 @@
-"""``dpcore.certify`` (issue 46): a DP-SGD run described in another library's terms, certified
+"""``dpcore.certify.core`` (issue 46): a DP-SGD run described in another library's terms, certified
 under add/remove and replace-one, against second routes: dp-accounting's own accountants, the
 μ-GDP closed form written out here, and a check that the hand check catches a wrong answer."""
 
@@ -9,6 +9,7 @@ import importlib
 import io
 import json
 import math
+from pathlib import Path
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -16,14 +17,15 @@ import dp_accounting as dpa
 import pytest
 
 import dpcore
-from dpcore import accounting as acc
-from dpcore import privacy as P
-from dpcore.certify_params import format_noise
-from dpcore.cli import main
+from dpcore.privacy import accounting as acc
+from dpcore.privacy import core as P
+from dpcore.certify.params import format_noise
+from dpcore.cli.commands import main
 from dpcore.exceptions import ParameterError
 from fake_opacus import install as install_fake_opacus
 
-cert_mod = importlib.import_module("dpcore.certify")  # the module, whatever dpcore.certify names
+cert_mod = importlib.import_module("dpcore.certify")  # the package, whatever dpcore.certify names
+cert_core = importlib.import_module("dpcore.certify.core")  # its certify_noise and the routes
 NR = dpa.NeighboringRelation
 
 #: (z, q, T, δ): settings quick enough for dp-accounting's own accountant on a fine grid
@@ -38,8 +40,8 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 
 
 def test_the_docstrings_run():
-    assert doctest.testmod(cert_mod).failed == 0
-    assert cert_mod.__doc__.count(">>>") >= 3  # the three-line example of the issue
+    assert doctest.testmod(cert_core).failed == 0
+    assert cert_core.__doc__.count(">>>") >= 3  # the three-line example of the issue
 
 
 @pytest.mark.parametrize("z, q, T, delta", SETTINGS)
@@ -315,7 +317,7 @@ def test_the_compare_link_opens_compare_at_that_epsilon():
     (md,) = [m.value for m in at.markdown if "Open Compare" in m.value]
     parts = urlsplit(re.search(r"\]\(([^)]+)\)", md).group(1))
     assert parts.path == "/compare"
-    compare = AppTest.from_file(str(cert_mod.__file__).replace("dpcore/certify.py", "pages/compare.py"),
+    compare = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "pages" / "compare.py"),
                                 default_timeout=180)
     compare.query_params.update(dict(parse_qsl(parts.query)))
     compare.run()
@@ -374,7 +376,7 @@ def test_tf_privacy_s_orders_are_its_compute_dp_sgd_privacy_s():
 
 
 def test_the_profile_marks_the_delta_asked_for_and_labels_delta_in_powers_of_ten():
-    from dpcore.figures import privacy_profile_figure
+    from dpcore.figures.charts import privacy_profile_figure
 
     c = dpcore.certify_noise(noise_multiplier=1.1, sample_rate=0.004, steps=2000, delta=3e-6)
     fig = privacy_profile_figure(c.curve, 3e-6)
@@ -391,7 +393,7 @@ def test_the_views_privacy_profile_never_rises_with_delta(z, q, steps):
     7.32 at 1e-12 and 4.97 at 3.2e-13 under replace-one. An (ε, δ) guarantee holds at every larger
     δ, so a curve that rises with δ states less than is proven at a smaller δ: both relations'
     columns, over the whole curve the view draws (29 δ's from 0.1 to 1e-15), never rise with δ."""
-    from dpcore.certify import certify_noise as certify_fn
+    from dpcore.certify.core import certify_noise as certify_fn
 
     curve = certify_fn(noise_multiplier=z, sample_rate=q, steps=steps, delta=1e-5, full_curve=True).curve
     curve = sorted(curve, key=lambda c: c["delta"])  # smallest δ first: ε must not grow from here on
@@ -458,7 +460,7 @@ def test_the_check_of_the_curve_catches_a_curve_that_turns_back():
 
 def _declared(name: str) -> list:
     """A certify parameter's declared ends (closed ones), its widget's ends and its default
-    (:data:`dpcore.certify.CERTIFY_PARAMS`, the declarations the command line and the view read)."""
+    (:data:`dpcore.certify.core.CERTIFY_PARAMS`, the declarations the command line and the view read)."""
     p = cert_mod.CERTIFY_PARAMS[name]
     iv = p.constraint
     ends = [iv.low if iv.closed in ("both", "left") else None, iv.high if iv.closed in ("both", "right") else None]
@@ -484,7 +486,7 @@ def test_every_curve_over_the_declared_ranges_never_turns_back_nor_exceeds_its_c
     """Every ε(δ) curve, of every route and both relations, over the full δ list the view draws: non-increasing
     in δ, each point at most the raw certificate at its δ, and a point below it is the raw certificate of the
     smaller δ it names (the raw figures recorded from the very routes the curve evaluated)."""
-    import dpcore.certify_plans as plans_mod
+    import dpcore.certify.plans as plans_mod
 
     raw: dict = {}
     real = cert_mod.epsilon_curve
@@ -497,7 +499,7 @@ def test_every_curve_over_the_declared_ranges_never_turns_back_nor_exceeds_its_c
             return at
         return real(deltas, {n: keep(n, f) for n, f in profiles.items()}, **kwargs)
 
-    monkeypatch.setattr(cert_mod, "epsilon_curve", recorded)
+    monkeypatch.setattr(cert_core, "epsilon_curve", recorded)
     monkeypatch.setattr(plans_mod, "epsilon_curve", recorded)
     if route in ("poisson", "shuffled"):
         c = dpcore.certify_noise(noise_multiplier=z, sample_rate=q, steps=T, sampling=route, delta=1e-5,
@@ -525,7 +527,7 @@ def test_every_curve_over_the_declared_ranges_never_turns_back_nor_exceeds_its_c
 
 @pytest.mark.parametrize("z, q, steps", [(1.0, 0.01, 100), (0.5, 0.1, 10), (4.0, 0.001, 1000)])
 def test_the_numpy_epsilon_of_a_pld_is_dp_accountings_own(z, q, steps):
-    """certify's ε(δ) of a privacy-loss distribution (dpcore.certify.pld_epsilon: numpy, the same sums in
+    """certify's ε(δ) of a privacy-loss distribution (dpcore.certify.core.pld_epsilon: numpy, the same sums in
     the same order) against dp-accounting's own Python walk over the losses (0.6–3 s a δ on the 2e6 points
     of z = 0.05, which made the campaign's curve a hang): equal to the last bits of exp, at δ's where ε is
     0, finite and ∞, for both relations' distributions; check of the check: the optimistic distribution of
@@ -534,8 +536,8 @@ def test_the_numpy_epsilon_of_a_pld_is_dp_accountings_own(z, q, steps):
 
     from dp_accounting.pld import privacy_loss_distribution as pl
 
-    from dpcore import accounting as acc
-    from dpcore.certify import _add_remove_pld, pld_epsilon
+    from dpcore.privacy import accounting as acc
+    from dpcore.certify.core import _add_remove_pld, pld_epsilon
 
     plds = [_add_remove_pld(z, q, steps, 1e-3), acc.sampled_gaussian_pld(z, q, 1e-3).self_compose(steps)]
     for pld in plds:

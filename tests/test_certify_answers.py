@@ -24,12 +24,12 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 
 import dpcore
-from dpcore import accounting as acc
-from dpcore.certify_params import CERTIFY_PARAMS
-from dpcore.cli import main
+from dpcore.privacy import accounting as acc
+from dpcore.certify.params import CERTIFY_PARAMS
+from dpcore.cli.commands import main
 from fake_opacus import install as install_fake_opacus
 
-cert_mod = importlib.import_module("dpcore.certify")  # the module, whatever dpcore.certify names
+cert_mod = importlib.import_module("dpcore.certify.core")  # the module, whatever dpcore.certify.core names
 
 #: the inverse's routes, one case each: (mechanism flags, what the noise is called in forward mode)
 #: Poisson-sampled DP-SGD (q < 1 and q = 1), shuffled DP-SGD, k Gaussians, k Laplace releases
@@ -251,7 +251,7 @@ def test_a_search_toward_little_noise_answers_or_refuses_within_the_work_budget(
 @pytest.mark.parametrize("delta", [0.999999, 0.15, 3.3e-7])
 def test_a_plans_certificate_prints_every_delta_as_its_own(tmp_path, delta):
     """``certify --plan``'s text: the headline δ and the curve's labels read back as their δ's."""
-    from dpcore import privacy as P
+    from dpcore.privacy import core as P
 
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(P.gaussian("w", 1.0, 3.0, 2).to_dp_events(1e-5)))
@@ -276,7 +276,7 @@ def test_a_choice_among_plans_that_leaks_hundreds_of_epsilon_is_certified_or_inf
     lies beyond a float's e^ε; the command line prints it in both forms."""
     import warnings
 
-    from dpcore import privacy as P
+    from dpcore.privacy import core as P
 
     z, q = CHOICES_BEYOND_FLOATS[case]
     plans = [P.sampled_gaussian("steps", 1.0, 1.4, 0.001, 10_000), P.sampled_gaussian("steps", 1.0, z, q, 10_000)]
@@ -310,7 +310,7 @@ def test_releases_on_every_record_and_disjoint_parts_compose(tmp_path, kind):
     Pure: (5, 0) on all and (5, 0) on each part is (10, 0), tight. Gaussian: μ = 1 on all and μ = 1 on each
     part is at least √2-GDP's ε for the worst record (6.573 at 1e-5, dp-accounting-free closed form);
     certified by basic composition, at most 1.5× above it.  The command line prints the same."""
-    from dpcore import privacy as P
+    from dpcore.privacy import core as P
 
     if kind == "pure":
         half = lambda what: P.theorem(what, 5.0, 0.0)  # noqa: E731

@@ -6,8 +6,10 @@ import sys
 
 import pytest
 
-from dpcore import cli, cli_run, cli_sweep
-from dpcore.cli import main
+from dpcore.cli import commands as cli
+from dpcore.cli import run as cli_run
+from dpcore.cli import sweep as cli_sweep
+from dpcore.cli.commands import main
 from dpcore.experiments.run import RunSpec, run
 
 
@@ -195,7 +197,7 @@ def test_a_budget_variable_that_is_not_a_budget_refuses_runs_in_one_line(name, v
 
 def _run_flags():
     """Every option of ``dpcore run`` that takes a value, from the parser itself."""
-    from dpcore.cli import build_parser
+    from dpcore.cli.commands import build_parser
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     return sorted(a.option_strings[-1] for a in sub.choices["run"]._actions
                   if a.option_strings and a.nargs != 0 and a.dest not in ("help",))
@@ -410,7 +412,7 @@ def _conflict_cases():
     """Every declared conflict (dpcore.params.CONFLICTS), on each subcommand with both flags."""
     from test_fuzz_cli import _applies  # tests/test_fuzz_cli.py: where a flag applies
 
-    from dpcore.cli import build_parser
+    from dpcore.cli.commands import build_parser
     from dpcore.params import CONFLICTS, PARAMS
     samples = {"scheduler": "tcp://127.0.0.1:8786"}
     sub = next(a for a in build_parser()._actions if a.dest == "command").choices

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import cli_common  # where --csv is read (dpcore.cli_common.user_data)
+from dpcore.cli import common as cli_common  # where --csv is read (dpcore.cli.common.user_data)
 from clirun import run_cli  # tests/clirun.py
 from dpcore.datasets import from_csv
 from dpcore.datasets.upload import MAX_UPLOAD_BYTES

@@ -22,8 +22,10 @@ import sys
 
 import pytest
 
-from dpcore import cli, cli_run, cli_sweep
-from dpcore.cli import main
+from dpcore import cli  # the names the command line kept under dpcore.cli
+from dpcore.cli import run as cli_run
+from dpcore.cli import sweep as cli_sweep
+from dpcore.cli.commands import main
 
 TUNE = ["tune", "--dataset", "breast-cancer", "--mechanisms", "output-gaussian", "--epsilons", "1",
         "--final-repeats", "1"]
@@ -91,7 +93,7 @@ def test_sweep_refuses_an_out_it_cannot_write_before_sweeping(place, capsys, mon
 
 
 def test_the_sweep_outputs_checked_are_the_ones_it_writes(place, capsys):
-    """:func:`dpcore.cli._sweep_outputs` repeats run_preset's file names: the record says which."""
+    """:func:`dpcore.cli.sweep.sweep_outputs` (also `dpcore.cli._sweep_outputs`) repeats run_preset's file names: the record says which."""
     out = place / "sweep"
     assert main([*SWEEP, "--out", str(out), "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)

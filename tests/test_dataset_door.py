@@ -233,7 +233,7 @@ def test_the_check_of_the_check(monkeypatch):
 def test_the_command_line_turns_the_refusal_into_one_line(tmp_path, monkeypatch):
     """A CSV goes through from_csv, which scales rows onto the ball; data that still break a bound
     (here: from_csv replaced by one that returns the issue's rows) are one line and exit 2."""
-    from dpcore import cli_common
+    from dpcore.cli import common as cli_common
 
     bad = _row_norm(6.58e4)()
     monkeypatch.setattr(cli_common, "from_csv", lambda *a, **k: bad)

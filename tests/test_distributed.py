@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from dpcore import accounting as acc
+from dpcore.privacy import accounting as acc
 from dpcore.exceptions import ParameterError
 from dpcore.experiments.run import RunSpec, load_problem, run
 from dpcore.mechanisms import get_mechanism
@@ -106,7 +106,7 @@ def test_skew_curve_rows():
 
 def test_cli_client_sizes_in_json(capsys):
     import json
-    from dpcore.cli import main
+    from dpcore.cli.commands import main
 
     assert main(["run", "--dataset", "breast-cancer", "--mechanism", "distributed-wddp", "--clients", "3",
                  "--skew", "2", "--repeats", "1", "--iterations", "10", "--json"]) == 0

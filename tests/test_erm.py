@@ -298,7 +298,8 @@ def test_cache_folders_are_kept_under_their_size_bounds(tmp_path):
 def test_the_stores_prune_as_they_write(tmp_path, monkeypatch):
     """With a bound of 0 bytes checked at every write, what each store writes is pruned at once:
     the exact-solution store and the calibration table both go through their bounds."""
-    from dpcore import accounting, datasets, erm
+    from dpcore import datasets, erm
+    from dpcore.privacy import accounting
     from dpcore.models import make_model
 
     store = erm.ReferenceStore(tmp_path)
@@ -401,7 +402,8 @@ def test_a_shipped_calibration_is_re_certified_on_reading_and_never_trusted_blin
     calibrated again.  The table travels to worker processes with its shipped folder."""
     import pickle
 
-    from dpcore import accounting, shipped as shipped_files
+    from dpcore import shipped as shipped_files
+    from dpcore.privacy import accounting
 
     event = (1.0, 1e-5, 0.02, 10)  # ε, δ, q, T: a calibration of a few PLD constructions
     folder = tmp_path / "calibrations"
@@ -435,7 +437,8 @@ def _shipped_calibrations_asked(monkeypatch, *, whole: bool) -> set[str]:
     and the shipped tunings' rows; then, as a reader calls them (the default context's table), the
     tunings' searches' spent figures (``whole``: every search of every tuning, and every paper figure's
     shipped results; otherwise one DP-SGD search, the cheap twin)."""
-    from dpcore import accounting, certify_tuning
+    from dpcore.privacy import accounting
+    from dpcore.experiments import search as certify_tuning
     from dpcore.exceptions import DPCoreError
     from dpcore.experiments import tune
     from dpcore.experiments.context import Context, default_context

@@ -8,7 +8,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpcore.cli import main
+from dpcore.cli.commands import main
 from dpcore.datasets import load
 from dpcore.estimators import DPLinearRegression, DPLogisticRegression, expected_failed_checks
 from dpcore.exceptions import DatasetError, DPCoreError, ModelError, ParameterError, PrivacyWarning

@@ -30,12 +30,12 @@ from clirun import run_cli
 from dpcore import certify_noise, export_view, lesson, run_audit
 from dpcore.experiments.baselines import baseline
 from dpcore.experiments.presets import shipped_results
-from dpcore.experiments.presets_views import (audit_spec, compare_setting, distributed_spec, explore_options, explore_spec,
+from dpcore.experiments.views import (audit_spec, compare_setting, distributed_spec, explore_options, explore_spec,
                                               run_record, skew_grid, tradeoff_mechanisms, tuning_here)
 from dpcore.experiments.studies import compare_measured, epsilon_sweep, skew_curve, tradeoff
-from dpcore.figures_export import VIEWS, parse_link, settings_of
-from dpcore.figures_export_more import certify_arguments
-from dpcore.figures_export_views import COMPARE, EXPLORE
+from dpcore.export.writer import VIEWS, parse_link, settings_of
+from dpcore.export.views import certify_arguments
+from dpcore.export.declare import COMPARE, EXPLORE
 from dpcore.theory.catalog import bounds_report
 from test_fuzz_links import declaration, restores
 
@@ -112,9 +112,9 @@ def test_the_import_check_can_fail():
     assert import_problems("from pages.common import choice")
     assert import_problems("from dpcore.experiments.sweep import _git_commit")
     assert import_problems("import dpcore._version")
-    assert import_problems("from dpcore.figures_views import no_such_figure")
+    assert import_problems("from dpcore.figures.views import no_such_figure")
     assert import_problems("import numpy")
-    assert not import_problems("from dpcore import RunSpec, run\nimport dpcore.figures_views")
+    assert not import_problems("from dpcore import RunSpec, run\nimport dpcore.figures.views")
 
 
 #: each exported view at a size that fits the suite

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import pkgutil
 import subprocess
 import sys
@@ -127,3 +128,32 @@ def test_a_run_is_a_dp_accounting_event_any_accountant_certifies():
         # the certified calibration: dp-accounting's own PLD certifies the target, to its grid
         assert got <= eps * (1 + 1e-3) + 1e-3, (mechanism, got)
         assert abs(got - result.epsilon_certified) <= 2e-2 * eps, (mechanism, got, result.epsilon_certified)
+
+
+#: the paths users imported before the package had folders (issue 71), and the module each grew into
+OLD_PATHS = {"dpcore.privacy": "dpcore.privacy.core", "dpcore.accounting": "dpcore.privacy.accounting",
+             "dpcore.certify": "dpcore.certify.core", "dpcore.figures": "dpcore.figures.charts",
+             "dpcore.cli": "dpcore.cli.commands"}
+
+
+@pytest.mark.parametrize("old", sorted(OLD_PATHS))
+def test_every_public_name_still_imports_by_its_old_path(old):
+    """``from dpcore.privacy import certify`` and the rest: every public name of the module a path grew
+    into is the same object by the old path, and a name neither has is an AttributeError naming the path."""
+    new = importlib.import_module(OLD_PATHS[old])
+    path = importlib.import_module(old)
+    public = [n for n in vars(new) if not n.startswith("_") and not inspect.ismodule(getattr(new, n))]
+    assert len(public) > 10
+    assert [n for n in public if getattr(path, n) is not getattr(new, n)] == []
+    assert set(new.__all__) <= set(dir(path)) | set(getattr(path, "__all__", ()))
+    with pytest.raises(AttributeError, match=f"module '{old}' has no attribute 'no_such_name'"):
+        getattr(path, "no_such_name")
+
+
+def test_the_command_line_s_old_names_and_python_m_dpcore_still_run():
+    from dpcore import cli
+    from dpcore.cli import common, sweep
+    assert cli.SlowProgress is common.SlowProgress and cli._sweep_outputs is sweep.sweep_outputs
+    done = subprocess.run([sys.executable, "-m", "dpcore", "datasets", "--json"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and json.loads(done.stdout), done.stderr

@@ -19,7 +19,7 @@ import pytest
 
 from dpcore.experiments.presets import PRESETS, shipped_ids, shipped_results
 from dpcore.experiments.presets import wrap_note as _wrap
-from dpcore.figures import (
+from dpcore.figures.charts import (
     NOTE,
     NOTE_LEAD,
     figure_note,
@@ -28,7 +28,7 @@ from dpcore.figures import (
     target_note,
     without_notes,
 )
-from dpcore.figures_screen import _plain
+from dpcore.figures.screen import _plain
 
 ROOT = Path(__file__).resolve().parent.parent
 

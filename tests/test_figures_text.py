@@ -1,12 +1,12 @@
-"""A chart's text alternative (dpcore.figures_text): its one-line summary and its data as a table,
+"""A chart's text alternative (dpcore.figures.text): its one-line summary and its data as a table,
 read from hand-built Plotly figures whose answer is known."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from dpcore.figures import band_figure
-from dpcore.figures_text import MAX_NAMED, chart_rows, chart_summary, chart_text, panels_text, table_html
+from dpcore.figures.charts import band_figure
+from dpcore.figures.text import MAX_NAMED, chart_rows, chart_summary, chart_text, panels_text, table_html
 
 
 def _lines() -> go.Figure:

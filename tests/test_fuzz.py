@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dpcore import datasets, erm
-from dpcore.cli import main
+from dpcore.cli.commands import main
 from dpcore.exceptions import DatasetError
 from dpcore.models import make_model
 from pages.common import CACHE_DIR

@@ -44,9 +44,9 @@ from hostile import HUGE, SUBNORMAL, declared_values, time_limit  # tests/hostil
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from dpcore import cli_sweep  # where prepare's work and shipped files are named
-from dpcore.certify import CERTIFY_PARAMS
-from dpcore.cli import MAX_LINE_CHARS, build_parser, main
+from dpcore.cli import sweep as cli_sweep  # where prepare's work and shipped files are named
+from dpcore.certify.core import CERTIFY_PARAMS
+from dpcore.cli.commands import MAX_LINE_CHARS, build_parser, main
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS, Interval
 
@@ -81,14 +81,14 @@ def _numbers(name: str) -> list[str]:
 
 
 def _certify_numbers(name: str) -> list[str]:
-    """The declared values of a ``certify`` flag (:data:`dpcore.certify.CERTIFY_PARAMS`) as text."""
+    """The declared values of a ``certify`` flag (:data:`dpcore.certify.core.CERTIFY_PARAMS`) as text."""
     return [text for _, text, _ in declared_values(CERTIFY_PARAMS[name].constraint)]
 
 
 #: the numbers ``sweep --set`` takes, each tried at its declared values: (key, name in PARAMS)
 SET_NUMBERS = (("epsilons", "epsilon"), ("learning_rates", "learning_rate"), ("iterations", "iterations"),
                ("delta", "delta"), ("repeats", "repeats"), ("ns", "n"))
-#: certify's numbers, declared in dpcore.certify.CERTIFY_PARAMS (not PARAMS)
+#: certify's numbers, declared in dpcore.certify.core.CERTIFY_PARAMS (not PARAMS)
 CERTIFY_NUMBERS = ("noise_multiplier", "sample_rate", "batch_size", "dataset_size", "steps", "epochs", "sigma",
                    "sensitivity", "compositions", "delta", "target_epsilon")
 
@@ -119,7 +119,7 @@ TEXT_VALUES = {
     "--set": [*(f"{key}={v}" for key, name in SET_NUMBERS for v in _numbers(name)),
               "models=linreg", "models=mlp", "mechanisms=", "datasets=nope", "partition=random", "x=1", "",
               "epsilons=,"],
-    # certify's numbers are declared in dpcore.certify.CERTIFY_PARAMS (not PARAMS): their ends from there
+    # certify's numbers are declared in dpcore.certify.core.CERTIFY_PARAMS (not PARAMS): their ends from there
     **{"--" + name.replace("_", "-"): _certify_numbers(name) for name in CERTIFY_NUMBERS},
 }
 #: the numbers among :data:`TEXT_VALUES` that are declared values, by flag: text -> (the part of the
@@ -267,7 +267,7 @@ def out_dir(tmp_path_factory):
     (folder / "file.json").write_text("{}")  # a regular file, for a path "under" it
     rows = [f"{i % 7 - 3},{(i * 5) % 11 - 5},{'yes' if (i % 7 - 3) > (i * 5) % 11 - 5 else 'no'}" for i in range(120)]
     (folder / "own.csv").write_text("a,b,y\n" + "\n".join(rows) + "\n")
-    from dpcore.privacy import dp_events_list, gaussian  # a plan for certify --plan
+    from dpcore.privacy.core import dp_events_list, gaussian  # a plan for certify --plan
     (folder / "plan.json").write_text(json.dumps(dp_events_list([("a sum", gaussian("a sum", 1.0, 2.0, 3), 1e-5)])))
     return str(folder)
 

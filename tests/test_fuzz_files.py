@@ -4,15 +4,15 @@ it hang, crash or lie.
 Three generators, each from a declaration:
 
 * **plan files** (``certify --plan``): for every release kind of
-  :data:`dpcore.plan_events.RELEASE_FIELDS`, a genuine plan of that kind (:data:`KIND_PLANS`, exported
-  by :meth:`~dpcore.privacy.NoisePlan.to_dp_events`), each of its declared fields set to each value of
+  :data:`dpcore.privacy.events.RELEASE_FIELDS`, a genuine plan of that kind (:data:`KIND_PLANS`, exported
+  by :meth:`~dpcore.privacy.core.NoisePlan.to_dp_events`), each of its declared fields set to each value of
   :data:`HOSTILE` (NaN, Infinity, 1e400, −1, 0, a text, ``true``, 50.5, a count of 10¹², a 400-digit
   integer), each field its kind does not read set to something other than its default, and the noise
-  at and beyond :data:`~dpcore.plan_events.MAX_NOISE_MULTIPLIER` times the sensitivity.  What the
+  at and beyond :data:`~dpcore.privacy.events.MAX_NOISE_MULTIPLIER` times the sensitivity.  What the
   declaration accepts (read by :func:`accepts`, a second reading of it) must certify, at the ε the plan
   gives; what it refuses must be refused in one line naming the field.  The document's stated event
   (advisory: certify composes the plan's) garbled must be said in a note, never crash; and
-  :func:`dpcore.plan_events.event_from_json` refuses exactly what :data:`EVENT_FIELDS` refuses (in this
+  :func:`dpcore.privacy.events.event_from_json` refuses exactly what :data:`EVENT_FIELDS` refuses (in this
   process: no command reads an event to compose it).
 * **file arguments**: every flag of every subcommand that reads a file (:func:`file_flags`: the
   parser's PATH and FILE options that are not outputs) given a FIFO, a folder, ``/dev/zero``, a file
@@ -62,13 +62,14 @@ if __name__ == "__main__":  # run as a script (the campaign): what tests/conftes
     os.environ.setdefault("DPCORE_CACHE_DIR", tempfile.mkdtemp(prefix="dpcore-files-"))
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from dpcore import cli_common, plan_events  # noqa: E402
-from dpcore import privacy as P  # noqa: E402
+from dpcore.cli import common as cli_common  # noqa: E402
+from dpcore.privacy import events as plan_events  # noqa: E402
+from dpcore.privacy import core as P  # noqa: E402
 from dpcore.cli import MAX_PLAN_BYTES  # noqa: E402
-from dpcore.cli_parser import build_parser  # noqa: E402
+from dpcore.cli.parser import build_parser  # noqa: E402
 from dpcore.datasets.upload import MAX_UPLOAD_BYTES  # noqa: E402
 from dpcore.params import Interval, Param  # noqa: E402
-from dpcore.plan_events import EVENT_FIELDS, RELEASE_DEFAULTS, RELEASE_FIELDS, Field  # noqa: E402
+from dpcore.privacy.events import EVENT_FIELDS, RELEASE_DEFAULTS, RELEASE_FIELDS, Field  # noqa: E402
 
 #: budgets while fuzzing (as tests/test_fuzz_cli.py's): an accepted plan is one priced at a few seconds
 WORK, MEMORY = 3e9, 512 * 2**20
@@ -564,7 +565,7 @@ def test_check_of_the_check_a_blocking_reader_hangs_on_a_fifo(tmp_path, monkeypa
 @pytest.mark.parametrize("kind", sorted(EVENT_FIELDS))
 def test_event_from_json_refuses_exactly_what_the_declaration_refuses(kind):
     """Each event type's every field × :data:`HOSTILE` (NaN and Infinity as Python reads them), in this
-    process: accepted where :func:`accepts` accepts it, else a :class:`~dpcore.plan_events.PlanError`
+    process: accepted where :func:`accepts` accepts it, else a :class:`~dpcore.privacy.events.PlanError`
     naming the field; a field the type has not, and a missing one, are refused too."""
     base = _event(kind)
     assert plan_events.event_from_json(base) is not None
@@ -600,7 +601,7 @@ def _event(kind: str) -> dict:
 
 
 def test_every_genuine_event_reads_back_through_the_declaration():
-    """What :func:`~dpcore.plan_events.event_to_json` writes for each kind's genuine plan, the declaration accepts."""
+    """What :func:`~dpcore.privacy.events.event_to_json` writes for each kind's genuine plan, the declaration accepts."""
     for kind in RELEASE_FIELDS:
         plan = KIND_PLANS[kind]()
         assert plan_events.event_from_json(plan_events.event_to_json(plan.event())) == plan.event()
@@ -610,7 +611,7 @@ def test_a_cache_entry_holding_a_number_no_float_holds_is_computed_again(tmp_pat
     """A stored calibration whose multiplier is a 400-digit integer: ``float()`` raises
     ``OverflowError``, an ``ArithmeticError``, which the cache layer reads as a bad entry (logged,
     computed again), never an error that escapes the reader."""
-    from dpcore import accounting as acc
+    from dpcore.privacy import accounting as acc
     from dpcore.cache import INVALID, DiskCache
 
     assert issubclass(OverflowError, INVALID[-1]) and ArithmeticError in INVALID
@@ -674,7 +675,7 @@ def _walk(node, path=()):
 def file_refusal(doc) -> str | None:
     """Whether a (mutated) file must be refused, read from the declarations (a second reading): what
     they refuse first, or None.  A list: its version, its documents and omitted tasks; a document: its
-    version, its stated certificate and label (:data:`dpcore.certify.CERTIFY_PARAMS`' δ), its plan."""
+    version, its stated certificate and label (:data:`dpcore.certify.core.CERTIFY_PARAMS`' δ), its plan."""
     if not isinstance(doc, dict):
         return "not an object"
     if isinstance(doc.get("format"), str) and doc["format"] == P.DP_EVENTS_LIST_FORMAT:
@@ -691,7 +692,7 @@ def file_refusal(doc) -> str | None:
 
 
 def document_refusal(doc) -> str | None:
-    from dpcore.certify import CERTIFY_PARAMS
+    from dpcore.certify.core import CERTIFY_PARAMS
 
     if not isinstance(doc, dict) or not isinstance(doc.get("format"), str) or doc["format"] != P.DP_EVENTS_FORMAT:
         return "format"
@@ -718,7 +719,7 @@ def document_refusal(doc) -> str | None:
 
 def file_epsilon(doc):
     """The ε (None: ∞) the first document of a file accepted must print: its plan at its δ."""
-    from dpcore.certify import CERTIFY_PARAMS
+    from dpcore.certify.core import CERTIFY_PARAMS
 
     def value():
         if doc.get("format") == P.DP_EVENTS_LIST_FORMAT and not doc["documents"]:

@@ -42,7 +42,7 @@ if __name__ == "__main__":  # run as a script (the campaign): what tests/conftes
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DPCORE_CACHE_DIR", tempfile.mkdtemp(prefix="dpcore-links-"))
 
-from dpcore.certify import CERTIFY_PARAMS  # noqa: E402
+from dpcore.certify.core import CERTIFY_PARAMS  # noqa: E402
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS  # noqa: E402
 from dpcore.mechanisms import REGISTRY  # noqa: E402
 from dpcore.params import PARAMS, Interval, Param  # noqa: E402

@@ -1,4 +1,4 @@
-"""Issue 68: no result below guessing without its box, in any view (one rule, dpcore.figures_result),
+"""Issue 68: no result below guessing without its box, in any view (one rule, dpcore.figures.result),
 a chart whose points fall to guessing drawn from zero, regressions in their own words (R²), the noise
 named as what it is (σ = z·C), and a lesson link that does not hand presenter mode on."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcore.figures import band_figure
-from dpcore.figures_result import DIGITS, from_zero, noise_words, no_better_rows, r_squared, versus_guessing
+from dpcore.figures.charts import band_figure
+from dpcore.figures.result import DIGITS, from_zero, noise_words, no_better_rows, r_squared, versus_guessing
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import accounting as acc
+from dpcore.privacy import accounting as acc
 from dpcore.exceptions import ParameterError
 from dpcore.experiments.run import RunSpec, run
 from dpcore.theory.formulas import fukuchi_kappa_lower, fukuchi_sigma_u

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcore import kernels
+from dpcore.numerics import kernels
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_CACHE = ROOT / "dpcore" / "__pycache__"
 
 #: a kernel's first use in a fresh process: its result printed
-USE = ("import numpy as np; from dpcore import kernels; "
+USE = ("import numpy as np; from dpcore.numerics import kernels; "
        "z = np.zeros((4, 2)); print(kernels.glm_coef(z, np.ones(4), kernels.GLM_LOGISTIC)[0, 0])")
 
 
@@ -59,7 +59,7 @@ def test_the_cache_folder_check_refuses_what_cannot_be_written(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     wheres = [blocker, blocker / "below", tmp_path / "new"]
-    code = ("import os, sys; from dpcore import kernels\n"  # numba reads NUMBA_CACHE_DIR at import: a fresh process
+    code = ("import os, sys; from dpcore.numerics import kernels\n"  # numba reads NUMBA_CACHE_DIR at import: a fresh process
             "for where in sys.argv[1:]:\n"
             "    os.environ['DPCORE_CACHE_DIR'] = where\n"
             "    print(kernels.kernel_cache_folder())\n")
@@ -91,7 +91,7 @@ def _full_disk(dispatcher):
 def test_a_full_cache_folder_costs_only_the_copy_on_disk(caplog):
     twice = _fresh_kernel()
     _full_disk(twice)
-    with caplog.at_level(logging.INFO, logger="dpcore.kernels"):
+    with caplog.at_level(logging.INFO, logger="dpcore.numerics.kernels"):
         assert twice(np.float64(1.5)) == 3.0
     assert any("could not keep a compiled kernel" in r.getMessage() for r in caplog.records)
 
@@ -108,7 +108,7 @@ def test_check_of_the_check_numbas_own_cache_raises_on_a_full_disk(monkeypatch):
 
 
 def test_an_odd_numba_num_threads_is_ignored_with_a_warning(tmp_path):
-    done = _run({"DPCORE_CACHE_DIR": str(tmp_path), "NUMBA_NUM_THREADS": "0"}, "import dpcore.kernels; print('ok')")
+    done = _run({"DPCORE_CACHE_DIR": str(tmp_path), "NUMBA_NUM_THREADS": "0"}, "import dpcore.numerics.kernels; print('ok')")
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
     assert "NUMBA_NUM_THREADS='0' is not a positive whole number: ignored" in done.stderr
     assert "Traceback" not in done.stderr

@@ -1,4 +1,4 @@
-"""The compiled kernels (dpcore/kernels.py) against a second route written here: the MLP's step,
+"""The compiled kernels (dpcore/numerics/kernels.py) against a second route written here: the MLP's step,
 DP-SGD's in-place mini-batch sums, Newton's sparse Grams, and the GLMs' coefficients with their
 exponential.
 
@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcore import kernels, linalg
+from dpcore.numerics import kernels
+from dpcore.numerics import linalg
 from dpcore.models import CLIP_MARGIN_FLOAT32, MLP, make_model
 
 #: float32 arithmetic over d + h ≈ 30 terms per entry, and the tanh's 5e-7: a generous 2e-5 relative
@@ -195,7 +196,7 @@ def _textbook_glm(model, theta, X, y, idx, clip, weights):
 def test_the_sampled_clipped_sum_is_the_textbook_sum_of_each_runs_batch(model_id, clip, poisson):
     from dpcore.models import make_model
     from dpcore.optim import BatchRNG
-    from dpcore.linalg import run_groups as _run_groups
+    from dpcore.numerics.linalg import run_groups as _run_groups
 
     model = make_model(model_id, lam=1e-3)
     X, y, rng = _sparse_shared()
@@ -215,7 +216,7 @@ def test_the_sampled_clipped_sum_is_the_textbook_sum_of_each_runs_batch(model_id
 
 def test_a_sampled_sum_is_none_without_a_sparse_twin_and_padding_adds_nothing():
     from dpcore.models import LogReg
-    from dpcore.linalg import run_groups as _run_groups
+    from dpcore.numerics.linalg import run_groups as _run_groups
 
     X, y, rng = _sparse_shared()
     theta = rng.normal(size=(2, X.shape[1]))
@@ -255,7 +256,7 @@ def test_the_grams_from_a_rows_pairs_of_non_zeros_are_the_dense_products(signed)
     """``Xᵀ diag(w_r) X`` built pair by pair from the CSR rows (Newton's Hessians on one-hot data)
     against the dense product written here, for several runs, zero and negative weights, and rows
     with one non-zero or none."""
-    from dpcore.linalg import run_groups
+    from dpcore.numerics.linalg import run_groups
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(3000, 30)) * (rng.random((3000, 30)) < 0.15)

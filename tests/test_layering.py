@@ -15,46 +15,47 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "dpcore"
 
-#: Bottom to top.  A module may import modules of its own layer or of a lower one, never a higher one.
-LAYERS = [
-    ("foundations", ["dpcore._version", "dpcore.exceptions", "dpcore.jsonutil", "dpcore.cache", "dpcore.params",
-                     "dpcore.accounting", "dpcore.plan_events", "dpcore.privacy", "dpcore.privacy_pld", "dpcore.noise", "dpcore.metrics", "dpcore.kernels", "dpcore.linalg",
-                     "dpcore.streams", "dpcore.theory", "dpcore.theory.formulas", "dpcore.theory.rows"]),
-    # the data package, by role: the types, the one preprocessing, the sources, the registry
-    ("data: types", ["dpcore.datasets.base", "dpcore.datasets.contract", "dpcore.partition"]),  # partition: record splits, imports nothing of ours
-    ("data: preprocessing", ["dpcore.datasets.preprocess"]),
-    ("data: sources", ["dpcore.datasets.synthetic", "dpcore.datasets.upload"]),
-    ("data: registry", ["dpcore.datasets.registry", "dpcore.datasets", "dpcore.shipped",  # shipped: the rule for shipped files
-                        "dpcore.certify_marks"]),  # a shipped file's check, done once per content and code
-    ("models", ["dpcore.models"]),
-    ("solvers", ["dpcore.erm", "dpcore.optim"]),
-    # the mechanisms: what every one shares, the families, those built on a family, the registry
-    ("mechanisms: base", ["dpcore.mechanisms.base", "dpcore.mechanisms.released"]),
-    ("mechanisms: families", ["dpcore.mechanisms.baseline", "dpcore.mechanisms.output", "dpcore.mechanisms.gradient",
-                              "dpcore.mechanisms.input"]),
-    ("mechanisms: built on a family", ["dpcore.mechanisms.objective", "dpcore.mechanisms.local",
-                                       "dpcore.mechanisms.distributed"]),
-    ("mechanisms: registry", ["dpcore.mechanisms"]),
-    ("bounds catalog", ["dpcore.theory.catalog"]),
-    ("figures", ["dpcore.figures", "dpcore.figures_missed", "dpcore.figures_screen", "dpcore.figures_result", "dpcore.figures_text", "dpcore.figures_views", "dpcore.report"]),  # charts name mechanisms by their short names
-    # the experiments: how runs execute, one run, grids of runs, studies that arrange grids
-    ("execution", ["dpcore.experiments.context", "dpcore.experiments.progress"]),
-    ("runs", ["dpcore.experiments.result", "dpcore.experiments.budget", "dpcore.experiments.run"]),
-    ("grids", ["dpcore.experiments.records", "dpcore.experiments.sweep", "dpcore.experiments.grid", "dpcore.experiments.baselines",
-               "dpcore.certify_tuning",  # what a tuning's search runs and costs: its writer's and its reader's
-               "dpcore.experiments.tune"]),
-    ("studies", ["dpcore.experiments.ahead", "dpcore.experiments.studies", "dpcore.experiments.presets*", "dpcore.experiments"]),
-    # the audit, above the runs it attacks: its estimators, its tests, the threat strategies, audit()
-    ("audit: estimators", ["dpcore.audit.bounds", "dpcore.audit.canaries", "dpcore.audit.noisecheck"]),
-    ("audit: tests", ["dpcore.audit.membership", "dpcore.audit.whitebox", "dpcore.audit.one_run", "dpcore.audit.evidence",
-                      "dpcore.audit.verdicts"]),
-    ("audit: strategies", ["dpcore.audit.threats", "dpcore.audit.measured", "dpcore.audit.measured_release"]),
-    ("audit", ["dpcore.audit.core", "dpcore.audit"]),
-    # the lesson's steps: studies and the audit, computed ahead by "Prepare for class"
-    ("lesson", ["dpcore.lesson"]),
-    # the package's public face (dpcore/__init__.py) re-exports the entry points
-    ("interfaces", ["dpcore", "dpcore.estimators", "dpcore.certify", "dpcore.certify_params", "dpcore.certify_plans", "dpcore.cli_parser", "dpcore.cli_common", "dpcore.cli_run", "dpcore.cli_audit", "dpcore.cli_sweep", "dpcore.cli_certify", "dpcore.figures_export_views", "dpcore.figures_export_more", "dpcore.figures_export", "dpcore.cli_export", "dpcore.cli", "dpcore.__main__"]),
+#: The house, bottom to top: each floor's rooms (a top-level module of ``dpcore`` or one of its folders).
+#: A room imports rooms of its own floor or of lower ones, never of a higher one, and the rooms' imports
+#: draw no circle (``test_the_rooms_draw_no_circle``): this list is the layout of ``docs/architecture.md``.
+FLOORS = [
+    ("foundations", ["_version", "exceptions", "jsonutil", "metrics", "cache", "params", "partition",
+                     "numerics",  # shared-matrix products, compiled kernels, random streams, noise samplers
+                     "privacy",  # noise plans and their certificates, the PLD route, the accountants, the events
+                     "accounting",  # the old path of privacy.accounting
+                     "verified"]),  # a shipped file's check, done once per content and code
+    ("data", ["datasets", "shipped"]),  # the data package by role; shipped: the rule for shipped files
+    ("models", ["models"]),
+    ("solvers", ["optim", "erm"]),
+    ("theory", ["theory"]),  # published formulas (which the mechanisms call), the bounds table and its catalog
+    ("mechanisms", ["mechanisms"]),
+    ("figures", ["figures", "report"]),  # charts name mechanisms by their short names
+    ("experiments", ["experiments"]),  # how runs execute, one run, grids of runs, studies that arrange grids
+    ("audit", ["audit"]),  # above the runs it attacks
+    ("lesson", ["lesson"]),  # studies and the audit, computed ahead by "Prepare for class"
+    ("interfaces", ["estimators", "certify", "export", "cli", "dpcore", "__main__"]),  # the face re-exports the entry points
 ]
+
+#: Inside a room, its modules' own floors, bottom to top (``*`` patterns; a room not listed has one floor).
+INSIDE = {
+    "numerics": [["linalg", "streams", "noise"], ["kernels"]],
+    "privacy": [["events", "accounting"], ["pld"], ["core"]],
+    "datasets": [["base", "contract"], ["preprocess"], ["synthetic", "upload"], ["registry"]],
+    "theory": [["formulas", "rows"], ["catalog"]],
+    # what every mechanism shares, the families, those built on a family, the registry
+    "mechanisms": [["base", "released"], ["baseline", "output", "gradient", "input"], ["objective", "local", "distributed"]],
+    "figures": [["missed", "screen", "result", "text"], ["charts"], ["views"]],
+    # execution, one run, grids of runs (with what a tuning's search runs and costs), studies that arrange grids
+    "experiments": [["context", "progress"], ["result", "budget", "run"],
+                    ["records", "sweep", "grid", "baselines", "search", "tune"], ["ahead", "studies", "presets*", "views"]],
+    # the audit's estimators, its tests, the threat strategies, audit()
+    "audit": [["bounds", "canaries", "noisecheck"], ["membership", "whitebox", "one_run", "evidence", "verdicts"],
+              ["threats", "measured", "measured_release"], ["core"]],
+    "certify": [["params"], ["plans"], ["core"]],
+    "export": [["declare"], ["views"], ["writer"]],
+    "cli": [["parser", "common"], ["run", "sweep", "audit", "certify", "export"], ["commands"]],
+}
+
 
 #: Imports allowed inside a function: optional dependencies, loaded only when used.
 LAZY_OPTIONAL = {"distributed", "opacus"}  # opacus: the library figure of dpcore.certify, where installed
@@ -95,11 +96,43 @@ def _imports(path: Path, name: str) -> list[tuple[str, int, bool]]:
     return out
 
 
-def _layer(module: str) -> int:
-    for rank, (_, patterns) in enumerate(LAYERS):
-        if any(fnmatch.fnmatchcase(module, p) for p in patterns):
-            return rank
-    raise AssertionError(f"{module} is in no layer: add it to LAYERS in {__file__}")
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return "dpcore" if len(parts) == 1 else parts[1]
+
+
+def _layer(module: str) -> tuple[int, int]:
+    """A module's place: its room's floor, and its own floor inside the room (a top-level module and a
+    folder's ``__init__`` on top of the room)."""
+    room = _room(module)
+    for rank, (_, rooms) in enumerate(FLOORS):
+        if room in rooms:
+            break
+    else:
+        raise AssertionError(f"{module} is in no room: add {room!r} to FLOORS in {__file__}")
+    inner = INSIDE.get(room, [])
+    if module.count(".") < 2:  # the room itself: a top-level module, or a folder's __init__
+        return rank, len(inner)
+    leaf = module.split(".")[2]
+    for k, patterns in enumerate(inner):
+        if any(fnmatch.fnmatchcase(leaf, p) for p in patterns):
+            return rank, k
+    if not inner:
+        return rank, 0
+    raise AssertionError(f"{module} is on no floor of its room: add it to INSIDE[{room!r}] in {__file__}")
+
+
+def _layer_name(module: str) -> str:
+    rank, k = _layer(module)
+    inner = INSIDE.get(_room(module), [])
+    return f"{FLOORS[rank][0]}, room {_room(module)}" + (f", floor {k} of {len(inner) + 1}" if inner else "")
+
+
+def _points_down(a: str, b: str) -> bool:
+    """May ``a`` import ``b``: a lower floor, another room of the same floor, or its own room's own
+    floor or a lower one."""
+    (fa, ka), (fb, kb) = _layer(a), _layer(b)
+    return fb < fa or (fb == fa and (_room(a) != _room(b) or kb <= ka))
 
 
 def _graph() -> dict[str, set[str]]:
@@ -114,8 +147,8 @@ def test_every_module_has_a_layer():
 
 
 def test_imports_point_down_only():
-    wrong = [f"{a} ({LAYERS[_layer(a)][0]}) imports {b} ({LAYERS[_layer(b)][0]})"
-             for a, targets in _graph().items() for b in targets if _layer(b) > _layer(a)]
+    wrong = [f"{a} ({_layer_name(a)}) imports {b} ({_layer_name(b)})"
+             for a, targets in _graph().items() for b in targets if not _points_down(a, b)]
     assert not wrong, "\n".join(wrong)
 
 
@@ -135,6 +168,41 @@ def test_there_is_no_import_circle():
     for node in sorted(graph):
         if node not in state:
             visit(node, [])
+
+
+def _rooms_graph() -> dict[str, set[str]]:
+    """The house: which room imports which (a room's own modules left out)."""
+    out: dict[str, set[str]] = {}
+    for a, targets in _graph().items():
+        out.setdefault(_room(a), set()).update(_room(b) for b in targets if _room(b) != _room(a))
+    return out
+
+
+def _circle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [node, nxt] if nxt in stack else [node, nxt]
+            if nxt not in state and (found := visit(nxt, stack + [node])):
+                return found
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node, [])):
+            return found
+    return None
+
+
+def test_the_rooms_draw_no_circle():
+    """Folder by folder the arrows run one way: no room reaches back into one that imports it (the
+    theory catalog takes the registry's names from its callers; a tuning's search lives with the
+    experiments that run it)."""
+    assert _circle(_rooms_graph()) is None, " → ".join(_circle(_rooms_graph()) or [])
+    assert set(_rooms_graph()) == {r for _, rooms in FLOORS for r in rooms}, "FLOORS lists a room that is not there"
 
 
 def test_imports_sit_at_the_top_except_optional_ones():
@@ -158,15 +226,22 @@ def test_the_core_never_imports_streamlit():
 
 def test_the_checks_can_fail(tmp_path, monkeypatch):
     """A module of a low layer importing the experiments is caught (a check of the check)."""
-    fake = {**_graph(), "dpcore.models": {"dpcore.experiments.run"}}
+    real = _graph()
+    fake = {**real, "dpcore.models": {"dpcore.experiments.run"}}
     monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: fake)
-    with pytest.raises(AssertionError, match="dpcore.models .models. imports dpcore.experiments.run"):
+    with pytest.raises(AssertionError, match=r"dpcore.models \(models, room models\) imports dpcore.experiments.run"):
         test_imports_point_down_only()
     # and inside a package: the mechanisms' shared base importing a family
     inner = {**_graph(), "dpcore.mechanisms.base": {"dpcore.mechanisms.gradient"}}
     monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: inner)
-    with pytest.raises(AssertionError, match=r"dpcore.mechanisms.base \(mechanisms: base\) imports dpcore.mechanisms.gradient"):
+    with pytest.raises(AssertionError, match=r"dpcore.mechanisms.base \(mechanisms, room mechanisms, floor 0 of 4\) "
+                                             r"imports dpcore.mechanisms.gradient"):
         test_imports_point_down_only()
+    # and a room reaching back up into a room that imports it (the theory catalog into the registry)
+    back = {**real, "dpcore.theory.catalog": real["dpcore.theory.catalog"] | {"dpcore.mechanisms"}}
+    monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: back)
+    with pytest.raises(AssertionError, match="mechanisms → theory → mechanisms"):
+        test_the_rooms_draw_no_circle()
     circle = {**_graph(), "dpcore.erm": _graph()["dpcore.erm"] | {"dpcore.experiments.run"}}
     monkeypatch.setattr(sys.modules[__name__], "_graph", lambda: circle)
     with pytest.raises(pytest.fail.Exception, match="import circle"):
@@ -177,7 +252,8 @@ def test_the_public_face_exports_the_entry_points():
     """``from dpcore import RunSpec, run, Context, run_audit, tune``: the objects the experiments, the
     audit, the certification and the estimators define."""
     import dpcore
-    from dpcore import certify, estimators
+    from dpcore import estimators
+    from dpcore.certify import core as certify
     from dpcore.audit import core
     from dpcore.experiments import context, run, tune
 
@@ -188,7 +264,7 @@ def test_the_public_face_exports_the_entry_points():
     assert set(dpcore.__all__) >= {"RunSpec", "run", "Context", "run_audit", "tune", "certify_noise",
                                    "DPLogisticRegression", "DPLinearRegression", "__version__"}
     # the foundations read the version without the face: only the face (an interface) imports them all
-    assert _layer("dpcore") == len(LAYERS) - 1 and _layer("dpcore._version") == 0
+    assert _layer("dpcore")[0] == len(FLOORS) - 1 and _layer("dpcore._version")[0] == 0
 
 
 #: the app's files: views may use the package's public names only, and nothing in the package uses them
@@ -317,6 +393,35 @@ def _oversized(root: Path) -> list[str]:
         if lines > MAX_FILE_LINES and rel not in TABLES:
             out.append(f"{rel}: {lines} lines")
     return out
+
+
+def _unexplained_caches(source: str, where: str) -> list[str]:
+    """Module-level memos (``functools.cache`` / ``lru_cache`` on a module's function) whose line above does
+    not say why they may outlive every :class:`~dpcore.experiments.context.Context`: ``# pure:`` (a function
+    of its arguments and the code) or ``# process:`` (a resource of the process, which no number depends on)."""
+    lines = source.split("\n")
+    found = []
+    for node in ast.parse(source).body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for d in node.decorator_list:
+            if "cache" in ast.unparse(d).split("(")[0]:
+                above = lines[node.decorator_list[0].lineno - 2].strip()
+                if not above.startswith(("# pure:", "# process:")):
+                    found.append(f"{where}:{d.lineno} {node.name}")
+    return found
+
+
+def test_module_level_state_is_pure_or_the_processes_and_says_so():
+    """State that depends on data, a folder or a setting lives in the Context; a memo left at module
+    level says in one line why it may (issue 71)."""
+    found = [f for name, path in _modules().items() for f in _unexplained_caches(path.read_text(), name)]
+    assert not found, "module-level caches that do not say why:\n" + "\n".join(found)
+    # a check of the check: a memo with nothing above it is caught, one that says so passes
+    assert _unexplained_caches("import functools\n\n\n@functools.lru_cache(maxsize=8)\ndef f(x):\n    return x\n",
+                               "fake") == ["fake:4 f"]
+    assert not _unexplained_caches("import functools\n\n\n# pure: x\n@functools.cache\ndef f(x):\n    return x\n",
+                                   "fake")
 
 
 def test_no_file_of_the_package_or_the_app_is_over_700_lines():

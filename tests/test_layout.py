@@ -18,7 +18,7 @@ import math
 
 import plotly.graph_objects as go
 
-from dpcore.figures import (
+from dpcore.figures.charts import (
     AXES_ROOM,
     GUESS_LINE,
     LEGEND_LINE,

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from dpcore import datasets, linalg
+from dpcore import datasets
+from dpcore.numerics import linalg
 from dpcore.models import LogReg
 from pools import CountingPool  # tests/pools.py
 
@@ -288,7 +289,7 @@ def test_per_run_data_take_the_fused_pass_equal_to_two_plain_passes(monkeypatch,
 def test_a_release_drawn_in_place_has_the_bits_of_the_plain_formula():
     """BatchRNG.normal_around (input perturbation's release, drawn in place on the pool) gives
     exactly ``X + σ·N(0, 1)`` from each run's own generator, written out here with numpy."""
-    from dpcore import streams
+    from dpcore.numerics import streams
     from dpcore.optim import BatchRNG
 
     X = np.random.default_rng(4).standard_normal((500, 7))

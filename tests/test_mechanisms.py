@@ -12,7 +12,7 @@ from dpcore.exceptions import ModelError, ParameterError, PrivacyWarning
 from dpcore.experiments.run import RunSpec, run
 from dpcore.mechanisms import REGISTRY, Mechanism, register
 from dpcore.models import LogReg
-from dpcore.noise import gamma_norm
+from dpcore.numerics.noise import gamma_norm
 from dpcore.optim import BatchRNG
 
 
@@ -166,6 +166,26 @@ def test_strong_convexity_required(mech):
         run(_cfg(mech, model="mlp"))
     with pytest.raises(ModelError, match="λ > 0|strongly convex"):
         run(_cfg(mech, lam=0.0))
+
+
+STRONGLY_CONVEX = sorted(m for m, cls in REGISTRY.items() if cls.strongly_convex)
+
+
+def test_the_mechanisms_whose_proof_needs_strong_convexity_declare_it():
+    """Output and objective perturbation's sensitivities are 2G/(nλ)-type: each declares it."""
+    assert STRONGLY_CONVEX == ["objective-chaudhuri", "output-bolt-on", "output-gaussian", "output-laplace"]
+
+
+@pytest.mark.parametrize("mech", STRONGLY_CONVEX)
+def test_a_declared_need_for_strong_convexity_refuses_lambda_zero_by_the_mechanism(mech):
+    """λ = 0 on least squares (whose exact minimiser exists, so the refusal is the mechanism's own, not
+    the solver's); a model a mechanism supports is the one it is asked about."""
+    model = "linreg" if "linreg" in REGISTRY[mech].models else "logreg"
+    dataset = "synthetic-regression" if model == "linreg" else "breast-cancer"
+    with pytest.raises(ModelError, match=f"{mech} needs a λ-strongly convex objective"
+                       if model == "linreg" else "λ > 0|strongly convex"):
+        run(RunSpec(dataset=dataset, model=model, mechanism=mech, lam=0.0, n=500 if model == "linreg" else None,
+                    d=5 if model == "linreg" else None, repeats=1))
 
 
 def test_privacy_warning_when_delta_is_large():

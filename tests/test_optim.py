@@ -159,7 +159,8 @@ def test_runs_split_across_threads_give_the_bits_of_the_batch(monkeypatch, mecha
     releases) gathered there; DP-GD's clipped sum goes block by block through the sparse twin.  Each
     must be the bits of the same computation on one thread: the batched path where a model does
     not declare its runs independent, DP-GD's fixed blocks in turn."""
-    from dpcore import linalg, models, optim
+    from dpcore import models, optim
+    from dpcore.numerics import linalg
     from dpcore.experiments.context import Context
     from dpcore.experiments.run import RunSpec, run
     from pools import CountingPool  # tests/pools.py

@@ -12,7 +12,7 @@ from pathlib import Path
 import dp_accounting as dpa
 import pytest
 
-from dpcore import privacy as P
+from dpcore.privacy import core as P
 from clirun import run_cli  # tests/clirun.py
 
 ROOT = Path(__file__).resolve().parent.parent

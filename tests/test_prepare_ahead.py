@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from dpcore import certify_tuning, shipped
+from dpcore import shipped
+from dpcore.experiments import search as certify_tuning
 from dpcore.datasets import data_folder
 from dpcore.experiments.ahead import SpentAhead
 from dpcore.experiments.tune import shipped_tuning

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pytest
 from hostile import time_limit  # tests/hostile.py
 
-from dpcore.cli import build_parser, main
+from dpcore.cli.commands import build_parser, main
 from dpcore.mechanisms import REGISTRY
 from dpcore.params import PARAMS, Interval
 

@@ -93,8 +93,10 @@ import pytest
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
-from dpcore import accounting, privacy, privacy_pld
-from dpcore.cli import build_parser
+from dpcore.privacy import accounting
+from dpcore.privacy import core as privacy
+from dpcore.privacy import pld as privacy_pld
+from dpcore.cli.commands import build_parser
 from dpcore.datasets import load as load_dataset
 from dpcore.experiments.context import Context
 from dpcore.experiments.presets import PRESETS
@@ -119,7 +121,7 @@ from dpcore.experiments.tune import (
 from dpcore.jsonutil import dumps
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import make_model
-from dpcore.privacy import certify
+from dpcore.privacy.core import certify
 from tiers import WHOLE
 
 #: a bundle or row above this estimate (its clients counted) is too slow to compute in a test: a few

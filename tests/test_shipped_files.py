@@ -725,7 +725,7 @@ def test_a_data_folder_without_its_manifest_is_said_once_before_any_work(tmp_pat
     """Issue 67: ``prepare`` without a manifest recomputed one shipped file and then stopped on the next.
     Now it refuses before any work (exit 2, one line, nothing in the cache folder), and a reader of any
     shipped file says the same; check of the check: with the manifest back, neither is said."""
-    from dpcore.cli import main
+    from dpcore.cli.commands import main
 
     data = tmp_path / "data"
     (data / "tuned").mkdir(parents=True)

@@ -14,7 +14,7 @@ import pytest
 from dpcore.experiments import context as context_mod
 from dpcore.experiments import sweep as sweep_mod
 from dpcore.experiments import records
-from dpcore.cli import main
+from dpcore.cli.commands import main
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.presets import EPS_001, LR_004, N_003, PRESETS, auto_delta, get_preset, run_preset
 from dpcore.experiments.context import Context
@@ -292,7 +292,8 @@ def test_epsilon_sweep_same_numbers_in_worker_processes():
 
 def test_sparse_data_same_bits_on_threads_and_in_workers():
     """Adult's sparse twin: threaded products in-process equal 1-thread worker processes."""
-    from dpcore import datasets, linalg
+    from dpcore import datasets
+    from dpcore.numerics import linalg
 
     base = RunSpec(dataset="adult", n=3000, repeats=3, iterations=20)
     assert linalg.is_sparse(datasets.load("adult", subsample=3000).X_train)
@@ -647,7 +648,8 @@ def test_a_bundle_larger_than_a_workers_share_is_split_only_where_no_number_chan
     a gradient mechanism on a linear model with sparse data.  Dense data and the MLP keep their
     stacks whole (their batched products change with the batch's size).  The split grid's
     numbers equal the one-worker grid's (which runs whole bundles), bit for bit."""
-    from dpcore import datasets, linalg
+    from dpcore import datasets
+    from dpcore.numerics import linalg
 
     def tasks(**kw):
         base = RunSpec(repeats=3, iterations=20, **kw)

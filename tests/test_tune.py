@@ -27,7 +27,7 @@ from dpcore.experiments.tune import (
     validation_split,
 )
 from dpcore.experiments.run import RunSpec
-from dpcore.privacy import gamma_norm, gaussian, theorem
+from dpcore.privacy.core import gamma_norm, gaussian, theorem
 
 
 def gdp_eps(mu, delta):
@@ -205,7 +205,7 @@ def test_finals_whose_profiles_cross_compose_through_a_pair_that_dominates_both(
     # (RR's δ is larger at ε = 0, the Gaussian's beyond 1.2).  Second route: the composition of
     # the candidates' μ_A-GDP with the pair whose profile is their pointwise maximum, integrated
     # in tests/independent.py.
-    from dpcore.privacy import NoisePlan, any_of, certify, compose, randomized_response
+    from dpcore.privacy.core import NoisePlan, any_of, certify, compose, randomized_response
     from independent import gdp_delta, gdp_then_worst_of_epsilon, rr_delta
 
     delta = 1e-6
@@ -223,7 +223,7 @@ def test_finals_whose_profiles_cross_compose_through_a_pair_that_dominates_both(
 def test_sampled_gaussian_finals_certify_at_least_the_worst_of_them():
     # the issue's DP-SGD case: finals with different (q, T) at one target ε; the choice's cost is at
     # least what the worst of them would cost alone, and more than the chosen one's
-    from dpcore.privacy import sampled_gaussian
+    from dpcore.privacy.core import sampled_gaussian
 
     delta = 1e-8
     cands = [sampled_gaussian("sum", 1.0, 4.0, 0.05, 200), sampled_gaussian("sum", 1.0, 2.5, 0.01, 800)]
@@ -248,7 +248,7 @@ def test_no_two_releases_of_a_search_share_a_random_stream(monkeypatch):
             seen.append([(s, k) for s, k in zip(self.seeds, self.keys)])
 
     monkeypatch.setattr(run_mod, "BatchRNG", Recording)
-    import dpcore.certify_tuning as tune_mod  # where search_spent, which tune() calls, finds search_plan
+    import dpcore.experiments.search as tune_mod  # where search_spent, which tune() calls, finds search_plan
 
     finals_seen = []
     real_plan = tune_mod.search_plan
@@ -294,7 +294,7 @@ def test_compare_says_what_the_search_behind_a_tuned_setting_spent():
     import json as _json
     from dpcore.experiments.run import RunSpec
     from dpcore.experiments.studies import epsilon_sweep
-    from dpcore.figures import band_figure
+    from dpcore.figures.charts import band_figure
     from dpcore.datasets import data_folder
     # the file itself (a read of the settings holds no spent figure: shipped_tuning(..., spent=True) does)
     shipped = {(r["mechanism"], r["epsilon"]): r

@@ -26,13 +26,13 @@ import pytest
 
 from dpcore import shipped
 from dpcore.datasets import data_folder
-from dpcore.certify_tuning import PLAN_FREE, SEARCH_SPACES, SearchPlans, one_read, plan_of, search_plan
+from dpcore.experiments.search import PLAN_FREE, SEARCH_SPACES, SearchPlans, one_read, plan_of, search_plan
 from dpcore.experiments.run import RunSpec, noise_plan
-from dpcore.privacy import certify
+from dpcore.privacy.core import certify
 from dpcore.experiments.tune import (candidates, check_tuning, search_space, search_spent, shipped_tuning, tune,
                                      validation_split)
 from dpcore import datasets as _datasets
-from dpcore import certify_tuning
+from dpcore.experiments import search as certify_tuning
 from dpcore.experiments import tune as tune_mod
 from dpcore.experiments.tune import SPENT_FIELDS
 from tiers import WHOLE
@@ -299,7 +299,7 @@ def test_what_a_plan_is_said_not_to_read_it_does_not_read(mechanism):
 def _plant_marks(monkeypatch, value_of) -> list[str]:
     """Before each verification, the mark's entry in the cache folder is written as another user of a
     shared cache folder could write it (``value_of(mark)``): the campaign's planted "verified" mark."""
-    from dpcore import certify_marks
+    from dpcore import verified as certify_marks
     from dpcore.cache import DiskCache
     real, planted = certify_marks.verified, []
 
@@ -331,7 +331,7 @@ def test_check_of_the_check_an_unsigned_mark_lets_the_planted_one_through(record
     # the same planting against marks that are not signed (a mark's value a function of public inputs): the
     # forged file is read as verified, which is what the signature prevents
     import hashlib
-    from dpcore import certify_marks
+    from dpcore import verified as certify_marks
     monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path / "shared-cache"))
     monkeypatch.setattr(certify_marks, "signed", lambda mark, folder=None: hashlib.sha256(mark.encode()).hexdigest())
     _plant_marks(monkeypatch, lambda mark: hashlib.sha256(mark.encode()).hexdigest())
@@ -344,13 +344,13 @@ def test_check_of_the_check_an_unsigned_mark_lets_the_planted_one_through(record
 @pytest.mark.skipif(not hasattr(__import__("os"), "getuid"), reason="file ownership is POSIX's")
 def test_a_key_file_others_can_read_or_write_is_never_used(tmp_path, monkeypatch, caplog):
     import os
-    from dpcore import certify_marks
+    from dpcore import verified as certify_marks
     monkeypatch.setenv("DPCORE_CACHE_DIR", str(tmp_path / "cache"))
     folder = certify_marks.marks_folder()
     first = certify_marks.signed("a mark")
     assert (folder / "key").stat().st_mode & 0o777 == 0o600  # made this user's alone
     assert certify_marks.signed("a mark") == first  # the next process's: the same key, the same signature
     os.chmod(folder / "key", 0o666)  # a key others could have written: a process key instead, said in the log
-    with caplog.at_level("WARNING", logger="dpcore.certify_marks"):
+    with caplog.at_level("WARNING", logger="dpcore.verified"):
         assert certify_marks.signed("a mark") != first
     assert "not this user's alone" in caplog.text

@@ -72,8 +72,8 @@ from scipy.optimize import brentq
 from scipy.stats import beta as _beta
 from scipy.stats import binom, chi2, nct, norm
 
-from .. import accounting as acc
-from .. import streams
+from ..privacy import accounting as acc
+from ..numerics import streams
 from ..exceptions import ParameterError
 
 __all__ = [
@@ -433,6 +433,7 @@ def _composed(z: float, q: float, steps: int, grid: float, pessimistic: bool):
     return acc.sampled_gaussian_pld(z, q, grid, pessimistic=pessimistic).self_compose(int(steps))
 
 
+# pure: the optimistic PLD's ε of its arguments (dp-accounting's, at this code's version)
 @functools.lru_cache(maxsize=4096)
 def _epsilon_optimistic(z: float, q: float, steps: int, delta: float, grid: float) -> float:
     return max(0.0, float(_composed(z, q, steps, grid, pessimistic=False).get_epsilon_for_delta(delta)))
@@ -442,7 +443,7 @@ def sampled_epsilon_lower(z: float, q: float, steps: int, delta: float, grid: fl
     """ε at δ of ``steps`` Poisson-sampled Gaussians (multiplier z, rate q) from an *optimistic*
     privacy-loss distribution: a lower estimate of the true ε, what a lower bound may use (cached).
 
-    Below :data:`~dpcore.accounting.PLD_MIN_DELTA` the distribution does not resolve δ (at δ = 1e-100 it
+    Below :data:`~dpcore.privacy.accounting.PLD_MIN_DELTA` the distribution does not resolve δ (at δ = 1e-100 it
     answered ε = ∞, and a correct certificate was shown refuted): the figure at that δ is taken instead,
     still a lower bound, as ε(δ) only grows as δ shrinks."""
     delta = max(float(delta), acc.PLD_MIN_DELTA)
@@ -672,6 +673,7 @@ def planned_guesses(m: int, epsilon: float, delta: float, alpha: float) -> int:
     return _planned_guesses(int(m), round(max(epsilon, 1e-6), 6), float(delta), float(alpha))
 
 
+# pure: a bisection on a closed form of its arguments
 @functools.lru_cache(maxsize=256)
 def _planned_guesses(m: int, epsilon: float, delta: float, alpha: float) -> int:
     lo, hi = 1e-6, 60.0  # μ whose ε at δ is the claim, by bisection on the closed-form δ(ε) of μ-GDP

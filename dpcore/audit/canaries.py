@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import streams
+from ..numerics import streams
 from ..erm import LazySolution
 from ..exceptions import ParameterError
 from ..mechanisms import Problem

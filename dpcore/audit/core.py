@@ -58,6 +58,7 @@ from .canaries import NEIGHBOURING, resolve_canary, subsample
 from .evidence import Evidence, estimate
 from .membership import (
     NOT_CONFIRMED,
+    SplitHalfCounts,
     NOT_MET,
     privacy_region,
     roc_points,
@@ -83,7 +84,7 @@ def _check(name: str, value: Any) -> Any:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AuditResult(SpecOf):
+class AuditResult(SpecOf, SplitHalfCounts):
     """Everything an audit found (:func:`run_audit`); the UI formats these, it does not compute.
 
     Attributes
@@ -134,14 +135,8 @@ class AuditResult(SpecOf):
     canary_description: str
     canary_index: int
     canary_label: float
-    threshold: float
-    direction: str  # "above": canary judged present when score > threshold; "below": <
-    false_positives: int
-    n_without: int
-    false_negatives: int
-    n_with: int
-    fpr_upper: float
-    fnr_upper: float
+    # threshold, direction, false_positives, n_without, false_negatives, n_with, fpr_upper, fnr_upper:
+    # the split-half test's counts (membership.SplitHalfCounts)
     scores_without: np.ndarray  # (trials,)
     scores_with: np.ndarray  # (trials,)
     sigma: float | None
@@ -207,11 +202,7 @@ class AuditResult(SpecOf):
         False
         """
         out: dict[str, Any] = {
-            "dataset": self.spec.dataset,
-            "dataset_name": self.dataset_name,
-            "model": self.spec.model,
-            "mechanism": self.spec.mechanism,
-            "mechanism_name": self.mechanism_name,
+            **self.spec_names(),
             "calibration": self.spec.calibration,
             "epsilon_target": self.epsilon_target,
             "epsilon_certified": self.epsilon_certified,
@@ -533,7 +524,7 @@ def refutation_chance(make, claim: float, alpha: float) -> float:
     ``claim``: the p-value of the refutation, i.e. how often a correct claim is refuted this strongly
     or more (exact for an exact estimator).  ``make(alpha)`` exceeds the claim (else 1).
 
-    >>> from dpcore.accounting import gdp_epsilon
+    >>> from dpcore.privacy.accounting import gdp_epsilon
     >>> from dpcore.audit.bounds import gaussian_scale_bound
     >>> from scipy.stats import chi2
     >>> claim = gdp_epsilon(1.0, 1e-5) * (1 - 1e-6)   # the attack's own ceiling, μ = 1
@@ -616,14 +607,7 @@ def _result(config: RunSpec, mechanism, attack, first, eps_certified: float, ev:
         delta=ev.delta,
         alpha=alpha,
         trials=len(ev.scores[0]),
-        threshold=test.threshold,
-        direction=test.direction,
-        false_positives=test.false_positives,
-        n_without=test.n_without,
-        false_negatives=test.false_negatives,
-        n_with=test.n_with,
-        fpr_upper=test.fpr_upper,
-        fnr_upper=test.fnr_upper,
+        **test.counts(),
         scores_without=ev.scores[0],
         scores_with=ev.scores[1],
         sigma=first.sigma,

@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import streams
+from ..numerics import streams
 from ..erm import LazySolution
 from ..exceptions import ParameterError
 from ..mechanisms import Problem

@@ -50,18 +50,19 @@ Viswanath 2015, Thm 2.1; Clopper & Pearson 1934.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import ParameterError
 from ..params import validate
-from ..privacy import certify
+from ..privacy.core import certify
 from .bounds import clopper_pearson_upper, effect_size_bound, pooled_error_bound
 
 __all__ = [
     "NOT_CONFIRMED",
+    "SplitHalfCounts",
     "NOT_MET",
     "NOT_REFUTED",
     "NO_GUARANTEE",
@@ -163,9 +164,10 @@ def _judge(scores: np.ndarray, threshold: float, direction: str) -> np.ndarray:
     return scores > threshold if direction == "above" else scores < threshold
 
 
-@dataclass(frozen=True)
-class MembershipTest:
-    """Outcome of the split-half test on two score samples (see :func:`membership_test`)."""
+@dataclass(frozen=True, kw_only=True)
+class SplitHalfCounts:
+    """What the split-half test counted: the threshold and direction the first halves chose, the errors
+    on the second halves and their upper bounds (a test's outcome and an audit's result both carry them)."""
 
     threshold: float
     direction: str  # "above": canary judged present when score > threshold; "below": <
@@ -175,6 +177,16 @@ class MembershipTest:
     n_with: int
     fpr_upper: float
     fnr_upper: float
+
+    def counts(self) -> dict[str, Any]:
+        """These fields by name (to carry them over to another result)."""
+        return {f.name: getattr(self, f.name) for f in fields(SplitHalfCounts)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MembershipTest(SplitHalfCounts):
+    """Outcome of the split-half test on two score samples (see :func:`membership_test`)."""
+
     epsilon_lower_bound: float
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import streams
+from ..numerics import streams
 from ..erm import LazySolution
 from ..exceptions import ParameterError
 from ..experiments.context import in_context_pool

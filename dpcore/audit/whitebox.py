@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import streams
+from ..numerics import streams
 from ..exceptions import ParameterError
 from ..mechanisms import Problem
 from ..mechanisms.local import duchi_privatize

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import linalg
+from ..numerics import linalg
 from ..exceptions import DatasetError
 
 __all__ = ["Bound", "Violation", "CONTRACT", "ROW_NORM_TOLERANCE", "LABEL_SETS", "SHAPES", "FINITE", "LABELS",

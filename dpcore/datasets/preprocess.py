@@ -10,7 +10,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder
 
-from .. import linalg
+from ..numerics import linalg
 from ..exceptions import DatasetError
 from ..params import validate
 from .base import Dataset

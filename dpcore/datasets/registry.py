@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.datasets import load_iris
 
-from .. import linalg, streams
+from ..numerics import linalg, streams
 from ..exceptions import DatasetError, unknown_choice
 from ..params import validate
 from ..partition import record_split
@@ -71,6 +71,7 @@ def data_folder(data_dir: str | os.PathLike | None = None) -> Path:
 MAX_DATA_FILE_BYTES = 64 * 2**20
 
 
+# pure: a file's digest check, keyed by its path, size and modification time
 @functools.cache
 def _verified(path: str, size: int, mtime_ns: int, expected: str) -> bool:
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -362,6 +363,7 @@ def _train_test_parts(X, y, seed):
     return list(train_test_rows(len(y), np.asarray(y), "classification", 0.2, seed))
 
 
+# pure: a bundled dataset (its bytes fixed by the registry's checksums) from its folder and settings
 @functools.lru_cache(maxsize=16)
 def _subsampled(dataset_id: str, bias: bool, seed: int, test_fraction: float, n: int, folder: str) -> Dataset:
     full = _load_bundled(dataset_id, bias, seed, test_fraction, folder)
@@ -382,11 +384,13 @@ def _subsampled(dataset_id: str, bias: bool, seed: int, test_fraction: float, n:
     )
 
 
+# pure: a bundled dataset (its bytes fixed by the registry's checksums) from its folder and settings
 @functools.lru_cache(maxsize=16)
 def _load_bundled(dataset_id: str, bias: bool, seed: int, test_fraction: float, folder: str) -> Dataset:
     return DATASETS[dataset_id].builder(bias=bias, seed=seed, test_fraction=test_fraction, data_dir=Path(folder))
 
 
+# pure: a seeded generator's output from its arguments
 @functools.lru_cache(maxsize=8)
 def _load_synthetic(
     dataset_id: str, n: int, d: int, noise: float, seed: int, n_test: int, bias: bool

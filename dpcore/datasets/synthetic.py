@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from .. import streams
+from ..numerics import streams
 from ..params import validate
 from .base import Dataset, DatasetSpec
 from .preprocess import normalize_rows

@@ -9,7 +9,7 @@
   about 5 s of CPU with an empty cache), so the first run a class asks for loads them instead.
 
 A second process leaves nothing but the marks of what it verified in the cache folder (a tuning's rows:
-signed with this user's key, :mod:`dpcore.certify_marks`; a preset's files: the results cache's mark of
+signed with this user's key, :mod:`dpcore.verified`; a preset's files: the results cache's mark of
 their content and this code) and the calibrations it computed (re-certified by every reader).  The
 reader in this process then finds them and does not check again.  Nothing else it says is trusted: what
 it did not mark (it failed, was killed, or the marks cannot be kept) is checked here as before, and a
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import kernels, linalg
+from ..numerics import kernels, linalg
 from ..models import make_model
 from .context import Context
 from .presets import shipped_results
@@ -107,7 +107,8 @@ class KernelsAhead(_Ahead):
         super().__init__(["kernels"], "the compiled kernels compiled")
 
 
-@functools.cache  # one a process: what it holds is this process's child
+# process: one a process, what it holds is this process's child
+@functools.cache
 def kernels_ahead() -> KernelsAhead:
     """This process's one :class:`KernelsAhead`, started at most once (a server's start and its Prepare for
     class share it)."""
@@ -115,7 +116,7 @@ def kernels_ahead() -> KernelsAhead:
 
 
 def warm_kernels(models: Sequence[str] = ("logreg", "linreg", "mlp")) -> str:
-    """Compile (or load from the kernel cache, :func:`dpcore.kernels.kernel_cache_folder`) every compiled
+    """Compile (or load from the kernel cache, :func:`dpcore.numerics.kernels.kernel_cache_folder`) every compiled
     kernel for the argument types the models pass it: each model's own passes (loss and gradient, clipped
     sums with and without the loss, sampled mini-batches read in place, Hessians) on a small sparse
     shared matrix and on per-run data, so that no run compiles one in front of a class

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .. import kernels
+from ..numerics import kernels
 from ..erm import MLP_MAX_ITER, MLP_RESTARTS, reference_passes
 from ..exceptions import BudgetError, ParameterError
 from .context import DEFAULT_WORK_BUDGET, Budget

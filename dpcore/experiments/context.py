@@ -10,11 +10,12 @@ settings in module-level variables.  No field of a context changes a number
 
 A call that passes no context gets :func:`default_context`, one per process
 (so that a script's loop over ``run`` solves each reference once).  What else
-stays at module level are memos of pure functions of immutable inputs, which
+stays at module level are memos of pure functions of immutable inputs (each says so
+in its line above, ``# pure:``, or ``# process:`` for a resource of the process), which
 cannot change a number either: loaded datasets
 (:func:`dpcore.datasets.load`), certified ε's of noise plans
-(:func:`dpcore.privacy.certify`) and accountant results, and the sparse twins of
-large one-hot matrices (:mod:`dpcore.linalg`, tested bit-equal to the dense
+(:func:`dpcore.privacy.core.certify`) and accountant results, and the sparse twins of
+large one-hot matrices (:mod:`dpcore.numerics.linalg`, tested bit-equal to the dense
 products).
 """
 
@@ -32,7 +33,7 @@ from typing import Any
 
 from threadpoolctl import ThreadpoolController
 
-from .. import linalg
+from ..numerics import linalg
 from ..cache import DiskCache, Memo, cache_dir
 from ..datasets import data_folder
 from ..erm import ReferenceStore
@@ -131,7 +132,7 @@ class Context:
         The exact solutions and other noise-free results this context has computed (made from
         ``erm_dir`` and ``data_dir`` when not given).
     pool : concurrent.futures.ThreadPoolExecutor, optional
-        The threads its sparse products share (:func:`dpcore.linalg.using_pool`, entered by
+        The threads its sparse products share (:func:`dpcore.numerics.linalg.using_pool`, entered by
         :meth:`active`); by default the one pool every context of the process shares.
     results, memo : DiskCache, Memo, optional
         The grid results' disk cache (over ``results_dir``) and a memory memo of whatever a
@@ -259,6 +260,7 @@ def in_context_pool(fn):
     return wrapper
 
 
+# process: the BLAS and OpenMP libraries this process loaded (no number depends on it)
 @functools.cache
 def blas_controller() -> ThreadpoolController:
     """The process's BLAS and OpenMP libraries (found once, after numpy and scipy are loaded)."""
@@ -288,12 +290,14 @@ def blas_limited(threads: int):
                 _ACTIVE["limiter"] = None
 
 
+# process: the threads contexts share unless given their own (no number depends on it)
 @functools.cache
 def shared_pool():
     """The thread pool contexts share unless given their own (:attr:`Context.pool`)."""
     return linalg.thread_pool()
 
 
+# process: the context of a call that passes none, one a process (see its docstring)
 @functools.cache
 def default_context() -> Context:
     """The context of a call that passes none (a script, the Python API): one per process,

@@ -33,7 +33,7 @@ from ..exceptions import DPCoreError, ParameterError, moved_attributes
 from ..jsonutil import dumps
 from ..mechanisms import REGISTRY, get_mechanism
 from ..params import check, validate
-from ..privacy import dp_events_list
+from ..privacy.core import dp_events_list
 from .context import DEFAULT_MEMORY_BUDGET, DEFAULT_WORK_BUDGET, Context
 from .grid import run_grid
 from .run import noise_plan
@@ -48,7 +48,7 @@ from .presets_papers import (
     get_preset,
 )
 from .presets_spec import QUICK_ROWS, QUICK_ROWS_DISTRIBUTED, Preset, auto_delta
-from ..privacy import CLOSED_FORM_TOL
+from ..privacy.core import CLOSED_FORM_TOL
 from .sweep import check_table, environment, results_fingerprint
 
 __all__ = ["EPS_001", "EPS_002", "EPS_004", "LR_004", "N_003", "PRESETS", "QUICK_ROWS", "QUICK_ROWS_DISTRIBUTED",
@@ -178,7 +178,7 @@ def run_preset(preset: Preset, out, *, quick: bool = False, repeats: int | None 
 
 
 def task_plans(tasks, ctx: Context | None = None) -> dict[str, Any]:
-    """Every task's noise plan as dp-accounting events (:func:`~dpcore.privacy.dp_events_list`, what
+    """Every task's noise plan as dp-accounting events (:func:`~dpcore.privacy.core.dp_events_list`, what
     ``certify --plan`` reads), labelled by task key; a refused task, or one whose plan only
     running knows (the clients' split, a heuristic's choice), is named under ``omitted`` with the reason."""
     items, omitted = [], []

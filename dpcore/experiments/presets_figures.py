@@ -18,7 +18,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from ..datasets import DATASETS, load
-from ..figures import (
+from ..figures.charts import (
     GUESS_LABEL,
     GUESS_LINE,
     NOTE,
@@ -38,7 +38,7 @@ __all__ = ["figure_and_points", "panel_name", "wrap_note"]
 
 def figure_and_points(preset, df, published=None, calibration: str | None = None) -> tuple[go.Figure, dict]:
     """:meth:`~dpcore.experiments.presets_spec.Preset.figure` of ``preset``, and what its note is made
-    of: ``{"rows": …, "panels": …, "x": …}``, the keyword arguments of :func:`dpcore.figures.figure_note` (every point drawn of a
+    of: ``{"rows": …, "panels": …, "x": …}``, the keyword arguments of :func:`dpcore.figures.charts.figure_note` (every point drawn of a
     private mechanism: its series, mechanism, calibration, panel, x, target and certified
     ε; the panels in order; the swept coordinate).  The figure's note is
     ``figure_note(**points)``; a page that writes the note itself calls it the same way."""
@@ -234,6 +234,7 @@ def _panel_reference(sub, metric: str, base: dict):
     return _reference(str(row["dataset"]), str(row["model"]), n, base.get("d"), base.get("noise"), lams)
 
 
+# pure: the exact baseline of a registered dataset's settings (every stored solution re-checked)
 @functools.lru_cache(maxsize=64)
 def _reference(dataset: str, model: str, n, d, noise, lams: tuple):
     spec = RunSpec(dataset=dataset, model=model, n=None if n is None else int(n), d=None if d is None else int(d),

@@ -162,7 +162,7 @@ class Preset:
 
     def figure_and_points(self, df, published=None, calibration: str | None = None) -> tuple[go.Figure, dict]:
         """:meth:`figure`, and what its note is made of: ``{"rows": …, "panels": …, "x": …}``,
-        the keyword arguments of :func:`dpcore.figures.figure_note` (every point drawn of a
+        the keyword arguments of :func:`dpcore.figures.charts.figure_note` (every point drawn of a
         private mechanism: its series, mechanism, calibration, panel, x, target and certified
         ε; the panels in order; the swept coordinate).  The figure's note is
         ``figure_note(**points)``; a page that writes the note itself calls it the same way."""

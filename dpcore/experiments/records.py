@@ -21,7 +21,7 @@ import pandas as pd
 from ..exceptions import DPCoreError, moved_attributes
 from ..jsonutil import dumps
 from ..mechanisms import get_mechanism
-from ..privacy import certificate_error, certify, same_certificate
+from ..privacy.core import certificate_error, certify, same_certificate
 from .context import Context, default_context
 from .run import RunSpec, noise_plan, problem_data
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics import summarize
-from ..privacy import NoisePlan
+from ..privacy.core import NoisePlan
 
 __all__ = ["RunResult", "SpecOf"]
 
@@ -25,6 +25,12 @@ class SpecOf:
         warnings.warn(f"{type(self).__name__}.config is deprecated and will be removed in the next release: "
                       "use .spec", DeprecationWarning, stacklevel=2)
         return self.spec  # type: ignore[attr-defined]
+
+    def spec_names(self) -> dict[str, Any]:
+        """The head of every result's JSON record: its dataset and mechanism by id and by name, and its model."""
+        return {"dataset": self.spec.dataset, "dataset_name": self.dataset_name,  # type: ignore[attr-defined]
+                "model": self.spec.model, "mechanism": self.spec.mechanism,  # type: ignore[attr-defined]
+                "mechanism_name": self.mechanism_name}  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,11 +112,7 @@ class RunResult(SpecOf):
     def to_dict(self) -> dict[str, Any]:
         """The command line's JSON record (SPEC §7); infinite ε become ``null`` on output."""
         out: dict[str, Any] = {
-            "dataset": self.spec.dataset,
-            "dataset_name": self.dataset_name,
-            "model": self.spec.model,
-            "mechanism": self.spec.mechanism,
-            "mechanism_name": self.mechanism_name,
+            **self.spec_names(),
             "task": self.task,
             "calibration": self.spec.calibration,
             "n_train": self.n_train,

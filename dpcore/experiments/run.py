@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import datasets as _datasets
-from .. import linalg
-from .. import privacy
+from ..numerics import linalg
+from ..privacy import core as privacy
 from ..datasets import contract
 from ..erm import MLP_RESTARTS, reference_passes, solve_erm
 from ..exceptions import BudgetError, DPCoreError, ModelError, ParameterError, PrivacyWarning
@@ -32,7 +32,7 @@ from ..metrics import accuracy, optimality_gap, rmse
 from ..models import make_model
 from ..optim import BatchRNG, run_seeds
 from ..params import check_conflicts, validate
-from ..privacy import NoisePlan
+from ..privacy.core import NoisePlan
 from .result import RunResult, SpecOf
 from .budget import (BUDGET_SCALE, GLM_UNCOMPILED_SLOWDOWN, SECONDS_PER_OPERATION, UNCOMPILED_SLOWDOWN,  # noqa: F401
                      check_budget, memory_estimate, reference_estimate, work_estimate)
@@ -182,7 +182,7 @@ class RunSpec:
         neighbours (the relation every certificate here states), so any accountant can take it:
         the noise its mechanism declares (:func:`noise_plan`), without training.  Mechanisms whose
         releases dp-accounting has no event for use this package's (``GammaNormDpEvent``,
-        ``DisjointPartsDpEvent``, :mod:`dpcore.privacy`), which its PLD accountant does not take.
+        ``DisjointPartsDpEvent``, :mod:`dpcore.privacy.core`), which its PLD accountant does not take.
 
         >>> import dp_accounting as dpa
         >>> spec = RunSpec("breast-cancer", mechanism="gradient-dpgd", epsilon=1.0, delta=1e-5)

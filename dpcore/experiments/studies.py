@@ -32,7 +32,7 @@ import numpy as np
 from .. import erm, shipped
 from ..exceptions import DPCoreError, ParameterError, moved_attributes
 from ..jsonutil import write_atomic
-from ..privacy import certificate_error, certify, same_certificate
+from ..privacy.core import certificate_error, certify, same_certificate
 from ..mechanisms import REGISTRY, get_mechanism
 from ..params import validate
 from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scaling_plan
@@ -42,7 +42,7 @@ from .grid import run_grid, summaries
 from .ahead import SpentAhead, kernels_ahead
 from .tune import shipped_tuning, tuned_row, tuned_spec, with_setting
 from .presets import PRESETS, shipped_results
-from ..certify_tuning import plan_searches
+from .search import plan_searches
 from .run import RunSpec, load_problem, noise_plan, problem_data
 from .sweep import environment, task_key
 
@@ -253,7 +253,7 @@ def ship_calibrations(folder: Path | None = None) -> dict[str, Any]:
     """Calibrate every sampled Gaussian a reader of the shipped files would search for (0.2–0.8 s of PLD
     search each): Compare's classroom preset (tuned, as the view opens, and untuned), the shipped
     tunings' rows and their searches' candidates (whose certificates and ε spent a reader recomputes:
-    :func:`~dpcore.certify_tuning.plan_searches`) and the paper figures' shipped results; into ``folder``
+    :func:`~dpcore.experiments.search.plan_searches`) and the paper figures' shipped results; into ``folder``
     (default: the data folder's ``calibrations/``), listed in the manifest, the files of earlier code
     there removed (their keys hash the accountant's source).  A reader re-certifies each file it reads
     (two PLD evaluations), so a new machine checks these multipliers instead of searching for them."""

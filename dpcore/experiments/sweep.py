@@ -39,7 +39,7 @@ from typing import Any
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from .. import linalg
+from ..numerics import linalg
 from .._version import __version__
 from .. import datasets as _datasets
 from ..exceptions import BudgetError, DPCoreError, ParameterError
@@ -97,15 +97,16 @@ def task_key(config: RunSpec) -> str:
 #: the modules that cannot change a task's record (presentation, studies that only arrange runs,
 #: the audit): a change to one of them keeps the stored results; a change anywhere else
 #: (a mechanism, the accountant, a solver, a new module) computes them again
-NOT_IN_RESULTS = ("cli.py", "cli_*.py", "__main__.py", "__init__.py", "figures.py", "figures_*.py", "report.py",
-                  "estimators.py", "certify.py", "certify_*.py",
-                  "shipped.py",  # reads shipped files, computes no result
+NOT_IN_RESULTS = ("cli/*", "__main__.py", "__init__.py", "figures/*", "export/*", "report.py",
+                  "estimators.py", "certify/*",
+                  "shipped.py", "verified.py",  # read and check shipped files, compute no result
                   "lesson.py",  # arranges the lesson's runs
                   "theory/catalog.py", "theory/rows.py", "audit/*", "experiments/studies.py", "experiments/presets*.py",
-                  "experiments/tune.py", "experiments/baselines.py", "experiments/progress.py",
-                  "experiments/ahead.py")
+                  "experiments/views.py", "experiments/tune.py", "experiments/search.py", "experiments/baselines.py",
+                  "experiments/progress.py", "experiments/ahead.py")
 
 
+# pure: a digest of this code's source
 @functools.cache
 def results_fingerprint() -> str:
     """The code a stored task result belongs to (:func:`dpcore.cache.code_fingerprint` of the

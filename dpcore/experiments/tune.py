@@ -19,7 +19,7 @@ itself a release, so the choice is made privately and accounted:
   (default: the target ε): for a validation record it costs that, plus the final run;
 * the chosen setting is then trained once on the whole training split (the released model).
   Which setting that is depends on the data, so the final run is certified as *any* of the
-  settings the choice could pick (:func:`~dpcore.privacy.any_of`), not as the one it picked;
+  settings the choice could pick (:func:`~dpcore.privacy.core.any_of`), not as the one it picked;
 * every candidate and the final run draw their noise from their own random stream
   (``RunSpec.stream``): the composition above treats them as independent releases, which
   runs sharing one seed's stream would not be.
@@ -60,18 +60,19 @@ import numpy as np
 
 from .. import datasets as _datasets
 from ..datasets import Dataset
-from .. import streams
+from ..numerics import streams
 from ..exceptions import DPCoreError, ParameterError, moved_attributes
 from ..mechanisms import REGISTRY
 from ..metrics import summarize
 from ..params import validate
 from .. import shipped
 # what a search runs and what it costs: shared with the reader of a record (check_tuning), so kept below both
-from .. import certify_marks, certify_tuning
-from ..certify_tuning import (RELEASE_FAMILIES, SEARCH_SPACES, TUNABLE_FAMILIES, candidates, released_tunable,
+from .. import verified
+from . import search as searches
+from .search import (RELEASE_FAMILIES, SEARCH_SPACES, TUNABLE_FAMILIES, candidates, released_tunable,
                               check_tune_arguments, search_cost, search_plan, search_space, search_spent, validation_positions,
                               validation_split)
-from ..privacy import CLOSED_FORM_TOL, NoisePlan, certificate_error, certify, same_certificate
+from ..privacy.core import CLOSED_FORM_TOL, NoisePlan, certificate_error, certify, same_certificate
 from .context import Context, default_context
 from .run import RunResult, RunSpec, check_data_many, noise_plan, run_outcomes
 from .sweep import results_fingerprint
@@ -463,7 +464,7 @@ def check_tuning(doc: Any, dataset: str, model: str, *, spent: bool = True) -> d
     row's setting holds exactly the fields its mechanism's search declares (:func:`search_space`), at
     values of its grid (a released row: ``tune_on_release`` only), every number of its type and range
     (accuracies in [0, 1], ε ≥ 0, the search's ε at least the final run's), and every certified ε the
-    one this code certifies for the row's setting (:func:`~dpcore.privacy.same_certificate`).
+    one this code certifies for the row's setting (:func:`~dpcore.privacy.core.same_certificate`).
 
     ε spent and δ spent are recomputed too (issue 67: a record whose ε spent was edited to its certified
     ε × 1.000123 was shown 16× cheaper than its search): a searched row's candidates must be its
@@ -473,7 +474,7 @@ def check_tuning(doc: Any, dataset: str, model: str, *, spent: bool = True) -> d
     ``selection_epsilon``), within the accountant's error, and its δ spent within 1e-12; a released
     row spends exactly its certified ε at the target δ.  What is not recomputed (it takes training):
     the accuracies, which only the manifest's hash protects.
-    ``spent=False``: all but that recomputation (:func:`~dpcore.certify_tuning.check_tuning_spent`), what a reader of the settings
+    ``spent=False``: all but that recomputation (:func:`~dpcore.experiments.search.check_tuning_spent`), what a reader of the settings
     needs (:func:`shipped_tuning`; the recomputation takes about 45 s of CPU, the rest about 2).
     Raises ``ValueError`` saying what is wrong, in one line."""
     if not isinstance(doc, dict):
@@ -520,12 +521,12 @@ def check_tuning(doc: Any, dataset: str, model: str, *, spent: bool = True) -> d
                           "epsilon_spent": None}, f"a candidate of {c.get('mechanism')}")
     # one read: a plan its rows' certificates and its searches both need is computed once (the final run
     # of a row's setting is one its search composes)
-    with certify_tuning.one_read():
+    with searches.one_read():
         for row in doc.get("rows", []) + doc.get("released_rows", []):
             if "error" not in row:
                 _check_row_certificate(doc, row)
         if spent:
-            certify_tuning.check_tuning_spent(doc, dataset, model)
+            searches.check_tuning_spent(doc, dataset, model)
     return doc
 
 
@@ -535,10 +536,11 @@ def tuned_spec(doc: dict[str, Any], row: dict[str, Any]) -> RunSpec:
                                 epsilon=float(row["epsilon"]), delta=float(doc["delta"])), row["setting"])
 
 
+# pure: a setting's certified ε, from the specification alone
 @functools.lru_cache(maxsize=4096)
 def _certified_for(spec: RunSpec) -> tuple[float, float]:
     """The certified ε of a tuned setting's final run and the accountant's error on it."""
-    plan = certify_tuning.plan_of(spec)  # the read's, when one is under way (check_tuning)
+    plan = searches.plan_of(spec)  # the read's, when one is under way (check_tuning)
     return certify(plan, spec.delta), certificate_error(plan, spec.delta)
 
 
@@ -559,22 +561,24 @@ SPENT_FIELDS = ("epsilon_spent", "delta_spent")
 
 
 def _verified(rel: str, data: Path, what: str, check) -> None:
-    """``check()`` once per content and code (:func:`~dpcore.certify_marks.verified`: a mark of the file's
+    """``check()`` once per content and code (:func:`~dpcore.verified.verified`: a mark of the file's
     content, of this code and of ``what`` is checked, ``"read"``: the settings and certificates, ``"spent:
     …"``: what a search spent); a refusal is :class:`~dpcore.shipped.ShippedFileError`, one line."""
     mark = "\0".join([what, shipped.digest(rel, data), results_fingerprint(), _this_code(), repr(CLOSED_FORM_TOL)])
-    certify_marks.verified(mark, check, lambda why: shipped.ShippedFileError(
+    verified.verified(mark, check, lambda why: shipped.ShippedFileError(
         f"the shipped {rel} is refused: {why}; compute it again with `{shipped.KINDS['tuned'].made_by}`"))
 
 
+# pure: a digest of this code's source
 @functools.cache
 def _this_code() -> str:
-    """The source of what checks a tuning (this module, :mod:`dpcore.certify_tuning` and
-    :mod:`dpcore.certify_marks`), which :func:`~dpcore.experiments.sweep.results_fingerprint` leaves out."""
-    return hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (certify_tuning, certify_marks))
+    """The source of what checks a tuning (this module, :mod:`dpcore.experiments.search` and
+    :mod:`dpcore.verified`), which :func:`~dpcore.experiments.sweep.results_fingerprint` leaves out."""
+    return hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (searches, verified))
                           + Path(__file__).read_bytes()).hexdigest()
 
 
+# pure: a shipped file's reading, keyed by its folder and its stamp (size, time, digest)
 @functools.lru_cache(maxsize=16)
 def _read_tuned(dataset: str, model: str, folder: str, stamp: str
                 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -594,12 +598,13 @@ def _read_tuned(dataset: str, model: str, folder: str, stamp: str
     return doc, settings
 
 
+# pure: a shipped file's reading, keyed by its folder and its stamp (size, time, digest)
 @functools.lru_cache(maxsize=64)
 def _read_spent(dataset: str, model: str, folder: str, stamp: str, keys: frozenset | None
                 ) -> dict[str, Any] | None:
     """The whole record, the ε spent and δ spent of its rows ``keys`` ((mechanism, ε) pairs; ``None``:
     every row) recomputed from their searches and found as written
-    (:func:`~dpcore.certify_tuning.check_tuning_spent`; each row once per content and code: its mark in the
+    (:func:`~dpcore.experiments.search.check_tuning_spent`; each row once per content and code: its mark in the
     cache folder, so a second process does not pay again), the other rows without spent figures; or
     ``None`` when none is shipped."""
     read = _read_tuned(dataset, model, folder, stamp)
@@ -609,12 +614,12 @@ def _read_spent(dataset: str, model: str, folder: str, stamp: str, keys: frozens
     searched = [(r.get("mechanism"), r.get("epsilon")) for r in doc.get("rows", []) if isinstance(r, dict)]
     wanted = searched if keys is None else [k for k in searched if k in keys]
     rel, data = f"tuned/{dataset}-{model}.json", Path(folder).parent
-    with certify_tuning.one_read():  # the rows' searches share their plans
+    with searches.one_read():  # the rows' searches share their plans
         _verified(rel, data, "spent: the released rows",
-                  lambda: certify_tuning.check_tuning_spent({**doc, "rows": [], "candidates": []}, dataset, model))
+                  lambda: searches.check_tuning_spent({**doc, "rows": [], "candidates": []}, dataset, model))
         for key in wanted:
             _verified(rel, data, f"spent: {key[0]} at {key[1]!r}",
-                      lambda key=key: certify_tuning.check_tuning_spent(doc, dataset, model, only={key}))
+                      lambda key=key: searches.check_tuning_spent(doc, dataset, model, only={key}))
     chosen = set(wanted)
     return {**doc, "rows": [r if (r.get("mechanism"), r.get("epsilon")) in chosen else s
                             for r, s in zip(doc.get("rows", []), settings.get("rows", []))]}
@@ -629,7 +634,7 @@ def shipped_tuning(dataset: str, model: str = "logreg", *, data_dir=None, spent=
     :attr:`~dpcore.experiments.context.Context.data_dir`; default :func:`dpcore.datasets.data_folder`).
 
     ``spent``: what each search spent (its rows' ``epsilon_spent`` and ``delta_spent``, :data:`SPENT_FIELDS`),
-    recomputed from the searches and refused when the file says otherwise (:func:`~dpcore.certify_tuning.check_tuning_spent`; about
+    recomputed from the searches and refused when the file says otherwise (:func:`~dpcore.experiments.search.check_tuning_spent`; about
     45 s the first time this machine reads the whole file, then marked in the cache folder row by row); a
     collection of (mechanism, ε) pairs: those rows' only (0.1–8 s each), the others without spent figures;
     ``progress(done, total)`` hears each searched row as it is recomputed.  Without it the rows

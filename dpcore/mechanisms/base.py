@@ -15,14 +15,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import streams
+from ..numerics import streams
 from ..datasets import Dataset
 from ..erm import ErmSolution, ReferenceStore
 from ..exceptions import ModelError, ParameterError, unknown_choice
 from ..models import Model
 from ..optim import BatchRNG, Progress, TraceListener
 from ..params import Param, check
-from ..privacy import (  # replace-one (SPEC §1)
+from ..privacy.core import (  # replace-one (SPEC §1)
     NEIGHBOURING,
     NoisePlan,
     calibrate,
@@ -82,13 +82,29 @@ class Problem:
         return self.model.init(len(rngs), self.d, None if self.model.convex else rngs.spawn_stream(streams.MODEL_INIT))
 
 
+def require_strong_convexity(mechanism: "Mechanism", problem) -> None:
+    """Refuse a loss that is not convex, or a λ of 0, for a mechanism whose sensitivity proof needs a
+    λ-strongly convex objective (:attr:`Mechanism.strongly_convex`)."""
+    model = problem.model
+    if not model.convex:
+        raise ModelError(
+            f"{mechanism.id} needs a convex loss and {model.id} is not convex: its sensitivity "
+            "proof does not apply (use gradient perturbation with clipping instead)."
+        )
+    if model.lam <= 0:
+        raise ModelError(
+            f"{mechanism.id} needs a λ-strongly convex objective (its sensitivity is 2G/(nλ)): "
+            "set λ > 0."
+        )
+
+
 @dataclass(frozen=True)
 class MechanismOutput:
     """What ran: the released parameters and the noise plan behind them.
 
     ``plan`` declares every noisy release with its sensitivity (or why there is
     no guarantee); :meth:`certified` turns it into the ε it provably gives, in
-    one place for every mechanism (:mod:`dpcore.privacy`).  ``local_plan`` is
+    one place for every mechanism (:mod:`dpcore.privacy.core`).  ``local_plan`` is
     what a record's owner is protected by against the server (``None``: nothing,
     ε_local = ∞, the central mechanisms).
     """
@@ -158,6 +174,8 @@ class Mechanism:
     notion: ClassVar[str] = ""  # "(ε, 0)", "(ε, δ)" or "none"
     calibrations: ClassVar[tuple[str, ...]] = ("certified",)
     private: ClassVar[bool] = True
+    #: its sensitivity proof needs a convex loss and λ > 0 (output and objective perturbation): :meth:`check` refuses others
+    strongly_convex: ClassVar[bool] = False
     description: ClassVar[str] = ""
     formula: ClassVar[str] = ""  # LaTeX of the noise calibration
     heuristic: ClassVar[bool] = False
@@ -196,6 +214,8 @@ class Mechanism:
                 f"mechanism {self.id!r} has no {config.calibration!r} calibration "
                 f"(available: {', '.join(self.calibrations)})"
             )
+        if self.strongly_convex:
+            require_strong_convexity(self, problem)
 
     def clips_records(self, model: Model, config) -> str | None:
         """Why a run of ``config`` on ``model`` is private whatever the rows' norms, in a few words
@@ -220,7 +240,7 @@ class Mechanism:
         return [self.run(problem, c, r) for c, r in zip(configs, rngs)]
 
     # The noise of a mechanism with one noise parameter s: the plan it would run with s,
-    # the paper's s, and the certified s (the inverse of certification, dpcore.privacy).
+    # the paper's s, and the certified s (the inverse of certification, dpcore.privacy.core).
     def plan(self, problem: Problem, config, s: float) -> NoisePlan:
         raise NotImplementedError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import privacy
+from ..privacy import core as privacy
 from .base import Mechanism, MechanismOutput, register
 
 

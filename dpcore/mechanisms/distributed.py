@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .. import privacy
+from ..privacy import core as privacy
 from ..optim import gradient_descent
 from ..params import Interval, Options, Param
 from ..partition import RECORD_SPLITS, SPLIT_CERTIFIES, SPLITS, client_sizes, partition

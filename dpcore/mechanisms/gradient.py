@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from .. import accounting as acc
-from .. import privacy
+from ..privacy import accounting as acc
+from ..privacy import core as privacy
 from ..optim import gradient_descent, sgd
 from ..params import Interval, Param
 from ..theory.formulas import noisy_gd_variance

@@ -19,7 +19,7 @@ mode does it by default with ε_y = ε/2):
 
 Features and label compose exactly (the Gaussian's privacy profile with the response's ±ε_y, or
 Gaussian DP for two Gaussians),
-through :mod:`dpcore.privacy`.
+through :mod:`dpcore.privacy.core`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import wishart
 
-from .. import accounting as acc
-from .. import linalg, privacy, streams
+from ..privacy import accounting as acc
+from ..numerics import linalg, streams
+from ..privacy import core as privacy
 from ..erm import quadratic_ball
 from ..exceptions import ModelError, ParameterError
 from ..optim import gradient_descent, sgd, step_reporter
@@ -65,6 +66,7 @@ def label_budget(config) -> float | None:
     return config.epsilon / 2.0 if config.calibration == "certified" else None
 
 
+# pure: a calibration from its arguments
 @functools.lru_cache(maxsize=256)
 def label_sigma(label_epsilon: float, delta: float) -> float:
     """Gaussian noise on a target in [−B, B] (sensitivity 2B) whose release alone is (ε_y, δ)."""

@@ -7,8 +7,8 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from .. import accounting as acc
-from .. import privacy
+from ..privacy import accounting as acc
+from ..privacy import core as privacy
 from ..erm import solve_erm
 from ..exceptions import ParameterError
 from .base import Mechanism, MechanismOutput, declare, register

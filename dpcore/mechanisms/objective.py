@@ -8,12 +8,11 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import ndtr
 
-from .. import privacy
+from ..privacy import core as privacy
 from ..erm import known_start, solve_perturbed
-from ..noise import gamma_norm
+from ..numerics.noise import gamma_norm
 from ..theory.formulas import chaudhuri_objective, kifer_sigma
 from .base import Mechanism, MechanismOutput, register
-from .output import require_strong_convexity
 
 
 def logistic_objective_epsilon(scale: float, k: float) -> float:
@@ -101,9 +100,7 @@ class ObjectiveChaudhuri(Mechanism):
                         "logistic loss's certificate gives it a smaller ε. Certified keeps the paper's "
                         "regularisation Δ and calibrates the noise on that certificate.")
 
-    def check(self, problem, config):
-        super().check(problem, config)
-        require_strong_convexity(self, problem)
+    strongly_convex = True
 
     @staticmethod
     def extra_l2(problem, config) -> float:

@@ -7,25 +7,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from .. import privacy
+from ..privacy import core as privacy
 from ..exceptions import ModelError
-from ..noise import gamma_norm
+from ..numerics.noise import gamma_norm
 from ..optim import BatchRNG, gradient_descent, trace_marks
 from .base import Mechanism, MechanismOutput, register
-
-
-def require_strong_convexity(mechanism: Mechanism, problem) -> None:
-    model = problem.model
-    if not model.convex:
-        raise ModelError(
-            f"{mechanism.id} needs a convex loss and {model.id} is not convex: its sensitivity "
-            "proof does not apply (use gradient perturbation with clipping instead)."
-        )
-    if model.lam <= 0:
-        raise ModelError(
-            f"{mechanism.id} needs a λ-strongly convex objective (its sensitivity is 2G/(nλ)): "
-            "set λ > 0."
-        )
 
 
 @register
@@ -54,9 +40,7 @@ class OutputLaplace(Mechanism):
                      "2G/(nλ): pure ε = Δ/scale")
     calibration_note = "The paper's constant is exact: published and certified are the same noise."
 
-    def check(self, problem, config):
-        super().check(problem, config)
-        require_strong_convexity(self, problem)
+    strongly_convex = True
 
     @staticmethod
     def sensitivity(problem) -> float:
@@ -140,9 +124,7 @@ class OutputGaussian(_GaussianOutput):
                      "Δ_T = (2G/(nλ))(1 − (1 − ηλ)^T): exact Gaussian DP")
     calibration_note = _CLASSICAL
 
-    def check(self, problem, config):
-        super().check(problem, config)
-        require_strong_convexity(self, problem)
+    strongly_convex = True
 
     released = "the T-th GD iterate"
 
@@ -228,9 +210,7 @@ class OutputBoltOn(_GaussianOutput):
                      "(k batches per pass, the smallest of size b_min): exact Gaussian DP")
     calibration_note = _CLASSICAL
 
-    def check(self, problem, config):
-        super().check(problem, config)
-        require_strong_convexity(self, problem)
+    strongly_convex = True
 
     released = "the last SGD iterate"
 

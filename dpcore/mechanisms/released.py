@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .. import accounting as acc
-from .. import privacy
+from ..privacy import accounting as acc
+from ..privacy import core as privacy
 from ..erm import solve_erm
 from ..exceptions import ParameterError
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -38,7 +38,6 @@ from .. import datasets as _datasets
 from ..erm import solve_erm
 from ..exceptions import ModelError, ParameterError
 from ..jsonutil import to_jsonable
-from ..mechanisms import REGISTRY
 from ..models import make_model
 from ..params import PARAMS, validate
 from ..partition import client_sizes as _sizes
@@ -540,8 +539,14 @@ def bounds_report(
     overrides: Mapping[str, Any] | None = None,
     learning_rate: float | None = None,
     exact_norm: bool = False,
+    registered: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """The bounds view as one strict-JSON-able document (``dpcore bounds --json``).
+
+    ``registered``: the mechanism ids the package runs (``dpcore.mechanisms.REGISTRY``), handed in by
+    the callers above the mechanisms so that the catalog, below them, never imports them: each row's
+    ``mechanism_registered`` then says whether a registered mechanism implements it (``None``: the
+    field is left out).
 
     Rows carry their metadata (LaTeX as published, exactness, notes), values at
     the inferred parameters, and log-log slopes in n and ε over the current
@@ -562,7 +567,8 @@ def bounds_report(
     rows = []
     for r in CATALOG:
         rec = r.metadata()
-        rec["mechanism_registered"] = r.mechanism in REGISTRY if r.mechanism else False
+        if registered is not None:
+            rec["mechanism_registered"] = r.mechanism in registered if r.mechanism else False
         v = values[r.id]
         rec.update(noise=v["noise"], risk=v["risk"], privacy=v["privacy"], issues=v["issues"],
                    slopes=slopes[r.id])

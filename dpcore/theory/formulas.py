@@ -5,7 +5,7 @@ parameter, a rate.  The mechanisms' *published* calibrations call them with the
 paper's constant ``c``; the bounds catalog's rows call them for the tables
 (where a table prints only the order, with its constant set to 1).  A formula
 that is not a published one (a certified calibration, an accountant) does not
-belong here: those live in :mod:`dpcore.privacy` and :mod:`dpcore.accounting`.
+belong here: those live in :mod:`dpcore.privacy.core` and :mod:`dpcore.privacy.accounting`.
 
 Notation as in SPEC §1: n records, T steps, G the Lipschitz bound of the loss
 (or the clip norm), λ the L2 strength, (ε, δ) the target.
