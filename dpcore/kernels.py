@@ -484,8 +484,9 @@ def glm_coef(z: np.ndarray, y: np.ndarray, kind: int, clip: float = math.inf,
 
 
 #: the runs from which the models take :func:`glm_grad` instead of scipy's two products (the same
-#: bits either way): measured on Adult, one thread, a pass 2.3 against 2.5 ms at R = 8, 4.0 against
-#: 5.5 ms at R = 20; at R = 1 scipy's 0.6 ms against 1.3 ms (its one-vector product has no loop over runs)
+#: bits either way): measured on Adult, one thread, load 4 on 2 cores, a pass 2.3 against 2.5 ms at R = 8,
+#: 4.0 against 5.5 ms at R = 20; at R = 1 scipy's 0.6 ms against 1.3 ms (its one-vector products have no
+#: loop over runs, and numba's loop over a few runs is not a SIMD loop)
 GLM_GRAD_RUNS = 8
 
 
@@ -496,8 +497,8 @@ def _glm_grad_rows(indptr, indices, data, W, y, kind, clip, norms, lo, hi, zout,
 
     A block's margins take the rows' p-th non-zeros in turn (p = 0, 1, …): each row's sum still adds
     its non-zeros in order, but the rows' sums through memory interleave instead of waiting on each
-    other (R = 20: 1.5 against 1.9 ms a pass on Adult, one thread).  Flat arrays indexed by unsigned
-    integers: no test for Python's negative indices in the inner loops."""
+    other (the margins alone, R = 20: 1.5 against 1.9 ms on Adult, one thread, load 4).  Flat arrays
+    indexed by unsigned integers: no test for Python's negative indices in the inner loops."""
     uR = np.uint64(W.shape[1])
     Wf, Gf, zf = W.ravel(), G.ravel(), z.ravel()
     keep = zout.shape[0] > 0
