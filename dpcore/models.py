@@ -193,13 +193,17 @@ class _GLM(Model):
     kernel: ClassVar[int | None] = None
 
     def _sparse_pass(self, theta, X, y, clip: float, with_grad: bool, with_loss: bool):
-        """One pass over a shared X's sparse twin in the products' layout
-        (:func:`~dpcore.numerics.linalg.map_sparse_rows`): each block's summed losses (``with_loss``) and
-        its coefficients, clipped to ``clip`` when finite, by the compiled
-        :func:`~dpcore.numerics.kernels.glm_coef`; ``None`` for other data or a model without the kernel."""
+        """One pass over a shared X's sparse twin: each block's summed losses (``with_loss``) and the sum of
+        its coefficients (:func:`~dpcore.numerics.kernels.glm_coef`, clipped to ``clip`` when finite) times its rows, in one
+        read of X from :data:`~dpcore.numerics.kernels.GLM_GRAD_RUNS` runs (:func:`~dpcore.numerics.kernels.glm_grad`), else by scipy's
+        products (:func:`~dpcore.numerics.linalg.map_sparse_rows`); ``None`` for other data or a model without the kernel."""
         if self.kernel is None or y.ndim != 1 or not linalg.is_sparse(X):
             return None
         norms = _row_norms(X) if np.isfinite(clip) else None
+        if with_grad and theta.shape[0] >= kernels.GLM_GRAD_RUNS:  # X read once for all runs, the same bits
+            total, zs = kernels.glm_grad(linalg.csr_of(X), (b := linalg.sparse_blocks(X)), theta, y, self.kernel, clip,
+                                         norms, with_loss)
+            return total, [None if z is None else np.sum(self.phi(z, y[lo:hi, None]), axis=0) for z, (lo, hi) in zip(zs, b)]
 
         def block(z, rows):
             yr = y[rows]

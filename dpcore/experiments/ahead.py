@@ -143,6 +143,9 @@ def warm_kernels(models: Sequence[str] = ("logreg", "linreg", "mlp")) -> str:
             model.clipped_grad_sum_and_loss(theta, X, labels, 1.0)
             if model_id != "mlp":
                 model.hessian(theta, X, labels)
+                many = np.repeat(theta, kernels.GLM_GRAD_RUNS, axis=0)  # enough runs for one read of X
+                model.grad(many, X, labels)
+                model.clipped_grad_sum(many, X, labels, 1.0)
     return f"the compiled kernels of {', '.join(models)}: compiled or loaded"
 
 

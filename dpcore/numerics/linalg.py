@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk as _syrk
 
-__all__ = ["share", "run_groups", "single", "row_norms", "nonzero_rows", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "map_sparse_rows", "rows_of", "weighted_grams",
+__all__ = ["share", "run_groups", "single", "row_norms", "nonzero_rows", "is_sparse", "project_rows", "project_rows_t", "margins", "weighted_rows", "map_rows", "map_sparse_rows", "sparse_blocks", "rows_of", "weighted_grams",
            "limit_threads", "using_pool", "thread_pool", "map_chunks", "MAX_DENSITY", "THREADS", "BLOCKS", "DENSE_BLOCK_BYTES"]
 
 #: Above this share of non-zeros, BLAS on the dense matrix is as fast or faster
@@ -232,6 +232,13 @@ def csr_of(X: np.ndarray):
     the compiled mini-batch kernels read in place (:func:`dpcore.numerics.kernels.sampled_margins`)."""
     twin = _twin(X)
     return None if twin is None else twin.csr
+
+
+def sparse_blocks(X: np.ndarray) -> list[tuple[int, int]] | None:
+    """The fixed row blocks ``(lo, hi)`` of a shared X's sparse twin (:data:`BLOCKS`, by the matrix's
+    shape alone: those :func:`map_sparse_rows` sums in order), else ``None``."""
+    twin = _twin(X)
+    return None if twin is None else [(lo, hi) for lo, hi, _, _ in twin.blocks]
 
 
 def is_sparse(X: np.ndarray) -> bool:
