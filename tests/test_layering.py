@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
 import sys
 from pathlib import Path
 
@@ -393,6 +394,34 @@ def _oversized(root: Path) -> list[str]:
         if lines > MAX_FILE_LINES and rel not in TABLES:
             out.append(f"{rel}: {lines} lines")
     return out
+
+
+def _drawn_house() -> tuple[list[tuple[str, list[str]]], str]:
+    """docs/architecture.md's picture of the house (its floors, top first, each with its rooms) and its text."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    part = text[text.index("## The house"):]
+    picture = part[part.index("```\n") + 4:]
+    picture = picture[:picture.index("```")]
+    floors: list[tuple[str, list[str]]] = []
+    for line in picture.splitlines():
+        words = re.sub(r"\([^)]*\)", "", line).split()
+        if line[:2].strip():  # a floor's name at the left
+            floors.append((words[0], []))
+            words = words[1:]
+        floors[-1][1].extend(w.removesuffix("/").removesuffix(".py") for w in words)
+    return floors, part
+
+
+def test_the_architecture_document_draws_the_house_the_imports_draw():
+    """Its picture has FLOORS' floors and rooms, and its counts are the imports' (issue 71)."""
+    floors, text = _drawn_house()
+    declared = [(name, ["dpcore" if r == "dpcore" else r for r in rooms]) for name, rooms in reversed(FLOORS)]
+    assert [(n, sorted("__init__" if r == "dpcore" else r for r in rooms)) for n, rooms in declared] == \
+        [(n, sorted(rooms)) for n, rooms in floors]
+    arrows = sum(len(v) for room, v in _rooms_graph().items() if room != "dpcore")
+    rooms = len({r for _, rs in FLOORS for r in rs}) - 1  # the face (dpcore/__init__.py) is not a room
+    said = re.search(r"(\d+)\s+rooms\s+on\s+(\d+)\s+floors,\s+(\d+)\s+arrows", text)
+    assert said and tuple(map(int, said.groups())) == (rooms, len(FLOORS), arrows), said and said.groups()
 
 
 def _unexplained_caches(source: str, where: str) -> list[str]:
