@@ -17,6 +17,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.views import compare_setting
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
+from dpcore.figures.result import sampling_note
 from dpcore.figures.views import compare_figures
 from pages.common import (
     choice, download_code, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
@@ -194,6 +195,8 @@ if rows:
         st.caption(ref.definition())
         guessing_box(ok, lambda r: f"{r['mechanism']} at ε = {r['epsilon']:g}", guess=ref.guess)
     missed_target_note(ok)
+    if sampling_note(ok):  # the rate each DP-SGD point ran with (its hover and the CSV give each point's)
+        st.caption(sampling_note(ok))
     searched = [(r["tuned_search_epsilon"] / r["tuned_at"]) for r in ok if r.get("tuned_search_epsilon")]
     if searched:
         st.caption(f"Tuned settings: each was chosen on this dataset by a search that spent {min(searched):.1f}–"

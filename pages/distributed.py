@@ -13,7 +13,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.views import distributed_spec, skew_grid
 from dpcore.figures.views import skew_figures
-from dpcore.figures.result import r_squared
+from dpcore.figures.result import r_squared_words
 from pages.common import (
     choice, download_code, enter_view, guessing_box, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
 )
@@ -80,7 +80,7 @@ for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
                 st.caption(f"guessing (always the majority class): {rec['accuracy_guess']:.4f}")
             elif rec.get("rmse_guess") is not None:
                 st.caption(f"predicting the training mean: {rec['rmse_guess']:.4f} · "
-                           f"R² {r_squared(rec['rmse_mean'], rec['rmse_guess']):.3f}")
+                           f"{r_squared_words(rec['rmse_mean'], rec['rmse_guess'])}")
             guessing_box([rec], lambda r: f"{REGISTRY[mech].short} with {m} clients at skew u = {u:g}",
                          advice="Try a larger ε, fewer clients or a smaller skew: the smallest client's noise "
                                 "grows as its share of the records shrinks.")

@@ -9,8 +9,8 @@ import streamlit as st
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
-from dpcore.experiments.views import explore_spec
-from dpcore.figures.result import noise_words, r_squared, versus_guessing
+from dpcore.experiments.views import explore_spec, tuned_search_spent
+from dpcore.figures.result import noise_words, r_squared_words, search_spent_words, versus_guessing
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import make_model
@@ -160,8 +160,10 @@ else:
     c1.metric("test RMSE", f"{rec['rmse_mean']:.4f}",
               delta=f"{rec['rmse_mean'] - ref.value:+.4f} vs {ref.label}", delta_color="inverse",
               help=ref.definition())
-    c1.caption(f"{ref.label} {ref.value:.4f} · predicting the mean {ref.guess:.4f} · "
-               f"R² {r_squared(rec['rmse_mean'], rec['rmse_guess']):.3f}",
+    # each R² beside its own model's RMSE, named (dpcore.figures.result.r_squared_words)
+    c1.caption(f"{r_squared_words(rec['rmse_mean'], rec['rmse_guess'])} · {ref.label} {ref.value:.4f}, "
+               f"{r_squared_words(ref.value, rec['rmse_guess'], 'non-private model')} · "
+               f"predicting the mean {ref.guess:.4f}",
                help="R² = 1 − (RMSE / RMSE of always predicting the training split's mean label)²: "
                     "1 is a perfect fit, 0 no better than predicting the mean, below 0 worse.")
 versus = versus_guessing(rec)  # the one rule every view applies (dpcore.figures.result)
@@ -207,8 +209,19 @@ if cls.private:
     audited, current = linked_result("ex_audit", "ex_audited", config, pressed, audit_here, what="audit",
                                      button="Audit this setting", stale=False)  # another setting: none shown
     if current:
-        e4.metric("ε audited (lower bound)", fmt_eps(audited[0]), help=f"verdict: {audited[1]}. An attack can show "
-                  "privacy is at least this bad; it never proves a claim (the Audit view has the details).")
+        e4.metric("ε audited (black-box lower bound)", fmt_eps(audited[0]),
+                  help=f"verdict: {audited[1]}. A black-box attack (it sees only the final model) can show privacy "
+                       "is at least this bad; it never proves a claim. The Audit view opens on the white-box "
+                       "attack (it sees every step), whose bound is usually higher.")
+if tuned is not None and tuned_in_use:  # what choosing these settings cost, beside the ε's above (M2)
+    try:
+        with st.spinner("Recomputing what the search that chose these settings spent…"):
+            paid = tuned_search_spent(dataset, model, mechanism, epsilon, data_dir=app_context().data_dir)
+    except DPCoreError as exc:
+        st.error(f"What the search behind the tuned settings spent is not shown: {exc}")
+    else:
+        if paid is not None:
+            st.info(search_spent_words(epsilon, *paid))
 target, cert = rec["epsilon_target"], rec["epsilon_certified"]
 if target is not None and (cert is None or cert > target * (1 + 1e-6)):
     st.error(f"The noise that ran certifies ε = {fmt_eps(cert)}, above the target {fmt_eps(target)}: "

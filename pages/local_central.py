@@ -9,6 +9,7 @@ import streamlit as st
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.run import RunSpec
 from dpcore.figures.charts import misses_target, tradeoff_figure
+from dpcore.figures.result import curve_note, curve_point_name, sampling_note, sampling_words
 from dpcore.experiments.studies import tradeoff
 from dpcore.experiments.views import tradeoff_mechanisms
 from dpcore.params import PARAMS
@@ -57,6 +58,7 @@ if out:
     st.dataframe([{"mechanism": r["mechanism"], "family": r["family"],
                    "ε local": fmt_eps(r.get("epsilon_local")), "ε certified": fmt_eps(r.get("epsilon_certified")),
                    "accuracy": r.get("accuracy_mean"), "gap": r.get("gap_mean"),
+                   "sampling (DP-SGD)": sampling_words(r),  # the rate it ran with: not Explore's default
                    "error": r.get("error", "")} for r in rows], width="stretch", hide_index=True,
                  height=38 + 35 * len(rows))
     ok = [r for r in rows if "error" not in r]
@@ -65,9 +67,14 @@ if out:
                           baseline_label="non-private" if ref is None else ref.label)
     fig.update_layout(title=f"Test accuracy against local ε, at central ε = {fmt_eps(out['epsilon'])}")
     show_chart(fig)
+    st.caption(curve_note(out))  # what the grey curve holds fixed
+    if sampling_note(ok):
+        st.caption(sampling_note(ok))
     if ref is not None:
         st.caption(ref.definition())
-        guessing_box(ok, lambda r: r["mechanism"], guess=ref.guess,
+        curve = [r for r in out["curve"] if "error" not in r]  # the curve's points too: every shown series
+        guessing_box(ok + curve, lambda r: curve_point_name(out, r) if "input_sigma" in r else r["mechanism"],
+                     guess=ref.guess,
                      advice="At this ε the noise outweighs each record, and the mean over a few runs can even "
                             "land below guessing (input (Fukuchi)'s runs are sign-flipped models there: turned "
                             "around, they score well). Explore's note on each says why; a larger ε lets the "

@@ -143,11 +143,13 @@ with st.expander(f"What it computes: {len(names)} parts, about {duration(sum(e f
 if st.button("Prepare for class", key="start_prepare"):
     with st.status("Preparing…", expanded=True) as status:
         overall = PartsBar(st.progress(0.0), names, [e for e, _ in estimates]).start()
-        ctx = app_context().with_(progress=progress_reporter(st.progress(0.0)))  # within a part: its own count
+        inner = st.progress(0.0)  # within a part: its own count, reset as each part starts, cleared at the end
+        ctx = app_context().with_(progress=progress_reporter(inner))
         measured, started = {}, time.time()
         try:
             for k, (what, compute) in enumerate(parts_of(ctx)):
                 overall.part(k)
+                inner.progress(0.0, text=f"{what}: running…")  # never the last part's finished count
                 t0 = time.time()
                 try:
                     said = compute()
@@ -158,6 +160,7 @@ if st.button("Prepare for class", key="start_prepare"):
                 st.write(f"{k + 1}/{len(names)} · {said}: {measured[what]:.1f} s")
         finally:
             overall.stop()
+            inner.empty()
         record_part_seconds(ctx, measured)
         status.update(label=f"Ready: {len(measured)} of {len(names)} parts in {duration(time.time() - started)}.",
                       state="complete", expanded=False)

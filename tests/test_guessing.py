@@ -132,7 +132,9 @@ def test_a_regression_run_on_the_command_line_says_r2_and_the_mean():
                               "--repeats", "2"])
     assert code == 0, err
     line = next(l for l in out.splitlines() if l.strip().startswith("RMSE"))
-    rmse, r2 = float(line.split()[1]), float(line.split("R²")[1].split()[0])
+    rmse, r2 = float(line.split()[1]), float(line.split("R² of the private model")[1].split()[0])
+    nonprivate = float(line.split("R² of the non-private model")[1].split(";")[0])  # beside its own RMSE
+    assert nonprivate > r2
     guess = float(line.split("predicting the training mean")[1].strip(" )"))
     assert r2 == pytest.approx(1 - (rmse / guess) ** 2, abs=2e-3)
     assert "majority class" not in out

@@ -16,7 +16,7 @@ from ..experiments.context import shared_context
 from ..experiments.run import RunSpec, run
 from ..experiments.studies import tradeoff
 from ..experiments.tune import setting_text, tuned_setting, with_setting
-from ..figures.result import noise_words, r_squared, versus_guessing
+from ..figures.result import noise_words, r_squared_words, versus_guessing
 from ..mechanisms import REGISTRY
 from ..params import CONFLICTS
 from ..theory.catalog import bounds_report
@@ -164,8 +164,10 @@ def cmd_run(args) -> Any:
                      + f" {record['accuracy_guess']:.4f})")
     if "rmse_mean" in record:
         lines.append(f"  RMSE {record['rmse_mean']:.4f} ± {record['rmse_std']:.4f}"
-                     f"   R² {r_squared(record['rmse_mean'], record['rmse_guess']):.3f}"
-                     f"   ({ref.label} {ref.value:.4f}, predicting the training mean {record['rmse_guess']:.4f})")
+                     f"   {r_squared_words(record['rmse_mean'], record['rmse_guess'])}"
+                     f"   ({ref.label} {ref.value:.4f}, "
+                     f"{r_squared_words(ref.value, record['rmse_guess'], 'non-private model')}; "
+                     f"predicting the training mean {record['rmse_guess']:.4f})")
     versus = versus_guessing(record)  # the rule every view applies (dpcore.figures.result)
     if versus is not None and versus.no_better:
         lines.append(f"  {versus.sentence()} The noise has drowned what the data says at this ε.")

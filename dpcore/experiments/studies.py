@@ -5,12 +5,10 @@ them to :func:`~dpcore.experiments.grid.run_grid` in one call, and turns the
 tidy table into the rows its view shows:
 
 * :func:`epsilon_sweep`: mechanisms × ε (the Compare view);
-* :func:`tradeoff`: every mechanism at one central ε, with its local ε, and
-  input perturbation's accuracy against the local ε it buys (Local vs central);
+* :func:`tradeoff`: every mechanism at one central ε, with its local ε, and input perturbation's accuracy against the local ε it buys (Local vs central);
 * :func:`skew_curve`: WD-DP, averaging and central DP-GD against the
   client-size skew u (the Distributed view; seed 004's Figs 1–2);
-* :func:`compare_measured`: measured optimality gaps beside the bounds
-  catalog's predictions, over n or ε (the Theory view; it only reads the catalog).
+* :func:`compare_measured`: measured optimality gaps beside the bounds catalog's predictions, over n or ε (the Theory view; it only reads the catalog).
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from ..jsonutil import write_atomic
 from ..privacy.core import certificate_error, certify, same_certificate
 from ..mechanisms import REGISTRY, get_mechanism
 from ..params import validate
+from ..figures.result import sampling_of
 from ..theory.catalog import CATALOG, BoundRow, loglog_slope, predictions, scaling_plan
 from .baselines import LAMBDA_GRID, baseline
 from .context import Context
@@ -325,9 +324,9 @@ _CLASSROOM_RANGES = {"epsilon": (0.0, math.inf), "tuned_at": (0.0, math.inf),
 
 
 def check_classroom_rows(rows: list[dict], data_dir=None) -> None:
-    """Raise ``ValueError`` unless ``rows`` are :data:`CLASSROOM_COMPARE`'s, row for row (mechanism,
-    ε and calibration of its specs), every number of its type and range (accuracies in [0, 1], an
-    interval around its mean), and every certified ε the one this code certifies for its spec."""
+    """Raise ``ValueError`` unless ``rows`` are :data:`CLASSROOM_COMPARE`'s, row for row (mechanism, ε and calibration of
+    its specs), every number of its type and range (accuracies in [0, 1], an interval around its mean), and every certified
+    ε the one this code certifies for its spec; each DP-SGD row gets the sampling its spec runs with (shown)."""
     c = CLASSROOM_COMPARE
     base = compare_base(c["dataset"], c["model"], delta=c["delta"], iterations=c["iterations"],
                         repeats=c["repeats"], calibration=c["calibration"], lam=c["lam"])
@@ -336,7 +335,7 @@ def check_classroom_rows(rows: list[dict], data_dir=None) -> None:
     if len(rows) != len(planned):
         raise ValueError(f"{len(rows)} rows for the preset's {len(planned)}")
     spec_of = {id(w): s for w, s in zip(where, specs)}
-    fields = {"mechanism", "epsilon", "tuned_at", "overrides", "calibration", "error",
+    fields = {"mechanism", "epsilon", "tuned_at", "overrides", "calibration", "error", "sample_rate", "expected_batch", "n_train",
               *_SWEEP_KEYS, *(f"{m}_{s}" for m in ("accuracy", "rmse", "gap") for s in ("mean", "std", "ci95"))}
     for row, plan_row in zip(rows, planned):
         if not isinstance(row, dict) or row.get("mechanism") != plan_row["mechanism"] \
@@ -369,6 +368,8 @@ def check_classroom_rows(rows: list[dict], data_dir=None) -> None:
         spec = spec_of.get(id(plan_row))
         if spec is None or row.get("calibration") != spec.calibration:
             raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: not the preset's calibration")
+        if "sample_rate" in REGISTRY[spec.mechanism].settings:  # the rate it ran at (shown), by the mechanism's rule
+            row.update(sampling_of(spec, problem_data(spec)[0].n))
         try:
             plan = noise_plan(spec)
         except NotImplementedError:
@@ -462,8 +463,8 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
     rows, specs, where = _sweep_plan(base, mechanisms, epsilons, per_mechanism, dataset, tuned,
                                      None if ctx is None else ctx.data_dir)
 
-    def filled(row, summary):
-        _fill(row, summary, _SWEEP_KEYS)
+    def filled(row, summary, spec):  # with the sampling a DP-SGD point ran with (its hover and CSV say it)
+        _fill(row, summary, _SWEEP_KEYS).update(sampling_of(spec, summary.get("n_train")))
         for metric in ("accuracy", "rmse", "gap"):
             if f"{metric}_mean" in summary:
                 for k in ("mean", "std", "ci95"):
@@ -475,10 +476,10 @@ def epsilon_sweep(base: RunSpec, mechanisms: Sequence[str], epsilons: Sequence[f
         refused = [r for r in rows if "error" in r]
 
         def on_partial(so_far):
-            partial(refused + [filled(dict(row), s) for row, s in zip(where, so_far) if s is not None])
+            partial(refused + [filled(dict(row), s, p) for row, s, p in zip(where, so_far, specs) if s is not None])
 
-    for row, summary in zip(where, _run(specs, ctx, dataset, partial=on_partial)):
-        filled(row, summary)
+    for row, summary, spec in zip(where, _run(specs, ctx, dataset, partial=on_partial), specs):
+        filled(row, summary, spec)
     if tuned and spent and dataset is None:
         return with_search_spent(rows, base.dataset, base.model, None if ctx is None else ctx.data_dir)
     return rows
@@ -507,8 +508,6 @@ def with_search_spent(rows: Sequence[Mapping[str, Any]], dataset: str, model: st
 
 _SWEEP_KEYS = ("mechanism_name", "epsilon_certified", "epsilon_local", "sigma", "seconds",
                "accuracy_nonprivate", "rmse_nonprivate", "accuracy_guess", "rmse_guess")
-
-
 _TRADEOFF_KEYS = ("calibration", "epsilon_target", "epsilon_certified", "epsilon_local", "accuracy_mean",
                   "accuracy_std", "rmse_mean", "gap_mean", "gap_std", "sigma", "seconds",
                   "accuracy_nonprivate", "accuracy_guess", "rmse_guess")
@@ -543,10 +542,11 @@ def tradeoff(dataset: str, epsilon: float, delta: float, *, model: str = "logreg
                              options=tuple(sorted({**dict(base.options), "sigma": float(s)}.items()))))
         labels.append((curve_mechanism, float(s)))
     rows, curve = [], []
-    for (m, s), summary in zip(labels, _run(specs, ctx, data)):
+    for (m, s), summary, spec in zip(labels, _run(specs, ctx, data), specs):
         cls = REGISTRY[m]
         row = _fill({"mechanism": m, "name": cls.name, "family": cls.family, "heuristic": cls.heuristic},
                     summary, _TRADEOFF_KEYS)
+        row.update(sampling_of(spec, summary.get("n_train")))  # DP-SGD's rate, shown in its table
         if s is None:
             rows.append(row)
         else:

@@ -22,11 +22,11 @@ from .context import Context
 from .presets import PRESETS
 from .run import RunSpec, run
 from .studies import compare_base
-from .tune import tune
+from .tune import tune, tuned_row
 
 __all__ = ["HIDDEN_OPTIONS", "MAX_GRID", "TRADEOFF_FAMILIES", "audit_spec", "compare_setting", "distributed_spec", "explore_options",
            "option_default_of",
-           "explore_spec", "run_record", "skew_grid", "tradeoff_mechanisms", "tuning_here", "tuning_lambdas"]
+           "explore_spec", "run_record", "tuned_search_spent", "skew_grid", "tradeoff_mechanisms", "tuning_here", "tuning_lambdas"]
 
 #: a mechanism's options that are for audits and scripts, never a view's choice
 HIDDEN_OPTIONS = ("keep_data",)
@@ -153,3 +153,17 @@ def audit_spec(*, dataset: str, model: str, mechanism: str, epsilon: float, delt
     return RunSpec(dataset=dataset, model=model, mechanism=mechanism, epsilon=epsilon, delta=delta,
                    iterations=iterations, calibration=calibration, c=c if calibration == "published" else 1.0,
                    repeats=1, noise_scale=noise_scale, seed=seed)
+
+
+def tuned_search_spent(dataset: str, model: str, mechanism: str, epsilon: float, *,
+                       data_dir=None) -> tuple[float | None, float] | None:
+    """(what the private search that chose the shipped tuned setting of ``mechanism`` at the tuned ε
+    closest to ``epsilon`` spent in all, that tuned ε), or ``None`` where nothing was tuned: the ε spent
+    recomputed from the search as Compare and Tune show it (:func:`~dpcore.experiments.tune.tuned_row` with
+    ``spent``; 0.1–8 s the first time a machine reads a row, then marked).  Explore shows it beside its
+    ε's when the tuned settings are in use (:func:`dpcore.figures.result.search_spent_words`)."""
+    row = tuned_row(dataset, model, mechanism, epsilon, data_dir=data_dir, spent=True)
+    if row is None:
+        return None
+    paid = row.get("epsilon_spent")
+    return (None if paid is None else float(paid)), float(row["epsilon"])

@@ -42,7 +42,7 @@ from .screen import (
     without_notes,
 )
 from ..mechanisms import short_name
-from .result import from_zero
+from .result import curve_point_name, from_zero, sampling_words
 
 __all__ = ["NOTE", "on_screen", "panels", "panel_columns", "legend_html", "PANEL_HEIGHT", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
            "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
@@ -113,7 +113,10 @@ def tradeoff_figure(result: dict, baseline: float | None = None, baseline_label:
     curve = [r for r in result["curve"] if _local(r) is not None and math.isfinite(_local(r))]
     fig.add_trace(go.Scatter(x=[r["epsilon_local"] for r in curve], y=[r["accuracy_mean"] for r in curve],
                              mode="lines+markers", line=dict(color="#888888"), marker=dict(size=5),
-                             name=f"{short_name(result['curve_mechanism'])}, input noise varied"))
+                             name=f"{short_name(result['curve_mechanism'])}, input noise varied "
+                                  f"(its labels' ε fixed at ε/2 = {result.get('epsilon', 0) / 2:g})",
+                             hovertext=[f"{curve_point_name(result, r)}<br>accuracy {r['accuracy_mean']:.4f}"
+                                        for r in curve], hoverinfo="text"))
     central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
     if central:
         # its label under its line, the non-private one's above (top left): the two lines are often
@@ -290,7 +293,8 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
         head = f"{name} ({g})" if name != str(g) else name
         searched = [("" if r.get("tuned_search_epsilon") is None else
                      f"<br>tuned at ε = {r.get('tuned_at', 0):g} by a search that spent ε = "
-                     f"{r['tuned_search_epsilon']:.3g} in all") for r in pts]
+                     f"{r['tuned_search_epsilon']:.3g} in all")
+                    + (f"<br>{sampling_words(r)}" if sampling_words(r) else "") for r in pts]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line=dict(color=colour),
                                  hovertext=[f"{head}<br>{xname} = {xv:g}<br>{yname} = {yv:.4g}<br>{h}{t}" for xv, yv, h, t in
                                             zip(xs, ys, hover_texts(targets, certs), searched)], hoverinfo="text"))

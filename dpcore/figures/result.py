@@ -26,8 +26,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 
-__all__ = ["DIGITS", "Guessing", "versus_guessing", "r_squared", "no_better_rows", "from_zero", "noise_words"]
+from ..mechanisms import REGISTRY
+from ..params import PARAMS
+
+__all__ = ["DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "from_zero",
+           "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note",
+           "curve_point_name"]
 
 #: results and guesses are compared at the digits the views and the command line print
 DIGITS = 4
@@ -39,6 +45,19 @@ def r_squared(rmse: float, rmse_guess: float) -> float:
     if not (rmse_guess > 0 and math.isfinite(rmse_guess) and math.isfinite(rmse)):
         return math.nan
     return 1.0 - (rmse / rmse_guess) ** 2
+
+
+def r_squared_words(rmse: float, rmse_guess: float, who: str = "private model") -> str:
+    """A regression's R² named for whose it is, to stand beside that model's RMSE (issue 68, M4: an R²
+    printed among the reference values was read as theirs).  The same words in every view.
+
+    >>> r_squared_words(0.1859, 0.2288)
+    'R² of the private model 0.340'
+    >>> r_squared_words(0.1107, 0.2288, "non-private model")
+    'R² of the non-private model 0.766'
+    """
+    r2 = r_squared(rmse, rmse_guess)
+    return f"R² of the {who} " + ("–" if math.isnan(r2) else f"{r2:.3f}")
 
 
 @dataclass(frozen=True)
@@ -133,3 +152,85 @@ def noise_words(record: dict) -> str:
     if _finite(z) and _finite(clip):
         return f"σ = z·C = {z:.4g} × {clip:g} = {sigma:.4g}"
     return f"σ = {sigma:.4g}"
+
+
+def sampling_of(spec, n_train) -> dict:
+    """The sampling a run of ``spec`` (a sampled mechanism: DP-SGD) on ``n_train`` training records ran
+    with, by the mechanism's own rule (a rate q, else a batch size over n): ``sample_rate``,
+    ``expected_batch`` (q·n) and ``n_train``; empty for a mechanism that samples nothing.  Every
+    view shows it beside a DP-SGD number (issue 68, M1: Compare's batch of 256 and Explore's q = 0.01
+    read as one setting)."""
+    cls = REGISTRY.get(getattr(spec, "mechanism", None))
+    if cls is None or "sample_rate" not in cls.settings or not _finite(n_train) or n_train <= 0:
+        return {}
+    # the rate of the plan the mechanism certifies (its plan reads only the training size of the problem)
+    q = cls().plan(SimpleNamespace(n=int(n_train)), spec, 1.0).releases[0].sample_rate
+    return {"sample_rate": float(q), "expected_batch": float(q) * int(n_train), "n_train": int(n_train)}
+
+
+def sampling_words(row: dict) -> str:
+    """``sampling rate q = 0.4689 (batch ≈ 256 of 546 records)``, or ``""`` for a row that sampled nothing.
+
+    >>> sampling_words({"sample_rate": 0.46886, "expected_batch": 256.0, "n_train": 546})
+    'sampling rate q = 0.4689 (batch ≈ 256 of 546 records)'
+    """
+    q = row.get("sample_rate")
+    if not _finite(q):
+        return ""
+    b, n = row.get("expected_batch"), row.get("n_train")
+    return f"sampling rate q = {q:.4g}" + (f" (batch ≈ {b:.0f} of {n} records)" if _finite(b) and n else "")
+
+
+def sampling_note(rows) -> str:
+    """What a view of sampled rows says under them: the rate(s) they ran with, and that Explore opens
+    DP-SGD at another (its default q), so the same ε there gives other numbers; ``""`` without one."""
+    qs = sorted({r["sample_rate"] for r in rows if _finite(r.get("sample_rate"))})
+    if not qs:
+        return ""
+    default = PARAMS["sample_rate"].default
+    said = "; ".join(sampling_words(next(r for r in rows if r.get("sample_rate") == q)) for q in qs)
+    return (f"DP-SGD ran here with {said}. "
+            f"Explore opens DP-SGD at its default q = {default:g}, a different setting: at the same ε its numbers "
+            f"differ from these; set q there to {qs[0]:.4g} to reproduce them.")
+
+
+def search_spent_words(epsilon: float, spent: float | None, tuned_at: float) -> str:
+    """What a run at tuned settings cost with the search that chose them (issue 68, M2: ε = 1 shown
+    alone read as the whole cost of settings a search paid ε ≈ 10 to choose).
+
+    >>> search_spent_words(1.0, 10.1, 1.0)[:76]
+    'ε = 1 is this run’s alone. Its settings were chosen (tuned at ε = 1) by a pr'
+    """
+    if spent is None or not _finite(spent):
+        return (f"ε = {epsilon:g} is this run’s alone: its settings were chosen (tuned at ε = {tuned_at:g}) by a private "
+                "search whose cost is not shown here (the Tune view shows it).")
+    return (f"ε = {epsilon:g} is this run’s alone. Its settings were chosen (tuned at ε = {tuned_at:g}) by a private "
+            f"search on this dataset that spent ε = {spent:.3g} in all (every candidate run, the private choice and "
+            f"the final run): with the choice of its settings, this model cost ε = {spent:.3g}, "
+            f"{spent / epsilon:.1f}× the ε above.")
+
+
+def curve_note(result: dict) -> str:
+    """What the trade-off's input-noise curve holds fixed (its labels' randomized response at ε/2 of the
+    central ε) and why its accuracy need not rise as the input noise falls (issue 68, M3)."""
+    eps = result.get("epsilon")
+    if not result.get("curve") or not _finite(eps):
+        return ""
+    ey = eps / 2
+    keep = math.exp(ey) / (1 + math.exp(ey))
+    return (f"The grey curve varies only the input noise σ: every point keeps the labels' randomized response at "
+            f"ε_y = ε/2 = {ey:g} (each label kept with probability {keep:.0%}), so its local ε counts them too. "
+            + ("With labels this close to coin flips, little of what they say survives whatever the input noise: "
+               "less input noise does not make the curve rise (it stays near or below guessing)." if keep < 0.75 else
+               "Less input noise then lets the data's own signal through."))
+
+
+def curve_point_name(result: dict, row: dict) -> str:
+    """A point of the trade-off's input-noise curve named as the chart's legend and hover name it.
+
+    >>> curve_point_name({"curve_mechanism": "input-kang", "epsilon": 0.1}, {"input_sigma": 0.5, "epsilon_local": 970.0})
+    'input-kang curve, input noise σ = 0.5 (local ε = 970; labels at ε_y = 0.05)'
+    """
+    local = row.get("epsilon_local")
+    return (f"{result.get('curve_mechanism')} curve, input noise σ = {row.get('input_sigma'):g} (local ε = "
+            + (f"{local:.4g}" if _finite(local) else "∞") + f"; labels at ε_y = {result.get('epsilon', 0) / 2:g})")
