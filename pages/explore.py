@@ -10,7 +10,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.experiments.views import explore_spec, tuned_search_spent
-from dpcore.figures.result import noise_words, r_squared_words, search_spent_words, versus_guessing
+from dpcore.figures.result import clip_words, noise_words, r_squared_words, search_spent_words, versus_guessing
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import make_model
@@ -107,11 +107,11 @@ with st.sidebar:
                             zero=True, value=0.0)
         if clip:
             extra["clip_norm"] = clip
-        else:  # what 0 means, in the certificate's words (the mechanism's own statement of its clip)
-            own = make_model(model)
-            why = cls().clips_records(own, RunSpec(dataset=dataset, model=model, mechanism=mechanism))
-            st.caption("C = 0: " + (why or f"no clipping; the loss's own gradient bound G = {own.lipschitz:g} "
-                                           "on rows of norm ≤ 1 sets the noise") + ".")
+        own = make_model(model)  # what C means for the noise, in the certificate's words (0: the mechanism's own clip)
+        words = clip_words(clip, own.lipschitz, None if clip else
+                           cls().clips_records(own, RunSpec(dataset=dataset, model=model, mechanism=mechanism)))
+        if words:
+            st.caption(words)
     if "clients" in cls.settings:
         extra["clients"] = param_widget("clients", "ex_m", label="clients m")
         extra["skew"] = param_widget("skew", "ex_u", label="skew u = n_max/n_min",

@@ -105,3 +105,25 @@ def test_explore_names_each_r_squared_beside_its_own_rmse():
     assert own == pytest.approx(1 - (rmse / guess) ** 2, abs=2e-3)
     assert float(other) == pytest.approx(1 - (float(ref_rmse) / guess) ** 2, abs=2e-3)
     assert float(other) > own  # the non-private model explains more: the two are not one number
+
+
+EXPLORE_CLIP = ("ex_dataset=breast-cancer&ex_model=logreg&ex_mechanism=gradient-dpgd&ex_epsilon=1.0&ex_delta=1e-05"
+                "&ex_T=50&ex_lam=0.001&ex_lr=1.0&ex_calibration=certified&ex_R=2&ex_seed=0&ex_clip={clip}")
+
+
+def _sigma(at) -> float:
+    return float(next(m.value for m in at.metric if m.label.startswith("noise σ")))
+
+
+def test_a_clip_above_the_loss_bound_says_it_clips_nothing_and_scales_the_noise():
+    """The lecturer's walk (rough, R5): C = 10 on DP-GD's logistic loss (G = 1) clipped nothing and ran with
+    10× the noise, unsaid.  Explore says so, with the factor its σ's show; C = 0.5 (which clips) says nothing
+    of the kind, and C = 0 says what 0 means."""
+    above, below, zero = (_page("explore.py", EXPLORE_CLIP.format(clip=c)) for c in ("10.0", "0.5", "0.0"))
+    for at in (above, below, zero):
+        assert not at.exception
+    said = [c.value for c in above.caption if "no gradient is clipped" in c.value]
+    assert len(said) == 1 and "C = 10 is above the loss's own gradient bound G = 1" in said[0] and "10×" in said[0]
+    assert _sigma(above) / _sigma(zero) == pytest.approx(10.0, rel=1e-6)  # the factor the words give
+    assert not [c.value for c in below.caption if "no gradient is clipped" in c.value]
+    assert [c.value for c in zero.caption if c.value.startswith("C = 0: ")]

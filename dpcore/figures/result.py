@@ -31,7 +31,7 @@ from types import SimpleNamespace
 from ..mechanisms import REGISTRY
 from ..params import PARAMS
 
-__all__ = ["DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "from_zero",
+__all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "from_zero",
            "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note",
            "curve_point_name"]
 
@@ -234,3 +234,24 @@ def curve_point_name(result: dict, row: dict) -> str:
     local = row.get("epsilon_local")
     return (f"{result.get('curve_mechanism')} curve, input noise σ = {row.get('input_sigma'):g} (local ε = "
             + (f"{local:.4g}" if _finite(local) else "∞") + f"; labels at ε_y = {result.get('epsilon', 0) / 2:g})")
+
+
+def clip_words(clip: float, bound: float, own: str | None = None) -> str | None:
+    """What the clipping control's value means for the noise, in the certificate's words: ``clip`` = 0
+    is the mechanism's own (``own``: its statement of the clip it applies, or ``None``: the loss's gradient
+    bound ``bound`` sets the noise); a ``clip`` above a finite ``bound`` clips nothing (no per-record
+    gradient is longer) yet the noise is scaled to it; ``None`` otherwise.
+
+    >>> clip_words(10.0, 1.0)
+    'C = 10 is above the loss\'s own gradient bound G = 1 on rows of norm ≤ 1: no gradient is clipped, yet the noise is scaled to C, 10× what G needs. A C below G clips the longest gradients, and the noise comes down with it.'
+    >>> clip_words(0.5, 1.0) is None
+    True
+    """
+    if not clip:
+        return "C = 0: " + (own or f"no clipping; the loss's own gradient bound G = {bound:g} on rows of norm ≤ 1 "
+                                   "sets the noise") + "."
+    if math.isfinite(bound) and clip > bound:
+        return (f"C = {clip:g} is above the loss's own gradient bound G = {bound:g} on rows of norm ≤ 1: no gradient "
+                f"is clipped, yet the noise is scaled to C, {clip / bound:.3g}× what G needs. A C below G clips the "
+                "longest gradients, and the noise comes down with it.")
+    return None
