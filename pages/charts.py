@@ -209,17 +209,19 @@ def download_code(view: str, keys, key: str, prefixes=()) -> None:
     if any(isinstance(v, str) and v.startswith(UPLOAD_PREFIX) for v in given.values()):
         st.caption("An uploaded dataset stays in this session: its view is not offered as a notebook or a script.")
         return
-    try:  # refused settings are said here; the code itself is written when a button is clicked
+    try:  # refused settings are said here
         EXPORTED[view].check(settings_of(EXPORTED[view], given))
     except DPCoreError as exc:
         st.caption(f"This view is not offered as code for these settings: {exc}")
         return
     help_ = ("computes this view again with the same dpcore calls, settings and seeds, prints its numbers and "
              "draws its charts; run it from the repository's folder after python -m pip install -r requirements.txt")
+    # the files written now (a millisecond each), not when clicked: a deferred file is forgotten when the view
+    # reruns while its results fill in, and the click then downloads nothing (the second lecturer walk)
     c1, c2 = st.columns(2)
-    c1.download_button("Download as notebook", lambda: export_view(view, fmt="ipynb", given=given).encode(),
+    c1.download_button("Download as notebook", export_view(view, fmt="ipynb", given=given).encode(),
                        file_name=f"{view}.ipynb", mime="application/x-ipynb+json", key=f"{key}_nb",
                        help="A Jupyter notebook that " + help_)
-    c2.download_button("Download as script", lambda: export_view(view, fmt="py", given=given).encode(),
+    c2.download_button("Download as script", export_view(view, fmt="py", given=given).encode(),
                        file_name=f"{view}.py", mime="text/x-python", key=f"{key}_py",
                        help="A Python script that " + help_)

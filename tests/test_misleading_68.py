@@ -50,9 +50,25 @@ def test_compare_shows_the_sampling_rate_its_dpsgd_runs_used():
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     hover = [h for t in chart["data"] if t.get("name") == "DP-SGD" for h in t.get("hovertext") or []]
     assert hover and all(f"q = {ran['sample_rate']:.4g}" in h for h in hover), hover
-    notes = [c.value for c in at.caption if "Explore opens DP-SGD at its default" in c.value]
-    assert notes and f"q = {ran['sample_rate']:.4g}" in notes[0]
-    assert f"q = {PARAMS['sample_rate'].default:g}" in notes[0]
+    notes = [c.value for c in at.caption if "To reproduce a point in Explore" in c.value]
+    assert notes and notes[0].startswith(f"DP-SGD ran here with sampling rate q = {ran['sample_rate']:.4g}")
+
+
+def test_the_sampling_note_names_each_sampled_mechanism_with_its_own_rate():
+    """The second walk: Compare's Adult preset gave DP-LSSGD's q = 0.007076 as DP-SGD's (whose rows ran at
+    0.05) and said Explore opens DP-SGD at q = 0.01, where Explore opens Adult's tuned q = 0.05.  Each
+    mechanism's rate is named with it, and nothing is claimed of what Explore opens."""
+    from dpcore.figures.result import sampling_note
+
+    rows = [{"mechanism": "gradient-dpsgd", "sample_rate": 0.05, "expected_batch": 1808.85, "n_train": 36177},
+            {"mechanism": "gradient-lssgd", "sample_rate": 0.007076, "expected_batch": 256.0, "n_train": 36177},
+            {"mechanism": "gradient-dpgd"}]
+    note = sampling_note(rows)
+    dpsgd, lssgd = note.split("; ")[0], note.split("; ")[1]
+    assert "DP-SGD" in dpsgd and "q = 0.05" in dpsgd and "0.007076" not in dpsgd
+    assert lssgd.startswith("DP-LSSGD with sampling rate q = 0.007076")
+    assert "default" not in note and "opens" not in note
+    assert sampling_note([{"mechanism": "gradient-dpgd"}]) == ""
 
 
 def test_local_vs_central_names_the_curve_below_guessing_and_what_it_holds_fixed():

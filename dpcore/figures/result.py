@@ -182,16 +182,28 @@ def sampling_words(row: dict) -> str:
 
 
 def sampling_note(rows) -> str:
-    """What a view of sampled rows says under them: the rate(s) they ran with, and that Explore opens
-    DP-SGD at another (its default q), so the same ε there gives other numbers; ``""`` without one."""
-    qs = sorted({r["sample_rate"] for r in rows if _finite(r.get("sample_rate"))})
-    if not qs:
+    """What a view of sampled rows says under them: each sampled mechanism, by its own name, with the
+    rate(s) its rows ran with, and how to reproduce a point in Explore (set the rate there: Explore's
+    sampling control decides it, whatever this view ran); ``""`` without a sampled row.
+
+    >>> sampling_note([{"mechanism": "gradient-dpsgd", "sample_rate": 0.05, "expected_batch": 1808.85,
+    ...                 "n_train": 36177}, {"mechanism": "gradient-lssgd", "sample_rate": 0.007076,
+    ...                 "expected_batch": 256.0, "n_train": 36177}])[:130]
+    'DP-SGD ran here with sampling rate q = 0.05 (batch ≈ 1809 of 36177 records); DP-LSSGD with sampling rate q = 0.007076 (batch ≈ 25'
+    """
+    by_mechanism: dict[str, dict[float, dict]] = {}
+    for r in rows:
+        if _finite(r.get("sample_rate")):
+            by_mechanism.setdefault(r.get("mechanism") or "", {}).setdefault(r["sample_rate"], r)
+    if not by_mechanism:
         return ""
-    default = PARAMS["sample_rate"].default
-    said = "; ".join(sampling_words(next(r for r in rows if r.get("sample_rate") == q)) for q in qs)
-    return (f"DP-SGD ran here with {said}. "
-            f"Explore opens DP-SGD at its default q = {default:g}, a different setting: at the same ε its numbers "
-            f"differ from these; set q there to {qs[0]:.4g} to reproduce them.")
+    said = []
+    for mechanism, rates in by_mechanism.items():
+        name = REGISTRY[mechanism].short if mechanism in REGISTRY else (mechanism or "a sampled mechanism")
+        said.append(f"{name} {'ran here ' if not said else ''}with "
+                    + " and ".join(sampling_words(rates[q]) for q in sorted(rates)))
+    return ("; ".join(said) + ". To reproduce a point in Explore, set its sampling rate there to the point's q "
+            "(Explore's own control decides the rate it runs, and another q gives other numbers at the same ε).")
 
 
 def search_spent_words(epsilon: float, spent: float | None, tuned_at: float) -> str:
