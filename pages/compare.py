@@ -195,8 +195,8 @@ if rows:
         st.caption(ref.definition())
         guessing_box(ok, lambda r: f"{r['mechanism']} at ε = {r['epsilon']:g}", guess=ref.guess)
     missed_target_note(ok)
-    if sampling_note(ok):  # the rate each DP-SGD point ran with (its hover and the CSV give each point's)
-        st.caption(sampling_note(ok))
+    if note := sampling_note(ok):  # the rate each DP-SGD point ran with (its hover and the CSV give each point's)
+        st.caption(note)
     searched = [(r["tuned_search_epsilon"] / r["tuned_at"]) for r in ok if r.get("tuned_search_epsilon")]
     if searched:
         st.caption(f"Tuned settings: each was chosen on this dataset by a search that spent {min(searched):.1f}–"

@@ -68,8 +68,8 @@ if out:
     fig.update_layout(title=f"Test accuracy against local ε, at central ε = {fmt_eps(out['epsilon'])}")
     show_chart(fig)
     st.caption(curve_note(out))  # what the grey curve holds fixed
-    if sampling_note(ok):
-        st.caption(sampling_note(ok))
+    if note := sampling_note(ok):
+        st.caption(note)
     if ref is not None:
         st.caption(ref.definition())
         curve = [r for r in out["curve"] if "error" not in r]  # the curve's points too: every shown series
