@@ -11,7 +11,14 @@ import math
 import numpy as np
 from scipy import stats
 
-__all__ = ["accuracy", "rmse", "optimality_gap", "summarize", "guessing_accuracy", "guessing_rmse", "majority_label"]
+__all__ = ["accuracy", "rmse", "optimality_gap", "summarize", "guessing_accuracy", "guessing_rmse", "majority_label",
+           "METRIC_RANGE", "within"]
+
+#: Where each metric's true mean lies, whatever the runs: a share of correct answers is in
+#: [0, 1] and a root mean square is ≥ 0.  A confidence interval for the mean is cut to it
+#: (:func:`summarize`).  The gap ``L(θ) − L*`` is left out: its ``L*`` is a solver's, so a run
+#: may sit a rounding below it.
+METRIC_RANGE: dict[str, tuple[float, float]] = {"accuracy": (0.0, 1.0), "rmse": (0.0, math.inf)}
 
 
 def accuracy(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -47,8 +54,19 @@ def optimality_gap(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, loss_
     return model.loss(np.asarray(theta, dtype=np.float64), X, y) - loss_star
 
 
-def summarize(values, confidence: float = 0.95) -> dict:
+def within(metric: str, interval) -> bool:
+    """Whether an interval lies in the range of ``metric``'s mean (:data:`METRIC_RANGE`; any, for others)."""
+    low, high = METRIC_RANGE.get(metric, (-math.inf, math.inf))
+    return low <= interval[0] and interval[1] <= high
+
+
+def summarize(values, confidence: float = 0.95, metric: str | None = None) -> dict:
     """Mean, sample std and a Student-t confidence interval for the mean, over the finite values.
+
+    Given the ``metric`` named in :data:`METRIC_RANGE`, the interval is cut to the range
+    its true mean lies in (accuracy's [0, 1]): with few runs the t interval reaches past it
+    (three accuracies 0.55, 0.99, 0.99 give [0.21, 1.47]), and since the true mean is
+    always in the range, the cut interval covers it exactly as often as the whole one.
 
     Non-finite values (runs that diverged, which the run reports in its warnings and
     ``diverged_runs``) are left out and ``n`` counts the rest; with none left every figure
@@ -63,4 +81,6 @@ def summarize(values, confidence: float = 0.95) -> dict:
         return {"mean": mean, "std": 0.0, "ci_low": None, "ci_high": None, "n": int(v.size)}
     std = float(np.std(v, ddof=1))
     half = float(stats.t.ppf(0.5 + confidence / 2, v.size - 1)) * std / math.sqrt(v.size)
-    return {"mean": mean, "std": std, "ci_low": mean - half, "ci_high": mean + half, "n": int(v.size)}
+    low, high = METRIC_RANGE.get(metric, (-math.inf, math.inf))
+    return {"mean": mean, "std": std, "ci_low": max(low, mean - half), "ci_high": min(high, mean + half),
+            "n": int(v.size)}

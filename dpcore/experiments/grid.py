@@ -119,7 +119,7 @@ def summaries(df: pd.DataFrame, n_specs: int) -> list[dict[str, Any]]:
         for metric in METRICS:
             if metric in rows and rows[metric].notna().any():
                 values = rows[metric].to_numpy(dtype=float)
-                s = summarize(values)
+                s = summarize(values, metric=metric)
                 rec[f"{metric}_mean"], rec[f"{metric}_std"] = s["mean"], s["std"]
                 rec[f"{metric}_ci95"] = [s["ci_low"], s["ci_high"]]
                 rec[f"{metric}_runs"] = values

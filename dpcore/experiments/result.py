@@ -142,7 +142,7 @@ class RunResult(SpecOf):
         if self.rmse is not None:
             metrics["rmse"] = self.rmse
         for name, values in metrics.items():
-            s = summarize(values)
+            s = summarize(values, metric=name)
             out[f"{name}_mean"] = s["mean"]
             out[f"{name}_std"] = s["std"]
             out[f"{name}_ci95"] = [s["ci_low"], s["ci_high"]]

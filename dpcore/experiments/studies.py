@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import erm, shipped
 from ..exceptions import DPCoreError, ParameterError, moved_attributes
+from ..metrics import within
 from ..jsonutil import write_atomic
 from ..privacy.core import certificate_error, certify, same_certificate
 from ..mechanisms import REGISTRY, get_mechanism
@@ -315,8 +316,7 @@ def shipped_classroom_compare(path: Path | None = None, *, ctx: Context | None =
 
 
 #: a classroom row's numbers and their ranges (``None``: absent, or an infinite ε)
-_CLASSROOM_RANGES = {"epsilon": (0.0, math.inf), "tuned_at": (0.0, math.inf),
-                     "epsilon_certified": (0.0, math.inf),
+_CLASSROOM_RANGES = {"epsilon": (0.0, math.inf), "tuned_at": (0.0, math.inf), "epsilon_certified": (0.0, math.inf),
                      "epsilon_local": (0.0, math.inf), "sigma": (0.0, math.inf), "seconds": (0.0, math.inf),
                      "accuracy_nonprivate": (0.0, 1.0), "accuracy_guess": (0.0, 1.0), "accuracy_mean": (0.0, 1.0),
                      "accuracy_std": (0.0, 1.0), "rmse_nonprivate": (0.0, math.inf), "rmse_guess": (0.0, math.inf),
@@ -354,17 +354,16 @@ def check_classroom_rows(rows: list[dict], data_dir=None) -> None:
             continue
         for name, (low, high) in _CLASSROOM_RANGES.items():
             v = row.get(name)
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high:
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high):
                 raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: {name} = {v!r} is outside "
                                  f"[{low:g}, {high:g}]")
         for name in ("accuracy_ci95", "gap_ci95"):
             ci, mean = row.get(name), row.get(name.replace("_ci95", "_mean"))
             if ci is not None and not (isinstance(ci, list) and len(ci) == 2
                                        and all(isinstance(x, (int, float)) for x in ci)
-                                       and mean is not None and ci[0] <= mean <= ci[1]):
-                raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: {name} is no interval around its mean")
+                                       and mean is not None and ci[0] <= mean <= ci[1] and within(name[:-5], ci)):
+                raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: {name} is no interval around its mean "
+                                 "within the metric's range")
         spec = spec_of.get(id(plan_row))
         if spec is None or row.get("calibration") != spec.calibration:
             raise ValueError(f"{row['mechanism']} at ε = {row['epsilon']:g}: not the preset's calibration")

@@ -302,7 +302,7 @@ def tune(dataset: str | Dataset, *, mechanisms: Sequence[str], epsilons: Sequenc
         spent, delta_spent, whole, _ = search_spent(searched, final_repeats=final_repeats, split=split,
                                                     selection_epsilon=eps_sel, ctx=inner, dataset=own)
         plans[(mech, eps)] = (whole, delta_spent)
-        s = summarize(out.accuracy)
+        s = summarize(out.accuracy, metric="accuracy")
         row.update({"test_accuracy": s["mean"], "test_accuracy_std": s["std"],
                     "accuracy_nonprivate": out.accuracy_nonprivate,
                     "epsilon_certified": out.epsilon_certified, "selection_epsilon": eps_sel,
@@ -356,7 +356,7 @@ def tune_released(dataset: str | Dataset, mechanisms: Sequence[str], epsilons: S
                 continue
             chosen = after.extras.get("tuned_on_release", [])
             values = getattr(after, metric)
-            s, s0 = summarize(values), summarize(getattr(before, metric))
+            s, s0 = summarize(values, metric=metric), summarize(getattr(before, metric), metric=metric)
             row.update({f"test_{metric}": s["mean"], f"test_{metric}_std": s["std"],
                         f"untuned_test_{metric}": s0["mean"], f"untuned_test_{metric}_std": s0["std"],
                         f"{metric}_nonprivate": getattr(after, f"{metric}_nonprivate"),
