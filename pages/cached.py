@@ -99,7 +99,7 @@ def load_shipped(preset_id: str):
     # certificates recomputed on the app's calibration table (kept on disk: seconds once, then at once);
     # a refused file raises ShippedFileError, which is not cached: the page shows its one line
     shipped = _presets.shipped_results(preset_id, ctx=app_context())
-    return (shipped, None, None, None) if shipped is None else (shipped, *drawn(shipped))
+    return (shipped, None, None, None, None) if shipped is None else (shipped, *drawn(shipped))
 
 
 def audit_view_state(spec: RunSpec, trials: int, threat: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dpcore.figures.charts import (figure_note, legend_html, on_screen, panel_co
                             without_notes)
 from dpcore.experiments.run import RunSpec, noise_plan
 from dpcore.export.writer import VIEWS as EXPORTED, export_view, settings_of
-from dpcore.figures.result import no_better_rows
+from dpcore.figures.result import no_better_groups, no_better_rows
 from dpcore.figures.views import loss_figure  # noqa: F401 - the views draw it from here
 from dpcore.figures.text import ChartText, chart_text, panels_text, table_html
 from dpcore.jsonutil import dumps
@@ -32,32 +32,48 @@ def missed_target_note(rows, target: str = "epsilon", x: str | None = None) -> N
         st.warning(note)
 
 
-def guessing_box(rows, name, guess: float | None = None, advice: str = "") -> bool:
+#: the most lines a figure's guessing box lists (then how many more)
+GUESSING_LINES = 6
+
+
+def guessing_box(rows, name, guess: float | None = None, advice: str = "", group=None, axis: str = "") -> bool:
     """The one box every view shows when a result it shows is no better than guessing
     (:func:`dpcore.figures.result.versus_guessing`, at the digits shown): ``name(row)`` says which
     result it is; ``guess`` stands in for rows that carry no guess of their own; ``advice``: what
-    to try.  Whether the box was shown."""
+    to try; ``group(row)``: a figure of many panels, whose findings are told a line per group
+    (:func:`dpcore.figures.result.no_better_groups`, ``name`` giving a point's value on the x
+    ``axis``).  Whether the box was shown."""
     found = no_better_rows(rows, guess)
     if not found:
         return False
     head = found[0][1]
+    end = " The noise has drowned what the data says there. " + (advice or "Try a larger ε or more data.")
+    if group is not None:
+        lines = no_better_groups(found, group, name, axis)
+        more = (f"\n- and {len(lines) - GUESSING_LINES} more series or panels: every point on or under its "
+                "panel's red dashed line") if len(lines) > GUESSING_LINES else ""
+        st.warning(f"**No better than guessing** — these points score no better than {head.words} (the red "
+                   "dashed line in their panel):\n" + "".join(f"\n- {line}" for line in lines[:GUESSING_LINES])
+                   + more + "\n\n" + end.strip())
+        return True
     what = "; ".join(f"{name(r)}: {v.value:.4f}" for r, v in found)
     st.warning(f"**No better than guessing** — {head.words} scores {head.guess:.4f} "
                f"({head.label}); "
                f"{'this result' if len(found) == 1 else 'these results'} score{'s' if len(found) == 1 else ''} "
-               f"no better: {what}. The noise has drowned what the data says there. "
-               + (advice or "Try a larger ε or more data."))
+               f"no better: {what}.{end}")
     return True
 
 
 def drawn(results):
     """(figure, the figure as the page shows it (``on_screen``'s title, copy and notes, with its
-    panels one chart each: for :func:`show_panels`), its note): the note under the figure is written
-    by :func:`figure_note` from the points drawn (the figure keeps it, wrapped, for the download; on
-    screen it is page text, which wraps by itself)."""
+    panels one chart each: for :func:`show_panels`), its note, its points): the note under the figure
+    is written by :func:`figure_note` from the points drawn (the figure keeps it, wrapped, for the
+    download; on screen it is page text, which wraps by itself); the points (``figure_and_points``'
+    second part) are what the page's guessing box reads."""
     fig, points = results.figure_and_points()
     title, shown, notes = on_screen(without_notes(fig))
-    return fig, (title, shown, notes, legend_html(shown), panel_columns(shown), panels(shown)), figure_note(**points)
+    return (fig, (title, shown, notes, legend_html(shown), panel_columns(shown), panels(shown)),
+            figure_note(**points), points)
 
 
 #: the most panels side by side (:func:`show_panels`)

@@ -11,20 +11,28 @@ from dpcore.shipped import ShippedFileError
 from dpcore.experiments.presets import PRESETS, rerun, shipped_ids
 from dpcore.shipped import folder_of
 from pages.common import (
-    app_context, choice, CACHE_DIR, WORKERS, download_code, download_figure, download_table, drawn, enter_view, load_shipped,
-    progress_reporter, show_panels,
+    app_context, choice, CACHE_DIR, WORKERS, download_code, download_figure, download_table, drawn, enter_view,
+    guessing_box, load_shipped, progress_reporter, show_panels,
 )
 from pages.links import restore_from_url, write_to_url
 
 enter_view("figures")
 
+#: a point's place on the figure's x axis, in the axis' own letter
+X_WORDS = {"epsilon": "ε", "n": "n", "skew": "u"}
 
-def show_figure(screen, note) -> None:
-    """The figure, a chart a panel laid out as the paper's (one a row on a phone), and its note under
-    it, in red."""
+
+def show_figure(screen, note, points) -> None:
+    """The figure, a chart a panel laid out as the paper's (one a row on a phone), its note under
+    it, in red, and the guessing box every view shows for its points that do no better than
+    guessing, a line per series and panel."""
     show_panels(screen)
     if note:  # Markdown-safe: the note is text, not markup
         st.markdown(":red[" + "".join("\\" + c if c in "\\`*_{}[]$#<>|~^" else c for c in note) + "]")
+    x = points["x"]
+    guessing_box(points["rows"], lambda r: "" if r.get(x) is None else f"{r[x]:g}", axis=X_WORDS[x],
+                 group=lambda r: f"{r['series']} in the {r['panel']} panel",
+                 advice="Read these points as a private model that failed, not as a weak one.")
 
 
 st.title("Paper figures")
@@ -45,7 +53,7 @@ preset_id = choice("selectbox", "Figure", ids, key="fig_preset",
 write_to_url(list(URL_KEYS))
 
 try:
-    shipped, fig, screen, note = load_shipped(preset_id)
+    shipped, fig, screen, note, points = load_shipped(preset_id)
 except ShippedFileError as exc:  # not what was shipped, or not this code's numbers: never drawn
     st.error(f"Nothing of this figure is shown: {exc}.")
     st.stop()
@@ -69,7 +77,7 @@ else:
 if "error" in shipped.table:
     for message in sorted(set(shipped.table["error"].dropna())):
         st.warning(f"Not in the figure, refused by the core: {message}")
-show_figure(screen, note)
+show_figure(screen, note, points)
 if preset.note:
     st.info(preset.note)
 c1, c2 = st.columns(2)

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcore.figures.charts import band_figure
-from dpcore.figures.result import DIGITS, from_zero, noise_words, no_better_rows, r_squared, versus_guessing
+from dpcore.figures.charts import GUESS_LABEL, band_figure
+from dpcore.figures.result import (DIGITS, Guessing, from_zero, noise_words, no_better_groups, no_better_rows, r_squared,
+                                   versus_guessing)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,8 +75,11 @@ def test_a_chart_whose_points_fall_to_guessing_is_drawn_from_zero():
 
 
 def _shows_a_result(tree: ast.AST) -> bool:
+    """Names a result's field, or draws a shipped figure of results (Paper figures: its fields are
+    the figure's, never named by the page)."""
     keys = {"accuracy_mean", "rmse_mean", "test_accuracy", "test_rmse"}
-    return any(isinstance(n, ast.Constant) and n.value in keys for n in ast.walk(tree))
+    return any(isinstance(n, ast.Constant) and n.value in keys
+               or isinstance(n, ast.Name) and n.id == "show_panels" for n in ast.walk(tree))
 
 
 def _applies_the_rule(tree: ast.AST) -> bool:
@@ -93,13 +97,66 @@ def test_every_view_that_shows_a_result_applies_the_one_rule(page):
         f"pages/{page} shows results but never calls guessing_box or versus_guessing"
 
 
-def test_check_of_the_check_a_view_without_the_rule_is_found():
-    """The same reading of a view whose box was removed (Distributed's, planted) fails it."""
-    source = (ROOT / "pages" / "distributed.py").read_text()
+@pytest.mark.parametrize("page", ["distributed.py", "figures.py"])
+def test_check_of_the_check_a_view_without_the_rule_is_found(page):
+    """The same reading of a view whose box was removed (planted) fails it: Distributed's, and
+    Paper figures', whose results are a shipped figure's (no field named on the page)."""
+    source = (ROOT / "pages" / page).read_text()
     planted = re.sub(r"guessing_box\(", "print(", source).replace("guessing_box,", "")
     tree = ast.parse(planted)
     assert _shows_a_result(tree) and not _applies_the_rule(tree)
     assert _applies_the_rule(ast.parse(source))
+
+
+def test_a_figures_findings_are_told_a_line_per_series_and_panel():
+    """Worked by hand: two series, one of them in two panels; the lowest accuracy and the guess
+    of each line; the places past ``limit`` counted, not listed."""
+    rows = [{"s": "DP-GD", "p": "Adult", "x": x} for x in (0.01, 0.05, 0.1)] + \
+           [{"s": "DP-GD", "p": "Bank", "x": 0.01}, {"s": "input", "p": "Adult", "x": None}]
+    values = [(0.70, 0.7521), (0.74, 0.7521), (0.75, 0.7521), (0.88, 0.8874), (0.43, 0.7521)]
+    found = [(r, Guessing("accuracy", v, g, "")) for r, (v, g) in zip(rows, values)]
+    lines = no_better_groups(found, lambda r: f"{r['s']} in {r['p']}",
+                             lambda r: "" if r["x"] is None else f"{r['x']:g}", axis="ε", limit=2)
+    assert lines == ["DP-GD in Adult at ε = 0.01, 0.05 and 1 more (accuracy down to 0.7000; guessing 0.7521)",
+                     "DP-GD in Bank at ε = 0.01 (accuracy down to 0.8800; guessing 0.8874)",
+                     "input in Adult (accuracy down to 0.4300; guessing 0.7521)"]
+    rmse = [({"s": "out", "p": "ε = 1", "x": n}, Guessing("rmse", v, g, "")) for n, v, g in
+            ((128, 0.33, 0.2304), (512, 0.31, 0.2254))]
+    assert no_better_groups(rmse, lambda r: r["p"], lambda r: f"{r['x']}", axis="n") == \
+        ["ε = 1 at n = 128, 512 (RMSE up to 0.3300; guessing 0.2254–0.2304)"]
+
+
+def _under_the_dashed_line(fig) -> int:
+    """A second route to a figure's findings: the points of its drawn lines that sit on or under
+    the red dashed guessing line of their own panel, read from the figure's traces (at the digits
+    shown), not from the points the page is given."""
+    guesses: dict[tuple, dict[float, float]] = {}
+    for tr in fig.data:
+        if tr.name in GUESS_LABEL.values():
+            guesses[(tr.xaxis, tr.yaxis)] = dict(zip(tr.x, tr.y))
+    count = 0
+    for tr in fig.data:
+        line = guesses.get((tr.xaxis, tr.yaxis))
+        if tr.name in GUESS_LABEL.values() or line is None or tr.mode != "lines+markers":
+            continue
+        rmse = "rmse" in (tr.hovertext[0] if tr.hovertext else "")
+        for x, y in zip(tr.x, tr.y):
+            g = line.get(x, sum(line.values()) / len(line))
+            count += (round(y, DIGITS) >= round(g, DIGITS)) if rmse else (round(y, DIGITS) <= round(g, DIGITS))
+    return count
+
+
+@pytest.mark.parametrize("preset, at_least", [("004-fig1", 1), ("003-fig1", 1), ("001-fig3", 0)])
+def test_paper_figures_box_finds_every_point_under_its_guessing_line(preset, at_least):
+    """The paper figure's points that the box reads (figure_and_points) and the points drawn
+    under their panel's dashed line (the traces) are as many: 13 in 004-fig1, 33 in 003-fig1 (an
+    RMSE figure), none in 001-fig3 (a gap figure: no box, the truth passed)."""
+    from dpcore.experiments.presets import shipped_results
+
+    fig, points = shipped_results(preset).figure_and_points()
+    found = no_better_rows(points["rows"])
+    assert len(found) == _under_the_dashed_line(fig)
+    assert len(found) >= at_least
 
 
 def test_dpsgd_names_its_noise_as_z_times_c_in_the_record_and_the_command_line(tmp_path):
@@ -172,3 +229,22 @@ def test_a_lesson_link_opens_in_the_readers_mode():
     [link] = [c.value for c in at.code if "lesson_step" in c.value]
     assert "lesson_step=1" in link and "present" not in link
     assert at.query_params.get("present") in ("1", ["1"])
+
+
+@pytest.mark.parametrize("preset, box", [
+    ("004-fig1", "plain averaging in the Breast Cancer Wisconsin panel at ε = 0.01, 0.05, 0.1, 0.15 and 2 more"),
+    ("001-fig3", None)])
+def test_paper_figures_shows_the_box_under_a_figure_with_points_below_guessing(preset, box):
+    """The view: 004-fig1's collapsed averaging on Breast Cancer in one line of the box; 001-fig3,
+    a figure of gaps, no box (the truth passed)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "figures.py"), default_timeout=300)
+    at.query_params["fig_preset"] = preset
+    at.run()
+    assert not at.exception and not at.error
+    boxes = [w.value for w in at.warning if "No better than guessing" in w.value]
+    if box is None:
+        assert boxes == []
+    else:
+        assert len(boxes) == 1 and box in boxes[0], boxes

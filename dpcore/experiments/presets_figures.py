@@ -78,8 +78,10 @@ def figure_and_points(preset, df, published=None, calibration: str | None = None
         metric = r if preset.rows == "metric" else metrics[0]
         for j, c in enumerate(col_keys, start=1):
             xs: list[float] = []
+            line = None  # the certified table's guessing line: the published runs' too (the same splits)
             for frame, style in sources:
-                xs += _draw_panel(preset, fig, frame, style, r, c, i, j, metric, xcol, colours, points)
+                drawn, line = _draw_panel(preset, fig, frame, style, r, c, i, j, metric, xcol, colours, points, line)
+                xs += drawn
             fig.update_yaxes(title_text=_row_label("metric", metric) if j == 1 else None,
                              type="log" if metric == "gap" else None,
                              dtick=1 if metric == "gap" else None, row=i, col=j)  # log: decades only
@@ -108,10 +110,11 @@ def panel_name(preset, r, c) -> str:
 
 
 def _draw_panel(preset, fig, frame, style: str, r, c, i: int, j: int, metric: str, xcol: str, colours,
-                points: list[dict]) -> list[float]:
+                points: list[dict], line: pd.Series | None = None) -> tuple[list[float], pd.Series]:
     """One panel's lines from one table: the certified run (``style`` "") or the published.
-    Adds to ``points`` the note's row of every point of a private mechanism; returns the x
-    values of the points drawn (the axis fits them)."""
+    Adds to ``points`` the note's row of every point of a private mechanism (with its mean and what
+    guessing scores at its x: the table's own, else ``line``); returns the x values of the points
+    drawn (the axis fits them) and the guessing line by x."""
     drawn: list[float] = []
     sub = frame
     if preset.rows == "model":
@@ -120,6 +123,13 @@ def _draw_panel(preset, fig, frame, style: str, r, c, i: int, j: int, metric: st
         sub = sub[sub["dataset"] == c]
     else:  # the non-private runs (ε = 1 nominally) belong in every ε panel
         sub = sub[(sub["epsilon"] == c) | (sub["mechanism"] == "non-private")]
+    guess = f"{metric}_guess"
+    # what guessing scores at each x (it follows n where the test set changes with it): the line
+    # drawn below, and each point's comparison (the view's box: dpcore.figures.result.versus_guessing)
+    g = (sub.dropna(subset=[guess]).groupby(xcol)[guess].mean().sort_index()
+         if metric in GUESS_LABEL and guess in sub else pd.Series(dtype=float))
+    if not len(g) and line is not None and metric in GUESS_LABEL:
+        g = line
     for mech in preset.mechanisms:
         s = sub[sub["mechanism"] == mech]
         if s.empty or metric not in s:
@@ -162,13 +172,13 @@ def _draw_panel(preset, fig, frame, style: str, r, c, i: int, j: int, metric: st
             # a flat series is one run drawn at every x: its note names it once
             points += [{"series": name, "mechanism": mech, "calibration": calibration,
                         "panel": panel_name(preset, r, c), xcol: None if flat else xv,
-                        "epsilon": t, "epsilon_certified": ce} for xv, t, ce in zip(xs, tgt, cert)]
-    guess = f"{metric}_guess"
-    if not style and metric in GUESS_LABEL and guess in sub and sub[guess].notna().any():
+                        "epsilon": t, "epsilon_certified": ce, f"{metric}_mean": yv,
+                        guess: float(g.get(xv, g.mean())) if len(g) else None}
+                       for xv, yv, t, ce in zip(xs, ys, tgt, cert)]
+    if not style and len(g):
         # what always answering the majority class (the mean) scores: a flat line, or one that
         # follows n where the test set changes with it; across the plotted x values only (the
         # non-private run's nominal ε = 1 is no point of an ε axis: it stretched 0.01–0.25 to 0–1)
-        g = sub.dropna(subset=[guess]).groupby(xcol)[guess].mean().sort_index()
         plotted = sorted(set(drawn)) or sorted(sub[xcol].dropna().unique())
         inside = g[g.index.isin(plotted)]
         if len(inside) > 1:
@@ -183,7 +193,7 @@ def _draw_panel(preset, fig, frame, style: str, r, c, i: int, j: int, metric: st
                                                              width=GUESS_LINE["line_width"]),
                                  hovertext=f"{GUESS_LABEL[metric]}: {sum(ys) / len(ys):.4g}", hoverinfo="text"),
                       row=i, col=j)
-    return drawn
+    return drawn, g
 
 
 def _finish(preset, fig, note: dict, row_keys, col_keys) -> None:

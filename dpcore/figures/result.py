@@ -31,7 +31,7 @@ from types import SimpleNamespace
 from ..mechanisms import REGISTRY
 from ..params import PARAMS
 
-__all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "from_zero",
+__all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
            "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note",
            "curve_point_name"]
 
@@ -122,6 +122,28 @@ def no_better_rows(rows, guess: float | None = None) -> list[tuple[dict, Guessin
         if v is not None and v.no_better:
             out.append((r, v))
     return out
+
+
+def no_better_groups(found: list[tuple[dict, Guessing]], group, at, axis: str = "", limit: int = 4) -> list[str]:
+    """:func:`no_better_rows`' findings in a line per group (``group(row)``: a figure's series and
+    panel), each naming where (``at(row)``: the x value, "0.01", on the ``axis`` named once, "ε";
+    at most ``limit``, then how many more), the lowest result (the highest RMSE) and what
+    guessing scores there: a figure of many points in one short box rather than a point a line."""
+    groups: dict[str, list[tuple[dict, Guessing]]] = {}
+    for r, v in found:
+        groups.setdefault(group(r), []).append((r, v))
+    lines = []
+    for name, items in groups.items():
+        where = [w for w in dict.fromkeys(at(r) for r, _ in items) if w]
+        worst = (min if items[0][1].metric == "accuracy" else max)(items, key=lambda item: item[1].value)[1]
+        guesses = sorted({round(v.guess, DIGITS) for _, v in items})
+        guess = (f"{guesses[0]:.{DIGITS}f}" if len(guesses) == 1
+                 else f"{guesses[0]:.{DIGITS}f}–{guesses[-1]:.{DIGITS}f}")
+        more = f" and {len(where) - limit} more" if len(where) > limit else ""
+        places = f" at {axis + ' = ' if axis else ''}{', '.join(where[:limit])}{more}" if where else ""
+        extreme = "down to" if worst.metric == "accuracy" else "up to"
+        lines.append(f"{name}{places} ({worst.label} {extreme} {worst.value:.{DIGITS}f}; guessing {guess})")
+    return lines
 
 
 def from_zero(values, guess: float | None, metric: str = "accuracy") -> bool:
