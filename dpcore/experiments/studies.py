@@ -668,13 +668,14 @@ def compare_measured(dataset_id: str, model_id: str, epsilon: float, delta: floa
         entry["gap_mean"] = [float(np.mean(g)) for g in gaps]
         entry["gap_std"] = [float(np.std(g, ddof=1)) if len(g) > 1 else 0.0 for g in gaps]
         entry["measured_slope"] = loglog_slope(grid, entry["gap_mean"])
-        if model_id == "logreg" and min(entry["gap_mean"]) > math.log(2):
-            # L(0) − L* ≤ ln 2 − L* ≤ ln 2 for the logistic loss: every model measured is worse than 0
-            where = "n" if over == "n" else "ε"
+        above = [(x, g) for x, g in zip(grid, entry["gap_mean"]) if g > math.log(2)] if model_id == "logreg" else []
+        if above:  # L(0) − L* ≤ ln 2 − L* ≤ ln 2 for the logistic loss: a model above it is worse than 0
+            where = ("every " + ("n" if over == "n" else "ε") + " measured" if len(above) == len(grid)
+                     else ("n" if over == "n" else "ε") + " = " + ", ".join(f"{x:g}" for x, _ in above))
             entry["note"] = (
-                f"{entry['mechanism']}: its gap ({min(entry['gap_mean']):.3g}–{max(entry['gap_mean']):.3g}) is "
-                f"above ln 2 at every {where} measured, so each model is worse than θ = 0: its noise outweighs "
-                f"the data here, where the predicted rates (upper bounds, for large n) need not show yet"
+                f"{entry['mechanism']}: its gap ({min(g for _, g in above):.3g}–{max(g for _, g in above):.3g}) is "
+                f"above ln 2 at {where}, so each model there is worse than θ = 0: its noise outweighs "
+                f"the data there, where the predicted rates (upper bounds, for large n) need not show yet"
                 + (f"; try a larger ε than {epsilon:g}." if over == "n" else "."))
     return {
         "over": over, "grid": grid, "dataset": dataset_id, "run_dataset": plan["run_dataset"],

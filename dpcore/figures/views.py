@@ -10,7 +10,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .charts import REFERENCE_LINE, band_figure, readable_axes
+from .charts import GUESS_LINE, REFERENCE_LINE, band_figure, readable_axes
 
 __all__ = ["audit_scores_figure", "compare_figures", "integer_ticks", "lesson_noise_figure", "lesson_places_figure",
            "lesson_skew_figure", "loss_figure", "measured_figure", "odds_figure", "scaling_figure", "skew_figures",
@@ -155,8 +155,11 @@ def measured_figure(meas: dict) -> go.Figure:
         for row in mrec["rows"]:
             fig.add_trace(go.Scatter(x=meas["grid"], y=row["predicted_risk"], mode="lines", line=dict(dash="dot"),
                                      name=f"{row['id']} predicted (slope {row['predicted_slope']:.2f})"))
+    if meas.get("model") == "logreg":  # L(0) − L* ≤ ln 2: a model above it does worse than θ = 0
+        fig.add_hline(y=math.log(2), line=dict(color=GUESS_LINE["line_color"], dash="dash", width=1),
+                      annotation_text="ln 2: worse than θ = 0 above", annotation_position="top left")
     fig.update_xaxes(title=meas["over"])
-    fig.update_yaxes(title="optimality gap / predicted excess risk")
+    fig.update_yaxes(title="gap or predicted risk")
     readable_axes(fig, meas["grid"], log_x=True, log_y=True)
     if meas["over"] == "n":
         integer_ticks(fig, meas["grid"])
