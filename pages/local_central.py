@@ -58,7 +58,7 @@ if out:
     st.dataframe([{"mechanism": r["mechanism"], "family": r["family"],
                    "ε local": fmt_eps(r.get("epsilon_local")), "ε certified": fmt_eps(r.get("epsilon_certified")),
                    "accuracy": r.get("accuracy_mean"), "gap": r.get("gap_mean"),
-                   "sampling (DP-SGD)": sampling_words(r),  # the rate it ran with: not Explore's default
+                   "sampling": sampling_words(r),  # the rate each ran with (DP-SGD, DP-LSSGD)
                    "error": r.get("error", "")} for r in rows], width="stretch", hide_index=True,
                  height=38 + 35 * len(rows))
     ok = [r for r in rows if "error" not in r]

@@ -90,7 +90,7 @@ def test_local_vs_central_names_the_curve_below_guessing_and_what_it_holds_fixed
     assert "labels' ε fixed at ε/2 = 0.05" in curve["name"]
     assert any("every point keeps the labels' randomized response at ε_y = ε/2 = 0.05" in c.value for c in at.caption)
     table = at.dataframe[0].value
-    sgd = table[table["mechanism"] == "gradient-dpsgd"]["sampling (DP-SGD)"].iloc[0]
+    sgd = table[table["mechanism"] == "gradient-dpsgd"]["sampling"].iloc[0]
     assert sgd.startswith("sampling rate q = 0.4689"), sgd
 
 
