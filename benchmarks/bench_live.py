@@ -1,12 +1,14 @@
 """The speed table of issues #19 and #44: this project's figure, the peer's where one exists, the goal.
 
-    python benchmarks/bench_live.py [--only dpsgd,calibration,...] [--skip-slow] [--presets] [--machine both]
+    python benchmarks/bench_live.py [--only dpsgd,calibration,...] [--skip-slow] [--presets] [--machine both] [--busy]
 
 ``--machine both`` (the default) prints the table twice: on this machine as it is, then again in
 a new process with the code paths of a machine without AVX-512 (``benchmarks/machine.py``:
 OpenBLAS's Haswell kernels, numpy's AVX-512 loops off, numba compiling for Haswell), the
 laptop or class server a figure must hold on too.  Every row carries the load average when it was
-measured.
+measured.  ``--busy`` measures every row a second time with one other process keeping a core busy
+(``machine.one_core_busy``: a class server is never idle) and prints each beside its quiet figure,
+with both verdicts.
 
 Each row is measured here, in one run, with both sides interleaved where there is a
 peer (Opacus, diffprivlib; installed by ``benchmarks/peers.py`` into a virtualenv of
@@ -50,7 +52,7 @@ from dpcore.experiments.tune import tuned_setting, with_setting  # noqa: E402
 from dpcore.models import LogReg  # noqa: E402
 from dpcore.optim import BatchRNG, gradient_descent  # noqa: E402
 from bench_sweep import median_time  # noqa: E402
-from machine import avx2_environment, describe  # noqa: E402
+from machine import avx2_environment, describe, one_core_busy  # noqa: E402
 from peers import run_peer  # noqa: E402
 
 ROWS: list[list[str]] = []  # measure, this project, peer, goal, verdict, load
@@ -664,6 +666,8 @@ def main() -> None:
     ap.add_argument("--students", type=int, default=30, help="sessions at once of the classroom rows")
     ap.add_argument("--machine", choices=("both", "native", "avx2"), default="both",
                     help="this machine as it is, the code paths of an AVX2 machine, or both (two tables)")
+    ap.add_argument("--busy", action="store_true",
+                    help="every row again with one other process keeping a core busy, printed beside the quiet one")
     args = ap.parse_args()
     if args.machine == "avx2" and os.environ.get("NUMBA_CPU_NAME") != "haswell":  # re-run under the switches
         env = {**os.environ, **avx2_environment()}
@@ -672,15 +676,30 @@ def main() -> None:
     which = "an AVX2 machine's code paths" if args.machine == "avx2" else "this machine as it is"
     print(f"machine ({which}): {describe()}", flush=True)
     peer = peers(datasets.load("adult").n) if {"dpsgd", "calibration", "fit"} & set(parts) else {}
-    for part in parts:
-        {"dpsgd": lambda: dpsgd(peer), "calibration": lambda: calibration(peer), "fit": lambda: fit(peer),
-         "batched": batched, "dense": dense_step, "nscale": nscale, "mlp": lambda: mlp(args.skip_slow),
-         "cli_mlp": cli_mlp, "compare": compare, "workers": compare_workers,
-         "presets": lambda: presets(args.presets), "explore": explore, "server": lambda: server(args.sessions),
-         "classroom": lambda: classroom(args.students)}[part]()
-    widths = [max(len(r[i]) for r in ROWS + [HEADER]) for i in range(len(HEADER))]
+
+    def measure() -> list[list[str]]:
+        ROWS.clear()
+        for part in parts:
+            {"dpsgd": lambda: dpsgd(peer), "calibration": lambda: calibration(peer), "fit": lambda: fit(peer),
+             "batched": batched, "dense": dense_step, "nscale": nscale, "mlp": lambda: mlp(args.skip_slow),
+             "cli_mlp": cli_mlp, "compare": compare, "workers": compare_workers,
+             "presets": lambda: presets(args.presets), "explore": explore, "server": lambda: server(args.sessions),
+             "classroom": lambda: classroom(args.students)}[part]()
+        return list(ROWS)
+
+    header, rows = HEADER, measure()
+    if args.busy:  # the same rows with a core taken: each beside its quiet figure, matched by name
+        print("\nagain, with one other process keeping a core busy", flush=True)
+        with one_core_busy():
+            busy = {r[0]: r for r in measure()}
+        header = [HEADER[0], "quiet", "one core busy", *HEADER[2:4], "verdict quiet", "verdict busy",
+                  "load quiet", "load busy"]
+        lost = ["(not measured)"] * len(HEADER)
+        rows = [[r[0], r[1], busy.get(r[0], lost)[1], r[2], r[3], r[4], busy.get(r[0], lost)[4], r[5],
+                 busy.get(r[0], lost)[5]] for r in rows]
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
     print(f"\n{which}: {describe()}")
-    for r in [HEADER, ["-" * w for w in widths], *ROWS]:
+    for r in [header, ["-" * w for w in widths], *rows]:
         print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
     sys.stdout.flush()
     if args.machine == "both":  # the same rows again, as a machine without AVX-512 runs them

@@ -20,8 +20,12 @@ Three libraries pick their code by the CPU, and each has its own switch:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import subprocess
+import sys
+import time
 
 
 #: the instruction-set features of an AVX2 core (LLVM's names for Intel Haswell)
@@ -68,6 +72,19 @@ def numba_wide_registers() -> int:
     return sum(len(re.findall(r"%zmm", asm)) for asm in fresh.inspect_asm().values())
 
 
+@contextlib.contextmanager
+def one_core_busy():
+    """One other process keeping a core busy while the block runs (a class server is never idle:
+    a second session, a notebook, the browser): a Python loop that never sleeps, stopped after."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)  # running, not starting, when the first sample is taken
+        yield burner
+    finally:
+        burner.kill()
+        burner.wait()
+
+
 def describe() -> str:
     """What the running process's numpy, OpenBLAS and numba dispatch to, in one line."""
     import numpy as np
@@ -85,8 +102,6 @@ def describe() -> str:
 
 
 if __name__ == "__main__":
-    import sys
-
     if sys.argv[1:] == ["--describe"]:
         from pathlib import Path
 
