@@ -118,8 +118,8 @@ def test_a_figures_findings_are_told_a_line_per_series_and_panel():
     lines = no_better_groups(found, lambda r: f"{r['s']} in {r['p']}",
                              lambda r: "" if r["x"] is None else f"{r['x']:g}", axis="ε", limit=2)
     assert lines == ["DP-GD in Adult at ε = 0.01, 0.05 and 1 more (accuracy down to 0.7000; guessing 0.7521)",
-                     "DP-GD in Bank at ε = 0.01 (accuracy down to 0.8800; guessing 0.8874)",
-                     "input in Adult (accuracy down to 0.4300; guessing 0.7521)"]
+                     "DP-GD in Bank at ε = 0.01 (accuracy 0.8800; guessing 0.8874)",
+                     "input in Adult (accuracy 0.4300; guessing 0.7521)"]
     rmse = [({"s": "out", "p": "ε = 1", "x": n}, Guessing("rmse", v, g, "")) for n, v, g in
             ((128, 0.33, 0.2304), (512, 0.31, 0.2254))]
     assert no_better_groups(rmse, lambda r: r["p"], lambda r: f"{r['x']}", axis="n") == \

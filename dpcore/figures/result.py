@@ -127,7 +127,7 @@ def no_better_rows(rows, guess: float | None = None) -> list[tuple[dict, Guessin
 def no_better_groups(found: list[tuple[dict, Guessing]], group, at, axis: str = "", limit: int = 4) -> list[str]:
     """:func:`no_better_rows`' findings in a line per group (``group(row)``: a figure's series and
     panel), each naming where (``at(row)``: the x value, "0.01", on the ``axis`` named once, "ε";
-    at most ``limit``, then how many more), the lowest result (the highest RMSE) and what
+    at most ``limit``, then how many more), the lowest result (the highest RMSE) of several and what
     guessing scores there: a figure of many points in one short box rather than a point a line."""
     groups: dict[str, list[tuple[dict, Guessing]]] = {}
     for r, v in found:
@@ -141,8 +141,8 @@ def no_better_groups(found: list[tuple[dict, Guessing]], group, at, axis: str = 
                  else f"{guesses[0]:.{DIGITS}f}–{guesses[-1]:.{DIGITS}f}")
         more = f" and {len(where) - limit} more" if len(where) > limit else ""
         places = f" at {axis + ' = ' if axis else ''}{', '.join(where[:limit])}{more}" if where else ""
-        extreme = "down to" if worst.metric == "accuracy" else "up to"
-        lines.append(f"{name}{places} ({worst.label} {extreme} {worst.value:.{DIGITS}f}; guessing {guess})")
+        extreme = "" if len(items) == 1 else "down to " if worst.metric == "accuracy" else "up to "
+        lines.append(f"{name}{places} ({worst.label} {extreme}{worst.value:.{DIGITS}f}; guessing {guess})")
     return lines
 
 
