@@ -156,8 +156,11 @@ def measured_figure(meas: dict) -> go.Figure:
             fig.add_trace(go.Scatter(x=meas["grid"], y=row["predicted_risk"], mode="lines", line=dict(dash="dot"),
                                      name=f"{row['id']} predicted (slope {row['predicted_slope']:.2f})"))
     if meas.get("model") == "logreg":  # L(0) − L* ≤ ln 2: a model above it does worse than θ = 0
-        fig.add_hline(y=math.log(2), line=dict(color=GUESS_LINE["line_color"], dash="dash", width=1),
-                      annotation_text="ln 2: worse than θ = 0 above", annotation_position="top left")
+        fig.add_hline(y=math.log(2), line=dict(color=GUESS_LINE["line_color"], dash="dash", width=1))
+        # on a log axis an annotation's y is the exponent (add_hline's own label lands at e^…)
+        fig.add_annotation(x=0, xref="paper", y=math.log10(math.log(2)), yref="y", xanchor="left", yanchor="bottom",
+                           text="ln 2: a model above it is worse than θ = 0", showarrow=False,
+                           font=dict(color=GUESS_LINE["line_color"], size=11))
     fig.update_xaxes(title=meas["over"])
     fig.update_yaxes(title="gap or predicted risk")
     readable_axes(fig, meas["grid"], log_x=True, log_y=True)
