@@ -67,7 +67,7 @@ if out:
                           baseline_label="non-private" if ref is None else ref.label)
     fig.update_layout(title=f"Test accuracy against local ε, at central ε = {fmt_eps(out['epsilon'])}")
     show_chart(fig)
-    st.caption(curve_note(out))  # what the grey curve holds fixed
+    st.caption(curve_note(out, None if ref is None else ref.guess))  # what the grey curve holds fixed, and does
     if note := sampling_note(ok):
         st.caption(note)
     if ref is not None:

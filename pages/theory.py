@@ -6,6 +6,7 @@ import streamlit as st
 
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.studies import compare_measured
+from dpcore.figures.result import measured_note
 from dpcore.figures.views import measured_figure, scaling_figure
 from dpcore.theory.catalog import bounds_report, scaling_report
 from pages.common import (
@@ -97,6 +98,7 @@ if meas:
     st.caption(meas.get("dataset_note", ""))
     fig2 = measured_figure(meas)  # as its export draws it
     show_chart(fig2)
+    st.caption(measured_note(meas))  # what the dotted lines' heights are not, and slopes that part
     for mrec in meas["mechanisms"]:
         if mrec.get("note"):
             st.info(mrec["note"])

@@ -143,3 +143,56 @@ def test_a_clip_above_the_loss_bound_says_it_clips_nothing_and_scales_the_noise(
     assert _sigma(above) / _sigma(zero) == pytest.approx(10.0, rel=1e-6)  # the factor the words give
     assert not [c.value for c in below.caption if "no gradient is clipped" in c.value]
     assert [c.value for c in zero.caption if c.value.startswith("C = 0: ")]
+
+
+@pytest.mark.parametrize("epsilon", ["1.0", "0.1"])
+def test_local_vs_central_says_what_the_curve_does_from_its_own_points(epsilon):
+    """The second walk's M2: at ε = 1 the curve sat at 0.89–0.95 under a caption saying it "stays near or
+    below guessing". The caption now reads the curve: near guessing only where every point is within
+    0.02 of it (ε = 0.1), and otherwise says how it moves, with its end points' values."""
+    at = _page("local_central.py", f"lc_dataset=breast-cancer&lc_epsilon={epsilon}&lc_delta=1e-05&lc_R=2&lc_T=100"
+                                   "&lc_shown=true")
+    assert not at.exception and not at.error
+    out = at.session_state["lc_result"]
+    guess = next(r["accuracy_guess"] for r in out["rows"] if r.get("accuracy_guess") is not None)
+    accuracies = [r["accuracy_mean"] for r in out["curve"]]
+    (caption,) = [c.value for c in at.caption if c.value.startswith("The grey curve")]
+    near = max(accuracies) <= guess + 0.02
+    assert ("stays near or below guessing" in caption) == near, caption
+    most, least = max(out["curve"], key=lambda r: r["input_sigma"]), min(out["curve"], key=lambda r: r["input_sigma"])
+    assert f"{most['accuracy_mean']:.4f} at σ = {most['input_sigma']:g}" in caption
+    assert f"{least['accuracy_mean']:.4f} at σ = {least['input_sigma']:g}" in caption
+    if epsilon == "1.0":
+        assert not near  # the walk's setting: the curve is far above guessing
+
+
+def test_explores_chip_is_what_privacy_cost_not_what_lambda_did():
+    """The second walk's M3: at ε = 1000 the noise is nothing, yet the chip read −0.0073 "vs non-private
+    (best λ = 0.0001)", the λ's doing (the run's λ is 0.001). The chip compares with the exact model at
+    the run's own λ (+0.0000 here); the best-λ reference stays beside it, said to be chosen on the test
+    split; the runs' spread is on screen, not only in a tooltip."""
+    at = _page("explore.py", "ex_dataset=breast-cancer&ex_mechanism=gradient-dpgd&ex_epsilon=1000")
+    assert not at.exception and not at.error
+    chip = at.metric[0]
+    assert chip.label == "test accuracy" and chip.proto.delta == "+0.0000 vs non-private at this λ", chip.proto.delta
+    assert "λ chosen on the test split itself" in chip.proto.help
+    (line,) = [c.value for c in at.caption if "non-private at this λ" in c.value]
+    assert line.startswith("± ") and "over 5 runs" in line and "non-private (best λ = 0.0001) 0.9562" in line
+
+
+def test_theory_says_under_the_measured_gaps_what_the_dotted_heights_are_not():
+    """The second walk's M6: Breast Cancer, ε = 1, T = 100: DP-GD's gap flat near 0.1 (slope about −0.1)
+    beside rows of slope −1.86 and −1.72 far below it, with no word by the chart. The caption says
+    the heights are orders with constants 1, and names each mechanism whose slope parts from its rows'
+    by more than 0.5, with both slopes as the result holds them."""
+    at = _page("theory.py", "th_dataset=breast-cancer&th_epsilon=1&th_T=100")
+    at.button(key="th_measure").click().run()
+    assert not at.exception and not at.error
+    meas = at.session_state["th_measured"]
+    (note,) = [c.value for c in at.caption if c.value.startswith("The dotted lines are the papers' bounds")]
+    dpgd = next(m for m in meas["mechanisms"] if m["mechanism"] == "gradient-dpgd")
+    parted = [r for r in dpgd["rows"] if abs(dpgd["measured_slope"] - r["predicted_slope"]) > 0.5]
+    assert parted, "the walk's setting: DP-GD's slope parts from its rows'"
+    assert f"gradient-dpgd falls more slowly in n (slope {dpgd['measured_slope']:.2f})" in note
+    for r in parted:
+        assert f"{r['id']} {r['predicted_slope']:.2f}" in note

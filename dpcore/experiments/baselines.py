@@ -66,8 +66,10 @@ class Baseline:
         guess = (f"always answering “{self.guess_class}”" if self.guess_class else
                  "always answering the majority class" if self.metric == "accuracy" else
                  "always answering the mean label")
+        ceiling = (" (λ chosen on the test split itself: a ceiling, which no private run reaches without spending "
+                   "ε on the choice)" if len(self.searched) > 1 else "")
         return (f"Non-private: the exact minimiser of the same {self.model} loss without noise, at the "
-                f"{which} over {over}: {self.value:.4f} at λ = {self.lam:g}. Guessing ({guess}): "
+                f"{which} over {over}: {self.value:.4f} at λ = {self.lam:g}{ceiling}. Guessing ({guess}): "
                 f"{self.guess:.4f}.")
 
     def is_above(self, value: float, band: float = 0.0) -> bool:

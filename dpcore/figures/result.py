@@ -32,7 +32,7 @@ from ..mechanisms import REGISTRY
 from ..params import PARAMS
 
 __all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
-           "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note",
+           "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note", "measured_note",
            "curve_point_name"]
 
 #: results and guesses are compared at the digits the views and the command line print
@@ -244,19 +244,55 @@ def search_spent_words(epsilon: float, spent: float | None, tuned_at: float) -> 
             f"{spent / epsilon:.1f}× the ε above.")
 
 
-def curve_note(result: dict) -> str:
+def curve_note(result: dict, guess: float | None = None) -> str:
     """What the trade-off's input-noise curve holds fixed (its labels' randomized response at ε/2 of the
-    central ε) and why its accuracy need not rise as the input noise falls (issue 68, M3)."""
+    central ε) and what its accuracy does as the input noise falls, read from the curve's own points
+    beside what guessing scores (``guess``): near or below guessing throughout, rising, or flat above it
+    (issue 68: a fixed sentence said "near or below guessing" over a curve at 0.89–0.95)."""
     eps = result.get("epsilon")
-    if not result.get("curve") or not _finite(eps):
+    points = sorted(((r["input_sigma"], r["accuracy_mean"]) for r in result.get("curve") or []
+                     if _finite(r.get("accuracy_mean")) and _finite(r.get("input_sigma"))), reverse=True)
+    if not points or not _finite(eps):
         return ""
     ey = eps / 2
     keep = math.exp(ey) / (1 + math.exp(ey))
-    return (f"The grey curve varies only the input noise σ: every point keeps the labels' randomized response at "
-            f"ε_y = ε/2 = {ey:g} (each label kept with probability {keep:.0%}), so its local ε counts them too. "
-            + ("With labels this close to coin flips, little of what they say survives whatever the input noise: "
-               "less input noise does not make the curve rise (it stays near or below guessing)." if keep < 0.75 else
-               "Less input noise then lets the data's own signal through."))
+    head = (f"The grey curve varies only the input noise σ: every point keeps the labels' randomized response at "
+            f"ε_y = ε/2 = {ey:g} (each label kept with probability {keep:.0%}), so its local ε counts them too. ")
+    (s_most, a_most), (s_least, a_least) = points[0], points[-1]
+    moves = f"from {a_most:.{DIGITS}f} at σ = {s_most:g} to {a_least:.{DIGITS}f} at σ = {s_least:g}"
+    if _finite(guess) and max(a for _, a in points) <= guess + 0.02:
+        return head + (f"Its accuracy stays near or below guessing's {guess:.{DIGITS}f} ({moves}): with labels "
+                       f"this close to coin flips, little of what they say survives whatever the input noise.")
+    if a_least - a_most > 0.01:
+        return head + f"Less input noise lets the data's own signal through: its accuracy rises {moves}."
+    return head + (f"Less input noise barely moves it ({moves}): the labels' flips, not the input noise, "
+                   "limit it here.")
+
+
+def measured_note(meas: dict) -> str:
+    """Under Theory's measured gaps (:func:`dpcore.experiments.studies.compare_measured`'s result): the
+    dotted lines are orders with their constants set to 1, so heights are not predictions; and where a
+    measured slope departs from its rows' by more than 0.5, which way and what may cause it (the second
+    walk: DP-GD flat at 0.1, slope −0.14, beside a prediction of slope −1.86 far below it, with no word)."""
+    parts = ["The dotted lines are the papers' bounds as orders, every constant set to 1: their height is no "
+             "prediction, so a measured gap above one does not break it. Compare slopes."]
+    over = "n" if meas.get("over") == "n" else "ε"
+    for m in meas.get("mechanisms", []):
+        got = m.get("measured_slope")
+        if not m.get("gap_mean") or not _finite(got):
+            continue
+        parted = [(row["id"], row["predicted_slope"]) for row in m.get("rows", [])
+                  if _finite(row.get("predicted_slope")) and abs(got - row["predicted_slope"]) > 0.5]
+        for slower, why in ((True, "what the bound leaves out can dominate here: an iterative method's error after "
+                                   f"T = {meas.get('iterations')} steps, the regulariser's own pull, or an n too "
+                                   "small for the rate to set in"),
+                            (False, "a bound is a worst case, and this data is kinder than it")):
+            rows = [f"{rid} {want:.2f}" for rid, want in parted if (got > want) == slower]
+            if rows:
+                parts.append(f"{m['mechanism']} falls {'more slowly' if slower else 'faster'} in {over} "
+                             f"(slope {got:.2f}) than {'its rows' if len(rows) > 1 else 'its row'} "
+                             f"({', '.join(rows)}): {why}.")
+    return " ".join(parts)
 
 
 def curve_point_name(result: dict, row: dict) -> str:
