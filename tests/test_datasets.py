@@ -284,13 +284,24 @@ def test_an_upload_that_is_not_text_in_a_known_encoding_is_refused_in_one_line()
     ds = D.from_csv(b"a,c,y\n" + b"".join(b"%d,\x8d%d,%s\n" % (i, i % 2, b"pq"[i % 2:][:1]) for i in range(40)), "y", "p")
     assert "read as Latin-1" in ds.notes[0]
     for raw, message in [
-        (b"PK\x03\x04\x14\x00\x06\x00binary", "holds zero bytes and is not UTF-16: it is not a text CSV"),
+        (b"PK\x03\x04\x14\x00\x06\x00binary", r"holds bytes of value zero \(NUL\) and is not UTF-16: it is not a text CSV"),
         (codecs.BOM_UTF16_LE + "a,y\n1,p\n".encode("utf-16-le") + b"x", "UTF-16 byte-order mark but is not valid"),
         ("a,y\n1,p\n".encode("utf-16-le")[:-1], "UTF-16 little-endian text without a byte-order mark but is not"),
     ]:
         with pytest.raises(DatasetError, match=message) as info:
             D.from_csv(raw, "y", "p")
         assert "\n" not in str(info.value) and "CSV UTF-8" in str(info.value)
+
+
+@pytest.mark.parametrize("rows", [["1,2,yes", "3,4,no"], ["1,2,yes", "3,4,no", "5,6,no", "7,8,no"]])
+def test_an_upload_with_a_class_of_one_row_says_what_to_add_not_scikit_learns_words(rows):
+    """A lecturer's walk: a 2-row CSV showed scikit-learn's "The least populated class in y has only 1
+    member"; the refusal now says which split cannot be made and what to add (a class of 2 rows splits)."""
+    with pytest.raises(DatasetError, match="the smaller class has 1 row, and each needs at least 2") as info:
+        D.from_csv(("a,b,y\n" + "\n".join(rows) + "\n").encode(), "y", "yes")
+    assert "least populated" not in str(info.value)
+    more = [f"{i},{i % 5},{'yes' if i % 2 else 'no'}" for i in range(20)]
+    D.from_csv(("a,b,y\n" + "\n".join(rows + more) + "\n").encode(), "y", "yes")  # the truth passes
 
 
 def test_spreadsheet_trailing_commas_are_dropped_with_a_note():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -193,6 +194,15 @@ def train_test_rows(
     sorted training and test positions."""
     idx = np.arange(n)
     stratify = y if task == "classification" else None
+    if stratify is not None:  # scikit-learn's own words name its internals ("the least populated class in y")
+        counts = np.unique(y, return_counts=True)[1]
+        n_test = math.ceil(test_fraction * n)  # scikit-learn's rounding
+        if counts.min() < 2:
+            raise DatasetError(f"cannot split {n} rows into train and test with both classes in each: the "
+                               f"smaller class has {counts.min()} row, and each needs at least 2 (add rows of it)")
+        if min(n_test, n - n_test) < len(counts):
+            raise DatasetError(f"cannot split {n} rows into train and test with both classes in each: a test "
+                               f"split of {n_test} and a training split of {n - n_test} rows (add rows)")
     try:
         tr, te = train_test_split(
             idx, test_size=test_fraction, random_state=seed, stratify=stratify

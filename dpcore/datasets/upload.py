@@ -72,7 +72,7 @@ def decode_csv(raw: bytes) -> tuple[str, str | None]:
         elif even >= len(sample) / 4 and even > 20 * odd:
             codec, name = "utf-16-be", "UTF-16 big-endian"
         else:
-            raise DatasetError("the file holds zero bytes and is not UTF-16: it is not a text CSV "
+            raise DatasetError("the file holds bytes of value zero (NUL) and is not UTF-16: it is not a text CSV "
                                f"(a spreadsheet or other binary file?); {_SAVE_AS}.")
         try:
             return raw.decode(codec), f"read as {name} text (the file has no byte-order mark; its zero bytes say UTF-16)"
