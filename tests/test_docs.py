@@ -13,6 +13,7 @@ import inspect
 import re
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,11 @@ import dpcore
 FACE = {name: getattr(dpcore, name) for name in dpcore.__all__ if name != "__version__"}
 #: the modules that define them, and the package itself
 MODULES = sorted({inspect.getmodule(obj).__name__ for obj in FACE.values()} | {"dpcore"})
+PACKAGE = Path(dpcore.__file__).resolve().parent
+#: every module of the package whose docstrings hold an example (a wrong example is a wrong document,
+#: face or not: dpcore.figures.result held two that no test ran)
+EXAMPLES = sorted("dpcore." + ".".join(p.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__")
+                  for p in PACKAGE.rglob("*.py") if ">>> " in p.read_text() and p.name != "__main__.py")
 #: results a user reads rather than builds: their fields are Attributes, not Parameters
 RESULTS = ("RunResult", "AuditResult", "Certificate")
 SECTION = re.compile(r"^\s*(Parameters|Returns|Raises|Attributes|Examples|Notes|See Also|References)\n\s*-{3,}\s*$",
@@ -85,6 +91,13 @@ def test_every_public_module_s_examples_run(module):
         warnings.simplefilter("error", DeprecationWarning)  # the examples use the current spellings
         result = doctest.testmod(sys.modules[module], optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0, f"{module} has no docstring examples to run"
+    assert result.failed == 0, result
+
+
+@pytest.mark.parametrize("module", [m for m in EXAMPLES if m not in MODULES])
+def test_every_example_in_the_package_runs(module):
+    __import__(module)
+    result = doctest.testmod(sys.modules[module], optionflags=doctest.ELLIPSIS)
     assert result.failed == 0, result
 
 

@@ -211,7 +211,7 @@ def sampling_note(rows) -> str:
     >>> sampling_note([{"mechanism": "gradient-dpsgd", "sample_rate": 0.05, "expected_batch": 1808.85,
     ...                 "n_train": 36177}, {"mechanism": "gradient-lssgd", "sample_rate": 0.007076,
     ...                 "expected_batch": 256.0, "n_train": 36177}])[:130]
-    'DP-SGD ran here with sampling rate q = 0.05 (batch ≈ 1809 of 36177 records); DP-LSSGD with sampling rate q = 0.007076 (batch ≈ 25'
+    'DP-SGD ran here with sampling rate q = 0.05 (batch ≈ 1809 of 36177 records); DP-LSSGD with sampling rate q = 0.007076 (batch ≈ 256'
     """
     by_mechanism: dict[str, dict[float, dict]] = {}
     for r in rows:
@@ -234,10 +234,15 @@ def search_spent_words(epsilon: float, spent: float | None, tuned_at: float) -> 
 
     >>> search_spent_words(1.0, 10.1, 1.0)[:76]
     'ε = 1 is this run’s alone. Its settings were chosen (tuned at ε = 1) by a pr'
+    >>> search_spent_words(1.0, 1.0, 1.0)[:26]
+    'ε = 1 is the whole cost: t'
     """
     if spent is None or not _finite(spent):
         return (f"ε = {epsilon:g} is this run’s alone: its settings were chosen (tuned at ε = {tuned_at:g}) by a private "
                 "search whose cost is not shown here (the Tune view shows it).")
+    if spent <= epsilon * (1 + 1e-9):  # a free choice (on the run's own released records: post-processing)
+        return (f"ε = {epsilon:g} is the whole cost: the search that chose its settings (tuned at ε = {tuned_at:g}) "
+                "spent nothing beyond this run's own ε.")
     return (f"ε = {epsilon:g} is this run’s alone. Its settings were chosen (tuned at ε = {tuned_at:g}) by a private "
             f"search on this dataset that spent ε = {spent:.3g} in all (every candidate run, the private choice and "
             f"the final run): with the choice of its settings, this model cost ε = {spent:.3g}, "
@@ -313,7 +318,7 @@ def clip_words(clip: float, bound: float, own: str | None = None) -> str | None:
     gradient is longer) yet the noise is scaled to it; ``None`` otherwise.
 
     >>> clip_words(10.0, 1.0)
-    'C = 10 is above the loss\'s own gradient bound G = 1 on rows of norm ≤ 1: no gradient is clipped, yet the noise is scaled to C, 10× what G needs. A C below G clips the longest gradients, and the noise comes down with it.'
+    "C = 10 is above the loss's own gradient bound G = 1 on rows of norm ≤ 1: no gradient is clipped, yet the noise is scaled to C, 10× what G needs. A C below G clips the longest gradients, and the noise comes down with it."
     >>> clip_words(0.5, 1.0) is None
     True
     """
