@@ -10,7 +10,8 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.experiments.views import explore_spec, tuned_search_spent
-from dpcore.figures.result import clip_words, noise_words, r_squared_words, search_spent_words, versus_guessing
+from dpcore.figures.result import (clip_words, noise_words, r_squared_words, search_spent_words, skew_words,
+                                   versus_guessing)
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import make_model
@@ -239,6 +240,9 @@ if from_tune and (from_tune["dataset"], from_tune["mechanism"], from_tune["epsil
                f"{config.seed}–{config.seed + config.repeats - 1}, so the two differ by noise alone.")
 if rec.get("client_sizes"):
     client_bars(rec["client_sizes"])
+    if skew_words(extra.get("skew", 1.0), rec["client_sizes"]):
+        st.warning(skew_words(extra.get("skew", 1.0), rec["client_sizes"]) + ": the result above is for the "
+                   "clients' sizes.")
 
 fig = loss_figure(rec)
 if fig is not None:

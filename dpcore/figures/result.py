@@ -29,11 +29,14 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from ..mechanisms import REGISTRY
+from ..exceptions import DPCoreError
 from ..params import PARAMS
+from ..partition import client_sizes
 
 __all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
            "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note",
-           "curve_point_name"]
+           "curve_point_name", "realised_skew", "skew_words", "split_skew_words",
+           "realised_skew_rows"]
 
 #: results and guesses are compared at the digits the views and the command line print
 DIGITS = 4
@@ -289,3 +292,61 @@ def clip_words(clip: float, bound: float, own: str | None = None) -> str | None:
                 f"is clipped, yet the noise is scaled to C, {clip / bound:.3g}× what G needs. A C below G clips the "
                 "longest gradients, and the noise comes down with it.")
     return None
+
+
+#: an asked skew and the clients' realised one differ when they are more than 5 % apart (4.06 for 4 is rounding)
+SKEW_TOLERANCE = 0.05
+
+
+def realised_skew(sizes) -> float:
+    """The skew the clients' whole-record sizes really have, n_max / n_min (1 for one client)."""
+    sizes = [int(s) for s in sizes]
+    return max(sizes) / min(sizes)
+
+
+def skew_words(asked: float, sizes) -> str | None:
+    """The skew asked beside the one the clients' sizes have, when they differ by more than 5 %
+    (sizes are whole records, so a two-group split cannot always reach the asked ratio), else ``None``:
+    "u = 32 asked; the clients' whole-record sizes give u = 54 (n_max 54 / n_min 1)".
+
+    >>> skew_words(32, [1, 1, 54, 53])
+    "u = 32 asked; the clients' whole-record sizes give u = 54 (n_max 54 / n_min 1)"
+    >>> skew_words(4, [25, 100]) is None
+    True
+    """
+    if not sizes:
+        return None
+    real = realised_skew(sizes)
+    if abs(real / float(asked) - 1.0) <= SKEW_TOLERANCE:
+        return None
+    return (f"u = {float(asked):g} asked; the clients' whole-record sizes give u = {real:.3g} "
+            f"(n_max {max(sizes)} / n_min {min(sizes)})")
+
+
+def split_skew_words(n: int | None, clients: int, skew: float) -> str | None:
+    """:func:`skew_words` for the seed-004 split of ``n`` rows over ``clients`` at ``skew``
+    (:func:`dpcore.partition.client_sizes`); ``None`` where the rows are unknown or the split is refused
+    (the skew widget says why)."""
+    try:
+        return skew_words(skew, client_sizes(n, clients, skew)) if n else None
+    except DPCoreError:
+        return None
+
+
+def realised_skew_rows(rows: list[dict]) -> list[dict]:
+    """A skew sweep's rows (:func:`dpcore.experiments.studies.skew_curve`) with the skew each point's
+    clients really have: ``skew_asked`` (the swept u), ``skew`` (the realised n_max / n_min of the
+    clients at that u, the centralised rows taking their federation's) and ``skew_note`` (:func:`skew_words`,
+    or ``None`` where the two agree).  The charts draw each point at the u its data have, the tables keep both."""
+    sizes_at = {}
+    for r in rows:
+        if r.get("client_sizes"):
+            sizes_at.setdefault((r.get("epsilon"), r["skew"]), r["client_sizes"])
+    out = []
+    for r in rows:
+        asked = r.get("skew_asked", r["skew"])
+        sizes = r.get("client_sizes") or sizes_at.get((r.get("epsilon"), asked))
+        real = realised_skew(sizes) if sizes else float(asked)
+        out.append({**r, "skew_asked": float(asked), "skew": real,
+                    "skew_note": skew_words(asked, sizes) if sizes else None})
+    return out

@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .charts import GUESS_LINE, REFERENCE_LINE, band_figure, readable_axes
+from .result import realised_skew_rows
 
 __all__ = ["audit_scores_figure", "compare_figures", "integer_ticks", "lesson_noise_figure", "lesson_places_figure",
            "lesson_skew_figure", "loss_figure", "measured_figure", "odds_figure", "scaling_figure", "skew_figures",
@@ -71,19 +72,26 @@ def compare_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Fig
     return fig1, fig2
 
 
+#: the skew axis: the clients' realised n_max / n_min (:func:`~dpcore.figures.result.realised_skew_rows`)
+SKEW_AXIS = "u = n_max / n_min of the clients' sizes"
+
+
 def skew_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Figure]:
     """Distributed's two charts of its skew sweep's rows (those without ``error``): accuracy (RMSE)
-    against skew u with the non-private ``reference`` and what guessing scores, and the gap."""
+    against skew u with the non-private ``reference`` and what guessing scores, and the gap.  Each point is
+    drawn at the skew its clients' whole-record sizes have (:func:`~dpcore.figures.result.realised_skew_rows`), its
+    hover naming the u asked where the two differ."""
+    rows = realised_skew_rows(rows)
     metric, label = (("accuracy_mean", "test accuracy") if any(r.get("accuracy_mean") is not None for r in rows)
                      else ("rmse_mean", "test RMSE"))
     fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
-                      x_title="u = n_max / n_min", y_title=label,
+                      x_title=SKEW_AXIS, y_title=label,
                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None,
                       baseline=None if reference is None else reference.value,
                       baseline_label="non-private" if reference is None else reference.label,
                       guess=None if reference is None else reference.guess)
     gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
-                      x_title="u = n_max / n_min", y_title="L(θ) − L*")
+                      x_title=SKEW_AXIS, y_title="L(θ) − L*")
     return fig, gap
 
 
@@ -210,6 +218,6 @@ def lesson_places_figure(rows: list[dict]) -> go.Figure:
 
 def lesson_skew_figure(rows: list[dict]) -> go.Figure:
     """The Lesson's fifth step: accuracy against the clients' skew u (:func:`dpcore.lesson.skew_rows`)."""
-    return band_figure(rows, "skew", "accuracy_mean", title="Uneven clients: accuracy against skew u",
-                       x_title="u = n_max / n_min", y_title="accuracy", bounds=(0.0, 1.0),
+    return band_figure(realised_skew_rows(rows), "skew", "accuracy_mean", title="Uneven clients: accuracy against skew u",
+                       x_title=SKEW_AXIS, y_title="accuracy", bounds=(0.0, 1.0),
                        guess=rows[0].get("accuracy_guess") if rows else None)
