@@ -10,8 +10,8 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.experiments.views import explore_spec, tuned_search_spent
-from dpcore.figures.result import (clip_words, noise_words, r_squared_words, search_spent_words, skew_words,
-                                   versus_guessing)
+from dpcore.figures.result import (clip_words, noise_words, r_squared_words, reference_terms, search_spent_words,
+                                   skew_words, versus_guessing)
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import make_model
@@ -183,7 +183,9 @@ if rec.get("tuned_on_release"):  # input and local perturbation, tuned on their 
             + (f"The guess was kept by {kept} of {len(rec['tuned_on_release'])} releases: their released records "
                "could not show a model that beats guessing. " if kept else "")
             + "Chosen: " + "; ".join(chosen) + ".")
-c2.metric("optimality gap L(θ) − L*", f"{rec['gap_mean']:.3e}", help=f"± {rec['gap_std']:.2e} over runs")
+terms = reference_terms(model)  # L* of the exact minimiser, or a non-convex model's L_ref
+c2.metric(terms.gap_label, f"{rec['gap_mean']:.3e}",
+          help=f"± {rec['gap_std']:.2e} over runs; the reference is {terms.minimiser}")
 if rec.get("noise_multiplier") is not None:  # a sampled mechanism's noise: the multiplier z times the clip C
     c3.metric("noise σ = z·C", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
     c3.caption(noise_words(rec) + " (noise multiplier z, clip C)")

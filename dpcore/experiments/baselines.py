@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..models import make_model
+from ..figures.result import reference_terms
 from .context import Context, default_context
 from .run import RunSpec, run
 
@@ -66,7 +67,7 @@ class Baseline:
         guess = (f"always answering “{self.guess_class}”" if self.guess_class else
                  "always answering the majority class" if self.metric == "accuracy" else
                  "always answering the mean label")
-        return (f"Non-private: the exact minimiser of the same {self.model} loss without noise, at the "
+        return (f"Non-private: {reference_terms(self.model).minimiser}, at the "
                 f"{which} over {over}: {self.value:.4f} at λ = {self.lam:g}. Guessing ({guess}): "
                 f"{self.guess:.4f}.")
 

@@ -29,13 +29,15 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from ..mechanisms import REGISTRY
+from ..erm import MLP_RESTARTS
 from ..exceptions import DPCoreError
+from ..models import MODELS
 from ..params import PARAMS
 from ..partition import client_sizes
 
 __all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
            "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note",
-           "curve_point_name", "realised_skew", "skew_words", "split_skew_words",
+           "curve_point_name", "realised_skew", "skew_words", "split_skew_words", "reference_terms",
            "realised_skew_rows"]
 
 #: results and guesses are compared at the digits the views and the command line print
@@ -350,3 +352,29 @@ def realised_skew_rows(rows: list[dict]) -> list[dict]:
         out.append({**r, "skew_asked": float(asked), "skew": real,
                     "skew_note": skew_words(asked, sizes) if sizes else None})
     return out
+
+
+def reference_terms(model_id: str | None) -> SimpleNamespace:
+    """What the non-private reference and the gap to it are called for a model, in every view's and the
+    command line's words.  A convex model's reference is the exact minimiser and its loss L*; a non-convex
+    one's (the MLP) is the best loss non-private training found, a local minimum, so its gap is to L_ref,
+    never to a certified L*.  ``None`` (a model unknown to the caller) takes the convex words.
+
+    >>> reference_terms("logreg").gap_label
+    'optimality gap L(θ) − L*'
+    >>> reference_terms("mlp").gap
+    'L(θ) − L_ref'
+    """
+    if model_id is None or model_id not in MODELS or MODELS[model_id].convex:
+        return SimpleNamespace(convex=True, reference="the exact minimiser", star="L*", gap="L(θ) − L*",
+                               minimiser=f"the exact minimiser of the same {model_id or 'model'} loss without noise",
+                               gap_label="optimality gap L(θ) − L*", star_line="L* (non-private optimum)")
+    return SimpleNamespace(
+        convex=False,
+        reference=(f"the non-private reference: the best loss found by non-private training (the best of "
+                   f"{MLP_RESTARTS} seeded L-BFGS restarts), a local minimum, not a certified L*"),
+        minimiser=(f"the {model_id} with the lowest loss non-private training found (the best of {MLP_RESTARTS} "
+                   "seeded L-BFGS restarts, no noise): a local minimum of a non-convex loss, not a certified "
+                   "exact minimiser"),
+        star="L_ref", gap="L(θ) − L_ref", gap_label="gap to the reference L(θ) − L_ref (the reference's loss)",
+        star_line="L_ref (the non-private reference's loss, a local minimum)")

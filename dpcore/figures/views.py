@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .charts import GUESS_LINE, REFERENCE_LINE, band_figure, readable_axes
-from .result import realised_skew_rows
+from .result import realised_skew_rows, reference_terms
 
 __all__ = ["audit_scores_figure", "compare_figures", "integer_ticks", "lesson_noise_figure", "lesson_places_figure",
            "lesson_skew_figure", "loss_figure", "measured_figure", "odds_figure", "scaling_figure", "skew_figures",
@@ -32,9 +32,10 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
         fig.add_trace(go.Scatter(x=steps, y=arr[:, r], mode="lines", name=f"run {r + 1}",
                                  line=dict(width=1)))
     star, gap = rec.get("loss_star"), rec.get("gap_mean")
+    terms = reference_terms(rec.get("model"))  # L*, or a non-convex model's L_ref
     if star is not None:
         # under its line: the released model's label sits above its point, at L* + gap ≥ L*
-        fig.add_hline(y=star, annotation_text="L* (non-private optimum)", annotation_position="bottom right",
+        fig.add_hline(y=star, annotation_text=terms.star_line, annotation_position="bottom right",
                       **REFERENCE_LINE)
     if star is not None and gap is not None and math.isfinite(gap):
         released = star + gap
@@ -44,7 +45,7 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
             x=[steps[-1]], y=[released], mode="markers", name="released model",
             marker=dict(symbol="diamond", size=11, color="#d62728"),
             error_y=dict(type="data", array=[rec.get("gap_std") or 0.0], visible=True),
-            hovertext=[f"the released model: L(θ) = L* + gap = {released:.4g} (mean over runs)"
+            hovertext=[f"the released model: L(θ) = {terms.star} + gap = {released:.4g} (mean over runs)"
                        + ("; the curve is the training before the noise added at the end" if apart else "")],
             hoverinfo="text"))
         fig.add_annotation(x=steps[-1], y=released, text="released model" + (" (after its noise)" if apart else ""),
@@ -54,6 +55,12 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
     fig.update_layout(title=title, xaxis_title="step t",
                       yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
     return fig
+
+
+def _gap_title(rows: list[dict], reference) -> str:
+    """The gap axis's name: L(θ) − L*, or L(θ) − L_ref for a non-convex model (:func:`reference_terms`)."""
+    model = reference.model if reference is not None else next((r["model"] for r in rows if r.get("model")), None)
+    return reference_terms(model).gap
 
 
 def compare_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Figure]:
@@ -68,7 +75,7 @@ def compare_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Fig
                        guess=None if reference is None else reference.guess, x_title="ε", y_title=name,
                        bounds=(0.0, 1.0) if metric == "accuracy_mean" else None, paid="tuned_search_epsilon")
     fig2 = band_figure(rows, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
-                       x_title="ε", y_title="L(θ) − L*")
+                       x_title="ε", y_title=_gap_title(rows, reference))
     return fig1, fig2
 
 
@@ -91,7 +98,7 @@ def skew_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Figure
                       baseline_label="non-private" if reference is None else reference.label,
                       guess=None if reference is None else reference.guess)
     gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
-                      x_title=SKEW_AXIS, y_title="L(θ) − L*")
+                      x_title=SKEW_AXIS, y_title=_gap_title(rows, reference))
     return fig, gap
 
 
@@ -213,7 +220,7 @@ def lesson_noise_figure(rows: list[dict], reference) -> go.Figure:
 def lesson_places_figure(rows: list[dict]) -> go.Figure:
     """The Lesson's third step: the optimality gap of each place the noise enters (:func:`dpcore.lesson.places_rows`)."""
     return band_figure(rows, "epsilon", "gap_mean", log_y=True, title="Where the noise enters: optimality gap",
-                       x_title="ε", y_title="L(θ) − L*")
+                       x_title="ε", y_title=_gap_title(rows, None))
 
 
 def lesson_skew_figure(rows: list[dict]) -> go.Figure:
