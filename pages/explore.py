@@ -6,6 +6,7 @@ import math
 
 import streamlit as st
 
+from dpcore.audit import basis_words
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
@@ -202,7 +203,7 @@ e3.metric("ε local", fmt_eps(rec["epsilon_local"]),
 def audit_here(bar) -> tuple:
     """A black-box audit of this setting (``bar``: its progress): its lower bound and verdict."""
     found = shared_audit(config, PARAMS["trials"].default, bar, dataset=user_dataset(dataset))
-    return found["epsilon_lower_bound"], found["verdict"]
+    return found["epsilon_lower_bound"], found["verdict"], basis_words(found)
 
 
 if cls.private:
@@ -216,6 +217,8 @@ if cls.private:
                   help=f"verdict: {audited[1]}. A black-box attack (it sees only the final model) can show privacy "
                        "is at least this bad; it never proves a claim. The Audit view opens on the white-box "
                        "attack (it sees every step), whose bound is usually higher.")
+        if len(audited) > 2:  # what the number rests on: the estimator and its assumption (dpcore.audit)
+            e4.caption(audited[2])
 if tuned is not None and tuned_in_use:  # what choosing these settings cost, beside the ε's above (M2)
     try:
         with st.spinner("Recomputing what the search that chose these settings spent…"):
