@@ -2,7 +2,6 @@
 every view and the command line call its reference the best loss non-private training found and its gap
 L(θ) − L_ref (:func:`dpcore.figures.result.reference_terms`); the convex models keep "exact minimiser" and L*."""
 
-import json
 import subprocess
 import sys
 from pathlib import Path
