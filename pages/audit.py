@@ -5,7 +5,7 @@ load_core()  # before the core: a new server can run a view before app.py (pages
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.audit import WHITE_BOX_UNAVAILABLE, one_run_audit
+from dpcore.audit import WHITE_BOX_UNAVAILABLE, basis_words, one_run_audit
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.views import audit_spec
 from dpcore.figures.charts import privacy_region_figure
@@ -120,7 +120,7 @@ def three_epsilons() -> None:
     c1.metric("ε target", fmt_eps(res["epsilon_target"]))
     c2.metric("ε certified", fmt_eps(res["epsilon_certified"]))
     c3.metric(f"ε audited ({res['threat']}, lower bound)", fmt_eps(res["epsilon_lower_bound"]),
-              help=f"holds with confidence {res['confidence']:g}")
+              help=f"holds with confidence {res['confidence']:g}: {basis_words(res)}")
 
 
 if res:

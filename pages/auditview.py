@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pandas as pd
 import streamlit as st
 
-from dpcore.audit import confirmed, verdict_line
+from dpcore.audit import basis_words, confirmed, verdict_line
 from dpcore.audit.membership import NO_GUARANTEE, NOT_CONFIRMED, NOT_MET, chance_words
 from pages.charts import plain_markdown
 from pages.formatting import fmt_eps
@@ -139,7 +139,7 @@ def headline(res: dict[str, Any]) -> str:
 def verdict_parts(res: dict[str, Any]) -> list[str]:
     """The verdict box's paragraphs (Markdown): the plain sentences, each measured bug, the verdict's
     name as every interface writes it (``dpcore.audit.verdict_line``)."""
-    parts = [headline(res)]
+    parts = [headline(res), f"What the number rests on: {basis_words(res)}."]  # the estimator and its assumption
     parts += [f"Measured: {plain_markdown(finding_words(f))}." for f in res.get("findings") or ()]
     parts.append(verdict_line(res, explained=False))
     return parts

@@ -4,6 +4,7 @@ load_core()  # before the core: a new server can run a view before app.py (pages
 
 import streamlit as st
 
+from dpcore import datasets
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.studies import (
@@ -17,7 +18,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.views import compare_setting
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
-from dpcore.figures.result import sampling_note
+from dpcore.figures.result import sampling_note, split_skew_words
 from dpcore.figures.views import compare_figures
 from pages.common import (
     choice, download_code, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
@@ -108,6 +109,11 @@ if any(REGISTRY[m].family == "distributed" for m in mechs):
                            value=4, container=c7)
     skew = param_widget("skew", "cmp_skew", label="client-size skew u = n_max/n_min", value=4.0,
                         container=c8, refuse=skew_refusal(dataset, clients))
+    own_rows = user_dataset(dataset)
+    skew_note = split_skew_words(own_rows.n if own_rows is not None else datasets.DATASETS[dataset].n_train,
+                                 clients, skew)
+    if skew_note:
+        st.warning(skew_note + ": the distributed mechanisms' results are for the clients' sizes.")
 
 # A seed preset's settings for single mechanisms (e.g. output-laplace's λ in seed 003) and its
 # data options (d = 14 for 003's synthetic data) hold while its dataset is selected.

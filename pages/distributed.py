@@ -13,7 +13,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.views import distributed_spec, skew_grid
 from dpcore.figures.views import skew_figures
-from dpcore.figures.result import r_squared_words
+from dpcore.figures.result import r_squared_words, realised_skew_rows, skew_words
 from pages.common import (
     choice, download_code, enter_view, guessing_box, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
 )
@@ -62,6 +62,8 @@ except DPCoreError as exc:
     st.stop()
 if sizes:
     client_bars(sizes)
+    if skew_words(u, sizes):
+        st.warning(skew_words(u, sizes) + ": the results below are for the clients' sizes.")
 
 cols = st.columns(2)
 for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):
@@ -120,5 +122,5 @@ if curve:
     download_figure(fig, "accuracy_vs_skew", "dist_dl_fig")
     show_chart(fig_gap)
     download_figure(fig_gap, "gap_vs_skew", "dist_dl_fig_gap")
-    download_table(rows, "skew_curve", "dist_dl_curve")
+    download_table(realised_skew_rows(rows), "skew_curve", "dist_dl_curve")  # the u asked and the clients
     download_code("distributed", URL_KEYS, "dist_dl_code")  # this view as a notebook and a script

@@ -6,11 +6,13 @@ import math
 
 import streamlit as st
 
+from dpcore.audit import basis_words
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.experiments.views import explore_spec, tuned_search_spent
-from dpcore.figures.result import clip_words, noise_words, r_squared_words, search_spent_words, versus_guessing
+from dpcore.figures.result import (clip_words, noise_words, r_squared_words, reference_terms, search_spent_words,
+                                   skew_words, versus_guessing)
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import make_model
@@ -160,17 +162,17 @@ same = own if at_own else ref.value
 vs = "vs non-private at this λ" if at_own else f"vs {ref.label}"
 cost = round(rec[f"{metric}_mean"] - same, 4) + 0.0  # never "-0.0000"
 spread = f"± {rec[f'{metric}_std']:.4f} over {len(rec['runs'])} runs"
+cost_help = (f"The change from the same model without noise ({reference_terms(model).reference}, at this run's "
+             f"λ): what privacy cost here. {ref.definition()}")
 if "accuracy_mean" in rec:
     c1.metric("test accuracy", f"{rec['accuracy_mean']:.4f}", delta=f"{cost:+.4f} {vs}",
-              help=f"The change from the same model without noise (the exact minimiser at this run's λ): what "
-                   f"privacy cost here. {ref.definition()}")
+              help=cost_help)
     c1.caption(f"{spread} · non-private at this λ {same:.4f} · {ref.label} {ref.value:.4f} · guessing "
                f"{ref.guess:.4f} (always the majority class)")
 else:
     c1.metric("test RMSE", f"{rec['rmse_mean']:.4f}",
               delta=f"{cost:+.4f} {vs}", delta_color="inverse",
-              help=f"The change from the same model without noise (the exact minimiser at this run's λ): what "
-                   f"privacy cost here. {ref.definition()}")
+              help=cost_help)
     # each R² beside its own model's RMSE, named (dpcore.figures.result.r_squared_words)
     c1.caption(f"{spread} · {r_squared_words(rec['rmse_mean'], rec['rmse_guess'])} · non-private at this λ "
                f"{same:.4f} · {ref.label} {ref.value:.4f}, "
@@ -194,7 +196,9 @@ if rec.get("tuned_on_release"):  # input and local perturbation, tuned on their 
             + (f"The guess was kept by {kept} of {len(rec['tuned_on_release'])} releases: their released records "
                "could not show a model that beats guessing. " if kept else "")
             + "Chosen: " + "; ".join(chosen) + ".")
-c2.metric("optimality gap L(θ) − L*", f"{rec['gap_mean']:.3e}", help=f"± {rec['gap_std']:.2e} over runs")
+terms = reference_terms(model)  # L* of the exact minimiser, or a non-convex model's L_ref
+c2.metric(terms.gap_label, f"{rec['gap_mean']:.3e}",
+          help=f"± {rec['gap_std']:.2e} over runs; the reference is {terms.minimiser}")
 if rec.get("noise_multiplier") is not None:  # a sampled mechanism's noise: the multiplier z times the clip C
     c3.metric("noise σ = z·C", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
     c3.caption(noise_words(rec) + " (noise multiplier z, clip C)")
@@ -211,7 +215,7 @@ e3.metric("ε local", fmt_eps(rec["epsilon_local"]),
 def audit_here(bar) -> tuple:
     """A black-box audit of this setting (``bar``: its progress): its lower bound and verdict."""
     found = shared_audit(config, PARAMS["trials"].default, bar, dataset=user_dataset(dataset))
-    return found["epsilon_lower_bound"], found["verdict"]
+    return found["epsilon_lower_bound"], found["verdict"], basis_words(found)
 
 
 if cls.private:
@@ -225,6 +229,8 @@ if cls.private:
                   help=f"verdict: {audited[1]}. A black-box attack (it sees only the final model) can show privacy "
                        "is at least this bad; it never proves a claim. The Audit view opens on the white-box "
                        "attack (it sees every step), whose bound is usually higher.")
+        if len(audited) > 2:  # what the number rests on: the estimator and its assumption (dpcore.audit)
+            e4.caption(audited[2])
 if tuned is not None and tuned_in_use:  # what choosing these settings cost, beside the ε's above (M2)
     try:
         with st.spinner("Recomputing what the search that chose these settings spent…"):
@@ -251,6 +257,9 @@ if from_tune and (from_tune["dataset"], from_tune["mechanism"], from_tune["epsil
                f"{config.seed}–{config.seed + config.repeats - 1}, so the two differ by noise alone.")
 if rec.get("client_sizes"):
     client_bars(rec["client_sizes"])
+    if skew_words(extra.get("skew", 1.0), rec["client_sizes"]):
+        st.warning(skew_words(extra.get("skew", 1.0), rec["client_sizes"]) + ": the result above is for the "
+                   "clients' sizes.")
 
 fig = loss_figure(rec)
 if fig is not None:

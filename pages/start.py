@@ -46,7 +46,9 @@ perturbation and local DP give the second one.
   and the published theorem where a proof is all there is (objective perturbation). It is ∞
   when no valid proof applies, and the reason is shown.
 * **ε audited**: an empirical lower bound from attacking the model (the Audit view). It can
-  show that privacy is *worse* than claimed; it can never prove a claim.
+  show that privacy is *worse* than claimed; it can never prove a claim. Where an estimator that
+  assumes Gaussian noise gives more than the attack's own error rates, the audit says so beside
+  the number, with what the attack alone shows.
 
 They differ for instructive reasons. A paper's formula "with some constant c" can
 under-deliver when c = 1. A proof can rest on an assumption the data break. An attack can

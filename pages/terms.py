@@ -3,6 +3,7 @@ tooltip, which links to its entry."""
 
 from __future__ import annotations
 
+from dpcore.figures.result import reference_terms
 from dpcore.params import PARAMS
 
 
@@ -38,7 +39,9 @@ GLOSSARY = {
                 "least this bad, with 95 % confidence. An audit can refute a claim, never prove one."),
     "gap": ("Optimality gap",
             "L(θ) − L*: how much worse the private model's training objective is than the exact "
-            "non-private optimum. It is the excess empirical risk the bounds predict."),
+            "non-private optimum. It is the excess empirical risk the bounds predict. A non-convex model's "
+            f"(the MLP's) has no certified optimum: its gap is {reference_terms('mlp').gap}, to "
+            f"{reference_terms('mlp').minimiser}."),
     "clipping": ("Clipping",
                  "Scaling each record's gradient down to norm at most C, so that one record's influence "
                  "(the sensitivity) is bounded whatever the data."),

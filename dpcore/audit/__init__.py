@@ -42,6 +42,7 @@ from .canaries import (
 from .core import AuditResult, audit, run_audit
 from .membership import (
     VERDICTS,
+    basis_words,
     MembershipTest,
     choose_threshold,
     confirmed,
@@ -106,6 +107,7 @@ __all__ = [
     "roc_points",
     "size_ceiling",
     "subsample",
+    "basis_words",
     "summary",
     "verdict_line",
     "tradeoff_curve",

@@ -61,6 +61,8 @@ from ..privacy.core import certify
 from .bounds import clopper_pearson_upper, effect_size_bound, pooled_error_bound
 
 __all__ = [
+    "ESTIMATOR_WORDS",
+    "basis_words",
     "NOT_CONFIRMED",
     "SplitHalfCounts",
     "NOT_MET",
@@ -466,3 +468,45 @@ def gaussian_assumption(s0: np.ndarray, s1: np.ndarray, delta: float, alpha: flo
     fn = int(np.sum(~_judge(e1, threshold, direction)))
     sign = 1.0 if direction == "above" else -1.0
     return (pooled_error_bound(fp, n, fn, n, delta, a), effect_size_bound(sign * s0, sign * s1, delta, a))
+
+
+#: each estimator of the audited ε in a lecturer's words: its name and what it assumes (``None``: nothing
+#: but independent runs); the full assumptions are :data:`dpcore.audit.bounds.ASSUMPTIONS`
+ESTIMATOR_WORDS = {
+    "direct": ("the attack alone (its two error rates)", None),
+    "measured": ("the measured-shift estimator", "Gaussian noise"),
+    "pooled-error": ("the pooled-error estimator", "Gaussian noise (a μ-GDP trade-off)"),
+    "effect-size": ("the effect-size estimator", "Gaussian scores of one variance on both sides"),
+    "sampled-gaussian": ("the sampled-Gaussian estimator", "Poisson-sampled Gaussian noise"),
+}
+
+
+def basis_words(rec: dict[str, Any]) -> str:
+    """What the audited ε rests on, in the words every place that shows it uses: the estimator that gave it
+    and what that estimator assumes, whether the audit checked it, and, where it is not the attack's own
+    error rates, what the assumption-free attack alone shows ("ε ≥ 0.92 by the measured-shift estimator,
+    which assumes Gaussian noise (checked: …); the assumption-free attack alone shows ε ≥ 0").
+    ``rec``: :meth:`AuditResult.to_dict`."""
+    def e(v):
+        return "∞" if v is None or v == math.inf else f"{v:.3g}"
+
+    lb = rec["epsilon_lower_bound"]
+    ests = [x for x in rec.get("estimates") or () if x.get("headline", True)]
+    best = max(ests, key=lambda x: x["epsilon"], default=None)
+    direct = rec.get("epsilon_lower_bound_direct")
+    if best is None or best["name"] == "direct" or (direct is not None and direct >= lb):
+        return (f"ε ≥ {e(lb)} from the attack alone (its two error rates: {rec.get('false_positives')} false "
+                f"positives of {rec.get('n_without')}, {rec.get('false_negatives')} false negatives of "
+                f"{rec.get('n_with')}), which assumes nothing but independent runs")
+    name, assumes = ESTIMATOR_WORDS.get(best["name"], (f"the {best['name']} estimator", "a model of the noise"))
+    noise = rec.get("noise")
+    if noise is None:
+        checked = "not checked by this audit"
+    elif noise.get("gaussian") and noise.get("independent"):
+        checked = (f"checked: the {noise.get('coordinates', 0):,} noise numbers the runs drew pass the audit's "
+                   "Gaussian-shape test and no two runs drew the same noise")
+    else:
+        checked = "the audit's own noise check FAILED, so this number may not be a valid bound"
+    return (f"ε ≥ {e(lb)} by {name}, which assumes {assumes} ({checked}); the assumption-free attack alone "
+            f"shows ε ≥ {e(direct)} ({rec.get('false_positives')} false positives of {rec.get('n_without')}, "
+            f"{rec.get('false_negatives')} false negatives of {rec.get('n_with')})")

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..audit import one_run_audit, run_audit
+from ..audit import basis_words
 from ..audit import summary as audit_summary
 from .common import eps_text, flag_given, user_data
 from ..exceptions import DPCoreError
@@ -45,7 +46,7 @@ def cmd_audit(args) -> Any:
     lines = [f"ε target {e(rec['epsilon_target'])}   ε certified {e(rec['epsilon_certified'])}   "
              f"ε audited (lower bound, {rec['threat']}, confidence {rec['confidence']:g}) "
              f"{e(rec['epsilon_lower_bound'])}   verdict: {rec['verdict']}",
-             audit_summary(rec)]
+             audit_summary(rec), f"what the audited ε rests on: {basis_words(rec)}"]
     if rec["epsilon_attack_ceiling"] is not None and rec["epsilon_certified"] is not None and (
             rec["epsilon_attack_ceiling"] < 0.99 * rec["epsilon_certified"]):
         lines.append(f"the attack's own ceiling: ε {e(rec['epsilon_attack_ceiling'])} (what the releases it "

@@ -16,7 +16,7 @@ from ..experiments.context import shared_context
 from ..experiments.run import RunSpec, run
 from ..experiments.studies import tradeoff
 from ..experiments.tune import setting_text, tuned_setting, with_setting
-from ..figures.result import noise_words, r_squared_words, versus_guessing
+from ..figures.result import noise_words, r_squared_words, reference_terms, versus_guessing
 from ..mechanisms import REGISTRY
 from ..params import CONFLICTS
 from ..theory.catalog import bounds_report
@@ -133,7 +133,7 @@ def cmd_run(args) -> Any:
     if tuned:
         config = with_setting(config, tuned)
     progress = SlowProgress()
-    with progress.heartbeat("calibrating the noise and solving the exact reference, then training"):
+    with progress.heartbeat("calibrating the noise and solving the non-private reference, then training"):
         result = run(config, ctx=shared_context(progress=progress), dataset=own)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -176,7 +176,7 @@ def cmd_run(args) -> Any:
         kinds = sorted({c if isinstance(c, str) else setting_text(c) for c in chosen})
         lines.append(f"  settings chosen on each release's own records (free): the guess kept by "
                      f"{record.get('guess_chosen', 0)} of {len(chosen)}; chosen: " + "; ".join(kinds))
-    lines.append(f"  gap L(θ) − L* {record['gap_mean']:.3e} ± {record['gap_std']:.3e}"
+    lines.append(f"  {reference_terms(record.get('model')).gap_label} {record['gap_mean']:.3e} ± {record['gap_std']:.3e}"
                  f"   ({record['seconds']:.3f} s)")
     return "\n".join(lines)
 

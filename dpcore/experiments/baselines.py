@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..models import make_model
+from ..figures.result import reference_terms
 from .context import Context, default_context
 from .run import RunSpec, run
 
@@ -68,7 +69,7 @@ class Baseline:
                  "always answering the mean label")
         ceiling = (" (λ chosen on the test split itself: a ceiling, which no private run reaches without spending "
                    "ε on the choice)" if len(self.searched) > 1 else "")
-        return (f"Non-private: the exact minimiser of the same {self.model} loss without noise, at the "
+        return (f"Non-private: {reference_terms(self.model).minimiser}, at the "
                 f"{which} over {over}: {self.value:.4f} at λ = {self.lam:g}{ceiling}. Guessing ({guess}): "
                 f"{self.guess:.4f}.")
 

@@ -294,7 +294,8 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
         searched = [("" if r.get("tuned_search_epsilon") is None else
                      f"<br>tuned at ε = {r.get('tuned_at', 0):g} by a search that spent ε = "
                      f"{r['tuned_search_epsilon']:.3g} in all")
-                    + (f"<br>{sampling_words(r)}" if sampling_words(r) else "") for r in pts]
+                    + (f"<br>{sampling_words(r)}" if sampling_words(r) else "")
+                    + (f"<br>{r['skew_note']}" if r.get("skew_note") else "") for r in pts]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line=dict(color=colour),
                                  hovertext=[f"{head}<br>{xname} = {xv:g}<br>{yname} = {yv:.4g}<br>{h}{t}" for xv, yv, h, t in
                                             zip(xs, ys, hover_texts(targets, certs), searched)], hoverinfo="text"))

@@ -29,11 +29,16 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from ..mechanisms import REGISTRY
+from ..erm import MLP_RESTARTS
+from ..exceptions import DPCoreError
+from ..models import MODELS
 from ..params import PARAMS
+from ..partition import client_sizes
 
 __all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
            "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note", "measured_note",
-           "curve_point_name"]
+           "curve_point_name", "realised_skew", "skew_words", "split_skew_words", "reference_terms",
+           "realised_skew_rows"]
 
 #: results and guesses are compared at the digits the views and the command line print
 DIGITS = 4
@@ -330,3 +335,87 @@ def clip_words(clip: float, bound: float, own: str | None = None) -> str | None:
                 f"is clipped, yet the noise is scaled to C, {clip / bound:.3g}× what G needs. A C below G clips the "
                 "longest gradients, and the noise comes down with it.")
     return None
+
+
+#: an asked skew and the clients' realised one differ when they are more than 5 % apart (4.06 for 4 is rounding)
+SKEW_TOLERANCE = 0.05
+
+
+def realised_skew(sizes) -> float:
+    """The skew the clients' whole-record sizes really have, n_max / n_min (1 for one client)."""
+    sizes = [int(s) for s in sizes]
+    return max(sizes) / min(sizes)
+
+
+def skew_words(asked: float, sizes) -> str | None:
+    """The skew asked beside the one the clients' sizes have, when they differ by more than 5 %
+    (sizes are whole records, so a two-group split cannot always reach the asked ratio), else ``None``:
+    "u = 32 asked; the clients' whole-record sizes give u = 54 (n_max 54 / n_min 1)".
+
+    >>> skew_words(32, [1, 1, 54, 53])
+    "u = 32 asked; the clients' whole-record sizes give u = 54 (n_max 54 / n_min 1)"
+    >>> skew_words(4, [25, 100]) is None
+    True
+    """
+    if not sizes:
+        return None
+    real = realised_skew(sizes)
+    if abs(real / float(asked) - 1.0) <= SKEW_TOLERANCE:
+        return None
+    return (f"u = {float(asked):g} asked; the clients' whole-record sizes give u = {real:.3g} "
+            f"(n_max {max(sizes)} / n_min {min(sizes)})")
+
+
+def split_skew_words(n: int | None, clients: int, skew: float) -> str | None:
+    """:func:`skew_words` for the seed-004 split of ``n`` rows over ``clients`` at ``skew``
+    (:func:`dpcore.partition.client_sizes`); ``None`` where the rows are unknown or the split is refused
+    (the skew widget says why)."""
+    try:
+        return skew_words(skew, client_sizes(n, clients, skew)) if n else None
+    except DPCoreError:
+        return None
+
+
+def realised_skew_rows(rows: list[dict]) -> list[dict]:
+    """A skew sweep's rows (:func:`dpcore.experiments.studies.skew_curve`) with the skew each point's
+    clients really have: ``skew_asked`` (the swept u), ``skew`` (the realised n_max / n_min of the
+    clients at that u, the centralised rows taking their federation's) and ``skew_note`` (:func:`skew_words`,
+    or ``None`` where the two agree).  The charts draw each point at the u its data have, the tables keep both."""
+    sizes_at = {}
+    for r in rows:
+        if r.get("client_sizes"):
+            sizes_at.setdefault((r.get("epsilon"), r["skew"]), r["client_sizes"])
+    out = []
+    for r in rows:
+        asked = r.get("skew_asked", r["skew"])
+        sizes = r.get("client_sizes") or sizes_at.get((r.get("epsilon"), asked))
+        real = realised_skew(sizes) if sizes else float(asked)
+        out.append({**r, "skew_asked": float(asked), "skew": real,
+                    "skew_note": skew_words(asked, sizes) if sizes else None})
+    return out
+
+
+def reference_terms(model_id: str | None) -> SimpleNamespace:
+    """What the non-private reference and the gap to it are called for a model, in every view's and the
+    command line's words.  A convex model's reference is the exact minimiser and its loss L*; a non-convex
+    one's (the MLP) is the best loss non-private training found, a local minimum, so its gap is to L_ref,
+    never to a certified L*.  ``None`` (a model unknown to the caller) takes the convex words.
+
+    >>> reference_terms("logreg").gap_label
+    'optimality gap L(θ) − L*'
+    >>> reference_terms("mlp").gap
+    'L(θ) − L_ref'
+    """
+    if model_id is None or model_id not in MODELS or MODELS[model_id].convex:
+        return SimpleNamespace(convex=True, reference="the exact minimiser", star="L*", gap="L(θ) − L*",
+                               minimiser=f"the exact minimiser of the same {model_id or 'model'} loss without noise",
+                               gap_label="optimality gap L(θ) − L*", star_line="L* (non-private optimum)")
+    return SimpleNamespace(
+        convex=False,
+        reference=(f"the non-private reference: the best loss found by non-private training (the best of "
+                   f"{MLP_RESTARTS} seeded L-BFGS restarts), a local minimum, not a certified L*"),
+        minimiser=(f"the {model_id} with the lowest loss non-private training found (the best of {MLP_RESTARTS} "
+                   "seeded L-BFGS restarts, no noise): a local minimum of a non-convex loss, not a certified "
+                   "exact minimiser"),
+        star="L_ref", gap="L(θ) − L_ref", gap_label="gap to the reference L(θ) − L_ref (the reference's loss)",
+        star_line="L_ref (the non-private reference's loss, a local minimum)")

@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .charts import GUESS_LINE, REFERENCE_LINE, band_figure, readable_axes
+from .result import realised_skew_rows, reference_terms
 
 __all__ = ["audit_scores_figure", "compare_figures", "integer_ticks", "lesson_noise_figure", "lesson_places_figure",
            "lesson_skew_figure", "loss_figure", "measured_figure", "odds_figure", "scaling_figure", "skew_figures",
@@ -31,9 +32,10 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
         fig.add_trace(go.Scatter(x=steps, y=arr[:, r], mode="lines", name=f"run {r + 1}",
                                  line=dict(width=1)))
     star, gap = rec.get("loss_star"), rec.get("gap_mean")
+    terms = reference_terms(rec.get("model"))  # L*, or a non-convex model's L_ref
     if star is not None:
         # under its line: the released model's label sits above its point, at L* + gap ≥ L*
-        fig.add_hline(y=star, annotation_text="L* (non-private optimum)", annotation_position="bottom right",
+        fig.add_hline(y=star, annotation_text=terms.star_line, annotation_position="bottom right",
                       **REFERENCE_LINE)
     if star is not None and gap is not None and math.isfinite(gap):
         released = star + gap
@@ -43,7 +45,7 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
             x=[steps[-1]], y=[released], mode="markers", name="released model",
             marker=dict(symbol="diamond", size=11, color="#d62728"),
             error_y=dict(type="data", array=[rec.get("gap_std") or 0.0], visible=True),
-            hovertext=[f"the released model: L(θ) = L* + gap = {released:.4g} (mean over runs)"
+            hovertext=[f"the released model: L(θ) = {terms.star} + gap = {released:.4g} (mean over runs)"
                        + ("; the curve is the training before the noise added at the end" if apart else "")],
             hoverinfo="text"))
         fig.add_annotation(x=steps[-1], y=released, text="released model" + (" (after its noise)" if apart else ""),
@@ -53,6 +55,12 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
     fig.update_layout(title=title, xaxis_title="step t",
                       yaxis_title="L(θ_t)", margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
     return fig
+
+
+def _gap_title(rows: list[dict], reference) -> str:
+    """The gap axis's name: L(θ) − L*, or L(θ) − L_ref for a non-convex model (:func:`reference_terms`)."""
+    model = reference.model if reference is not None else next((r["model"] for r in rows if r.get("model")), None)
+    return reference_terms(model).gap
 
 
 def compare_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Figure]:
@@ -67,23 +75,30 @@ def compare_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Fig
                        guess=None if reference is None else reference.guess, x_title="ε", y_title=name,
                        bounds=(0.0, 1.0) if metric == "accuracy_mean" else None, paid="tuned_search_epsilon")
     fig2 = band_figure(rows, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
-                       x_title="ε", y_title="L(θ) − L*")
+                       x_title="ε", y_title=_gap_title(rows, reference))
     return fig1, fig2
+
+
+#: the skew axis: the clients' realised n_max / n_min (:func:`~dpcore.figures.result.realised_skew_rows`)
+SKEW_AXIS = "u = n_max / n_min of the clients' sizes"
 
 
 def skew_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Figure]:
     """Distributed's two charts of its skew sweep's rows (those without ``error``): accuracy (RMSE)
-    against skew u with the non-private ``reference`` and what guessing scores, and the gap."""
+    against skew u with the non-private ``reference`` and what guessing scores, and the gap.  Each point is
+    drawn at the skew its clients' whole-record sizes have (:func:`~dpcore.figures.result.realised_skew_rows`), its
+    hover naming the u asked where the two differ."""
+    rows = realised_skew_rows(rows)
     metric, label = (("accuracy_mean", "test accuracy") if any(r.get("accuracy_mean") is not None for r in rows)
                      else ("rmse_mean", "test RMSE"))
     fig = band_figure(rows, "skew", metric, title=f"{label} against skew u",
-                      x_title="u = n_max / n_min", y_title=label,
+                      x_title=SKEW_AXIS, y_title=label,
                       bounds=(0.0, 1.0) if metric == "accuracy_mean" else None,
                       baseline=None if reference is None else reference.value,
                       baseline_label="non-private" if reference is None else reference.label,
                       guess=None if reference is None else reference.guess)
     gap = band_figure(rows, "skew", "gap_mean", log_y=True, title="optimality gap against skew u",
-                      x_title="u = n_max / n_min", y_title="L(θ) − L*")
+                      x_title=SKEW_AXIS, y_title=_gap_title(rows, reference))
     return fig, gap
 
 
@@ -205,11 +220,11 @@ def lesson_noise_figure(rows: list[dict], reference) -> go.Figure:
 def lesson_places_figure(rows: list[dict]) -> go.Figure:
     """The Lesson's third step: the optimality gap of each place the noise enters (:func:`dpcore.lesson.places_rows`)."""
     return band_figure(rows, "epsilon", "gap_mean", log_y=True, title="Where the noise enters: optimality gap",
-                       x_title="ε", y_title="L(θ) − L*")
+                       x_title="ε", y_title=_gap_title(rows, None))
 
 
 def lesson_skew_figure(rows: list[dict]) -> go.Figure:
     """The Lesson's fifth step: accuracy against the clients' skew u (:func:`dpcore.lesson.skew_rows`)."""
-    return band_figure(rows, "skew", "accuracy_mean", title="Uneven clients: accuracy against skew u",
-                       x_title="u = n_max / n_min", y_title="accuracy", bounds=(0.0, 1.0),
+    return band_figure(realised_skew_rows(rows), "skew", "accuracy_mean", title="Uneven clients: accuracy against skew u",
+                       x_title=SKEW_AXIS, y_title="accuracy", bounds=(0.0, 1.0),
                        guess=rows[0].get("accuracy_guess") if rows else None)
