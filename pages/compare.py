@@ -17,7 +17,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.views import compare_setting
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
-from dpcore.figures.result import sampling_note
+from dpcore.figures.result import sampling_note, tuning_cost_note
 from dpcore.figures.views import compare_figures
 from pages.common import (
     choice, download_code, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
@@ -197,12 +197,9 @@ if rows:
     missed_target_note(ok)
     if note := sampling_note(ok):  # the rate each DP-SGD point ran with (its hover and the CSV give each point's)
         st.caption(note)
-    searched = [(r["tuned_search_epsilon"] / r["tuned_at"]) for r in ok if r.get("tuned_search_epsilon")]
-    if searched:
-        st.caption(f"Tuned settings: each was chosen on this dataset by a search that spent {min(searched):.1f}–"
-                   f"{max(searched):.1f}× the ε it was tuned for (every candidate run, the private choice and "
-                   "the final run; the hover gives each point's). The chart shows each run's own ε; the Tune "
-                   "view shows what each search cost, and the toggle above runs every mechanism untuned.")
+    if note := tuning_cost_note(ok):  # the cost against the ε each point is drawn at, as Explore gives it
+        st.caption(note + " The chart shows each run's own ε; the Tune view shows what each search cost, and "
+                   "the toggle above runs every mechanism untuned.")
     download_figure(fig1, "compare_metric", "cmp_dl_fig1")
     show_chart(fig2)
     download_figure(fig2, "compare_gap", "cmp_dl_fig2")

@@ -42,7 +42,7 @@ from .screen import (
     without_notes,
 )
 from ..mechanisms import short_name
-from .result import curve_point_name, from_zero, sampling_words
+from .result import curve_point_name, from_zero, sampling_words, search_cost
 
 __all__ = ["NOTE", "on_screen", "panels", "panel_columns", "legend_html", "PANEL_HEIGHT", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
            "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
@@ -293,7 +293,9 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
         head = f"{name} ({g})" if name != str(g) else name
         searched = [("" if r.get("tuned_search_epsilon") is None else
                      f"<br>tuned at ε = {r.get('tuned_at', 0):g} by a search that spent ε = "
-                     f"{r['tuned_search_epsilon']:.3g} in all")
+                     f"{r['tuned_search_epsilon']:.3g} in all"
+                     + ("" if (c := search_cost(r.get("epsilon"), r["tuned_search_epsilon"])) is None
+                        else f", {c:.1f}× this point's ε"))
                     + (f"<br>{sampling_words(r)}" if sampling_words(r) else "") for r in pts]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line=dict(color=colour),
                                  hovertext=[f"{head}<br>{xname} = {xv:g}<br>{yname} = {yv:.4g}<br>{h}{t}" for xv, yv, h, t in

@@ -28,11 +28,13 @@ import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from ..mechanisms import REGISTRY
+from ..mechanisms import REGISTRY, short_name
 from ..params import PARAMS
+from .missed import join_words
 
 __all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
-           "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note",
+           "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_cost", "search_spent_words",
+           "tuning_cost_note", "curve_note",
            "curve_point_name"]
 
 #: results and guesses are compared at the digits the views and the command line print
@@ -241,7 +243,61 @@ def search_spent_words(epsilon: float, spent: float | None, tuned_at: float) -> 
     return (f"ε = {epsilon:g} is this run’s alone. Its settings were chosen (tuned at ε = {tuned_at:g}) by a private "
             f"search on this dataset that spent ε = {spent:.3g} in all (every candidate run, the private choice and "
             f"the final run): with the choice of its settings, this model cost ε = {spent:.3g}, "
-            f"{spent / epsilon:.1f}× the ε above.")
+            f"{search_cost(epsilon, spent):.1f}× the ε above.")
+
+
+def search_cost(epsilon: float, spent: float | None) -> float | None:
+    """What a run at tuned settings cost with the search that chose them, as a multiple of the ε the run
+    is drawn at (``spent / epsilon``; ``None`` where the search's ε is not known): the one figure Explore
+    (:func:`search_spent_words`), Compare's hover and its caption (:func:`tuning_cost_note`) give for a point.
+    Measured against the point's own ε, not the ε its settings were tuned at: a point below the smallest
+    tuned ε uses the settings tuned there, whose search cost many times its ε (issue 68, the third walk's M1).
+
+    >>> search_cost(0.01, 0.8)
+    80.0
+    """
+    if spent is None or not _finite(spent) or not _finite(epsilon) or epsilon <= 0:
+        return None
+    return float(spent) / float(epsilon)
+
+
+def tuning_cost_note(rows) -> str:
+    """Compare's words under its chart for a comparison at tuned settings (``""`` where no row is tuned):
+    which mechanisms ran at tuned settings and what their searches cost against the ε each point is drawn
+    at (:func:`search_cost`, the figure Explore gives for that point), which points use settings tuned at
+    another ε, and which mechanisms ran untuned (no shipped tuning: the settings above).
+
+    >>> note = tuning_cost_note([
+    ...     {"mechanism": "gradient-dpgd", "epsilon": 0.01, "tuned_at": 0.05, "tuned_search_epsilon": 0.464},
+    ...     {"mechanism": "gradient-dpgd", "epsilon": 1.0, "tuned_at": 1.0, "tuned_search_epsilon": 10.1},
+    ...     {"mechanism": "gradient-lssgd", "epsilon": 0.01}])
+    >>> "spent 10.1–46.4× the ε the point is drawn at" in note, "Untuned (at the settings above): DP-LSSGD" in note
+    (True, True)
+    """
+    tuned = [r for r in rows if r.get("tuned_at") is not None]
+    if not tuned:
+        return ""
+    names = list(dict.fromkeys(short_name(r["mechanism"]) for r in tuned))
+    untuned = [short_name(m) for m in dict.fromkeys(r["mechanism"] for r in rows)
+               if not any(r["mechanism"] == m and r.get("tuned_at") is not None for r in rows)]
+    costs = [c for c in (search_cost(r["epsilon"], r.get("tuned_search_epsilon")) for r in tuned) if c is not None]
+    said = [f"Tuned settings ({join_words(names)}): each point's settings were chosen on this dataset by a private "
+            "search"
+            + (f" that spent {min(costs):.1f}–{max(costs):.1f}× the ε the point is drawn at (every candidate run, "
+               "the private choice and the final run; the hover gives each point's, the figure Explore shows "
+               "for it)." if costs else " (what it spent is not shown here: the Tune view shows it).")]
+    elsewhere: dict[float, list[float]] = {}  # tuned ε → the plotted ε's that use its settings
+    for r in tuned:
+        if not math.isclose(float(r["tuned_at"]), float(r["epsilon"]), rel_tol=1e-9):
+            elsewhere.setdefault(float(r["tuned_at"]), []).append(float(r["epsilon"]))
+    if elsewhere:
+        said.append("Points use the settings tuned at the nearest tuned ε: "
+                    + "; ".join(f"ε = {join_words([f'{e:g}' for e in sorted(set(es))])} use those tuned at ε = {t:g}"
+                                for t, es in sorted(elsewhere.items())) + ".")
+    if untuned:
+        said.append(f"Untuned (at the settings above): {join_words(untuned)}.")
+    return " ".join(said)
+
 
 
 def curve_note(result: dict) -> str:
