@@ -57,3 +57,36 @@ def test_compare_gives_the_tuning_cost_against_the_epsilon_plotted(classroom):
     (hover,) = [h for h in dpgd["hovertext"] if "ε = 0.01<br>" in h]
     assert f"{factor}× this point's ε" in hover, hover
     assert float(factor) > 40
+
+
+def test_compare_says_its_gap_points_ran_at_different_lambdas(classroom):
+    """M9: output (Gaussian)'s gap rises from 0.007 (ε = 0.1) to 0.06 (ε ≥ 0.5) where its tuned λ falls to
+    10⁻⁴: the caption under the gap chart says each gap is against its own λ's L* and which λ each point ran
+    at (read from the rows), and the axis and each point's hover name that L*."""
+    from dpcore.figures.result import row_lam
+
+    at = classroom
+    rows = [r for r in at.session_state["cmp_rows"] if "error" not in r]
+    gauss = {r["epsilon"]: row_lam(r, 1e-3) for r in rows if r["mechanism"] == "output-gaussian"}
+    assert gauss[0.1] == 0.01 and gauss[0.5] == 1e-4  # the finding's setting
+    (cap,) = [c.value for c in at.caption if c.value.startswith("These points ran at different λ")]
+    assert "each gap is measured against the exact minimum L* of its own point's objective" in cap
+    assert ("output (Gaussian) at λ = 0.01 for ε = 0.01–0.1, λ = 0.003 for ε = 0.25, λ = 0.0001 for ε = 0.5, "
+            "λ = 0.001 for ε = 1, λ = 0.0001 for ε = 3–10") in cap, cap
+    assert "noisy SGD (Bassily) and DP-LSSGD at λ = 0.001 throughout" in cap
+    gap = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert "L* of the point's own λ" in gap["layout"]["yaxis"]["title"]["text"]
+    (trace,) = [t for t in gap["data"] if t.get("name") == "output (Gaussian)"]
+    (hover,) = [h for h in trace["hovertext"] if "ε = 0.5<br>" in h]
+    assert "L* = the exact minimum of the point's own objective (its λ = 0.0001)" in hover, hover
+
+
+def test_a_gap_chart_at_one_lambda_says_nothing_of_lambda():
+    """M9: the note is for points at different λ only (an untuned comparison runs all at the view's λ)."""
+    from dpcore.figures.result import gap_objectives_note
+
+    rows = [{"mechanism": m, "epsilon": e} for m in ("gradient-dpgd", "output-gaussian") for e in (0.1, 1.0)]
+    assert gap_objectives_note(rows, 1e-3) == ""
+    assert gap_objectives_note(rows + [{"mechanism": "output-laplace", "epsilon": 1.0, "overrides": "lam=0.01"}],
+                               1e-3).endswith("optimum. DP-GD and output (Gaussian) at λ = 0.001 throughout; "
+                                              "output (Laplace) at λ = 0.01 throughout.")

@@ -11,6 +11,7 @@ title and notes as text, its panels one chart each, its legend as HTML) is
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import plotly.graph_objects as go
@@ -243,7 +244,8 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                 log_y: bool = False, title: str = "", baseline: float | None = None,
                 x_title: str | None = None, y_title: str | None = None,
                 bounds: tuple[float, float] | None = None, guess: float | None = None,
-                baseline_label: str = "non-private", paid: str | None = None) -> go.Figure:
+                baseline_label: str = "non-private", paid: str | None = None,
+                point_note: Callable[[dict], str] | None = None) -> go.Figure:
     """Lines with ±1 std bands over repeats, one per group (rows' ``<y>`` and
     ``<y with _std>``); points whose certified ε misses their target ε (rows' ``epsilon``
     and ``epsilon_certified``) get a red ring and every point names both in its hover.
@@ -260,7 +262,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
     that runs back and forth along x would zig-zag), and two points at one ε spent (two target
     ε's tuned by the same search) are not joined (a vertical stroke would read as a collapse);
     each is joined to its tuned point by a faint dotted stroke at its height; the x axis reaches
-    every ε spent.
+    every ε spent.  ``point_note``: a line more for a point's hover, from its row.
     """
     fig = go.Figure()
     groups = list(dict.fromkeys(r[group] for r in rows))
@@ -296,7 +298,8 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                      f"{r['tuned_search_epsilon']:.3g} in all"
                      + ("" if (c := search_cost(r.get("epsilon"), r["tuned_search_epsilon"])) is None
                         else f", {c:.1f}× this point's ε"))
-                    + (f"<br>{sampling_words(r)}" if sampling_words(r) else "") for r in pts]
+                    + (f"<br>{sampling_words(r)}" if sampling_words(r) else "")
+                    + (f"<br>{point_note(r)}" if point_note is not None else "") for r in pts]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line=dict(color=colour),
                                  hovertext=[f"{head}<br>{xname} = {xv:g}<br>{yname} = {yv:.4g}<br>{h}{t}" for xv, yv, h, t in
                                             zip(xs, ys, hover_texts(targets, certs), searched)], hoverinfo="text"))

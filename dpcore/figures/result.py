@@ -34,7 +34,7 @@ from .missed import join_words
 
 __all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
            "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_cost", "search_spent_words",
-           "tuning_cost_note", "curve_note",
+           "tuning_cost_note", "row_lam", "gap_objective_words", "gap_objectives_note", "curve_note",
            "curve_point_name"]
 
 #: results and guesses are compared at the digits the views and the command line print
@@ -298,6 +298,74 @@ def tuning_cost_note(rows) -> str:
         said.append(f"Untuned (at the settings above): {join_words(untuned)}.")
     return " ".join(said)
 
+
+
+def row_lam(row, default: float | None = None) -> float | None:
+    """The λ a result's row ran at: its own (``lam``, or its ``overrides`` text as the studies write it,
+    e.g. ``"T=800, lam=0.0001"``), else ``default``.
+
+    >>> row_lam({"overrides": "clip_norm=0.5, lam=0.0001"}), row_lam({}, 0.001), row_lam({"lam": 0.01}, 0.001)
+    (0.0001, 0.001, 0.01)
+    """
+    lam = row.get("lam")
+    if lam is None:
+        for part in str(row.get("overrides") or "").split(","):
+            name, _, value = part.strip().partition("=")
+            if name.strip() == "lam":
+                lam = float(value)
+    lam = default if lam is None else lam
+    return None if lam is None else float(lam)
+
+
+def gap_objective_words(row, default: float | None = None) -> str:
+    """Whose L* a point's gap L(θ) − L* is measured against, for its hover: its own objective's (its λ).
+
+    >>> gap_objective_words({"overrides": "lam=0.0001"})
+    "L* = the exact minimum of the point's own objective (its λ = 0.0001)"
+    """
+    lam = row_lam(row, default)
+    return "L* = the exact minimum of the point's own objective (its λ" + ("" if lam is None else f" = {lam:g}") + ")"
+
+
+def gap_objectives_note(rows, default: float | None = None) -> str:
+    """The words under a gap chart whose points ran at different λ (``""`` where all ran at one): each
+    gap is measured against the exact minimum of its own objective, so a curve can jump where its λ
+    changes; then which λ each mechanism's points ran at (issue 68, the third walk's M9: output (Gaussian)'s
+    gap rose from 0.007 to 0.06 with ε where its tuned λ fell to 10⁻⁴, which nothing on screen said).
+
+    >>> gap_objectives_note([{"mechanism": "output-gaussian", "epsilon": e, "lam": l} for e, l in
+    ...                      ((0.1, 0.003), (0.5, 0.0001), (1.0, 0.0001))] + [{"mechanism": "gradient-lssgd",
+    ...                      "epsilon": 0.1}], 0.001).split("optimum. ")[1]
+    'output (Gaussian) at λ = 0.003 for ε = 0.1, λ = 0.0001 for ε = 0.5–1; DP-LSSGD at λ = 0.001 throughout.'
+    """
+    by_mechanism: dict[str, list[tuple[float, float | None]]] = {}
+    for r in rows:
+        by_mechanism.setdefault(r["mechanism"], []).append((float(r["epsilon"]), row_lam(r, default)))
+    if len({lam for pts in by_mechanism.values() for _, lam in pts}) <= 1:
+        return ""
+    throughout: dict[float | None, list[str]] = {}
+    varied = []
+    for mechanism, pts in by_mechanism.items():
+        runs: list[list] = []  # consecutive ε's at one λ: [λ, first ε, last ε]
+        for eps, lam in sorted(pts, key=lambda p: p[0]):
+            if runs and runs[-1][0] == lam:
+                runs[-1][2] = eps
+            else:
+                runs.append([lam, eps, eps])
+        if len(runs) == 1:
+            throughout.setdefault(runs[0][0], []).append(short_name(mechanism))
+        else:
+            varied.append(f"{short_name(mechanism)} at " + ", ".join(
+                f"λ = {_lam_text(lam)} for ε = {lo:g}" + (f"–{hi:g}" if hi != lo else "") for lam, lo, hi in runs))
+    said = varied + [f"{join_words(names)} at λ = {_lam_text(lam)} throughout" for lam, names in throughout.items()]
+    return ("These points ran at different λ (each mechanism at its tuned λ, where tuned), so each gap is measured "
+            "against the exact minimum L* of its own point's objective, a different L* for each λ: a curve can jump "
+            "where its λ changes, and gaps at different λ are not distances to one optimum. "
+            + "; ".join(said) + ".")
+
+
+def _lam_text(lam: float | None) -> str:
+    return "?" if lam is None else f"{lam:g}"
 
 
 def curve_note(result: dict) -> str:
