@@ -90,3 +90,34 @@ def test_a_gap_chart_at_one_lambda_says_nothing_of_lambda():
     assert gap_objectives_note(rows + [{"mechanism": "output-laplace", "epsilon": 1.0, "overrides": "lam=0.01"}],
                                1e-3).endswith("optimum. DP-GD and output (Gaussian) at λ = 0.001 throughout; "
                                               "output (Laplace) at λ = 0.01 throughout.")
+
+
+def test_local_vs_central_says_its_best_central_line_is_a_best_of_noisy_means():
+    """M4: at breast-cancer, ε = 1, 2 runs, the best central line (output (Gaussian), 0.9562) equals the
+    non-private line: the table gives each accuracy's sd, the line's label names its mechanism and that it
+    is the best of 9 means, a caption gives its sd and says a maximum of noisy means is optimistic, and
+    the chart's text alternative names both lines (it named the best central one twice)."""
+    import plotly.graph_objects as go
+
+    from dpcore.figures.text import chart_text
+
+    at = AppTest.from_file(str(ROOT / "pages" / "local_central.py"), default_timeout=300)
+    at.query_params.update({"lc_dataset": "breast-cancer", "lc_epsilon": "1.0", "lc_R": "2", "lc_T": "100",
+                            "lc_shown": "true"})
+    at.run()
+    assert not at.exception and not at.error
+    rows = at.session_state["lc_result"]["rows"]
+    central = [r for r in rows if r["epsilon_local"] == float("inf") and not r["heuristic"] and "error" not in r]
+    best = max(central, key=lambda r: r["accuracy_mean"])
+    assert best["mechanism"] == "output-gaussian" and len(central) == 9
+    table = at.dataframe[0].value
+    assert list(table["± sd (2 runs)"]) == pytest.approx([r.get("accuracy_std") for r in rows], nan_ok=True)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    labels = [a["text"] for a in spec["layout"]["annotations"]]
+    assert "best of 9 central means: output (Gaussian) (local ε = ∞)" in labels, labels
+    (cap,) = [c.value for c in at.caption if c.value.startswith("The dotted “best central” line")]
+    assert (f"output (Gaussian)'s mean accuracy {best['accuracy_mean']:.4f} ± {best['accuracy_std']:.4f} (sd over "
+            "its runs): the highest of 9 central mechanisms' means over 2 runs each") in cap, cap
+    assert "optimistic" in cap and "does not show that central privacy costs nothing" in cap
+    summary = chart_text(go.Figure(spec)).summary
+    assert summary.count("best of 9 central means") == 1 and "non-private" in summary, summary

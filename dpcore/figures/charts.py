@@ -43,7 +43,7 @@ from .screen import (
     without_notes,
 )
 from ..mechanisms import short_name
-from .result import curve_point_name, from_zero, sampling_words, search_cost
+from .result import best_central, best_central_label, curve_point_name, from_zero, sampling_words, search_cost
 
 __all__ = ["NOTE", "on_screen", "panels", "panel_columns", "legend_html", "PANEL_HEIGHT", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
            "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
@@ -118,11 +118,10 @@ def tradeoff_figure(result: dict, baseline: float | None = None, baseline_label:
                                   f"(its labels' ε fixed at ε/2 = {result.get('epsilon', 0) / 2:g})",
                              hovertext=[f"{curve_point_name(result, r)}<br>accuracy {r['accuracy_mean']:.4f}"
                                         for r in curve], hoverinfo="text"))
-    central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
-    if central:
+    if (central := best_central(rows)) is not None:
         # its label under its line, the non-private one's above (top left): the two lines are often
         # a hair apart, and at a phone's width their labels overprinted
-        fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)",
+        fig.add_hline(y=central[0]["accuracy_mean"], annotation_text=best_central_label(rows),
                       annotation_position="bottom right", **REFERENCE_LINE)
     if baseline is not None:
         fig.add_hline(y=baseline, annotation_text=baseline_label, annotation_position="top left", **REFERENCE_LINE)

@@ -34,7 +34,8 @@ from .missed import join_words
 
 __all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
            "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_cost", "search_spent_words",
-           "tuning_cost_note", "row_lam", "gap_objective_words", "gap_objectives_note", "curve_note",
+           "tuning_cost_note", "row_lam", "gap_objective_words", "gap_objectives_note", "best_central",
+           "best_central_label", "best_central_words", "curve_note",
            "curve_point_name"]
 
 #: results and guesses are compared at the digits the views and the command line print
@@ -366,6 +367,52 @@ def gap_objectives_note(rows, default: float | None = None) -> str:
 
 def _lam_text(lam: float | None) -> str:
     return "?" if lam is None else f"{lam:g}"
+
+
+def best_central(rows) -> tuple[dict, int] | None:
+    """Of a trade-off's rows, the central mechanism (local ε = ∞, not a heuristic) with the highest mean
+    accuracy, and how many central means it is the best of; ``None`` where none ran."""
+    central = [r for r in rows if "error" not in r and not r.get("heuristic") and _finite(r.get("accuracy_mean"))
+               and r.get("epsilon_local") is not None and math.isinf(float(r["epsilon_local"]))]
+    if not central:
+        return None
+    return max(central, key=lambda r: r["accuracy_mean"]), len(central)
+
+
+def best_central_label(rows) -> str:
+    """The label of the trade-off chart's best-central line: which mechanism, the best of how many means.
+
+    >>> best_central_label([{"mechanism": "output-gaussian", "epsilon_local": math.inf, "accuracy_mean": 0.95},
+    ...                     {"mechanism": "gradient-dpgd", "epsilon_local": math.inf, "accuracy_mean": 0.94}])
+    'best of 2 central means: output (Gaussian) (local ε = ∞)'
+    """
+    found = best_central(rows)
+    if found is None:
+        return ""
+    return f"best of {found[1]} central means: {short_name(found[0]['mechanism'])} (local ε = ∞)"
+
+
+def best_central_words(result: dict, baseline: float | None = None) -> str:
+    """What the trade-off chart's best-central line is (issue 68, the third walk's M4: the best of nine
+    2-run means equalled the non-private line and read as central DP costing nothing at ε = 1): that
+    mechanism's mean with its sd over the runs, the best of N means of R runs each, and that a maximum of
+    noisy means is optimistic; where it reaches the non-private ``baseline``, that this is within the runs'
+    spread, not a free guarantee."""
+    found = best_central(result.get("rows", []))
+    if found is None:
+        return ""
+    row, n = found
+    runs = result.get("repeats")
+    of = f" over {runs} run{'s' if runs != 1 else ''} each" if runs else ""
+    sd = row.get("accuracy_std")
+    said = (f"The dotted “best central” line is {short_name(row['mechanism'])}'s mean accuracy "
+            f"{row['accuracy_mean']:.4f}" + (f" ± {sd:.4f} (sd over its runs)" if _finite(sd) else "")
+            + f": the highest of {n} central mechanisms' means{of}. The highest of several noisy means is an "
+            "optimistic estimate of any one mechanism: with few runs, the luckiest one is picked.")
+    if baseline is not None and _finite(baseline) and row["accuracy_mean"] >= baseline - 1e-12:
+        said += (f" It reaches the non-private line ({baseline:.4f}) here; from so few noisy runs that does not "
+                 "show that central privacy costs nothing at this ε (the table gives each mechanism's mean ± sd).")
+    return said
 
 
 def curve_note(result: dict) -> str:
