@@ -96,7 +96,8 @@ def tradeoff_figure(result: dict, baseline: float | None = None, baseline_label:
     every mechanism with a local guarantee at the central target, each its own colour and
     symbol in the legend (several share a local ε, so labels on the points would collide;
     ringed when its certified ε misses the target), the input-noise curve, and the best
-    central mechanism (local ε = ∞) as a dotted line; ``baseline``: the non-private reference
+    central mechanism (local ε = ∞) as a dotted line labelled with its name and as the best of
+    N means (:func:`~dpcore.figures.result.best_central_label`); ``baseline``: the non-private reference
     (labelled at the left, so that it stays readable where it meets the best central one)."""
     rows = result["rows"]
     finite = [r for r in rows if _local(r) is not None and math.isfinite(_local(r))]
