@@ -384,12 +384,12 @@ def best_central_label(rows) -> str:
 
     >>> best_central_label([{"mechanism": "output-gaussian", "epsilon_local": math.inf, "accuracy_mean": 0.95},
     ...                     {"mechanism": "gradient-dpgd", "epsilon_local": math.inf, "accuracy_mean": 0.94}])
-    'best of 2 central means: output (Gaussian) (local ε = ∞)'
+    'best of 2 central means: output (Gaussian)'
     """
     found = best_central(rows)
     if found is None:
         return ""
-    return f"best of {found[1]} central means: {short_name(found[0]['mechanism'])} (local ε = ∞)"
+    return f"best of {found[1]} central means: {short_name(found[0]['mechanism'])}"
 
 
 def best_central_words(result: dict, baseline: float | None = None) -> str:
@@ -405,7 +405,8 @@ def best_central_words(result: dict, baseline: float | None = None) -> str:
     runs = result.get("repeats")
     of = f" over {runs} run{'s' if runs != 1 else ''} each" if runs else ""
     sd = row.get("accuracy_std")
-    said = (f"The dotted “best central” line is {short_name(row['mechanism'])}'s mean accuracy "
+    said = (f"The dotted “best of {n} central means” line (central: local ε = ∞, so a line, not a point) is "
+            f"{short_name(row['mechanism'])}'s mean accuracy "
             f"{row['accuracy_mean']:.4f}" + (f" ± {sd:.4f} (sd over its runs)" if _finite(sd) else "")
             + f": the highest of {n} central mechanisms' means{of}. The highest of several noisy means is an "
             "optimistic estimate of any one mechanism: with few runs, the luckiest one is picked.")
