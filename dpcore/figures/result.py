@@ -286,7 +286,7 @@ def tuning_cost_note(rows) -> str:
             "search"
             + (f" that spent {min(costs):.1f}–{max(costs):.1f}× the ε the point is drawn at (every candidate run, "
                "the private choice and the final run; the hover gives each point's, the figure Explore shows "
-               "for it)." if costs else " (what it spent is not shown here: the Tune view shows it).")]
+               "for it)." if costs else " (what it spent is not shown here yet; the Tune view shows it).")]
     elsewhere: dict[float, list[float]] = {}  # tuned ε → the plotted ε's that use its settings
     for r in tuned:
         if not math.isclose(float(r["tuned_at"]), float(r["epsilon"]), rel_tol=1e-9):
