@@ -18,7 +18,7 @@ from dpcore.mechanisms import REGISTRY
 from dpcore.experiments.views import compare_setting
 from dpcore.experiments.presets import PRESETS as PAPER_PRESETS
 from dpcore.experiments.sweep import warm_workers
-from dpcore.figures.result import sampling_note, split_skew_words
+from dpcore.figures.result import gap_objectives_note, sampling_note, split_skew_words, tuning_cost_note
 from dpcore.figures.views import compare_figures
 from pages.common import (
     choice, download_code, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
@@ -194,7 +194,7 @@ if rows:
             st.error(f"{r['mechanism']} at ε = {r['epsilon']:g}: {r['error']}")
     ok = [r for r in rows if "error" not in r]
     fig1 = metric_figure(ok)
-    fig2 = compare_figures(ok)[1]
+    fig2 = compare_figures(ok, lam=lam)[1]
     show_chart(fig1)
     ref = reference_for(base, row_lambdas(ok, lam)) if ok else None
     if ref is not None:
@@ -203,14 +203,13 @@ if rows:
     missed_target_note(ok)
     if note := sampling_note(ok):  # the rate each DP-SGD point ran with (its hover and the CSV give each point's)
         st.caption(note)
-    searched = [(r["tuned_search_epsilon"] / r["tuned_at"]) for r in ok if r.get("tuned_search_epsilon")]
-    if searched:
-        st.caption(f"Tuned settings: each was chosen on this dataset by a search that spent {min(searched):.1f}–"
-                   f"{max(searched):.1f}× the ε it was tuned for (every candidate run, the private choice and "
-                   "the final run; the hover gives each point's). The chart shows each run's own ε; the Tune "
-                   "view shows what each search cost, and the toggle above runs every mechanism untuned.")
+    if note := tuning_cost_note(ok):  # the cost against the ε each point is drawn at, as Explore gives it
+        st.caption(note + " The chart shows each run's own ε; the Tune view shows what each search cost, and "
+                   "the toggle above runs every mechanism untuned.")
     download_figure(fig1, "compare_metric", "cmp_dl_fig1")
     show_chart(fig2)
+    if note := gap_objectives_note(ok, lam):  # which λ (which L*) each point's gap is measured against
+        st.caption(note)
     download_figure(fig2, "compare_gap", "cmp_dl_fig2")
     st.dataframe(readable(ok), width="stretch")
     download_table(ok, "compare", "cmp_dl_table")

@@ -9,7 +9,7 @@ import streamlit as st
 from dpcore.experiments.baselines import row_lambdas
 from dpcore.experiments.run import RunSpec
 from dpcore.figures.charts import misses_target, tradeoff_figure
-from dpcore.figures.result import curve_note, curve_point_name, sampling_note, sampling_words
+from dpcore.figures.result import best_central_words, curve_note, curve_point_name, sampling_note, sampling_words
 from dpcore.experiments.studies import tradeoff
 from dpcore.experiments.views import tradeoff_mechanisms
 from dpcore.params import PARAMS
@@ -57,7 +57,8 @@ if out:
     # every mechanism in view at once: as tall as its rows (a header and 35 px a row), no scroll box
     st.dataframe([{"mechanism": r["mechanism"], "family": r["family"],
                    "ε local": fmt_eps(r.get("epsilon_local")), "ε certified": fmt_eps(r.get("epsilon_certified")),
-                   "accuracy": r.get("accuracy_mean"), "gap": r.get("gap_mean"),
+                   "accuracy": r.get("accuracy_mean"), f"± sd ({out.get('repeats', repeats)} runs)": r.get("accuracy_std"),
+                   "gap": r.get("gap_mean"),
                    "sampling": sampling_words(r),  # the rate each ran with (DP-SGD, DP-LSSGD)
                    "error": r.get("error", "")} for r in rows], width="stretch", hide_index=True,
                  height=38 + 35 * len(rows))
@@ -67,6 +68,7 @@ if out:
                           baseline_label="non-private" if ref is None else ref.label)
     fig.update_layout(title=f"Test accuracy against local ε, at central ε = {fmt_eps(out['epsilon'])}")
     show_chart(fig)
+    st.caption(best_central_words(out, None if ref is None else ref.value))  # the dotted line: a best of N means
     st.caption(curve_note(out, None if ref is None else ref.guess))  # what the grey curve holds fixed, and does
     if note := sampling_note(ok):
         st.caption(note)

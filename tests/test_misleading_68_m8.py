@@ -35,9 +35,9 @@ def test_the_words_differ_for_a_non_convex_model():
     mlp = _baseline("mlp").definition()
     assert "the exact minimiser" not in mlp and "a local minimum" in mlp and "not a certified" in mlp
     rows = [{"mechanism": "gradient-dpsgd", "epsilon": e, "gap_mean": 0.1, "model": "mlp"} for e in (0.1, 1.0)]
-    assert compare_figures(rows)[1].layout.yaxis.title.text == "L(θ) − L_ref"
+    assert compare_figures(rows)[1].layout.yaxis.title.text == "L(θ) − L_ref (L_ref of the point's own λ)"
     rows = [{**r, "model": "logreg"} for r in rows]
-    assert compare_figures(rows)[1].layout.yaxis.title.text == "L(θ) − L*"
+    assert compare_figures(rows)[1].layout.yaxis.title.text == "L(θ) − L* (L* of the point's own λ)"
     fig = loss_figure({"model": "mlp", "loss_trace": [[0.5], [0.4]], "trace_steps": [0, 1], "loss_star": 0.3,
                        "gap_mean": 0.1, "gap_std": 0.0})
     texts = [a.text for a in fig.layout.annotations]

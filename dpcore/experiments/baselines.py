@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..figures.result import row_lam
 from ..models import make_model
 from ..figures.result import reference_terms
 from .context import Context, default_context
@@ -97,18 +98,8 @@ def lambdas_searched(model: str, lams=()) -> tuple[float, ...]:
 def row_lambdas(rows, default: float | None) -> tuple[float, ...]:
     """The λ's a table of results ran at: a row's own (``lam`` or its ``overrides`` text, as
     :mod:`dpcore.experiments.studies` writes them, e.g. ``"T=800, lam=0.0001"``), else ``default``."""
-    found = set()
-    for r in rows:
-        lam = r.get("lam")
-        if lam is None:
-            for part in str(r.get("overrides") or "").split(","):
-                name, _, value = part.strip().partition("=")
-                if name.strip() == "lam":
-                    lam = float(value)
-        lam = default if lam is None else lam
-        if lam is not None:
-            found.add(float(lam))
-    return tuple(sorted(found))
+    found = {row_lam(r, default) for r in rows}
+    return tuple(sorted(lam for lam in found if lam is not None))
 
 
 def lambdas_for(spec: RunSpec, lams=()) -> tuple[float, ...]:

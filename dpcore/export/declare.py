@@ -259,7 +259,7 @@ COMPARE = ViewExport(
         ("## The charts\n\nThe score against ε beside the non-private reference (the best exact model over the "
          "tuning's λ grid and every λ a row ran at) and what guessing scores, then the gap against ε.",
          "reference = baseline(setting[\"base\"], lams=row_lambdas(ok, lam)) if ok else None\n"
-         "score, gap = compare_figures(ok, reference)\n"
+         "score, gap = compare_figures(ok, reference, lam)\n"
          "show(score, \"compare_metric\")\n"
          "show(gap, \"compare_gap\")"),
     ))

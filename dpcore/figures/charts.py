@@ -11,6 +11,7 @@ title and notes as text, its panels one chart each, its legend as HTML) is
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import plotly.graph_objects as go
@@ -42,7 +43,7 @@ from .screen import (
     without_notes,
 )
 from ..mechanisms import short_name
-from .result import curve_point_name, from_zero, sampling_words
+from .result import best_central, best_central_label, curve_point_name, from_zero, sampling_words, search_cost
 
 __all__ = ["NOTE", "on_screen", "panels", "panel_columns", "legend_html", "PANEL_HEIGHT", "tuning_figure", "released_tuning_figure", "MISS_RTOL", "misses_target", "fmt_epsilon",
            "mark_missed", "target_note", "figure_note", "NOTE_LEAD", "join_words", "without_notes", "tradeoff_figure",
@@ -95,7 +96,8 @@ def tradeoff_figure(result: dict, baseline: float | None = None, baseline_label:
     every mechanism with a local guarantee at the central target, each its own colour and
     symbol in the legend (several share a local ε, so labels on the points would collide;
     ringed when its certified ε misses the target), the input-noise curve, and the best
-    central mechanism (local ε = ∞) as a dotted line; ``baseline``: the non-private reference
+    central mechanism (local ε = ∞) as a dotted line labelled with its name and as the best of
+    N means (:func:`~dpcore.figures.result.best_central_label`); ``baseline``: the non-private reference
     (labelled at the left, so that it stays readable where it meets the best central one)."""
     rows = result["rows"]
     finite = [r for r in rows if _local(r) is not None and math.isfinite(_local(r))]
@@ -117,11 +119,10 @@ def tradeoff_figure(result: dict, baseline: float | None = None, baseline_label:
                                   f"(its labels' ε fixed at ε/2 = {result.get('epsilon', 0) / 2:g})",
                              hovertext=[f"{curve_point_name(result, r)}<br>accuracy {r['accuracy_mean']:.4f}"
                                         for r in curve], hoverinfo="text"))
-    central = [r["accuracy_mean"] for r in rows if _local(r) is not None and math.isinf(_local(r))]
-    if central:
+    if (central := best_central(rows)) is not None:
         # its label under its line, the non-private one's above (top left): the two lines are often
         # a hair apart, and at a phone's width their labels overprinted
-        fig.add_hline(y=max(central), annotation_text="best central mechanism (local ε = ∞)",
+        fig.add_hline(y=central[0]["accuracy_mean"], annotation_text=best_central_label(rows),
                       annotation_position="bottom right", **REFERENCE_LINE)
     if baseline is not None:
         fig.add_hline(y=baseline, annotation_text=baseline_label, annotation_position="top left", **REFERENCE_LINE)
@@ -243,7 +244,8 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
                 log_y: bool = False, title: str = "", baseline: float | None = None,
                 x_title: str | None = None, y_title: str | None = None,
                 bounds: tuple[float, float] | None = None, guess: float | None = None,
-                baseline_label: str = "non-private", paid: str | None = None) -> go.Figure:
+                baseline_label: str = "non-private", paid: str | None = None,
+                point_note: Callable[[dict], str] | None = None) -> go.Figure:
     """Lines with ±1 std bands over repeats, one per group (rows' ``<y>`` and
     ``<y with _std>``); points whose certified ε misses their target ε (rows' ``epsilon``
     and ``epsilon_certified``) get a red ring and every point names both in its hover.
@@ -260,7 +262,7 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
     that runs back and forth along x would zig-zag), and two points at one ε spent (two target
     ε's tuned by the same search) are not joined (a vertical stroke would read as a collapse);
     each is joined to its tuned point by a faint dotted stroke at its height; the x axis reaches
-    every ε spent.
+    every ε spent.  ``point_note``: a line more for a point's hover, from its row.
     """
     fig = go.Figure()
     groups = list(dict.fromkeys(r[group] for r in rows))
@@ -293,9 +295,12 @@ def band_figure(rows: list[dict], x: str, y: str, *, group: str = "mechanism", l
         head = f"{name} ({g})" if name != str(g) else name
         searched = [("" if r.get("tuned_search_epsilon") is None else
                      f"<br>tuned at ε = {r.get('tuned_at', 0):g} by a search that spent ε = "
-                     f"{r['tuned_search_epsilon']:.3g} in all")
+                     f"{r['tuned_search_epsilon']:.3g} in all"
+                     + ("" if (c := search_cost(r.get("epsilon"), r["tuned_search_epsilon"])) is None
+                        else f", {c:.1f}× this point's ε"))
                     + (f"<br>{sampling_words(r)}" if sampling_words(r) else "")
-                    + (f"<br>{r['skew_note']}" if r.get("skew_note") else "") for r in pts]
+                    + (f"<br>{r['skew_note']}" if r.get("skew_note") else "")
+                    + (f"<br>{point_note(r)}" if point_note is not None else "") for r in pts]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line=dict(color=colour),
                                  hovertext=[f"{head}<br>{xname} = {xv:g}<br>{yname} = {yv:.4g}<br>{h}{t}" for xv, yv, h, t in
                                             zip(xs, ys, hover_texts(targets, certs), searched)], hoverinfo="text"))

@@ -28,15 +28,18 @@ import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from ..mechanisms import REGISTRY
+from ..mechanisms import REGISTRY, short_name
 from ..erm import MLP_RESTARTS
 from ..exceptions import DPCoreError
 from ..models import MODELS
 from ..params import PARAMS
 from ..partition import client_sizes
+from .missed import join_words
 
 __all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
-           "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_spent_words", "curve_note", "measured_note",
+           "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_cost", "search_spent_words",
+           "tuning_cost_note", "row_lam", "gap_objective_words", "gap_objectives_note", "best_central",
+           "best_central_label", "best_central_words", "curve_note", "measured_note",
            "curve_point_name", "realised_skew", "skew_words", "split_skew_words", "reference_terms",
            "realised_skew_rows"]
 
@@ -251,7 +254,178 @@ def search_spent_words(epsilon: float, spent: float | None, tuned_at: float) -> 
     return (f"ε = {epsilon:g} is this run’s alone. Its settings were chosen (tuned at ε = {tuned_at:g}) by a private "
             f"search on this dataset that spent ε = {spent:.3g} in all (every candidate run, the private choice and "
             f"the final run): with the choice of its settings, this model cost ε = {spent:.3g}, "
-            f"{spent / epsilon:.1f}× the ε above.")
+            f"{search_cost(epsilon, spent):.1f}× the ε above.")
+
+
+def search_cost(epsilon: float, spent: float | None) -> float | None:
+    """What a run at tuned settings cost with the search that chose them, as a multiple of the ε the run
+    is drawn at (``spent / epsilon``; ``None`` where the search's ε is not known): the one figure Explore
+    (:func:`search_spent_words`), Compare's hover and its caption (:func:`tuning_cost_note`) give for a point.
+    Measured against the point's own ε, not the ε its settings were tuned at: a point below the smallest
+    tuned ε uses the settings tuned there, whose search cost many times its ε (issue 68, the third walk's M1).
+
+    >>> search_cost(0.01, 0.8)
+    80.0
+    """
+    if spent is None or not _finite(spent) or not _finite(epsilon) or epsilon <= 0:
+        return None
+    return float(spent) / float(epsilon)
+
+
+def tuning_cost_note(rows) -> str:
+    """Compare's words under its chart for a comparison at tuned settings (``""`` where no row is tuned):
+    which mechanisms ran at tuned settings and what their searches cost against the ε each point is drawn
+    at (:func:`search_cost`, the figure Explore gives for that point), which points use settings tuned at
+    another ε, and which mechanisms ran untuned (no shipped tuning: the settings above).
+
+    >>> note = tuning_cost_note([
+    ...     {"mechanism": "gradient-dpgd", "epsilon": 0.01, "tuned_at": 0.05, "tuned_search_epsilon": 0.464},
+    ...     {"mechanism": "gradient-dpgd", "epsilon": 1.0, "tuned_at": 1.0, "tuned_search_epsilon": 10.1},
+    ...     {"mechanism": "gradient-lssgd", "epsilon": 0.01}])
+    >>> "spent 10.1–46.4× the ε the point is drawn at" in note, "Untuned (at the settings above): DP-LSSGD" in note
+    (True, True)
+    """
+    tuned = [r for r in rows if r.get("tuned_at") is not None]
+    if not tuned:
+        return ""
+    names = list(dict.fromkeys(short_name(r["mechanism"]) for r in tuned))
+    untuned = [short_name(m) for m in dict.fromkeys(r["mechanism"] for r in rows)
+               if not any(r["mechanism"] == m and r.get("tuned_at") is not None for r in rows)]
+    costs = [c for c in (search_cost(r["epsilon"], r.get("tuned_search_epsilon")) for r in tuned) if c is not None]
+    said = [f"Tuned settings ({join_words(names)}): each point's settings were chosen on this dataset by a private "
+            "search"
+            + (f" that spent {min(costs):.1f}–{max(costs):.1f}× the ε the point is drawn at (every candidate run, "
+               "the private choice and the final run; the hover gives each point's, the figure Explore shows "
+               "for it)." if costs else " (what it spent is not shown here yet; the Tune view shows it).")]
+    elsewhere: dict[float, list[float]] = {}  # tuned ε → the plotted ε's that use its settings
+    for r in tuned:
+        if not math.isclose(float(r["tuned_at"]), float(r["epsilon"]), rel_tol=1e-9):
+            elsewhere.setdefault(float(r["tuned_at"]), []).append(float(r["epsilon"]))
+    if elsewhere:
+        said.append("Points use the settings tuned at the nearest tuned ε: "
+                    + "; ".join(f"ε = {join_words([f'{e:g}' for e in sorted(set(es))])} use those tuned at ε = {t:g}"
+                                for t, es in sorted(elsewhere.items())) + ".")
+    if untuned:
+        said.append(f"Untuned (at the settings above): {join_words(untuned)}.")
+    return " ".join(said)
+
+
+
+def row_lam(row, default: float | None = None) -> float | None:
+    """The λ a result's row ran at: its own (``lam``, or its ``overrides`` text as the studies write it,
+    e.g. ``"T=800, lam=0.0001"``), else ``default``.
+
+    >>> row_lam({"overrides": "clip_norm=0.5, lam=0.0001"}), row_lam({}, 0.001), row_lam({"lam": 0.01}, 0.001)
+    (0.0001, 0.001, 0.01)
+    """
+    lam = row.get("lam")
+    if lam is None:
+        for part in str(row.get("overrides") or "").split(","):
+            name, _, value = part.strip().partition("=")
+            if name.strip() == "lam":
+                lam = float(value)
+    lam = default if lam is None else lam
+    return None if lam is None else float(lam)
+
+
+def gap_objective_words(row, default: float | None = None) -> str:
+    """Whose L* a point's gap L(θ) − L* is measured against, for its hover: its own objective's (its λ).
+
+    >>> gap_objective_words({"overrides": "lam=0.0001"})
+    "L* = the exact minimum of the point's own objective (its λ = 0.0001)"
+    """
+    lam = row_lam(row, default)
+    terms = reference_terms(row.get("model"))  # a non-convex model's is the reference's loss (M8)
+    what = "the exact minimum" if terms.convex else "the non-private reference's loss, a local minimum,"
+    return f"{terms.star} = {what} of the point's own objective (its λ" + ("" if lam is None else f" = {lam:g}") + ")"
+
+
+def gap_objectives_note(rows, default: float | None = None) -> str:
+    """The words under a gap chart whose points ran at different λ (``""`` where all ran at one): each
+    gap is measured against the exact minimum of its own objective, so a curve can jump where its λ
+    changes; then which λ each mechanism's points ran at (issue 68, the third walk's M9: output (Gaussian)'s
+    gap rose from 0.007 to 0.06 with ε where its tuned λ fell to 10⁻⁴, which nothing on screen said).
+
+    >>> gap_objectives_note([{"mechanism": "output-gaussian", "epsilon": e, "lam": l} for e, l in
+    ...                      ((0.1, 0.003), (0.5, 0.0001), (1.0, 0.0001))] + [{"mechanism": "gradient-lssgd",
+    ...                      "epsilon": 0.1}], 0.001).split("optimum. ")[1]
+    'output (Gaussian) at λ = 0.003 for ε = 0.1, λ = 0.0001 for ε = 0.5–1; DP-LSSGD at λ = 0.001 throughout.'
+    """
+    by_mechanism: dict[str, list[tuple[float, float | None]]] = {}
+    for r in rows:
+        by_mechanism.setdefault(r["mechanism"], []).append((float(r["epsilon"]), row_lam(r, default)))
+    if len({lam for pts in by_mechanism.values() for _, lam in pts}) <= 1:
+        return ""
+    throughout: dict[float | None, list[str]] = {}
+    varied = []
+    for mechanism, pts in by_mechanism.items():
+        runs: list[list] = []  # consecutive ε's at one λ: [λ, first ε, last ε]
+        for eps, lam in sorted(pts, key=lambda p: p[0]):
+            if runs and runs[-1][0] == lam:
+                runs[-1][2] = eps
+            else:
+                runs.append([lam, eps, eps])
+        if len(runs) == 1:
+            throughout.setdefault(runs[0][0], []).append(short_name(mechanism))
+        else:
+            varied.append(f"{short_name(mechanism)} at " + ", ".join(
+                f"λ = {_lam_text(lam)} for ε = {lo:g}" + (f"–{hi:g}" if hi != lo else "") for lam, lo, hi in runs))
+    said = varied + [f"{join_words(names)} at λ = {_lam_text(lam)} throughout" for lam, names in throughout.items()]
+    return ("These points ran at different λ (each mechanism at its tuned λ, where tuned), so each gap is measured "
+            "against the exact minimum L* of its own point's objective, a different L* for each λ: a curve can jump "
+            "where its λ changes, and gaps at different λ are not distances to one optimum. "
+            + "; ".join(said) + ".")
+
+
+def _lam_text(lam: float | None) -> str:
+    return "?" if lam is None else f"{lam:g}"
+
+
+def best_central(rows) -> tuple[dict, int] | None:
+    """Of a trade-off's rows, the central mechanism (local ε = ∞, not a heuristic) with the highest mean
+    accuracy, and how many central means it is the best of; ``None`` where none ran."""
+    central = [r for r in rows if "error" not in r and not r.get("heuristic") and _finite(r.get("accuracy_mean"))
+               and r.get("epsilon_local") is not None and math.isinf(float(r["epsilon_local"]))]
+    if not central:
+        return None
+    return max(central, key=lambda r: r["accuracy_mean"]), len(central)
+
+
+def best_central_label(rows) -> str:
+    """The label of the trade-off chart's best-central line: which mechanism, the best of how many means.
+
+    >>> best_central_label([{"mechanism": "output-gaussian", "epsilon_local": math.inf, "accuracy_mean": 0.95},
+    ...                     {"mechanism": "gradient-dpgd", "epsilon_local": math.inf, "accuracy_mean": 0.94}])
+    'best of 2 central means: output (Gaussian)'
+    """
+    found = best_central(rows)
+    if found is None:
+        return ""
+    return f"best of {found[1]} central means: {short_name(found[0]['mechanism'])}"
+
+
+def best_central_words(result: dict, baseline: float | None = None) -> str:
+    """What the trade-off chart's best-central line is (issue 68, the third walk's M4: the best of nine
+    2-run means equalled the non-private line and read as central DP costing nothing at ε = 1): that
+    mechanism's mean with its sd over the runs, the best of N means of R runs each, and that a maximum of
+    noisy means is optimistic; where it reaches the non-private ``baseline``, that this is within the runs'
+    spread, not a free guarantee."""
+    found = best_central(result.get("rows", []))
+    if found is None:
+        return ""
+    row, n = found
+    runs = result.get("repeats")
+    of = f" over {runs} run{'s' if runs != 1 else ''} each" if runs else ""
+    sd = row.get("accuracy_std")
+    said = (f"The dotted “best of {n} central means” line (central: local ε = ∞, so a line, not a point) is "
+            f"{short_name(row['mechanism'])}'s mean accuracy "
+            f"{row['accuracy_mean']:.4f}" + (f" ± {sd:.4f} (sd over its runs)" if _finite(sd) else "")
+            + f": the highest of {n} central mechanisms' means{of}. The highest of several noisy means is an "
+            "optimistic estimate of any one mechanism: with few runs, the luckiest one is picked.")
+    if baseline is not None and _finite(baseline) and row["accuracy_mean"] >= baseline - 1e-12:
+        said += (f" It reaches the non-private line ({baseline:.4f}) here; from so few noisy runs that does not "
+                 "show that central privacy costs nothing at this ε (the table gives each mechanism's mean ± sd).")
+    return said
 
 
 def curve_note(result: dict, guess: float | None = None) -> str:

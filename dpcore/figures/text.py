@@ -104,8 +104,10 @@ def _name(trace, k: int) -> str:
 
 def reference_lines(fig: go.Figure) -> list[tuple[str, str, float]]:
     """The figure's reference lines: (label, ``"x"`` or ``"y"``, value) of each line shape that spans
-    its plot (a horizontal line at a y, a vertical one at an x), labelled by the annotation at it."""
-    found = []
+    its plot (a horizontal line at a y, a vertical one at an x), labelled by the annotation at it; two
+    lines at one value (the best central mechanism's and the non-private one, say) each take their own
+    annotation, in the order they were drawn (each annotation labels one line)."""
+    found, used = [], set()
     for shape in fig.layout.shapes:
         if shape.type not in (None, "line"):
             continue
@@ -116,8 +118,10 @@ def reference_lines(fig: go.Figure) -> list[tuple[str, str, float]]:
             axis, value, ref = "x", shape.x0, xref
         else:
             continue
-        label = next((_plain(a.text) for a in fig.layout.annotations
-                      if str(getattr(a, f"{axis}ref") or axis) == ref and getattr(a, axis) == value and a.text), "")
+        at = next((k for k, a in enumerate(fig.layout.annotations) if k not in used and a.text
+                   and str(getattr(a, f"{axis}ref") or axis) == ref and getattr(a, axis) == value), None)
+        used.add(at)
+        label = "" if at is None else _plain(fig.layout.annotations[at].text)
         if _number(value) is not None:
             found.append((label or "reference line", axis, float(value)))
     return found

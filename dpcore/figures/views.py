@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .charts import GUESS_LINE, REFERENCE_LINE, band_figure, readable_axes
-from .result import realised_skew_rows, reference_terms
+from .result import gap_objective_words, realised_skew_rows, reference_terms
 
 __all__ = ["audit_scores_figure", "compare_figures", "integer_ticks", "lesson_noise_figure", "lesson_places_figure",
            "lesson_skew_figure", "loss_figure", "measured_figure", "odds_figure", "scaling_figure", "skew_figures",
@@ -57,16 +57,19 @@ def loss_figure(rec: dict, title: str = "Training objective on the data the opti
     return fig
 
 
-def _gap_title(rows: list[dict], reference) -> str:
-    """The gap axis's name: L(θ) − L*, or L(θ) − L_ref for a non-convex model (:func:`reference_terms`)."""
+def _gap_title(rows: list[dict], reference, own_lambda: bool = False) -> str:
+    """The gap axis's name: L(θ) − L*, or L(θ) − L_ref for a non-convex model (:func:`reference_terms`);
+    ``own_lambda``: points that may each run at their own λ (Compare's tuned ones) say whose L* it is."""
     model = reference.model if reference is not None else next((r["model"] for r in rows if r.get("model")), None)
-    return reference_terms(model).gap
+    terms = reference_terms(model)
+    return f"{terms.gap} ({terms.star} of the point's own λ)" if own_lambda else terms.gap
 
 
-def compare_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Figure]:
+def compare_figures(rows: list[dict], reference=None, lam: float | None = None) -> tuple[go.Figure, go.Figure]:
     """Compare's two charts of its rows (those without ``error``): accuracy (RMSE) against ε, with the
     one non-private ``reference`` (a :class:`~dpcore.experiments.baselines.Baseline`, or ``None``) and
-    what guessing scores, and the optimality gap against ε."""
+    what guessing scores, and the optimality gap against ε, each point's against the exact minimum of its
+    own objective (its λ: the row's own, else ``lam``, named in its hover)."""
     metric = "accuracy_mean" if any("accuracy_mean" in r for r in rows) else "rmse_mean"
     name = metric.split("_")[0]
     fig1 = band_figure(rows, "epsilon", metric, title=name + " against ε",
@@ -75,7 +78,8 @@ def compare_figures(rows: list[dict], reference=None) -> tuple[go.Figure, go.Fig
                        guess=None if reference is None else reference.guess, x_title="ε", y_title=name,
                        bounds=(0.0, 1.0) if metric == "accuracy_mean" else None, paid="tuned_search_epsilon")
     fig2 = band_figure(rows, "epsilon", "gap_mean", log_y=True, title="optimality gap against ε",
-                       x_title="ε", y_title=_gap_title(rows, reference))
+                       x_title="ε", y_title=_gap_title(rows, reference, own_lambda=True),
+                       point_note=lambda r: gap_objective_words(r, lam))
     return fig1, fig2
 
 
