@@ -599,8 +599,10 @@ def explore() -> None:
         "—", "≤ 1 s", seconds[which] <= 1)
     # the view at input perturbation's shipped free tuning, measured before this process runs input
     # perturbation itself (the profiles below): after a run of it in this process's main thread, the
-    # view's tuned run took 4.8-5.7 s instead of 2.6-2.7 s (not explained yet; the app's sessions run
-    # in script threads, where three such runs before it changed nothing)
+    # view's tuned run took 4.8-5.7 s instead of 2.6-2.7 s.  Explained (issue 69): threadpoolctl lets
+    # only the first living thread set OpenBLAS's limit, and the main thread lives for good, so every
+    # later session's limit of 1 was ignored (BLAS on 2 threads beside the pool's); the context now
+    # takes control before it limits (dpcore.experiments.context.blas_limited, tests/test_blas_control.py)
     tuned_sec = _explore_new_epsilon(ex_dataset="adult", ex_mechanism="input-kang")
     # input perturbation trains on R released copies of the data: each step reads them once
     ds = datasets.load("adult")
