@@ -136,18 +136,20 @@ def headline(res: dict[str, Any]) -> str:
     return line + " An audit can show that a claim is false, never that it is true."
 
 
-def verdict_parts(res: dict[str, Any]) -> list[str]:
-    """The verdict box's paragraphs (Markdown): the plain sentences, each measured bug, the verdict's
-    name as every interface writes it (``dpcore.audit.verdict_line``)."""
-    parts = [headline(res), f"What the number rests on: {basis_words(res)}."]  # the estimator and its assumption
+def verdict_parts(res: dict[str, Any], short: bool = False) -> list[str]:
+    """The verdict box's paragraphs (Markdown): the plain sentences, what the number rests on (``short``:
+    in a projector's few words), each measured bug, the verdict's name as every interface writes it
+    (``dpcore.audit.verdict_line``)."""
+    parts = [headline(res), f"It rests on {basis_words(res, short=True)}." if short else
+             f"What the number rests on: {basis_words(res)}."]  # the estimator and its assumption
     parts += [f"Measured: {plain_markdown(finding_words(f))}." for f in res.get("findings") or ()]
     parts.append(verdict_line(res, explained=False))
     return parts
 
 
-def verdict_text(res: dict[str, Any], sep: str = "\n\n") -> str:
+def verdict_text(res: dict[str, Any], sep: str = "\n\n", short: bool = False) -> str:
     """:func:`verdict_parts` as one text (the lesson's file: one paragraph, ``sep=" "``)."""
-    return sep.join(verdict_parts(res))
+    return sep.join(verdict_parts(res, short=short))
 
 
 def noise_check_line(res: dict[str, Any]) -> str | None:
@@ -199,7 +201,7 @@ def show_verdict_box(res: dict[str, Any], compact: bool = False) -> None:
     """The verdict box: red only for :func:`dpcore.audit.confirmed` ("claim not met"); "refuted once, not
     confirmed" and "not refuted" in the same neutral colour.  ``compact``: its words in one paragraph (a
     projector's lesson step, where every line counts)."""
-    (st.error if confirmed(res) else st.info)(verdict_text(res, sep=" " if compact else "\n\n"))
+    (st.error if confirmed(res) else st.info)(verdict_text(res, sep=" ", short=True) if compact else verdict_text(res))
 
 
 def show_verdict_details(res: dict[str, Any], numbers: Callable[[], None] | None = None) -> None:

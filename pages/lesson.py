@@ -98,7 +98,7 @@ def show_audit_line() -> list[str]:
     rec = _step("audit_record")
     if PRESENTING:
         show_verdict_box(rec, compact=True)
-        return [verdict_text(rec, sep=" ")]
+        return [verdict_text(rec, sep=" ", short=True)]
     show_verdict(rec, lambda: st.markdown(audit_numbers(rec)))
     return [audit_numbers(rec), verdict_text(rec), noise_check_line(rec) or "", FOLD]
 
@@ -205,7 +205,7 @@ SCREEN, WORDS_TOP, GAP = 900, 270, 22
 WORD_LINE, WORD_CHARS, CAPTION_LINE, CAPTION_CHARS = 35, 112, 31, 135
 #: the chart's height in presenter mode: never so small that the plot is a strip, never taller than
 #: the class needs to read it
-PRESENTER_HEIGHTS = (260, 420)
+PRESENTER_HEIGHTS = (225, 420)
 
 
 def presenter_height(blocks: list[str], caption: str) -> int:

@@ -481,12 +481,13 @@ ESTIMATOR_WORDS = {
 }
 
 
-def basis_words(rec: dict[str, Any]) -> str:
+def basis_words(rec: dict[str, Any], short: bool = False) -> str:
     """What the audited ε rests on, in the words every place that shows it uses: the estimator that gave it
     and what that estimator assumes, whether the audit checked it, and, where it is not the attack's own
     error rates, what the assumption-free attack alone shows ("ε ≥ 0.92 by the measured-shift estimator,
     which assumes Gaussian noise (checked: …); the assumption-free attack alone shows ε ≥ 0").
-    ``rec``: :meth:`AuditResult.to_dict`."""
+    ``rec``: :meth:`AuditResult.to_dict`; ``short``: what it rests on in a projector's few words (the estimator,
+    its assumption and check, the attack's own bound; the headline beside it gives the number)."""
     def e(v):
         return "∞" if v is None or v == math.inf else f"{v:.3g}"
 
@@ -495,6 +496,8 @@ def basis_words(rec: dict[str, Any]) -> str:
     best = max(ests, key=lambda x: x["epsilon"], default=None)
     direct = rec.get("epsilon_lower_bound_direct")
     if best is None or best["name"] == "direct" or (direct is not None and direct >= lb):
+        if short:
+            return "the attack alone, assuming nothing but independent runs"
         return (f"ε ≥ {e(lb)} from the attack alone (its two error rates: {rec.get('false_positives')} false "
                 f"positives of {rec.get('n_without')}, {rec.get('false_negatives')} false negatives of "
                 f"{rec.get('n_with')}), which assumes nothing but independent runs")
@@ -507,6 +510,10 @@ def basis_words(rec: dict[str, Any]) -> str:
                    "Gaussian-shape test and no two runs drew the same noise")
     else:
         checked = "the audit's own noise check FAILED, so this number may not be a valid bound"
+    if short:
+        said = ("checked" if noise is not None and noise.get("gaussian") and noise.get("independent")
+                else "not checked" if noise is None else "its check FAILED")
+        return f"{name} (assumes {assumes}: {said}); the attack alone: ε ≥ {e(direct)}"
     return (f"ε ≥ {e(lb)} by {name}, which assumes {assumes} ({checked}); the assumption-free attack alone "
             f"shows ε ≥ {e(direct)} ({rec.get('false_positives')} false positives of {rec.get('n_without')}, "
             f"{rec.get('false_negatives')} false negatives of {rec.get('n_with')})")
