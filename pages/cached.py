@@ -15,7 +15,7 @@ from dpcore import datasets
 from dpcore.exceptions import DPCoreError
 from dpcore.experiments.baselines import Baseline, baseline, lambdas_for
 from dpcore.experiments import presets as _presets
-from dpcore.experiments.run import RunSpec, slow_reference
+from dpcore.experiments.run import RunSpec, delta_warning, problem_data, slow_reference
 from dpcore.experiments.views import run_record
 from pages.appstate import app_context, run_records, user_dataset
 from pages.charts import drawn
@@ -54,6 +54,19 @@ def run_or_error(config: RunSpec) -> dict | None:
     except DPCoreError as exc:
         st.error(f"{exc}")
         return None
+
+
+def delta_guard(config: RunSpec) -> None:
+    """The one warning on a δ ≥ 1/n (:func:`dpcore.experiments.run.delta_warning`, Explore's through its run's
+    warnings) for a view that shows runs of ``config``'s data at its δ without a run's record (Compare,
+    Local vs central, Distributed): a lecturer's walk found them silent at a δ Explore calls worthless."""
+    try:
+        ds = user_dataset(config.dataset)
+        n = (ds if ds is not None else problem_data(config)[0]).n
+    except DPCoreError:
+        return  # the view's own run says what is wrong with the data
+    if (message := delta_warning(config.delta, n)) is not None:
+        st.warning(message)
 
 
 def reference_for(config: RunSpec, lams=()) -> Baseline | None:

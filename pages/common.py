@@ -20,7 +20,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from dpcore.lesson import LEAKING_AUDIT, LEAKING_THREAT, LEAKING_TRIALS  # the views' leaking setup
 from pages.appstate import (app_context, CACHE_DIR, run_records, UPLOAD_PREFIX, user_dataset, user_datasets,
                             WORKERS)
-from pages.cached import (audit_view_state, dataset_details, load_shipped, reference_for, reference_notice,
+from pages.cached import (audit_view_state, dataset_details, delta_guard, load_shipped, reference_for, reference_notice,
                           run_or_error, shared_audit)
 from pages.charts import (client_bars, guessing_box, download_code, download_figure, download_plan, download_table, drawn, loss_figure,
                           MAX_PANELS_A_ROW, missed_target_note, plain_markdown, ROW_LAMBDA_COLUMNS,
@@ -48,7 +48,7 @@ __all__ = [
     "download_figure", "download_code",
     "progress_reporter", "time_left", "live_drawer", "with_progress", "PROGRESS_AFTER_SECONDS",
     "run_progress", "CURVE_AFTER_SECONDS", "CURVE_REDRAW_SECONDS", "live_curve",
-    "dataset_details", "run_or_error", "reference_for", "reference_notice", "load_shipped",
+    "dataset_details", "run_or_error", "reference_for", "reference_notice", "load_shipped", "delta_guard",
     "audit_view_state", "shared_audit",
 ]
 

@@ -21,7 +21,7 @@ from dpcore.experiments.sweep import warm_workers
 from dpcore.figures.result import gap_objectives_note, sampling_note, split_skew_words, tuning_cost_note
 from dpcore.figures.views import compare_figures
 from pages.common import (
-    choice, download_code, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
+    choice, delta_guard, download_code, enter_view, guessing_box, keep_choice, show_chart, param_help, readable, app_context, with_progress, dataset_picker, download_figure, download_table, live_drawer, mechanisms_for, missed_target_note, model_picker, param_widget, reference_for, reference_notice, skew_refusal, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -137,6 +137,7 @@ except DPCoreError as exc:
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
+delta_guard(base)  # δ ≥ 1/n: no real guarantee, said here as Explore says it
 #: what the comparison depends on: rows drawn for other values are marked as stale
 compared_for = (dataset, model, tuple(mechs), tuple(epsilons), delta, T, lam, repeats, calibration, tuned, clients,
                 skew, st.session_state.get("cmp_paper", ""))

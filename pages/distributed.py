@@ -15,7 +15,7 @@ from dpcore.experiments.views import distributed_spec, skew_grid
 from dpcore.figures.views import skew_figures
 from dpcore.figures.result import r_squared_words, realised_skew_rows, skew_words
 from pages.common import (
-    choice, download_code, enter_view, guessing_box, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
+    choice, delta_guard, download_code, enter_view, guessing_box, show_chart, param_help, client_bars, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, model_picker, param_widget, reference_for, run_or_error, skew_refusal, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -53,6 +53,7 @@ st.caption(f"Certified with this split: {SPLIT_CERTIFIES[split]}.")
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
+delta_guard(RunSpec(dataset=dataset, model=model, delta=delta))  # δ ≥ 1/n: said as Explore says it
 own_data = user_dataset(dataset)
 n = own_data.n if own_data is not None else datasets.DATASETS[dataset].n_train
 try:

@@ -11,8 +11,8 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.experiments.views import explore_spec, tuned_search_spent
-from dpcore.figures.result import (clip_words, noise_words, r_squared_words, reference_terms, search_spent_words,
-                                   skew_words, versus_guessing)
+from dpcore.figures.result import (clip_words, noise_words, r_squared_words, reference_terms, runs_no_better,
+                                   search_spent_words, skew_words, versus_guessing)
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
 from dpcore.models import make_model
@@ -189,6 +189,8 @@ if versus is not None and versus.no_better:
                + ("says: its own released records could not show anything better; try a larger ε or more data."
                   if rec.get("guess_chosen") else "says; try a larger ε, more data, or the tuned settings."
                   if tuned is not None and not tuned_in_use else "says; try a larger ε or more data."))
+elif (hidden := runs_no_better(rec)) is not None:  # a run under guessing behind a mean above it
+    st.warning(hidden)
 if rec.get("tuned_on_release"):  # input and local perturbation, tuned on their own released records
     kept = rec.get("guess_chosen", 0)
     chosen = sorted({c if isinstance(c, str) else setting_text(c) for c in rec["tuned_on_release"]})

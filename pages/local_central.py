@@ -14,7 +14,7 @@ from dpcore.experiments.studies import tradeoff
 from dpcore.experiments.views import tradeoff_mechanisms
 from dpcore.params import PARAMS
 from pages.common import (
-    bounded_slider, download_code, enter_view, guessing_box, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, param_widget, reference_for, user_dataset,
+    bounded_slider, delta_guard, download_code, enter_view, guessing_box, show_chart, with_progress, dataset_picker, download_figure, download_table, fmt_eps, missed_target_note, param_widget, reference_for, user_dataset,
 )
 from pages.links import linked_result, publish_settings, restore_from_url, shared_settings, write_to_url
 
@@ -46,6 +46,7 @@ mechs = tradeoff_mechanisms()  # as its export runs them (dpcore.experiments.vie
 
 write_to_url(list(URL_KEYS))
 publish_settings(SHARED)
+delta_guard(RunSpec(dataset=dataset, delta=delta))  # δ ≥ 1/n: no real guarantee, said as Explore says it
 pressed = st.button("Run the trade-off", type="primary", key="lc_run")
 out, _ = linked_result(
     "lc_result", "lc_shown", (dataset, epsilon, delta, T, repeats, tuple(mechs)), pressed,

@@ -14,7 +14,10 @@ GLOSSARY = {
                 "$e^\\varepsilon$ (up to δ). Smaller ε: more noise, stronger privacy. ε = 1 means the "
                 "odds of any conclusion about one person move by at most $e \\approx 2.7$×."),
     "delta": ("δ (delta), the slack",
-              "The probability with which the $e^\\varepsilon$ bound may fail. Keep it well below 1/n: "
+              "An additive slack in the bound: for every set S of outputs, "
+              "P[M(D) ∈ S] ≤ $e^\\varepsilon$ P[M(D') ∈ S] + δ. It is often read as the chance that the "
+              "$e^\\varepsilon$ bound fails; that reading is a stronger guarantee (probabilistic DP), which "
+              "implies (ε, δ) but not the other way round. Keep it well below 1/n: "
               "with δ ≥ 1/n a mechanism could publish a whole record and still meet (ε, δ)."),
     "replace-one": ("Neighbouring datasets (replace-one)",
                     "Two datasets that differ in one record, replaced by another. Every guarantee here is "

@@ -36,7 +36,7 @@ from ..params import PARAMS
 from ..partition import client_sizes
 from .missed import join_words
 
-__all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "from_zero",
+__all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "runs_no_better", "from_zero",
            "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_cost", "search_spent_words",
            "tuning_cost_note", "row_lam", "gap_objective_words", "gap_objectives_note", "best_central",
            "best_central_label", "best_central_words", "curve_note", "measured_note",
@@ -130,6 +130,30 @@ def no_better_rows(rows, guess: float | None = None) -> list[tuple[dict, Guessin
         if v is not None and v.no_better:
             out.append((r, v))
     return out
+
+
+def runs_no_better(record: dict) -> str | None:
+    """The runs of a record (its ``runs``' ``accuracy`` or ``rmse``) that score no better than guessing while
+    their mean does (a lecturer's walk: input (Kang) at ε = 1 showed 0.8599 ± 0.1472 over 5 runs and no
+    flag, with seed 3 at 0.5985 under guessing's 0.6496, seen only in the JSON); ``None`` when there are
+    none, or when the mean itself is no better (the view's box says so then).
+
+    >>> runs_no_better({"accuracy_mean": 0.86, "accuracy_guess": 0.6496, "runs": [{"seed": s, "accuracy": a}
+    ...                 for s, a in enumerate((0.93, 0.92, 0.91, 0.5985, 0.94))]})
+    '1 of 5 runs scores no better than guessing (seed 3: 0.5985; guessing 0.6496): the mean hides it.'
+    """
+    versus = versus_guessing(record)
+    if versus is None or versus.no_better:
+        return None
+    key = "accuracy" if versus.metric == "accuracy" else "rmse"
+    runs = [r for r in record.get("runs") or () if _finite(r.get(key))]
+    low = [r for r in runs if Guessing(versus.metric, float(r[key]), versus.guess, "").no_better]
+    if not low:
+        return None
+    which = ", ".join(f"seed {r.get('seed')}: {r[key]:.{DIGITS}f}" for r in low[:4]) + (", …" if len(low) > 4 else "")
+    verb = "scores" if len(low) == 1 else "score"
+    return (f"{len(low)} of {len(runs)} runs {verb} no better than guessing ({which}; guessing "
+            f"{versus.guess:.{DIGITS}f}): the mean hides it.")
 
 
 def no_better_groups(found: list[tuple[dict, Guessing]], group, at, axis: str = "", limit: int = 4) -> list[str]:
@@ -404,12 +428,12 @@ def best_central_label(rows) -> str:
     return f"best of {found[1]} central means: {short_name(found[0]['mechanism'])}"
 
 
-def best_central_words(result: dict, baseline: float | None = None) -> str:
+def best_central_words(result: dict, baseline: float | None = None, short: bool = False) -> str:
     """What the trade-off chart's best-central line is (issue 68, the third walk's M4: the best of nine
     2-run means equalled the non-private line and read as central DP costing nothing at ε = 1): that
     mechanism's mean with its sd over the runs, the best of N means of R runs each, and that a maximum of
     noisy means is optimistic; where it reaches the non-private ``baseline``, that this is within the runs'
-    spread, not a free guarantee."""
+    spread, not a free guarantee.  ``short``: the same in a projector's two lines (the lesson's step)."""
     found = best_central(result.get("rows", []))
     if found is None:
         return ""
@@ -417,6 +441,12 @@ def best_central_words(result: dict, baseline: float | None = None) -> str:
     runs = result.get("repeats")
     of = f" over {runs} run{'s' if runs != 1 else ''} each" if runs else ""
     sd = row.get("accuracy_std")
+    if short:
+        reaches = (baseline is not None and _finite(baseline) and row["accuracy_mean"] >= baseline - 1e-12)
+        return (f"Dotted: {short_name(row['mechanism'])}, {row['accuracy_mean']:.4f}"
+                + (f" ± {sd:.4f}" if _finite(sd) else "") + f", the best of {n} central means{of}: the luckiest of "
+                "several noisy means, so optimistic" + ("; reaching the non-private line does not show that "
+                                                       "central privacy is free." if reaches else "."))
     said = (f"The dotted “best of {n} central means” line (central: local ε = ∞, so a line, not a point) is "
             f"{short_name(row['mechanism'])}'s mean accuracy "
             f"{row['accuracy_mean']:.4f}" + (f" ± {sd:.4f} (sd over its runs)" if _finite(sd) else "")
