@@ -11,7 +11,7 @@ from dpcore.exceptions import DPCoreError
 from dpcore.experiments.run import RunSpec
 from dpcore.experiments.tune import setting_text, tuned_setting
 from dpcore.experiments.views import explore_spec, tuned_search_spent
-from dpcore.figures.result import (clip_words, noise_words, r_squared_words, reference_terms, runs_no_better,
+from dpcore.figures.result import (clip_words, noise_name, noise_words, r_squared_words, reference_terms, runs_no_better,
                                    search_spent_words, skew_words, versus_guessing)
 from dpcore.shipped import ShippedFileError
 from dpcore.mechanisms import REGISTRY
@@ -205,7 +205,7 @@ if rec.get("noise_multiplier") is not None:  # a sampled mechanism's noise: the 
     c3.metric("noise σ = z·C", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
     c3.caption(noise_words(rec) + " (noise multiplier z, clip C)")
 else:
-    c3.metric("noise σ", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
+    c3.metric(f"noise: {noise_name(rec)}", fmt_num(rec["sigma"], ".4g"), help=rec.get("noise", ""))
 c4.metric("seconds", f"{rec['seconds']:.2f}")
 
 e1, e2, e3, e4 = st.columns(4)

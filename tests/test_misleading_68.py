@@ -128,7 +128,7 @@ EXPLORE_CLIP = ("ex_dataset=breast-cancer&ex_model=logreg&ex_mechanism=gradient-
 
 
 def _sigma(at) -> float:
-    return float(next(m.value for m in at.metric if m.label.startswith("noise σ")))
+    return float(next(m.value for m in at.metric if m.label.startswith("noise")))
 
 
 def test_a_clip_above_the_loss_bound_says_it_clips_nothing_and_scales_the_noise():

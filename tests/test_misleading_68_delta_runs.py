@@ -62,3 +62,17 @@ def test_the_lessons_local_step_says_what_its_dotted_line_is():
     said = [m.value for m in at.markdown if m.value.startswith("Dotted: ")]
     assert len(said) == 1 and "the best of 9 central means over 2 runs each" in said[0] \
         and "so optimistic" in said[0], said
+
+
+@pytest.mark.parametrize("mechanism", ["local-duchi", "objective-chaudhuri", "input-kang", "output-laplace",
+                                       "gradient-dpgd"])
+def test_explores_noise_figure_is_named_as_the_quantity_it_is(mechanism):
+    """The walk: "noise σ" stood over Duchi's ℓ2-ball radius B, Chaudhuri's Gamma-norm scale and Kang's σ
+    alike. The label now names the quantity as the run's record describes it, and says σ only where the
+    description does (a radius labelled σ fails it)."""
+    at = _page("explore.py", f"ex_dataset=breast-cancer&ex_mechanism={mechanism}&ex_T=20&ex_R=1")
+    assert not at.exception and not at.error
+    (metric,) = [m for m in at.metric if m.label.startswith("noise")]
+    described = metric.proto.help
+    assert metric.label == "noise: " + described.split(" on ")[0].split(" of ")[0].strip(), (metric.label, described)
+    assert ("σ" in metric.label) == ("σ" in described.split(" on ")[0].split(" of ")[0])

@@ -25,6 +25,7 @@ label and negative for one that does worse.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -37,7 +38,7 @@ from ..partition import client_sizes
 from .missed import join_words
 
 __all__ = ["clip_words", "DIGITS", "Guessing", "versus_guessing", "r_squared", "r_squared_words", "no_better_rows", "no_better_groups", "runs_no_better", "from_zero",
-           "noise_words", "sampling_of", "sampling_words", "sampling_note", "search_cost", "search_spent_words",
+           "noise_words", "noise_name", "sampling_of", "sampling_words", "sampling_note", "search_cost", "search_spent_words",
            "tuning_cost_note", "row_lam", "gap_objective_words", "gap_objectives_note", "best_central",
            "best_central_label", "best_central_words", "curve_note", "measured_note",
            "curve_point_name", "realised_skew", "skew_words", "split_skew_words", "reference_terms",
@@ -186,6 +187,22 @@ def from_zero(values, guess: float | None, metric: str = "accuracy") -> bool:
     if not vals or not _finite(guess):
         return False
     return any(Guessing(metric, v, float(guess), "").no_better for v in vals)
+
+
+def noise_name(record: dict) -> str:
+    """What a run's noise figure is, in its mechanism's own words (the record's ``noise``, up to what it is
+    added to): "Gaussian σ", "Gamma-norm scale", "ℓ2-ball mechanism radius B".  A lecturer's walk read
+    "noise σ" over all three in Explore, comparing a radius with a standard deviation.
+
+    >>> noise_name({"noise": "ℓ2-ball mechanism radius B on each record's gradient"})
+    'ℓ2-ball mechanism radius B'
+    >>> noise_name({"noise": "Gamma-norm scale of the linear term b"})
+    'Gamma-norm scale'
+    >>> noise_name({})
+    'noise σ'
+    """
+    name = re.split(r" (?:on|of|to) ", str(record.get("noise") or ""), maxsplit=1)[0].strip()
+    return name or "noise σ"
 
 
 def noise_words(record: dict) -> str:
