@@ -63,8 +63,8 @@ except DPCoreError as exc:
     st.stop()
 if sizes:
     client_bars(sizes)
-    if skew_words(u, sizes):
-        st.warning(skew_words(u, sizes) + ": the results below are for the clients' sizes.")
+    if said := skew_words(u, sizes):
+        st.warning(said + ": the results below are for the clients' sizes.")
 
 cols = st.columns(2)
 for col, mech in zip(cols, ("distributed-wddp", "distributed-avg")):

@@ -259,9 +259,8 @@ if from_tune and (from_tune["dataset"], from_tune["mechanism"], from_tune["epsil
                f"{config.seed}–{config.seed + config.repeats - 1}, so the two differ by noise alone.")
 if rec.get("client_sizes"):
     client_bars(rec["client_sizes"])
-    if skew_words(extra.get("skew", 1.0), rec["client_sizes"]):
-        st.warning(skew_words(extra.get("skew", 1.0), rec["client_sizes"]) + ": the result above is for the "
-                   "clients' sizes.")
+    if said := skew_words(extra.get("skew", 1.0), rec["client_sizes"]):
+        st.warning(said + ": the result above is for the clients' sizes.")
 
 fig = loss_figure(rec)
 if fig is not None:
